@@ -1,0 +1,473 @@
+"""The real local control plane: etcd + kube-apiserver (+ kube-scheduler on demand) on loopback ports.
+
+Used by the integration tests (one per session), ``make cluster``, the demo and the benchmarks.
+Each component runs in its own process group and logs to ``<run_dir>/logs/<component>.log``; every
+failure message names the log and quotes its last lines.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from devcluster.binaries import binaries_dir as default_binaries_dir
+from devcluster.binaries import k8s_version, require_binaries
+from devcluster.credentials import (
+    TokenUser,
+    generate_service_account_key,
+    new_token,
+    write_kubeconfig,
+    write_token_file,
+)
+from devcluster.kube_scheduler import kube_scheduler_argv, kube_scheduler_config, write_kube_scheduler_config
+from devcluster.probe import WaitTimeoutError, free_port, http_get, unverified_tls, wait_until
+from devcluster.process import ManagedProcess
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+_RUN_MARKER = ".devcluster-run"
+_PORT_RETRIES = 3
+ETCD = "etcd"
+APISERVER = "kube-apiserver"
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
+ADMIN_USER = "devcluster-admin"
+UNPRIVILEGED_USER = "devcluster-nobody"
+KEEP_LOGS_ENV = "DEVCLUSTER_KEEP_LOGS"
+
+
+class ControlPlaneError(RuntimeError):
+    """A component failed to start or become ready; the message names its log file."""
+
+
+def _emergency_stop(procs: dict[str, ManagedProcess], run_dir: Path) -> None:
+    """Finalizer for a ControlPlane garbage-collected (or left at exit) without stop()."""
+    for proc in reversed(list(procs.values())):
+        proc.stop(grace=2.0)
+    shutil.rmtree(run_dir / "etcd-data", ignore_errors=True)
+
+
+class ControlPlane:
+    """etcd and kube-apiserver for tests and demos. Use as a context manager or call start()/stop()."""
+
+    def __init__(
+        self,
+        *,
+        run_dir: str | Path | None = None,
+        binaries_dir: str | Path | None = None,
+        max_requests_inflight: int = 2000,
+        max_mutating_requests_inflight: int = 1000,
+        priority_and_fairness: bool = True,
+        etcd_quota_bytes: int = 8 * 1024**3,
+        etcd_fsync: bool = False,
+        apiserver_args: Sequence[str] = (),
+        start_timeout: float = 120.0,
+        keep_logs: bool | None = None,
+    ) -> None:
+        self.binaries_dir = Path(binaries_dir) if binaries_dir is not None else default_binaries_dir()
+        self.version = k8s_version()
+        self.max_requests_inflight = max_requests_inflight
+        self.max_mutating_requests_inflight = max_mutating_requests_inflight
+        self.priority_and_fairness = priority_and_fairness
+        self.etcd_quota_bytes = etcd_quota_bytes
+        self.etcd_fsync = etcd_fsync
+        self.apiserver_args = list(apiserver_args)
+        self.start_timeout = start_timeout
+        self._keep_logs = keep_logs if keep_logs is not None else bool(os.environ.get(KEEP_LOGS_ENV))
+        self._requested_run_dir = Path(run_dir) if run_dir is not None else None
+        self._run_dir: Path | None = None
+        self._procs: dict[str, ManagedProcess] = {}
+        self._etcd_port = 0
+        self._apiserver_port = 0
+        self._scheduler_count = 0
+        self._tls: ssl.SSLContext | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._started = False
+        self._stopped = False
+        self.token = new_token()
+        self.unprivileged_token = new_token()
+        # Seconds from launch to ready, per component; the last (re)start wins.
+        self.startup_seconds: dict[str, float] = {}
+
+    # ----- paths and endpoints (valid once start() has begun) -----
+
+    @property
+    def run_dir(self) -> Path:
+        if self._run_dir is None:
+            raise RuntimeError("the control plane has not been started")
+        return self._run_dir
+
+    @property
+    def log_dir(self) -> Path:
+        return self.run_dir / "logs"
+
+    @property
+    def cert_dir(self) -> Path:
+        return self.run_dir / "apiserver-certs"
+
+    @property
+    def ca_file(self) -> Path:
+        """The apiserver's self-signed serving cert (leaf followed by its CA), generated at first start."""
+        return self.cert_dir / "apiserver.crt"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.run_dir / "kubeconfig"
+
+    @property
+    def unprivileged_kubeconfig(self) -> Path:
+        """A kubeconfig for a user that exists but has no RBAC bindings."""
+        return self.run_dir / "unprivileged.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        if not self._apiserver_port:
+            raise RuntimeError("kube-apiserver has not been started")
+        return f"https://127.0.0.1:{self._apiserver_port}"
+
+    @property
+    def etcd_endpoint(self) -> str:
+        if not self._etcd_port:
+            raise RuntimeError("etcd has not been started")
+        return f"http://127.0.0.1:{self._etcd_port}"
+
+    def log_files(self) -> list[Path]:
+        return [proc.log_path for proc in self._procs.values()]
+
+    def pids(self) -> dict[str, int]:
+        """Component name -> pid of every process this control plane has running."""
+        return {name: proc.pid for name, proc in self._procs.items() if proc.running()}
+
+    # ----- lifecycle -----
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop(keep_logs=True if exc is not None else None)
+
+    def start(self) -> ControlPlane:
+        """Start etcd and kube-apiserver and wait for /readyz. No-op if already started."""
+        if self._stopped:
+            raise RuntimeError("a stopped ControlPlane cannot be started again; create a new one")
+        if self._started:
+            return self
+        require_binaries(self.binaries_dir)
+        self._started = True
+        self._prepare_run_dir()
+        try:
+            self._start_etcd()
+            self.start_apiserver()
+        except BaseException:
+            self.stop(keep_logs=True)
+            raise
+        return self
+
+    def stop(self, keep_logs: bool | None = None) -> None:
+        """Stop every component (schedulers, apiserver, etcd) and remove the run dir. Idempotent.
+
+        With ``keep_logs`` (or DEVCLUSTER_KEEP_LOGS=1) the logs directory survives, the rest goes.
+        """
+        if self._stopped or not self._started:
+            self._stopped = True
+            return
+        self._stopped = True
+        order = [n for n in self._procs if n not in (APISERVER, ETCD)] + [APISERVER, ETCD]
+        for name in order:
+            proc = self._procs.get(name)
+            if proc is not None:
+                proc.stop(grace=15.0)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        keep = self._keep_logs if keep_logs is None else keep_logs
+        run_dir = self.run_dir
+        if keep:
+            for entry in run_dir.iterdir():
+                if entry.name != "logs":
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    # ----- apiserver control -----
+
+    def start_apiserver(self, timeout: float | None = None) -> None:
+        """Start kube-apiserver (on the same port as before, if it ran already) and wait for /readyz."""
+        self._require_running_etcd()
+        current = self._procs.get(APISERVER)
+        if current is not None and current.running():
+            return
+        fixed_port = self._apiserver_port != 0
+
+        def build() -> list[str]:
+            if not fixed_port:
+                self._apiserver_port = free_port()
+            return self._apiserver_argv()
+
+        self._launch(
+            APISERVER,
+            build,
+            ready=self._apiserver_ready,
+            what=lambda: f"kube-apiserver /readyz on {self.server}",
+            timeout=timeout or self.start_timeout,
+            retry_ports=not fixed_port,
+        )
+        if not self.kubeconfig.exists():
+            self._write_kubeconfigs()
+
+    def stop_apiserver(self) -> None:
+        proc = self._procs.get(APISERVER)
+        if proc is not None:
+            proc.stop(grace=15.0)
+
+    def restart_apiserver(self, timeout: float | None = None) -> None:
+        """Stop and start kube-apiserver on the same port and etcd (same data, same serving cert)."""
+        self.stop_apiserver()
+        self.start_apiserver(timeout)
+
+    def readyz(self) -> bool:
+        return self._apiserver_ready()
+
+    # ----- clients -----
+
+    def api_client(self, pool_maxsize: int = 64, kubeconfig: str | Path | None = None) -> ApiClient:
+        """A synchronous kubernetes ApiClient from the admin kubeconfig (or the one given)."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(
+            config_file=str(kubeconfig or self.kubeconfig),
+            client_configuration=configuration,
+            persist_config=False,
+        )
+        # Thread pools (binding, node creation) need a connection per worker, not urllib3's default 10.
+        configuration.connection_pool_maxsize = pool_maxsize
+        return client.ApiClient(configuration)
+
+    # ----- kube-scheduler -----
+
+    def write_kube_scheduler_config(
+        self,
+        qps: float | None = None,
+        burst: int | None = None,
+        profiles: Sequence[Mapping[str, Any]] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Path:
+        """A KubeSchedulerConfiguration file in the run dir whose clientConnection uses our kubeconfig."""
+        config = kube_scheduler_config(self.kubeconfig, qps=qps, burst=burst, profiles=profiles, extra=extra)
+        path = self.run_dir / f"kube-scheduler-config-{self._scheduler_count + 1}.yaml"
+        return write_kube_scheduler_config(path, config)
+
+    def start_kube_scheduler(
+        self,
+        extra_args: Sequence[str] = (),
+        config_path: str | Path | None = None,
+        timeout: float | None = None,
+    ) -> ManagedProcess:
+        """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop()."""
+        self._require_running_etcd()
+        self._scheduler_count += 1
+        name = f"kube-scheduler-{self._scheduler_count}"
+        cert_dir = self.run_dir / f"{name}-certs"
+        port = 0
+
+        def build() -> list[str]:
+            nonlocal port
+            port = free_port()
+            return kube_scheduler_argv(
+                self.binaries_dir / "kube-scheduler",
+                self.kubeconfig,
+                secure_port=port,
+                cert_dir=cert_dir,
+                config_path=Path(config_path) if config_path is not None else None,
+                extra_args=extra_args,
+            )
+
+        tls = unverified_tls()
+        return self._launch(
+            name,
+            build,
+            ready=lambda: http_get(f"https://127.0.0.1:{port}/healthz", context=tls)[0] == 200,
+            what=lambda: f"{name} /healthz on https://127.0.0.1:{port}",
+            timeout=timeout or self.start_timeout,
+        )
+
+    # ----- internals -----
+
+    def _require_running_etcd(self) -> None:
+        etcd = self._procs.get(ETCD)
+        if self._stopped or etcd is None or not etcd.running():
+            raise RuntimeError("etcd is not running: start() the control plane first")
+
+    def _prepare_run_dir(self) -> None:
+        if self._requested_run_dir is None:
+            run_dir = Path(tempfile.mkdtemp(prefix="py-scheduler-devcluster-"))
+        else:
+            run_dir = self._requested_run_dir.resolve()
+            if run_dir.exists() and any(run_dir.iterdir()):
+                # Only ever wipe a directory an earlier ControlPlane created.
+                if not (run_dir / _RUN_MARKER).exists():
+                    raise RuntimeError(f"run dir {run_dir} is not empty and was not created by devcluster")
+                shutil.rmtree(run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+        self._run_dir = run_dir
+        (run_dir / _RUN_MARKER).touch()
+        (run_dir / "logs").mkdir()
+        self.cert_dir.mkdir()
+        generate_service_account_key(run_dir / "service-account.key")
+        write_token_file(
+            run_dir / "tokens.csv",
+            [
+                TokenUser(self.token, ADMIN_USER, "devcluster-admin-uid", ("system:masters",)),
+                TokenUser(self.unprivileged_token, UNPRIVILEGED_USER, "devcluster-nobody-uid"),
+            ],
+        )
+        self._finalizer = weakref.finalize(self, _emergency_stop, self._procs, run_dir)
+
+    def _launch(
+        self,
+        name: str,
+        build: Callable[[], list[str]],
+        ready: Callable[[], bool],
+        what: Callable[[], str],
+        timeout: float,
+        retry_ports: bool = True,
+    ) -> ManagedProcess:
+        """Start a component and wait until ``ready``; retry with fresh ports if one was taken meanwhile."""
+        log_path = self.log_dir / f"{name}.log"
+        for attempt in range(1, _PORT_RETRIES + 1):
+            proc = ManagedProcess(name, build(), log_path)
+            waiting_for = what()
+            self._procs[name] = proc
+            started = time.monotonic()
+            proc.start()
+
+            def died(proc: ManagedProcess = proc) -> str | None:
+                return None if proc.running() else proc.describe_failure(f"{name} exited before {waiting_for}")
+
+            try:
+                wait_until(ready, timeout, waiting_for, abort=died)
+            except WaitTimeoutError as err:
+                message = proc.describe_failure(str(err))
+                proc.stop(grace=5.0)
+                raise ControlPlaneError(self._with_log_index(message)) from None
+            except RuntimeError as err:
+                proc.stop(grace=5.0)
+                port_taken = "address already in use" in proc.tail(30)
+                if retry_ports and port_taken and attempt < _PORT_RETRIES:
+                    continue
+                raise ControlPlaneError(self._with_log_index(str(err))) from None
+            self.startup_seconds[name] = time.monotonic() - started
+            return proc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _with_log_index(self, message: str) -> str:
+        logs = ", ".join(str(p) for p in self.log_files())
+        return f"{message}\n--- all component logs: {logs}"
+
+    def _start_etcd(self) -> None:
+        data_dir = self.run_dir / "etcd-data"
+
+        def build() -> list[str]:
+            shutil.rmtree(data_dir, ignore_errors=True)  # a failed attempt leaves a member behind
+            self._etcd_port = free_port()
+            peer = f"http://127.0.0.1:{free_port()}"
+            client = f"http://127.0.0.1:{self._etcd_port}"
+            return [
+                str(self.binaries_dir / "etcd"),
+                "--name=devcluster",
+                f"--data-dir={data_dir}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=devcluster={peer}",
+                "--initial-cluster-state=new",
+                f"--quota-backend-bytes={self.etcd_quota_bytes}",
+                # Throwaway data: fsync only costs time.
+                f"--unsafe-no-fsync={'false' if self.etcd_fsync else 'true'}",
+                "--log-level=warn",
+            ]
+
+        def healthy() -> bool:
+            status, body = http_get(f"{self.etcd_endpoint}/health")
+            return status == 200 and b'"true"' in body
+
+        self._launch(
+            ETCD,
+            build,
+            ready=healthy,
+            what=lambda: f"etcd /health on {self.etcd_endpoint}",
+            timeout=30.0,
+        )
+
+    def _apiserver_argv(self) -> list[str]:
+        run = self.run_dir
+        key = run / "service-account.key"
+        pf = "true" if self.priority_and_fairness else "false"
+        return [
+            str(self.binaries_dir / "kube-apiserver"),
+            f"--etcd-servers={self.etcd_endpoint}",
+            "--bind-address=127.0.0.1",
+            # The default would be the host's primary interface, which may not exist in a sandbox.
+            "--advertise-address=127.0.0.1",
+            # Endpoints may not hold a loopback IP, and nothing here needs the kubernetes Service.
+            "--endpoint-reconciler-type=none",
+            f"--secure-port={self._apiserver_port}",
+            f"--cert-dir={self.cert_dir}",
+            f"--service-account-key-file={key}",
+            f"--service-account-signing-key-file={key}",
+            f"--service-account-issuer={SERVICE_ACCOUNT_ISSUER}",
+            f"--token-auth-file={run / 'tokens.csv'}",
+            "--authorization-mode=Node,RBAC",
+            # No controller-manager: no service-account tokens to mount, no node lifecycle to untaint.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+            f"--max-requests-inflight={self.max_requests_inflight}",
+            f"--max-mutating-requests-inflight={self.max_mutating_requests_inflight}",
+            f"--enable-priority-and-fairness={pf}",
+            "--profiling=false",
+            "--v=1",
+            *self.apiserver_args,
+        ]
+
+    def _apiserver_ready(self) -> bool:
+        if self._tls is None:
+            if not self.ca_file.exists():
+                return False
+            try:
+                self._tls = ssl.create_default_context(cafile=str(self.ca_file))
+            except ssl.SSLError:  # caught mid-write
+                return False
+        status, _ = http_get(
+            f"{self.server}/readyz",
+            context=self._tls,
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
+        return status == 200
+
+    def _write_kubeconfigs(self) -> None:
+        ca_pem = self.ca_file.read_bytes()
+        write_kubeconfig(self.kubeconfig, self.server, ca_pem, ADMIN_USER, self.token)
+        write_kubeconfig(
+            self.unprivileged_kubeconfig, self.server, ca_pem, UNPRIVILEGED_USER, self.unprivileged_token
+        )
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else "started" if self._started else "new"
+        server = self.server if self._apiserver_port else None
+        return f"ControlPlane({state}, server={server}, run_dir={self._run_dir})"

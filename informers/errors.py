@@ -1,0 +1,47 @@
+"""Errors a transport raises, independent of the HTTP library underneath."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TransportError(Exception):
+    """The request never got an HTTP answer, or the stream broke: refused, reset, timed out, bad TLS."""
+
+
+class ApiError(Exception):
+    """The API server answered with a failure ``Status`` (an HTTP error, or an ERROR watch event)."""
+
+    def __init__(self, status: int, reason: str = "", message: str = "", body: Any = None) -> None:
+        super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+    @classmethod
+    def from_status(cls, status_obj: Any, default_code: int = 500) -> ApiError:
+        """Build from a ``meta/v1 Status`` dict (the body of an error response or ERROR event)."""
+        if not isinstance(status_obj, dict):
+            return cls(default_code, "Unknown", repr(status_obj), status_obj)
+        code = status_obj.get("code")
+        return cls(
+            int(code) if isinstance(code, int) and code > 0 else default_code,
+            str(status_obj.get("reason") or ""),
+            str(status_obj.get("message") or ""),
+            status_obj,
+        )
+
+    @property
+    def is_gone(self) -> bool:
+        """410: the resourceVersion is older than the server still keeps; only a relist recovers."""
+        return self.status == 410 or self.reason in ("Expired", "Gone")
+
+    @property
+    def is_too_large_resource_version(self) -> bool:
+        """The server's cache is behind the resourceVersion asked for (e.g. right after a restart)."""
+        details = self.body.get("details") if isinstance(self.body, dict) else None
+        causes = details.get("causes") if isinstance(details, dict) else None
+        if isinstance(causes, list):
+            return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)
+        return "Too large resource version" in self.message

@@ -1,0 +1,60 @@
+"""Which API resource an informer watches, and the URL paths for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    """A listable, watchable API resource, e.g. ``ResourceSpec("", "v1", "pods", namespaced=True)``."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    kind: str = ""
+
+    @property
+    def name(self) -> str:
+        """``plural`` or ``plural.group``: the ``resource`` label on metrics."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None) -> str:
+        """The collection path; across all namespaces when ``namespace`` is None or not applicable."""
+        prefix = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if namespace and self.namespaced:
+            return f"{prefix}/namespaces/{quote(namespace, safe='')}/{self.plural}"
+        return f"{prefix}/{self.plural}"
+
+
+PODS = ResourceSpec(group="", version="v1", plural="pods", namespaced=True, kind="Pod")
+NODES = ResourceSpec(group="", version="v1", plural="nodes", namespaced=False, kind="Node")
+NAMESPACES = ResourceSpec(group="", version="v1", plural="namespaces", namespaced=False, kind="Namespace")
+SERVICES = ResourceSpec(group="", version="v1", plural="services", namespaced=True, kind="Service")
+PERSISTENT_VOLUMES = ResourceSpec(
+    group="", version="v1", plural="persistentvolumes", namespaced=False, kind="PersistentVolume"
+)
+PERSISTENT_VOLUME_CLAIMS = ResourceSpec(
+    group="", version="v1", plural="persistentvolumeclaims", namespaced=True, kind="PersistentVolumeClaim"
+)
+CSI_NODES = ResourceSpec(
+    group="storage.k8s.io", version="v1", plural="csinodes", namespaced=False, kind="CSINode"
+)
+STORAGE_CLASSES = ResourceSpec(
+    group="storage.k8s.io", version="v1", plural="storageclasses", namespaced=False, kind="StorageClass"
+)
+REPLICA_SETS = ResourceSpec(
+    group="apps", version="v1", plural="replicasets", namespaced=True, kind="ReplicaSet"
+)
+STATEFUL_SETS = ResourceSpec(
+    group="apps", version="v1", plural="statefulsets", namespaced=True, kind="StatefulSet"
+)
+POD_DISRUPTION_BUDGETS = ResourceSpec(
+    group="policy", version="v1", plural="poddisruptionbudgets", namespaced=True, kind="PodDisruptionBudget"
+)

@@ -1,0 +1,258 @@
+"""HTTP transport for LIST and WATCH: aiohttp with the kubernetes client's configuration, raw JSON out.
+
+The client's own ``Configuration`` loading is reused (kubeconfig or in-cluster: bearer tokens, exec
+plugins via its refresh hook, CA, client certificates); requests go through one aiohttp session and
+responses are parsed with orjson, never into the client's model classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import AsyncGenerator, Mapping
+from types import TracebackType
+from typing import Any, Protocol
+
+import aiohttp
+import orjson
+from kubernetes import client as _kc
+from kubernetes import config as _kcfg
+
+from informers.clock import REAL_CLOCK, Clock
+from informers.errors import ApiError, TransportError
+from informers.ratelimit import TokenBucket
+
+logger = logging.getLogger(__name__)
+
+# The client's config loaders are untyped; reach them through Any.
+_k8s_client: Any = _kc
+_k8s_config: Any = _kcfg
+
+WatchEvent = dict[str, Any]
+
+# The apiserver's watch cache sends a BOOKMARK to every bookmark-enabled watcher about once a minute,
+# so 150 s of silence means the connection is dead (or bookmarks are off and we merely re-watch).
+DEFAULT_READ_TIMEOUT = 150.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+
+_CHUNK_SIZE = 256 * 1024
+
+
+class Transport(Protocol):
+    """What a reflector needs from the network. Unit tests substitute a fake."""
+
+    async def list(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        """GET a collection page; the parsed body. Raises :class:`ApiError` or :class:`TransportError`."""
+        ...
+
+    def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[WatchEvent, None]:
+        """GET with ``watch=1``; yields each event ``{"type": ..., "object": {...}}`` as it arrives.
+
+        Ends when the server closes the stream. Raises :class:`ApiError` for an HTTP failure and
+        :class:`TransportError` for a broken or silent connection.
+        """
+        ...
+
+
+class AsyncTransport:
+    """aiohttp transport configured from a ``kubernetes.client.Configuration``.
+
+    The session is created lazily on the running loop; call :meth:`close` (or use ``async with``).
+    """
+
+    def __init__(
+        self,
+        configuration: Any,
+        *,
+        qps: float | None = None,
+        burst: int | None = None,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        connection_limit: int = 100,
+        compress: bool = True,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.configuration = configuration
+        self.host: str = str(configuration.host).rstrip("/")
+        self.read_timeout = read_timeout
+        self._connect_timeout = connect_timeout
+        self._connection_limit = connection_limit
+        self._compress = compress
+        self._limiter = (
+            TokenBucket(qps, burst if burst is not None else max(1, int(qps * 2)), clock=clock)
+            if qps is not None and qps > 0
+            else None
+        )
+        self._ssl: ssl.SSLContext | bool = self._make_ssl(configuration)
+        self._server_hostname: str | None = getattr(configuration, "tls_server_name", None) or None
+        self._proxy: str | None = getattr(configuration, "proxy", None) or None
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- construction ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | None = None,
+        *,
+        context: str | None = None,
+        qps: float | None = None,
+        burst: int | None = None,
+        **kwargs: Any,
+    ) -> AsyncTransport:
+        """From a kubeconfig file; ``path=None`` means ``$KUBECONFIG``/``~/.kube/config``, else in-cluster."""
+        cfg = _k8s_client.Configuration()
+        if path is None:
+            try:
+                _k8s_config.load_incluster_config(client_configuration=cfg)
+            except _k8s_config.ConfigException:
+                _k8s_config.load_kube_config(context=context, client_configuration=cfg)
+        else:
+            _k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+        return cls(cfg, qps=qps, burst=burst, **kwargs)
+
+    @staticmethod
+    def _make_ssl(cfg: Any) -> ssl.SSLContext | bool:
+        if not str(cfg.host).startswith("https"):
+            return False
+        if not cfg.verify_ssl:
+            return False
+        ctx = ssl.create_default_context(
+            cafile=cfg.ssl_ca_cert or None, cadata=getattr(cfg, "ca_cert_data", None)
+        )
+        if cfg.cert_file:
+            ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file or None)
+        if getattr(cfg, "assert_hostname", None) is False:
+            ctx.check_hostname = False
+        return ctx
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "py-scheduler-informers"}
+        if not self._compress:
+            headers["Accept-Encoding"] = "identity"
+        cfg = self.configuration
+        # Called per request so an exec plugin's or in-cluster token's refresh hook can rotate it.
+        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
+        if token:
+            headers["Authorization"] = token
+        elif cfg.username or cfg.password:
+            headers["Authorization"] = cfg.get_basic_auth_token()
+        return headers
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._connection_limit)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                json_serialize=lambda o: orjson.dumps(o).decode(),
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> AsyncTransport:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def _timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=None, sock_connect=self._connect_timeout, sock_read=self.read_timeout
+        )
+
+    @staticmethod
+    async def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
+        if resp.status < 400:
+            return
+        body = await resp.read()
+        try:
+            status_obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise ApiError(resp.status, resp.reason or "", body[:512].decode(errors="replace")) from None
+        raise ApiError.from_status(status_obj, default_code=resp.status)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One non-streaming request; the parsed JSON answer. Used for LIST, and by tests and benchmarks."""
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        headers = self._headers()
+        data: bytes | None = None
+        if body is not None:
+            data = orjson.dumps(body)
+            headers["Content-Type"] = content_type
+        try:
+            async with self._get_session().request(
+                method,
+                self.host + path,
+                params=params,
+                data=data,
+                headers=headers,
+                timeout=self._timeout(),
+                proxy=self._proxy,
+                server_hostname=self._server_hostname,
+                # The apiserver redirects only when misconfigured; never follow with credentials.
+                allow_redirects=False,
+            ) as resp:
+                await self._raise_for_status(resp)
+                payload = await resp.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise TransportError(f"{method} {path}: {exc!r}") from exc
+        result: dict[str, Any] = orjson.loads(payload) if payload else {}
+        return result
+
+    async def list(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        return await self.request("GET", path, params=params)
+
+    async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[WatchEvent, None]:
+        if self._limiter is not None:
+            await self._limiter.acquire()
+        query = dict(params)
+        query["watch"] = "true"
+        try:
+            async with self._get_session().get(
+                self.host + path,
+                params=query,
+                headers=self._headers(),
+                timeout=self._timeout(),
+                proxy=self._proxy,
+                server_hostname=self._server_hostname,
+                allow_redirects=False,
+            ) as resp:
+                await self._raise_for_status(resp)
+                # Own line splitting: aiohttp's readline() refuses lines over 128 KiB, and one JSON
+                # event (a big ConfigMap or Node) can be far larger than that.
+                buf = bytearray()
+                async for chunk in resp.content.iter_chunked(_CHUNK_SIZE):
+                    buf += chunk
+                    start = 0
+                    while True:
+                        end = buf.find(b"\n", start)
+                        if end < 0:
+                            break
+                        if end > start:
+                            yield orjson.loads(buf[start:end])
+                        start = end + 1
+                    if start:
+                        del buf[:start]
+                if buf.strip():
+                    yield orjson.loads(buf)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise TransportError(f"watch {path}: {exc!r}") from exc
+        except orjson.JSONDecodeError as exc:
+            raise TransportError(f"watch {path}: undecodable event: {exc}") from exc

@@ -1,0 +1,1 @@
+"""py-scheduler: a secondary Kubernetes scheduler in Python."""

@@ -1,0 +1,105 @@
+"""The scheduler's writes: Binding, Events and the PodScheduled condition, with typed failures.
+
+Called from binding and writer threads only; never from the event loop, since every call blocks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import orjson
+import urllib3
+
+from scheduler.kubeclient import RestClient
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class ApiError(Exception):
+    """A failed request. ``retryable`` is true for throttling, server errors and lost connections."""
+
+    def __init__(self, status: int, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.retryable = status in RETRYABLE_STATUSES if retryable is None else retryable
+
+
+class BindingConflict(ApiError):
+    """The pod is already bound, was deleted, or was replaced: nothing to retry, nothing to report."""
+
+
+def _message(body: bytes) -> str:
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body[:300].decode("utf-8", "replace")
+    if isinstance(decoded, dict):
+        return str(decoded.get("message") or decoded.get("reason") or decoded)[:500]
+    return str(decoded)[:500]
+
+
+class SchedulerApi:
+    def __init__(self, rest: RestClient) -> None:
+        self.rest = rest
+
+    def _call(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> bytes:
+        try:
+            status, data = self.rest.request(method, path, body, content_type=content_type)
+        except urllib3.exceptions.HTTPError as err:
+            raise ApiError(0, f"{method} {path}: {err}", retryable=True) from err
+        if 200 <= status < 300:
+            return data
+        raise ApiError(status, f"{method} {path}: {_message(data)}")
+
+    def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """POST pods/{name}/binding. The uid precondition stops us binding a re-created namesake."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
+        try:
+            self._call("POST", path, body)
+        except ApiError as err:
+            # 409: already assigned (maybe by us, before a restart); 404: deleted; 422/400 with a uid
+            # mismatch: replaced by a namesake. None of these is worth a retry.
+            if err.status in (404, 409) or (err.status in (400, 422) and "uid" in str(err).lower()):
+                raise BindingConflict(err.status, str(err), retryable=False) from err
+            raise
+
+    def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            data = self._call("GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}")
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+        pod: Mapping[str, Any] = orjson.loads(data)
+        return pod
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge patch of pods/status (conditions merge by type, as upstream's PatchPodStatus)."""
+        self._call(
+            "PATCH",
+            f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
+            patch,
+            content_type="application/strategic-merge-patch+json",
+        )
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        self._call("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events", event)
+
+    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self._call(
+            "PATCH",
+            f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+            patch,
+            content_type="application/merge-patch+json",
+        )

@@ -1,0 +1,355 @@
+"""Wires informers, cache, queue, frameworks, binding pool, leader election and the health server.
+
+Start-up order follows kube-scheduler: build everything from the configuration (a bad config stops
+here), start the health server and informers, wait for caches to sync, then schedule only while we
+hold the lease. A standby keeps its informers warm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from informers import NODES, PODS, AsyncTransport, InformerFactory
+from scheduling_queue.queue import SchedulingQueue
+from scheduling_queue.types import ClusterEventWithHint, Pod
+
+from scheduler import metrics
+from scheduler.api import SchedulerApi
+from scheduler.binding import BindingPool, BindingResult
+from scheduler.cache import PodInfoCache, SchedulerCache
+from scheduler.config import SchedulerConfig, resolve_profile
+from scheduler.event_handlers import EventHandlers
+from scheduler.events import EventRecorder
+from scheduler.framework.interface import PluginFactory
+from scheduler.framework.runtime import Framework
+from scheduler.framework.types import PodSpecError
+from scheduler.kubeclient import RestClient, load_configuration
+from scheduler.plugins.registry import DEFAULT_MULTIPOINT
+from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
+from scheduler.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
+
+ACTIVE_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+LOOP_STALL_LIMIT = 30.0
+
+
+@dataclass
+class ServingOptions:
+    bind_address: str = "0.0.0.0"
+    port: int = 10259
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+
+
+class LeadershipLost(SystemExit):
+    def __init__(self) -> None:
+        super().__init__(1)
+
+
+class SchedulerApp:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        *,
+        registry: Mapping[str, PluginFactory],
+        kubeconfig: str | None = None,
+        serving: ServingOptions | None = None,
+        leader_elect: bool | None = None,
+    ) -> None:
+        self.config = config
+        self.registry = dict(registry)
+        self.serving = serving or ServingOptions()
+        self.leader_elect = config.leader_election.leader_elect if leader_elect is None else leader_elect
+        self.identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
+        self.configuration = load_configuration(self.kubeconfig)
+        conn = config.client_connection
+        pool_size = max(16, config.parallelism)
+        self.rest = RestClient(self.configuration, qps=conn.qps, burst=conn.burst, pool_size=pool_size)
+        self.api = SchedulerApi(self.rest)
+        self.clock = time.time
+        self.cache = SchedulerCache()
+        self.pod_infos = PodInfoCache()
+        self.frameworks = self._build_frameworks()
+        first = next(iter(self.frameworks.values()))
+        self.queue = SchedulingQueue(
+            clock=_WallClock(),
+            less=first.queue_sort_less(),
+            pre_enqueue=self._pre_enqueue,
+            hints=self._merged_hints(),
+            initial_backoff=float(config.pod_initial_backoff_seconds),
+            max_backoff=float(config.pod_max_backoff_seconds),
+        )
+        self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
+        self.scheduler: Scheduler | None = None
+        self.elector: Any = None
+        self.server: Any = None
+        self.factory: InformerFactory | None = None
+        self.transport: AsyncTransport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._leading = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._exit_code = 0
+        self._loop_heartbeat = time.monotonic()
+        self._synced = False
+
+    # --- construction -------------------------------------------------------------------------
+    def _build_frameworks(self) -> dict[str, Framework]:
+        frameworks: dict[str, Framework] = {}
+        for profile in self.config.profiles:
+            handle = FrameworkHandle(
+                profile.scheduler_name, self._snapshot, self.api, self.clock
+            )
+            resolved = resolve_profile(
+                profile, self.registry, DEFAULT_MULTIPOINT, plugin_points(self.registry, handle)
+            )
+            percentage = resolved.percentage_of_nodes_to_score
+            if percentage is None:
+                percentage = self.config.percentage_of_nodes_to_score
+            frameworks[resolved.scheduler_name] = build_framework(
+                resolved.scheduler_name,
+                resolved.plugins,
+                registry=self.registry,
+                plugin_args=resolved.plugin_args,
+                score_weights=resolved.score_weights,
+                percentage_of_nodes_to_score=percentage,
+                handle=handle,
+            )
+        return frameworks
+
+    def _snapshot(self) -> Any:
+        if self.scheduler is None:
+            raise RuntimeError("no snapshot before the scheduler starts")
+        return self.scheduler.snapshot
+
+    def _merged_hints(self) -> dict[str, list[ClusterEventWithHint]]:
+        merged: dict[str, list[ClusterEventWithHint]] = {}
+        for fwk in self.frameworks.values():
+            for plugin, events in fwk.events_to_register().items():
+                merged.setdefault(plugin, events)
+        return merged
+
+    def _pre_enqueue(self, pod: Pod) -> str:
+        fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        if fwk is None or not fwk.plugins.pre_enqueue:
+            return ""
+        try:
+            info = self.pod_infos.get(pod)
+        except PodSpecError:
+            # Let the cycle report it as FailedScheduling instead of hiding the pod in the gated set.
+            return ""
+        status = fwk.run_pre_enqueue(info)
+        return status.plugin or "PreEnqueue" if status is not None else ""
+
+    # --- health -------------------------------------------------------------------------------
+    def readiness(self) -> tuple[bool, str]:
+        if not self._synced:
+            return False, "informer caches not synced"
+        if self.elector is not None and not self.elector.is_leader():
+            ok, why = self.elector.healthy(self.config.leader_election.lease_duration * 2)
+            return ok, "standby" if ok else why
+        return True, "ok"
+
+    def liveness(self) -> tuple[bool, str]:
+        stalled = time.monotonic() - self._loop_heartbeat
+        if stalled > LOOP_STALL_LIMIT:
+            return False, f"event loop stalled for {stalled:.0f}s"
+        if self.elector is not None:
+            ok, why = self.elector.healthy(self.config.leader_election.renew_deadline * 2)
+            if not ok:
+                return False, why
+        return True, "ok"
+
+    def may_bind(self) -> bool:
+        return not self._stop.is_set() and (self.elector is None or self.elector.is_leader())
+
+    # --- running ------------------------------------------------------------------------------
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self._start_server()
+
+        def pool_factory(on_done: Any) -> BindingPool:
+            return BindingPool(
+                loop, on_done, max_workers=max(1, self.config.parallelism), may_bind=self.may_bind
+            )
+
+        self.scheduler = Scheduler(
+            frameworks=self.frameworks,
+            queue=self.queue,
+            cache=self.cache,
+            pod_infos=self.pod_infos,
+            recorder=self.recorder,
+            binding_pool_factory=pool_factory,
+            clock=self.clock,
+        )
+        conn = self.config.client_connection
+        self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
+        self.factory = InformerFactory(self.transport)
+        handlers = EventHandlers(queue=self.queue, cache=self.cache, profiles=self.frameworks.keys())
+        nodes = self.factory.informer_for(NODES)
+        nodes.add_event_handler(
+            on_add=handlers.on_node_add, on_update=handlers.on_node_update, on_delete=handlers.on_node_delete
+        )
+        pods = self.factory.informer_for(PODS, field_selector=ACTIVE_POD_SELECTOR)
+        pods.add_event_handler(
+            on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
+        )
+        self.factory.start()
+        background = [
+            loop.create_task(self._heartbeat(), name="heartbeat"),
+            loop.create_task(self.queue.run(), name="queue-flush"),
+            loop.create_task(self._flush_events(), name="event-series"),
+        ]
+        try:
+            if not await self._wait_synced():
+                return self._exit_code or 1
+            self._start_elector(loop)
+            if not await self._wait_leading():
+                return self._exit_code
+            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
+            scheduling = loop.create_task(self.scheduler.run(), name="scheduling-cycle")
+            stop_wait = loop.create_task(self._stop.wait())
+            await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            self.scheduler.stop()
+            if scheduling.done() and scheduling.exception() is not None:
+                log.error("scheduling loop died: %s", scheduling.exception())
+                self._exit_code = 1
+            await asyncio.wait({scheduling}, timeout=5)
+            stop_wait.cancel()
+            return self._exit_code
+        finally:
+            await self._shutdown(background)
+
+    async def _wait_synced(self) -> bool:
+        assert self.factory is not None
+        sync = asyncio.ensure_future(self.factory.wait_for_cache_sync())
+        stop_wait = asyncio.ensure_future(self._stop.wait())
+        await asyncio.wait({sync, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+        if not sync.done() or not sync.result():
+            sync.cancel()
+            return False
+        self._synced = True
+        log.info("informer caches synced: %d nodes", self.cache.node_count())
+        return True
+
+    async def _wait_leading(self) -> bool:
+        if self.elector is None:
+            return True
+        leading = asyncio.ensure_future(self._leading.wait())
+        stop_wait = asyncio.ensure_future(self._stop.wait())
+        await asyncio.wait({leading, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+        leading.cancel()
+        return self._leading.is_set() and not self._stop.is_set()
+
+    def _start_server(self) -> None:
+        from scheduler.server import HealthServer
+
+        if self.serving.port <= 0 and self.serving.port != 0:
+            return
+        self.server = HealthServer(
+            self.serving.bind_address,
+            self.serving.port,
+            tls_cert_file=self.serving.tls_cert_file,
+            tls_key_file=self.serving.tls_key_file,
+            readiness=self.readiness,
+            liveness=self.liveness,
+        )
+        self.server.start()
+        log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)
+
+    def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self.leader_elect:
+            return
+        from kubernetes import client as k8s_client
+
+        from scheduler.leaderelection import LeaderElector
+
+        le = self.config.leader_election
+
+        def started() -> None:
+            loop.call_soon_threadsafe(self._leading.set)
+
+        def stopped() -> None:
+            # Called from the elector thread. Bindings already check is_leader(); stop the loop too.
+            if self._stop.is_set():
+                return
+            log.error("leader election lost")
+            self._exit_code = 1
+            loop.call_soon_threadsafe(self._stop.set)
+
+        self.elector = LeaderElector(
+            k8s_client.ApiClient(self.configuration),
+            namespace=le.resource_namespace,
+            name=le.resource_name,
+            identity=self.identity,
+            lease_duration=le.lease_duration,
+            renew_deadline=le.renew_deadline,
+            retry_period=le.retry_period,
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        self.elector.start()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            self._loop_heartbeat = time.monotonic()
+            metrics.set_cache_size("nodes", self.cache.node_count())
+            metrics.set_cache_size("assumed_pods", self.cache.assumed_count())
+            await asyncio.sleep(1.0)
+
+    async def _flush_events(self) -> None:
+        while True:
+            await asyncio.sleep(30.0)
+            self.recorder.flush_series()
+
+    def request_stop(self) -> None:
+        """Thread-safe: begin an orderly shutdown (SIGTERM)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+
+    async def _shutdown(self, background: list[asyncio.Task[Any]]) -> None:
+        self._stop.set()
+        if self.scheduler is not None:
+            self.scheduler.stop()
+            # In-flight bindings may finish; new ones are refused by may_bind().
+            if not await self.scheduler.binding_pool.drain(timeout=10.0):
+                log.warning("%d bindings still in flight at shutdown", self.scheduler.binding_pool.in_flight)
+            self.scheduler.binding_pool.shutdown()
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        if self.factory is not None:
+            await self.factory.stop()
+        if self.transport is not None:
+            await self.transport.close()
+        if self.elector is not None:
+            # Release only on a clean stop: after losing the lease it is someone else's.
+            self.elector.stop(release=self._exit_code == 0)
+        self.recorder.shutdown(wait=True)
+        if self.server is not None:
+            self.server.stop()
+        self.rest.close()
+        self.queue.close()
+
+
+class _WallClock:
+    def now(self) -> float:
+        return time.time()
+
+
+def exit_now(code: int) -> None:
+    """Leave without running finalizers: used when the lease is lost and nothing more may happen."""
+    logging.shutdown()
+    os._exit(code)

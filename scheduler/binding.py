@@ -1,0 +1,167 @@
+"""The binding cycle: WaitOnPermit -> PreBind -> Bind -> PostBind in a bounded thread pool.
+
+Threads never touch the cache or the queue: each outcome goes back to the event loop with
+``loop.call_soon_threadsafe``. A binding thread re-checks ``may_bind()`` (leadership, shutdown) right
+before the Bind call, so a lost lease stops bindings at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from scheduling_queue.types import QueuedPodInfo
+
+from scheduler.api import ApiError, BindingConflict
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import PodInfo
+
+log = logging.getLogger(__name__)
+
+
+class WaitingPod:
+    """A pod held at Permit. Plugins allow or reject it from the loop; a binding thread waits on it."""
+
+    def __init__(self, pod: PodInfo, timeout: float) -> None:
+        self.pod = pod
+        self.timeout = timeout
+        self._event = threading.Event()
+        self._status: Status | None = None
+
+    def allow(self) -> None:
+        self._event.set()
+
+    def reject(self, plugin: str, message: str) -> None:
+        self._status = Status.unschedulable(message).with_plugin(plugin)
+        self._event.set()
+
+    def wait(self) -> Status | None:
+        if not self._event.wait(self.timeout):
+            return Status.unschedulable("rejected due to timeout after waiting at permit")
+        return self._status
+
+
+class Outcome(enum.Enum):
+    BOUND = "bound"
+    # Bind said the pod is gone or already bound: nothing to report, the informer will tell.
+    CONFLICT = "conflict"
+    # Rejected at Permit/PreBind by a plugin: the pod goes to the unschedulable pool.
+    REJECTED = "rejected"
+    # Transient or internal error: the pod backs off and is retried.
+    ERROR = "error"
+    # Not attempted: we lost leadership or are shutting down.
+    ABANDONED = "abandoned"
+
+
+@dataclass(slots=True)
+class BindingTask:
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    pod: PodInfo
+    node_name: str
+    cycle_start: float
+    waiting: WaitingPod | None = None
+
+
+@dataclass(slots=True)
+class BindingResult:
+    task: BindingTask
+    outcome: Outcome
+    status: Status | None = None
+    bind_seconds: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class BindingPool:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        on_done: Callable[[BindingResult], None],
+        *,
+        max_workers: int = 16,
+        may_bind: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self._loop = loop
+        self._on_done = on_done
+        self._may_bind = may_bind
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.max_workers = max_workers
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def submit(self, task: BindingTask) -> None:
+        """Called on the loop. The result comes back through ``on_done`` on the loop."""
+        self._in_flight += 1
+        self._idle.clear()
+        self._executor.submit(self._run, task)
+
+    def _run(self, task: BindingTask) -> None:
+        result = self._bind(task)
+        try:
+            self._loop.call_soon_threadsafe(self._deliver, result)
+        except RuntimeError:
+            # The loop is closed: shutdown went ahead without us; the informer state will sort it out.
+            log.debug("binding result for %s dropped: loop closed", task.pod.key)
+
+    def _deliver(self, result: BindingResult) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+        self._on_done(result)
+
+    def _bind(self, task: BindingTask) -> BindingResult:
+        pod, node, fwk, state = task.pod, task.node_name, task.fwk, task.state
+        try:
+            if task.waiting is not None:
+                status = task.waiting.wait()
+                if status is not None:
+                    return BindingResult(task, Outcome.REJECTED, status)
+            status = fwk.run_pre_bind(state, pod, node)
+            if status is not None:
+                outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR
+                return BindingResult(task, outcome, status)
+            if not self._may_bind():
+                return BindingResult(task, Outcome.ABANDONED)
+            start = time.perf_counter()
+            status = fwk.run_bind(state, pod, node)
+            seconds = time.perf_counter() - start
+            if status is not None:
+                return self._bind_failure(task, status, seconds)
+            fwk.run_post_bind(state, pod, node)
+            return BindingResult(task, Outcome.BOUND, bind_seconds=seconds)
+        except Exception as err:
+            log.exception("binding cycle of %s crashed", pod.key)
+            return BindingResult(task, Outcome.ERROR, Status.as_error(err))
+
+    @staticmethod
+    def _bind_failure(task: BindingTask, status: Status, seconds: float) -> BindingResult:
+        if isinstance(status.error, BindingConflict):
+            return BindingResult(task, Outcome.CONFLICT, status, seconds)
+        if status.code is Code.Error or isinstance(status.error, ApiError):
+            return BindingResult(task, Outcome.ERROR, status, seconds)
+        return BindingResult(task, Outcome.REJECTED, status, seconds)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait for in-flight bindings; True when none is left."""
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,64 @@
+"""An LRU of parsed pods keyed by (uid, resourceVersion), so each pod version is parsed once.
+
+The same pod version reaches the scheduler several times: the queue sees it while pending, the cache
+sees it once it is bound, a relist replays it. Parsing requests, ports and the rest costs far more than
+a dict lookup, so every consumer goes through one shared ``PodInfoCache``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cachetools import LRUCache
+
+from scheduler.framework.types import PodInfo, PodSpecError
+
+DEFAULT_MAX_SIZE = 16384
+
+_Key = tuple[str, str]
+
+
+class PodInfoCache:
+    """``get(pod)`` returns the PodInfo of that pod version, parsing it only on the first call.
+
+    A version that fails to parse is remembered too: the same PodSpecError is raised again without
+    re-parsing. Pods without a uid or resourceVersion (hand-built test objects) are never cached,
+    because their key would not identify one version.
+    """
+
+    __slots__ = ("_entries", "hits", "misses")
+
+    def __init__(self, max_size: int = DEFAULT_MAX_SIZE) -> None:
+        self._entries: LRUCache[_Key, PodInfo | str] = LRUCache(maxsize=max_size)
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, pod: Mapping[str, Any]) -> PodInfo:
+        meta = pod.get("metadata") or {}
+        uid = meta.get("uid") or ""
+        resource_version = meta.get("resourceVersion") or ""
+        if not uid or not resource_version:
+            self.misses += 1
+            return PodInfo(pod)
+        key = (uid, resource_version)
+        entry = self._entries.get(key)
+        if entry is None:
+            self.misses += 1
+            try:
+                info = PodInfo(pod)
+            except PodSpecError as err:
+                self._entries[key] = str(err)
+                raise
+            self._entries[key] = info
+            return info
+        self.hits += 1
+        if isinstance(entry, str):
+            raise PodSpecError(entry)
+        return entry
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()

@@ -1,0 +1,78 @@
+"""The per-cycle view of the cluster (upstream's ``snapshot.go``).
+
+A Snapshot holds clones of the cache's NodeInfos, so a scheduling cycle reads a consistent state while
+informer events keep changing the cache. ``SchedulerCache.update_snapshot`` refreshes it in place,
+re-cloning only the nodes changed since ``generation``. Only the cache writes to a Snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scheduler.framework.types import NodeInfo
+
+_NO_IMAGES: Mapping[str, int] = {}
+
+
+class Snapshot:
+    """Implements ``SnapshotLister``. Nodes are listed in the cache's zone-interleaved order."""
+
+    __slots__ = ("_image_num_nodes", "_index", "_list", "_map", "_tree_version", "generation")
+
+    def __init__(self) -> None:
+        self._map: dict[str, NodeInfo] = {}
+        self._list: list[NodeInfo] = []
+        self._index: dict[str, int] = {}
+        # Shared with the cache, which copies it before its next change (copy on write).
+        self._image_num_nodes: Mapping[str, int] = _NO_IMAGES
+        # The cache's node-tree version the list was built from; -1 forces the first full build.
+        self._tree_version = -1
+        # The cache generation this snapshot reflects.
+        self.generation = 0
+
+    # -- SnapshotLister ------------------------------------------------------------------------------
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        return self._list
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return self._map.get(node_name)
+
+    def num_nodes(self) -> int:
+        return len(self._list)
+
+    def image_num_nodes(self, image: str) -> int:
+        return self._image_num_nodes.get(image, 0)
+
+    def index_of(self, node_name: str) -> int | None:
+        """The node's position in ``node_infos()``; it changes only when nodes are added or removed."""
+        return self._index.get(node_name)
+
+    def __repr__(self) -> str:
+        return f"Snapshot(nodes={len(self._list)}, gen={self.generation})"
+
+    # -- written by SchedulerCache only --------------------------------------------------------------
+
+    def _put(self, info: NodeInfo) -> None:
+        """Stores a fresh clone; if the node is already listed, it takes over the same position."""
+        self._map[info.name] = info
+        position = self._index.get(info.name)
+        if position is not None:
+            self._list[position] = info
+
+    def _relist(self, names: Sequence[str]) -> list[str]:
+        """Rebuilds the list in ``names`` order, dropping nodes not named; returns names with no entry."""
+        missing: list[str] = []
+        node_list: list[NodeInfo] = []
+        for name in names:
+            info = self._map.get(name)
+            if info is None:
+                missing.append(name)
+            else:
+                node_list.append(info)
+        if len(self._map) != len(node_list):
+            keep = {info.name for info in node_list}
+            self._map = {name: info for name, info in self._map.items() if name in keep}
+        self._list = node_list
+        self._index = {info.name: position for position, info in enumerate(node_list)}
+        return missing

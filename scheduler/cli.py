@@ -1,0 +1,87 @@
+"""``py-scheduler``: the command line, flags named like kube-scheduler's where they overlap."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from scheduler.config import ConfigError, load_config
+from scheduler.logs import setup_logging
+
+log = logging.getLogger("scheduler.cli")
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="py-scheduler",
+        description="A secondary Kubernetes scheduler. Pods opt in with spec.schedulerName.",
+    )
+    parser.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
+    parser.add_argument("--kubeconfig", help="kubeconfig path; default: in-cluster, then ~/.kube/config")
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address for /metrics and health")
+    parser.add_argument("--port", type=int, default=10259, help="port for /metrics and health; -1 disables")
+    parser.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
+    parser.add_argument("--leader-elect", type=_bool, default=None, help="override leaderElection.leaderElect")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog style)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_format, args.verbosity)
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        log.error("--tls-cert-file and --tls-private-key-file go together")
+        return 1
+
+    from scheduler.app import SchedulerApp, ServingOptions
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    try:
+        config = load_config(args.config, registry=IN_TREE_REGISTRY)
+        app = SchedulerApp(
+            config,
+            registry=config.registry or IN_TREE_REGISTRY,
+            kubeconfig=args.kubeconfig,
+            serving=ServingOptions(
+                args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
+            ),
+            leader_elect=args.leader_elect,
+        )
+    except ConfigError as err:
+        print(f"py-scheduler: invalid configuration: {err}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as err:
+        print(f"py-scheduler: {err}", file=sys.stderr)
+        return 1
+    return asyncio.run(_run(app))
+
+
+async def _run(app: object) -> int:
+    from scheduler.app import SchedulerApp
+
+    assert isinstance(app, SchedulerApp)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, app.request_stop)
+    code = await app.run()
+    log.info("py-scheduler exiting with code %d", code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""Informer events -> scheduling queue and cache (``pkg/scheduler/eventhandlers.go``).
+
+Unassigned pods of our profiles go to the queue. Assigned pods of any scheduler and nodes go to the
+cache, and then wake the pods whose rejecting plugins care about that kind of change.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from informers import DeletedFinalStateUnknown
+from scheduling_queue.queue import SchedulingQueue
+from scheduling_queue.types import ActionType, ClusterEvent, Resource
+
+from scheduler import metrics
+from scheduler.cache import SchedulerCache
+
+log = logging.getLogger(__name__)
+
+NODE_ADD = ClusterEvent(Resource.Node, ActionType.Add, "NodeAdd")
+
+Obj = Mapping[str, Any]
+
+
+def _assigned(pod: Obj) -> bool:
+    return bool((pod.get("spec") or {}).get("nodeName"))
+
+
+def node_update_actions(old: Obj, new: Obj) -> ActionType:
+    """Which scheduling-relevant properties changed (upstream's nodeSchedulingPropertiesChange)."""
+    actions = ActionType(0)
+    old_status, new_status = old.get("status") or {}, new.get("status") or {}
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if old_status.get("allocatable") != new_status.get("allocatable"):
+        actions |= ActionType.UpdateNodeAllocatable
+    if old_meta.get("labels") != new_meta.get("labels"):
+        actions |= ActionType.UpdateNodeLabel
+    if old_spec.get("taints") != new_spec.get("taints") or bool(old_spec.get("unschedulable")) != bool(
+        new_spec.get("unschedulable")
+    ):
+        actions |= ActionType.UpdateNodeTaint
+    if _conditions(old_status) != _conditions(new_status):
+        actions |= ActionType.UpdateNodeCondition
+    if old_meta.get("annotations") != new_meta.get("annotations"):
+        actions |= ActionType.UpdateNodeAnnotation
+    return actions
+
+
+def _conditions(status: Obj) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
+
+
+class EventHandlers:
+    def __init__(self, *, queue: SchedulingQueue, cache: SchedulerCache, profiles: Collection[str]) -> None:
+        self.queue = queue
+        self.cache = cache
+        self.profiles = frozenset(profiles)
+
+    def responsible_for(self, pod: Obj) -> bool:
+        return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.profiles
+
+    # --- pods ---------------------------------------------------------------------------------
+    def on_pod_add(self, pod: Obj, is_initial_list: bool = False) -> None:
+        start = time.perf_counter()
+        if _assigned(pod):
+            self.cache.add_pod(pod)
+            self.queue.assigned_pod_added(pod)
+            metrics.observe_event_handling("AssignedPodAdd", time.perf_counter() - start)
+        elif self.responsible_for(pod):
+            self.queue.add(pod)
+            metrics.observe_event_handling("UnscheduledPodAdd", time.perf_counter() - start)
+
+    def on_pod_update(self, old: Obj, new: Obj) -> None:
+        start = time.perf_counter()
+        if _assigned(new):
+            if not _assigned(old):
+                # Bound, by us or by someone else: it leaves the queue and counts on its node.
+                if self.responsible_for(old):
+                    self.queue.delete(old)
+                self.cache.add_pod(new)
+                self.queue.assigned_pod_added(new)
+            else:
+                self.cache.update_pod(old, new)
+                self.queue.assigned_pod_updated(old, new)
+            metrics.observe_event_handling("AssignedPodUpdate", time.perf_counter() - start)
+        elif self.responsible_for(new):
+            self.queue.update(old, new)
+            metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
+        elif self.responsible_for(old):
+            # schedulerName changed away from us (rare, but the queue must not keep it).
+            self.queue.delete(old)
+
+    def on_pod_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        start = time.perf_counter()
+        pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if pod is None:
+            return
+        if _assigned(pod):
+            self.cache.remove_pod(pod)
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete, "AssignedPodDelete"), pod, None
+            )
+            metrics.observe_event_handling("AssignedPodDelete", time.perf_counter() - start)
+        elif self.responsible_for(pod):
+            self.queue.delete(pod)
+            metrics.observe_event_handling("UnscheduledPodDelete", time.perf_counter() - start)
+
+    # --- nodes --------------------------------------------------------------------------------
+    def on_node_add(self, node: Obj, is_initial_list: bool = False) -> None:
+        start = time.perf_counter()
+        self.cache.add_node(node)
+        self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+        metrics.observe_event_handling("NodeAdd", time.perf_counter() - start)
+
+    def on_node_update(self, old: Obj, new: Obj) -> None:
+        start = time.perf_counter()
+        self.cache.update_node(old, new)
+        actions = node_update_actions(old, new)
+        if actions:
+            label = "NodeUpdate" if bin(int(actions)).count("1") > 1 else f"Node{ActionType(actions).name}"
+            self.queue.move_all_to_active_or_backoff(ClusterEvent(Resource.Node, actions, label), old, new)
+        metrics.observe_event_handling("NodeUpdate", time.perf_counter() - start)
+
+    def on_node_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
+        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if node is not None:
+            self.cache.remove_node(node)

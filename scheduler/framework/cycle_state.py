@@ -1,0 +1,36 @@
+"""CycleState: per-attempt scratch space shared by the plugins of one scheduling cycle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CycleState:
+    """Upstream's framework.CycleState. Owned by one attempt; the binding thread gets it afterwards.
+
+    It is handed from the loop to one binding thread and never used by both at once, so it has no lock.
+    """
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        # Plugins whose PreFilter/PreScore returned Skip: their Filter/Score are not run this cycle.
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """Raises KeyError when the key was never written (a PreFilter that did not run)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._data

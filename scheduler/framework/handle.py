@@ -1,0 +1,42 @@
+"""What a plugin may use of the scheduler: the snapshot of the current cycle, the API and the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from scheduler.framework.types import NodeInfo
+
+
+class SnapshotLister(Protocol):
+    """Read-only view of the cluster for the current scheduling cycle."""
+
+    def node_infos(self) -> Sequence[NodeInfo]: ...
+
+    def get(self, node_name: str) -> NodeInfo | None: ...
+
+    def num_nodes(self) -> int: ...
+
+    def image_num_nodes(self, image: str) -> int:
+        """How many nodes have ``image``; ImageLocality scales scores by it."""
+        ...
+
+
+class Handle(Protocol):
+    """Given to plugin factories. Binding-time plugins may call ``bind_pod`` (blocking, thread-safe)."""
+
+    @property
+    def snapshot(self) -> SnapshotLister: ...
+
+    @property
+    def profile_name(self) -> str: ...
+
+    def now(self) -> float: ...
+
+    def bind_pod(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        """POST pods/{name}/binding. Raises BindingConflict or ApiError on failure."""
+        ...
+
+    def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
+        """A lister for an informer the plugin asked for (e.g. "persistentvolumeclaims")."""
+        ...

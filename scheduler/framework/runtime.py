@@ -1,0 +1,316 @@
+"""Runs a profile's plugins at each extension point (``pkg/scheduler/framework/runtime/framework.go``).
+
+One Framework per profile. Loop-side points (PreEnqueue .. Permit) are called on the event loop;
+binding-side points (PreBind, Bind, PostBind) from binding threads. The framework itself keeps no
+mutable state after construction, so both sides may share it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo, priority_sort_less
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BindPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+
+log = logging.getLogger(__name__)
+
+# Upstream samples per-plugin timings in 10% of cycles: timing every call costs more than the plugins.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+# (extension_point, status_code_name, seconds) and (plugin, extension_point, status, seconds)
+PointObserver = Callable[[str, str, float], None]
+PluginObserver = Callable[[str, str, str, float], None]
+
+
+def _noop_point(point: str, status: str, seconds: float) -> None:
+    return None
+
+
+def _noop_plugin(plugin: str, point: str, status: str, seconds: float) -> None:
+    return None
+
+
+@dataclass
+class PluginSet:
+    """The plugin instances enabled at each extension point, in order."""
+
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    queue_sort: list[QueueSortPlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[ScorePlugin] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
+
+
+def _status_label(status: Status | None) -> str:
+    return "Success" if status is None else status.code.name
+
+
+class Framework:
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: PluginSet,
+        *,
+        score_weights: Mapping[str, int],
+        percentage_of_nodes_to_score: int | None = None,
+        observe_point: PointObserver = _noop_point,
+        observe_plugin: PluginObserver = _noop_plugin,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.plugins = plugins
+        self.score_weights = dict(score_weights)
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._observe_point = observe_point
+        self._observe_plugin = observe_plugin
+        self._rng = rng or random.Random()
+        self._batch_filters: dict[str, BatchFilterPlugin] = {
+            p.name: p for p in plugins.filter if isinstance(p, BatchFilterPlugin)
+        }
+        self._batch_scores: dict[str, BatchScorePlugin] = {
+            p.name: p for p in plugins.score if isinstance(p, BatchScorePlugin)
+        }
+        self._normalizers: dict[str, ScoreExtensions] = {
+            p.name: p for p in plugins.score if isinstance(p, ScoreExtensions)
+        }
+
+    # --- queue side ---------------------------------------------------------------------------
+    def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        if not self.plugins.queue_sort:
+            return priority_sort_less
+        return self.plugins.queue_sort[0].less
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        for plugin in self.plugins.pre_enqueue:
+            status = plugin.pre_enqueue(pod)
+            if status is not None and status.code is not Code.Success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def all_plugins(self) -> Iterable[Plugin]:
+        seen: set[int] = set()
+        for point in vars(self.plugins).values():
+            for plugin in point:
+                if id(plugin) not in seen:
+                    seen.add(id(plugin))
+                    yield plugin
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Each plugin's cluster-event registrations; plugins without them requeue on any event."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for plugin in self.all_plugins():
+            if isinstance(plugin, EnqueueExtensions):
+                out[plugin.name] = list(plugin.events_to_register())
+        return out
+
+    def should_sample_plugin_metrics(self) -> bool:
+        return self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+
+    # --- scheduling cycle ---------------------------------------------------------------------
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        start = time.perf_counter()
+        result: PreFilterResult | None = None
+        status: Status | None = None
+        for plugin in self.plugins.pre_filter:
+            plugin_result, plugin_status = plugin.pre_filter(state, pod, nodes)
+            if plugin_status is not None and plugin_status.code is not Code.Success:
+                if plugin_status.code is Code.Skip:
+                    state.skip_filter_plugins.add(plugin.name)
+                    continue
+                status = plugin_status.with_plugin(plugin.name)
+                break
+            if plugin_result is not None and plugin_result.node_names is not None:
+                result = plugin_result if result is None else result.merge(plugin_result)
+                if not result.node_names:
+                    status = Status.unschedulable(
+                        "node(s) didn't satisfy plugin(s) [" + plugin.name + "] simultaneously",
+                        resolvable=False,
+                    ).with_plugin(plugin.name)
+                    break
+        self._observe_point("PreFilter", _status_label(status), time.perf_counter() - start)
+        return result, status
+
+    def filter_plugins_for(self, state: CycleState) -> list[FilterPlugin]:
+        skip = state.skip_filter_plugins
+        return [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
+
+    def run_filters(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, plugins: Sequence[FilterPlugin]
+    ) -> Status | None:
+        """The first non-success status among ``plugins`` for one node (upstream stops there too)."""
+        for plugin in plugins:
+            status = plugin.filter(state, pod, node)
+            if status is not None and status.code is not Code.Success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def batch_filter(self, plugin: FilterPlugin) -> BatchFilterPlugin | None:
+        return self._batch_filters.get(plugin.name)
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        last: Status | None = Status.unschedulable("no PostFilter plugin")
+        for plugin in self.plugins.post_filter:
+            nominated, status = plugin.post_filter(state, pod, node_statuses)
+            if status is None or status.code is Code.Success:
+                return nominated, None
+            last = status.with_plugin(plugin.name)
+            if status.code is not Code.Unschedulable:
+                break
+        return None, last
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        for plugin in self.plugins.pre_score:
+            status = plugin.pre_score(state, pod, nodes)
+            if status is not None and status.code is not Code.Success:
+                if status.code is Code.Skip:
+                    state.skip_score_plugins.add(plugin.name)
+                    continue
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """Weighted, normalised total score per node, aligned with ``nodes``. Raises on plugin error."""
+        totals = [0] * len(nodes)
+        skip = state.skip_score_plugins
+        for plugin in self.plugins.score:
+            if plugin.name in skip:
+                continue
+            batch = self._batch_scores.get(plugin.name)
+            if batch is not None:
+                raw = list(batch.score_nodes(state, pod, nodes))
+            else:
+                raw = []
+                for node in nodes:
+                    value, status = plugin.score(state, pod, node)
+                    if status is not None and status.code is not Code.Success:
+                        raise PluginError(status.with_plugin(plugin.name))
+                    raw.append(value)
+            normalizer = self._normalizers.get(plugin.name)
+            if normalizer is not None:
+                scores = [NodeScore(node.name, value) for node, value in zip(nodes, raw, strict=True)]
+                status = normalizer.normalize_score(state, pod, scores)
+                if status is not None and status.code is not Code.Success:
+                    raise PluginError(status.with_plugin(plugin.name))
+                raw = [s.score for s in scores]
+            weight = self.score_weights.get(plugin.name, 1)
+            for index, value in enumerate(raw):
+                if value < MIN_NODE_SCORE or value > MAX_NODE_SCORE:
+                    raise PluginError(
+                        Status.as_error(
+                            f"plugin {plugin.name!r} returned an invalid score {value} for node "
+                            f"{nodes[index].name!r}; scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
+                        ).with_plugin(plugin.name)
+                    )
+                totals[index] += value * weight
+        return totals
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.plugins.score)
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.plugins.reserve:
+            status = plugin.reserve(state, pod, node_name)
+            if status is not None and status.code is not Code.Success:
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Reverse order, as upstream, so later plugins undo first.
+        for plugin in reversed(self.plugins.reserve):
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception:
+                log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        """Success, a rejection, or Wait with the longest timeout any waiting plugin asked for."""
+        wait_timeout = 0.0
+        for plugin in self.plugins.permit:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status is None or status.code is Code.Success:
+                continue
+            if status.code is Code.Wait:
+                wait_timeout = max(wait_timeout, min(timeout, 15 * 60.0))
+                continue
+            return status.with_plugin(plugin.name), 0.0
+        if wait_timeout > 0:
+            return Status(Code.Wait), wait_timeout
+        return None, 0.0
+
+    # --- binding cycle (threads) --------------------------------------------------------------
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.plugins.pre_bind:
+            status = plugin.pre_bind(state, pod, node_name)
+            if status is not None and status.code not in (Code.Success, Code.Skip):
+                return status.with_plugin(plugin.name)
+        return None
+
+    def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for plugin in self.plugins.bind:
+            status = plugin.bind(state, pod, node_name)
+            if status is not None and status.code is Code.Skip:
+                continue
+            return None if status is None else status.with_plugin(plugin.name)
+        return Status.as_error("no bind plugin handled the pod")
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.plugins.post_bind:
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception:
+                log.exception("PostBind of plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+class PluginError(Exception):
+    """A plugin returned Error (or an invalid value) in a phase that has no per-node status."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(str(status))
+        self.status = status
+
+
+def implemented_points(plugin: Any) -> set[str]:
+    """The extension points (camelCase, as in the config file) an object implements."""
+    from scheduler.framework.interface import EXTENSION_POINTS
+
+    return {point for point, proto in EXTENSION_POINTS.items() if isinstance(plugin, proto)}

@@ -1,0 +1,242 @@
+"""PodInfo and NodeInfo: facts derived once per object version (``pkg/scheduler/framework/types.go``).
+
+Both wrap the raw JSON dict from the watch. A PodInfo is built once per (uid, resourceVersion) and is
+immutable afterwards; plugins cache their own derived facts in ``PodInfo.memo`` so a pod's affinity terms
+or tolerations are parsed once, not once per node per cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
+
+from scheduler.framework.quantity import QuantityError
+from scheduler.framework.resources import Resource, pod_requests
+
+T = TypeVar("T")
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+class PodSpecError(ValueError):
+    """The pod cannot be scheduled as written (a bad quantity, an unknown operator...).
+
+    The scheduler reports it as a FailedScheduling event; it never stops the scheduling loop.
+    """
+
+
+class HostPort(NamedTuple):
+    ip: str
+    protocol: str
+    port: int
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    containers = list(spec.get("containers") or ())
+    # Sidecars keep running, so their host ports count too.
+    containers += [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    for container in containers:
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort") or 0
+            if host_port <= 0:
+                continue
+            ports.append(
+                HostPort(
+                    port.get("hostIP") or DEFAULT_BIND_ALL_HOST_IP,
+                    port.get("protocol") or "TCP",
+                    int(host_port),
+                )
+            )
+    return tuple(ports)
+
+
+class PodInfo:
+    """A pod plus its parsed requests and ports. Raises PodSpecError on a spec it cannot read."""
+
+    __slots__ = (
+        "host_ports",
+        "key",
+        "memo",
+        "name",
+        "namespace",
+        "node_name",
+        "non_zero_requests",
+        "pod",
+        "priority",
+        "requests",
+        "resource_version",
+        "scheduler_name",
+        "spec",
+        "uid",
+    )
+
+    def __init__(self, pod: Mapping[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        self.pod = pod
+        self.spec: Mapping[str, Any] = spec
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta.get("name", "")
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = meta.get("uid", "")
+        self.resource_version: str = meta.get("resourceVersion", "")
+        self.node_name: str = spec.get("nodeName") or ""
+        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        priority = spec.get("priority")
+        self.priority: int = priority if isinstance(priority, int) else 0
+        try:
+            self.requests = pod_requests(spec)
+            self.non_zero_requests = pod_requests(spec, non_zero=True)
+            self.host_ports = _host_ports(spec)
+        except (QuantityError, TypeError, ValueError, AttributeError) as err:
+            raise PodSpecError(f"pod {self.key}: {err}") from err
+        self.memo: dict[str, Any] = {}
+
+    def derived(self, name: str, build: Callable[[PodInfo], T]) -> T:
+        """``build(self)`` computed once for this pod version and kept under ``name``."""
+        try:
+            return self.memo[name]  # type: ignore[no-any-return]
+        except KeyError:
+            result = self.memo[name] = build(self)
+            return result
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key}@{self.resource_version})"
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    size: int
+    # How many nodes in the snapshot have the image; ImageLocality scales by how widely it spreads.
+    num_nodes: int
+
+
+class NodeInfo:
+    """A node and what is on it, as the scheduler's cache sees it (assumed pods included)."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_sizes",
+        "labels",
+        "name",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "requested",
+        "taints",
+        "unschedulable",
+        "used_ports",
+    )
+
+    def __init__(self, node: Mapping[str, Any] | None = None, name: str = "") -> None:
+        self.node: Mapping[str, Any] | None = None
+        self.name = name
+        self.allocatable = Resource()
+        self.labels: Mapping[str, str] = {}
+        self.taints: Sequence[Mapping[str, Any]] = ()
+        self.unschedulable = False
+        self.image_sizes: dict[str, int] = {}
+        self.requested = Resource()
+        self.non_zero_requested = Resource()
+        self.pods: dict[str, PodInfo] = {}
+        # (ip, protocol, port) -> how many pods use it; a count, because two pods may share 0.0.0.0.
+        self.used_ports: dict[HostPort, int] = {}
+        self.generation = 0
+        if node is not None:
+            self.set_node(node)
+
+    def set_node(self, node: Mapping[str, Any]) -> None:
+        meta = node.get("metadata") or {}
+        spec = node.get("spec") or {}
+        status = node.get("status") or {}
+        self.node = node
+        self.name = meta.get("name", self.name)
+        self.labels = meta.get("labels") or {}
+        self.taints = spec.get("taints") or ()
+        self.unschedulable = bool(spec.get("unschedulable"))
+        try:
+            self.allocatable = Resource.from_list(status.get("allocatable"))
+        except QuantityError:
+            # A node with an unreadable allocatable fits nothing rather than crashing the cache.
+            self.allocatable = Resource()
+        sizes: dict[str, int] = {}
+        for image in status.get("images") or ():
+            size = int(image.get("sizeBytes") or 0)
+            for image_name in image.get("names") or ():
+                sizes[image_name] = size
+        self.image_sizes = sizes
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods[pod.key] = pod
+        self.requested.add(pod.requests)
+        self.non_zero_requested.add(pod.non_zero_requests)
+        for port in pod.host_ports:
+            self.used_ports[port] = self.used_ports.get(port, 0) + 1
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return None
+        self.requested.subtract(pod.requests)
+        self.non_zero_requested.subtract(pod.non_zero_requests)
+        for port in pod.host_ports:
+            left = self.used_ports.get(port, 0) - 1
+            if left > 0:
+                self.used_ports[port] = left
+            else:
+                self.used_ports.pop(port, None)
+        return pod
+
+    def clone(self) -> NodeInfo:
+        """A copy safe to hand to a snapshot: containers copied, PodInfos and the node dict shared."""
+        other = NodeInfo.__new__(NodeInfo)
+        other.node = self.node
+        other.name = self.name
+        other.allocatable = self.allocatable
+        other.labels = self.labels
+        other.taints = self.taints
+        other.unschedulable = self.unschedulable
+        other.image_sizes = self.image_sizes
+        other.requested = self.requested.copy()
+        other.non_zero_requested = self.non_zero_requested.copy()
+        other.pods = dict(self.pods)
+        other.used_ports = dict(self.used_ports)
+        other.generation = self.generation
+        return other
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)}, gen={self.generation})"
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """PreFilter may narrow the candidate nodes (NodeName, NodeAffinity on hostname). None means all."""
+
+    node_names: set[str] | None = None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fit nowhere: per-node statuses and the plugins that said no."""
+
+    node_to_status: dict[str, Any] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""

@@ -1,0 +1,120 @@
+"""Connection settings and a lean synchronous REST client for the scheduler's few writes.
+
+The kubernetes client loads the kubeconfig (or in-cluster config) for us: auth plugins, certificates
+and token refresh stay its job. Requests go straight through urllib3 with raw JSON bodies, because the
+generated API methods build model objects we never use and, for bindings, raise after a successful POST
+(kubernetes-client/python issue #547).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+
+def load_configuration(kubeconfig: str | None) -> Any:
+    """A kubernetes ``Configuration`` from ``kubeconfig``, else in-cluster, else the default kubeconfig."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        return configuration
+    try:
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    except k8s_config.ConfigException:
+        k8s_config.load_kube_config(client_configuration=configuration)
+    return configuration
+
+
+class RateLimiter:
+    """A thread-safe token bucket: ``qps`` tokens a second, up to ``burst`` saved (client-go's flowcontrol).
+
+    A qps of 0 or less disables limiting, as in client-go.
+    """
+
+    def __init__(
+        self,
+        qps: float,
+        burst: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._qps = qps
+        self._burst = max(1, burst)
+        self._tokens = float(self._burst)
+        self._clock = clock
+        self._sleep = sleep
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def wait(self) -> float:
+        """Take one token, sleeping until one is available. Returns the seconds waited."""
+        if self._qps <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self._burst, self._tokens + (now - self._last) * self._qps)
+            self._last = now
+            self._tokens -= 1.0
+            delay = 0.0 if self._tokens >= 0 else -self._tokens / self._qps
+        if delay > 0:
+            self._sleep(delay)
+        return delay
+
+
+class RestClient:
+    """Blocking JSON requests against the API server, safe to share between threads."""
+
+    def __init__(self, configuration: Any, *, qps: float = 50.0, burst: int = 100, pool_size: int = 16):
+        self._configuration = configuration
+        self.host: str = configuration.host.rstrip("/")
+        self.limiter = RateLimiter(qps, burst)
+        pool_args: dict[str, Any] = {"maxsize": pool_size, "block": False}
+        if self.host.startswith("https"):
+            pool_args["cert_reqs"] = "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE"
+            pool_args["ca_certs"] = configuration.ssl_ca_cert
+            if configuration.cert_file:
+                pool_args["cert_file"] = configuration.cert_file
+                pool_args["key_file"] = configuration.key_file
+            if configuration.tls_server_name:
+                pool_args["server_hostname"] = configuration.tls_server_name
+        self._pool = urllib3.PoolManager(num_pools=4, **pool_args)
+
+    def _headers(self, content_type: str) -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float = 30.0,
+    ) -> tuple[int, bytes]:
+        """One request; returns (status, body bytes). Network errors raise urllib3's exceptions."""
+        self.limiter.wait()
+        payload = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        response = self._pool.request(
+            method,
+            self.host + path,
+            body=payload,
+            headers=self._headers(content_type),
+            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout),
+            retries=False,
+        )
+        return response.status, response.data
+
+    def close(self) -> None:
+        self._pool.clear()

@@ -1,0 +1,244 @@
+"""Scheduler metrics with kube-scheduler's exact names, types, labels and buckets.
+
+Source of truth: ``pkg/scheduler/metrics/metrics.go`` in kubernetes/kubernetes v1.36.3 (the release
+``devcluster/K8S_VERSION`` pins) and, for the leader-election gauge,
+``staging/src/k8s.io/component-base/metrics/prometheus/clientgo/leaderelection/metrics.go``.
+Identical bucket boundaries mean kube-scheduler dashboards work unchanged, e.g.
+``histogram_quantile(0.99, sum(rate(scheduler_scheduling_attempt_duration_seconds_bucket[5m])) by (le))``.
+
+Not defined here (they have owners elsewhere, all in the same default REGISTRY):
+``scheduler_pending_pods`` and ``scheduler_queue_incoming_pods_total`` in ``scheduling_queue/metrics.py``,
+informer metrics in ``informers/metrics.py``.
+
+The helpers are called on hot paths: each one is a dict lookup for the labelled child plus one
+``observe``/``inc``. prometheus_client's own ``.labels()`` validates and locks on every call, so
+children are memoised per label tuple.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Final, TypeVar
+
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.metrics import MetricWrapperBase
+
+# Go's client exposes no ``*_created`` series; without this every counter and histogram would carry an
+# extra series that kube-scheduler dashboards neither expect nor use.
+disable_created_metrics()
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Same float sequence as component-base ``ExponentialBuckets`` (repeated multiplication)."""
+    buckets: list[float] = []
+    value = start
+    for _ in range(count):
+        buckets.append(value)
+        value *= factor
+    return tuple(buckets)
+
+
+# Result label values (pkg/scheduler/metrics/profile_metrics.go).
+SCHEDULED: Final = "scheduled"
+UNSCHEDULABLE: Final = "unschedulable"
+ERROR: Final = "error"
+
+# Extension-point label values (pkg/scheduler/metrics/metrics.go).
+PRE_FILTER: Final = "PreFilter"
+FILTER: Final = "Filter"
+PRE_FILTER_EXTENSION_ADD_POD: Final = "PreFilterExtensionAddPod"
+PRE_FILTER_EXTENSION_REMOVE_POD: Final = "PreFilterExtensionRemovePod"
+POST_FILTER: Final = "PostFilter"
+PRE_SCORE: Final = "PreScore"
+SCORE: Final = "Score"
+SCORE_EXTENSION_NORMALIZE: Final = "ScoreExtensionNormalize"
+PRE_BIND: Final = "PreBind"
+BIND: Final = "Bind"
+POST_BIND: Final = "PostBind"
+RESERVE: Final = "Reserve"
+UNRESERVE: Final = "Unreserve"
+PERMIT: Final = "Permit"
+
+# schedule_one.go: plugin metrics are recorded for a random 10% of scheduling cycles.
+PLUGIN_METRICS_SAMPLE_PERCENT: Final = 10
+
+# schedule_one.go getAttemptsLabel: attempts are capped to bound the label's cardinality.
+_MAX_ATTEMPTS_LABEL: Final = 15
+
+SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_schedule_attempts",
+    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+    "scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"],
+)
+SCHEDULING_ATTEMPT_DURATION = Histogram(
+    "scheduler_scheduling_attempt_duration_seconds",
+    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    ["result", "profile"],
+    buckets=exponential_buckets(0.001, 2, 15),
+)
+SCHEDULING_ALGORITHM_DURATION = Histogram(
+    "scheduler_scheduling_algorithm_duration_seconds",
+    "Scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15),
+)
+EVENT_HANDLING_DURATION = Histogram(
+    "scheduler_event_handling_duration_seconds",
+    "Event handling latency in seconds.",
+    ["event"],
+    buckets=exponential_buckets(0.0001, 2, 12),
+)
+POD_SCHEDULING_SLI_DURATION = Histogram(
+    "scheduler_pod_scheduling_sli_duration_seconds",
+    "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might "
+    "involve multiple scheduling attempts.",
+    ["attempts"],
+    buckets=exponential_buckets(0.01, 2, 20),
+)
+POD_SCHEDULING_ATTEMPTS = Histogram(
+    "scheduler_pod_scheduling_attempts",
+    "Number of attempts to successfully schedule a pod.",
+    buckets=exponential_buckets(1, 2, 5),
+)
+FRAMEWORK_EXTENSION_POINT_DURATION = Histogram(
+    "scheduler_framework_extension_point_duration_seconds",
+    "Latency for running all plugins of a specific extension point.",
+    ["extension_point", "status", "profile"],
+    buckets=exponential_buckets(0.0001, 2, 12),
+)
+PLUGIN_EXECUTION_DURATION = Histogram(
+    "scheduler_plugin_execution_duration_seconds",
+    "Duration for running a plugin at a specific extension point.",
+    ["plugin", "extension_point", "status"],
+    buckets=exponential_buckets(0.00001, 1.5, 20),
+)
+PERMIT_WAIT_DURATION = Histogram(
+    "scheduler_permit_wait_duration_seconds",
+    "Duration of waiting on permit.",
+    ["result"],
+    buckets=exponential_buckets(0.001, 2, 15),
+)
+CACHE_SIZE = Gauge(
+    "scheduler_cache_size",
+    "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+    ["type"],
+)
+UNSCHEDULABLE_PODS = Gauge(
+    "scheduler_unschedulable_pods",
+    "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all "
+    "plugins that caused it to not schedule and so this metric have meaning only when broken down by "
+    "plugin.",
+    ["plugin", "profile"],
+)
+PLUGIN_EVALUATION = Counter(
+    "scheduler_plugin_evaluation",
+    "Number of attempts to schedule pods by each plugin and the extension point (available only in "
+    "PreFilter, Filter, PreScore, and Score).",
+    ["plugin", "extension_point", "profile"],
+)
+LEADER_ELECTION_MASTER_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates "
+    "master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+    ["name"],
+)
+LEADER_ELECTION_SLOWPATH = Counter(
+    "leader_election_slowpath",
+    "Total number of slow path exercised in renewing leader leases. 'name' is the string used to "
+    "identify the lease. Please make sure to group by name.",
+    ["name"],
+)
+
+_M = TypeVar("_M", bound=MetricWrapperBase)
+_children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
+
+
+def _child(metric: _M, *labels: str) -> _M:
+    # A race between two threads only builds the same child twice; prometheus_client returns the
+    # same object for the same labels, so the memo stays consistent without a lock.
+    key = (id(metric), labels)
+    child = _children.get(key)
+    if child is None:
+        child = metric.labels(*labels)
+        _children[key] = child
+    return child  # type: ignore[return-value]
+
+
+def observe_attempt(result: str, profile: str, seconds: float) -> None:
+    """One scheduling attempt ended: result is ``scheduled``, ``unschedulable`` or ``error``."""
+    _child(SCHEDULING_ATTEMPT_DURATION, result, profile).observe(seconds)
+    _child(SCHEDULE_ATTEMPTS, result, profile).inc()
+
+
+def pod_scheduled(profile: str, seconds: float) -> None:
+    observe_attempt(SCHEDULED, profile, seconds)
+
+
+def pod_unschedulable(profile: str, seconds: float) -> None:
+    observe_attempt(UNSCHEDULABLE, profile, seconds)
+
+
+def pod_schedule_error(profile: str, seconds: float) -> None:
+    observe_attempt(ERROR, profile, seconds)
+
+
+def attempts_label(attempts: int) -> str:
+    return f"{_MAX_ATTEMPTS_LABEL}+" if attempts >= _MAX_ATTEMPTS_LABEL else str(attempts)
+
+
+def observe_pod_bound(attempts: int, sli_seconds: float) -> None:
+    """After a successful bind: attempts it took and seconds since the pod first entered the queue."""
+    POD_SCHEDULING_ATTEMPTS.observe(attempts)
+    _child(POD_SCHEDULING_SLI_DURATION, attempts_label(attempts)).observe(sli_seconds)
+
+
+def observe_algorithm(seconds: float) -> None:
+    SCHEDULING_ALGORITHM_DURATION.observe(seconds)
+
+
+def observe_event_handling(event: str, seconds: float) -> None:
+    _child(EVENT_HANDLING_DURATION, event).observe(seconds)
+
+
+def observe_extension_point(extension_point: str, status: str, profile: str, seconds: float) -> None:
+    """``status`` is the Status code's name as upstream prints it: Success, Unschedulable, Error, ..."""
+    _child(FRAMEWORK_EXTENSION_POINT_DURATION, extension_point, status, profile).observe(seconds)
+
+
+def should_sample_plugin_metrics(rand: Callable[[], float] = random.random) -> bool:
+    """Decide once per scheduling cycle whether this cycle records per-plugin durations."""
+    return rand() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
+
+
+def observe_plugin(plugin: str, extension_point: str, status: str, seconds: float) -> None:
+    _child(PLUGIN_EXECUTION_DURATION, plugin, extension_point, status).observe(seconds)
+
+
+def count_plugin_evaluation(plugin: str, extension_point: str, profile: str, n: int = 1) -> None:
+    _child(PLUGIN_EVALUATION, plugin, extension_point, profile).inc(n)
+
+
+def observe_permit_wait(result: str, seconds: float) -> None:
+    _child(PERMIT_WAIT_DURATION, result).observe(seconds)
+
+
+def set_cache_size(kind: str, value: int) -> None:
+    """``kind`` is ``nodes``, ``pods`` or ``assumed_pods`` as in kube-scheduler's cache."""
+    _child(CACHE_SIZE, kind).set(value)
+
+
+def unschedulable_pod_added(plugin: str, profile: str) -> None:
+    _child(UNSCHEDULABLE_PODS, plugin, profile).inc()
+
+
+def unschedulable_pod_removed(plugin: str, profile: str) -> None:
+    _child(UNSCHEDULABLE_PODS, plugin, profile).dec()
+
+
+def set_leader(name: str, leading: bool) -> None:
+    _child(LEADER_ELECTION_MASTER_STATUS, name).set(1.0 if leading else 0.0)
+
+
+def leader_slowpath(name: str) -> None:
+    _child(LEADER_ELECTION_SLOWPATH, name).inc()

@@ -1,0 +1,1 @@
+"""Helpers shared by several plugins (upstream's ``plugins/helper`` and the selector/toleration code)."""

@@ -1,0 +1,16 @@
+"""Go's integer and rounding semantics, so scores come out exactly as kube-scheduler's."""
+
+from __future__ import annotations
+
+import math
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's ``a / b`` on integers: truncates toward zero (Python's ``//`` floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def go_round(x: float) -> int:
+    """Go's ``math.Round``: halves round away from zero (Python's ``round`` rounds them to even)."""
+    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))

@@ -1,0 +1,125 @@
+"""Builds one Framework per profile from the resolved configuration and the plugin registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from scheduler import metrics
+from scheduler.api import SchedulerApi
+from scheduler.cache import Snapshot
+from scheduler.framework.handle import SnapshotLister
+from scheduler.framework.interface import Plugin, PluginFactory
+from scheduler.framework.runtime import Framework, PluginSet, implemented_points
+
+# config point name -> PluginSet attribute
+POINT_ATTRS: dict[str, str] = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "queue_sort",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+
+class FrameworkHandle:
+    """The Handle plugins get: the live snapshot of the current cycle, the clock and the binder."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        snapshot: Callable[[], Snapshot],
+        api: SchedulerApi | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self._profile_name = profile_name
+        self._snapshot = snapshot
+        self._api = api
+        self._clock = clock
+
+    @property
+    def snapshot(self) -> SnapshotLister:
+        return self._snapshot()
+
+    @property
+    def profile_name(self) -> str:
+        return self._profile_name
+
+    def now(self) -> float:
+        return self._clock()
+
+    def bind_pod(self, namespace: str, name: str, uid: str, node_name: str) -> None:
+        if self._api is None:
+            raise RuntimeError("this handle has no API connection")
+        self._api.bind(namespace, name, uid, node_name)
+
+    def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
+        raise NotImplementedError(f"no informer for {resource!r} is available to plugins yet")
+
+
+def instantiate(
+    names: Sequence[str],
+    registry: Mapping[str, PluginFactory],
+    plugin_args: Mapping[str, Mapping[str, Any]],
+    handle: FrameworkHandle,
+) -> dict[str, Plugin]:
+    """One instance per plugin name, shared by every extension point it is enabled at."""
+    plugins: dict[str, Plugin] = {}
+    for name in names:
+        if name not in plugins:
+            plugins[name] = registry[name](plugin_args.get(name, {}), handle)
+    return plugins
+
+
+def build_framework(
+    profile_name: str,
+    points: Mapping[str, Sequence[str]],
+    *,
+    registry: Mapping[str, PluginFactory],
+    plugin_args: Mapping[str, Mapping[str, Any]],
+    score_weights: Mapping[str, int],
+    percentage_of_nodes_to_score: int | None,
+    handle: FrameworkHandle,
+) -> Framework:
+    all_names = [name for names in points.values() for name in names]
+    instances = instantiate(all_names, registry, plugin_args, handle)
+    plugin_set = PluginSet()
+    for point, names in points.items():
+        attr = POINT_ATTRS[point]
+        target: list[Any] = getattr(plugin_set, attr)
+        for name in names:
+            plugin = instances[name]
+            if point not in implemented_points(plugin):
+                raise ValueError(f"plugin {name!r} does not implement extension point {point!r}")
+            target.append(plugin)
+
+    def observe_point(point: str, status: str, seconds: float) -> None:
+        metrics.observe_extension_point(point, status, profile_name, seconds)
+
+    return Framework(
+        profile_name,
+        plugin_set,
+        score_weights=score_weights,
+        percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+        observe_point=observe_point,
+        observe_plugin=metrics.observe_plugin,
+    )
+
+
+def plugin_points(registry: Mapping[str, PluginFactory], handle: FrameworkHandle) -> Callable[[str], set[str]]:
+    """``implements(name)``: the extension points a registered plugin has (built once with no args)."""
+    memo: dict[str, set[str]] = {}
+
+    def implements(name: str) -> set[str]:
+        if name not in memo:
+            memo[name] = implemented_points(registry[name]({}, handle))
+        return memo[name]
+
+    return implements

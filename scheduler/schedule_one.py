@@ -1,0 +1,208 @@
+"""The scheduling algorithm of one attempt: filter, score, select (``pkg/scheduler/schedule_one.go``).
+
+Pure and synchronous: it reads a snapshot and a framework and returns a node name or raises FitError.
+Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.scheduler``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import Framework
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
+
+# Upstream constants (pkg/scheduler/schedule_one.go).
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
+
+NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+
+
+def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all_nodes: int) -> int:
+    """How many feasible nodes to find before scoring: upstream's adaptive percentageOfNodesToScore."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_score or 0
+    if percentage >= 100:
+        return num_all_nodes
+    if percentage <= 0:
+        # Shrinks from 50% as the cluster grows (5000 nodes -> 10%), never below 5%.
+        percentage = BASE_PERCENTAGE_OF_NODES_TO_SCORE - num_all_nodes // 125
+        percentage = max(percentage, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num_nodes = num_all_nodes * percentage // 100
+    return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class FitError(Exception):
+    """No node fits. ``str()`` is upstream's FitError message, the text users see in events."""
+
+    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+        super().__init__(self.message())
+
+    def message(self) -> str:
+        text = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
+        diagnosis = self.diagnosis
+        if diagnosis.pre_filter_msg:
+            # PreFilter rejected the pod for all nodes: per-node reasons would only repeat it.
+            text += f" {diagnosis.pre_filter_msg}."
+        else:
+            histogram: Counter[str] = Counter()
+            for status in diagnosis.node_to_status.values():
+                histogram.update(status.reasons)
+            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            if reasons:
+                text += f" {', '.join(reasons)}."
+        if diagnosis.post_filter_msg:
+            text += f" {diagnosis.post_filter_msg}."
+        return text
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+class SchedulingAlgorithm:
+    """Holds the round-robin start index that spreads filter work across calls."""
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self.next_start_node_index = 0
+        self._rng = rng or random.Random()
+
+    def schedule_pod(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> ScheduleResult:
+        all_nodes = snapshot.node_infos()
+        if not all_nodes:
+            raise FitError(pod, 0, Diagnosis())
+        feasible, diagnosis = self._find_nodes_that_fit(fwk, state, pod, all_nodes, snapshot)
+        if not feasible:
+            raise FitError(pod, len(all_nodes), diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if len(feasible) == 1:
+            # Upstream skips scoring when there is nothing to choose between.
+            return ScheduleResult(feasible[0].name, evaluated, 1)
+        scores = self._prioritize(fwk, state, pod, feasible)
+        return ScheduleResult(self._select_host(feasible, scores), evaluated, len(feasible))
+
+    def _find_nodes_that_fit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        all_nodes: Sequence[NodeInfo],
+        snapshot: Snapshot,
+    ) -> tuple[list[NodeInfo], Diagnosis]:
+        diagnosis = Diagnosis()
+        pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
+        if status is not None:
+            if status.code is Code.Error or status.code not in (
+                Code.Unschedulable,
+                Code.UnschedulableAndUnresolvable,
+                Code.Pending,
+            ):
+                raise PreFilterError(status)
+            diagnosis.pre_filter_msg = status.message()
+            for node in all_nodes:
+                diagnosis.node_to_status[node.name] = status
+            self._note_rejector(diagnosis, status)
+            return [], diagnosis
+
+        nodes: Sequence[NodeInfo] = all_nodes
+        restricted = pre_result is not None and pre_result.node_names is not None
+        if pre_result is not None and pre_result.node_names is not None:
+            nodes = [n for name in pre_result.node_names if (n := snapshot.get(name)) is not None]
+
+        num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
+        plugins = fwk.filter_plugins_for(state)
+        feasible: list[NodeInfo] = []
+        count = len(nodes)
+        start = 0 if restricted else self.next_start_node_index % count
+        processed = 0
+        if not plugins:
+            feasible = [nodes[(start + i) % count] for i in range(min(num_to_find, count))]
+            processed = len(feasible)
+        else:
+            run_filters = fwk.run_filters
+            node_to_status = diagnosis.node_to_status
+            for i in range(count):
+                node = nodes[(start + i) % count]
+                processed += 1
+                node_status = run_filters(state, pod, node, plugins)
+                if node_status is None:
+                    feasible.append(node)
+                    if len(feasible) >= num_to_find:
+                        break
+                elif node_status.code is Code.Error:
+                    raise FilterError(node_status, node.name)
+                else:
+                    node_to_status[node.name] = node_status
+                    self._note_rejector(diagnosis, node_status)
+        if not restricted:
+            self.next_start_node_index = (start + processed) % len(all_nodes)
+        return feasible, diagnosis
+
+    @staticmethod
+    def _note_rejector(diagnosis: Diagnosis, status: Status) -> None:
+        if status.code is Code.Pending:
+            diagnosis.pending_plugins.add(status.plugin)
+        elif status.plugin:
+            diagnosis.unschedulable_plugins.add(status.plugin)
+
+    def _prioritize(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+    ) -> list[int]:
+        if not fwk.has_score_plugins():
+            return [1] * len(nodes)
+        status = fwk.run_pre_score(state, pod, nodes)
+        if status is not None:
+            raise PreScoreError(status)
+        return fwk.run_score(state, pod, nodes)
+
+    def _select_host(self, nodes: list[NodeInfo], scores: list[int]) -> str:
+        """The best-scoring node; ties broken uniformly at random (reservoir sampling, as upstream)."""
+        best_index = 0
+        best = scores[0]
+        ties = 1
+        for index in range(1, len(scores)):
+            score = scores[index]
+            if score > best:
+                best, best_index, ties = score, index, 1
+            elif score == best:
+                ties += 1
+                if self._rng.randrange(ties) == 0:
+                    best_index = index
+        return nodes[best_index].name
+
+
+class SchedulingError(Exception):
+    """An internal error of one phase; the pod backs off and is retried."""
+
+    def __init__(self, status: Status, detail: str = "") -> None:
+        super().__init__(detail or str(status))
+        self.status = status
+
+
+class PreFilterError(SchedulingError):
+    pass
+
+
+class FilterError(SchedulingError):
+    def __init__(self, status: Status, node_name: str) -> None:
+        super().__init__(status, f"running Filter plugin {status.plugin!r} on node {node_name!r}: {status}")
+
+
+class PreScoreError(SchedulingError):
+    pass

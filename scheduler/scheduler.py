@@ -1,0 +1,262 @@
+"""The Scheduler: one scheduling cycle at a time on the event loop, bindings in the pool.
+
+Mirrors ``pkg/scheduler/schedule_one.go`` (ScheduleOne, schedulingCycle, handleSchedulingFailure) and the
+outcome reporting users know: a ``Scheduled`` Event on success; on failure a ``FailedScheduling`` Event
+with upstream's message and ``PodScheduled=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduling_queue.queue import SchedulingQueue
+from scheduling_queue.types import QueuedPodInfo
+
+from scheduler import metrics
+from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
+from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
+from scheduler.events import NORMAL, WARNING, EventRecorder
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import Framework, PluginError
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.schedule_one import FitError, SchedulingAlgorithm, SchedulingError
+
+log = logging.getLogger(__name__)
+
+# A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
+# instead of spinning through backoff.
+POD_SPEC_PLUGIN = "PodSpecValidation"
+
+
+@dataclass(slots=True)
+class Stats:
+    attempts: int = 0
+    scheduled: int = 0
+    unschedulable: int = 0
+    errors: int = 0
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        frameworks: Mapping[str, Framework],
+        queue: SchedulingQueue,
+        cache: SchedulerCache,
+        pod_infos: PodInfoCache,
+        recorder: EventRecorder,
+        binding_pool_factory: Callable[[Callable[[BindingResult], None]], BindingPool],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.frameworks = dict(frameworks)
+        self.queue = queue
+        self.cache = cache
+        self.pod_infos = pod_infos
+        self.recorder = recorder
+        self.snapshot = Snapshot()
+        self.algorithm = SchedulingAlgorithm()
+        self.binding_pool = binding_pool_factory(self._on_binding_done)
+        self.clock = clock
+        self.stats = Stats()
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self._stopping = False
+        # Monotonic time of the last cycle start, for the liveness check.
+        self.last_cycle_activity = time.monotonic()
+
+    # --- the loop -----------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Pop and schedule until stopped. Yields to the loop after each pod so watches keep flowing."""
+        while not self._stopping:
+            self.last_cycle_activity = time.monotonic()
+            qpi = await self.queue.pop()
+            if qpi is None or self._stopping:
+                if qpi is not None:
+                    self.queue.done(qpi.key)
+                break
+            try:
+                self.schedule_one(qpi)
+            except Exception:
+                # Nothing a pod carries may stop the loop; requeue it as an error.
+                log.exception("scheduling cycle crashed for %s", qpi.key)
+                self._fail(qpi, None, Status.as_error("internal error in the scheduling cycle"), None)
+            await asyncio.sleep(0)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.queue.close()
+
+    # --- one attempt --------------------------------------------------------------------------
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        pod_dict = qpi.pod
+        spec = pod_dict.get("spec") or {}
+        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        if fwk is None or (pod_dict.get("metadata") or {}).get("deletionTimestamp"):
+            # Not ours any more, or being deleted: upstream's skipPodSchedule.
+            self.queue.done(qpi.key)
+            return
+        if self.cache.is_assumed(qpi.key):
+            self.queue.done(qpi.key)
+            return
+
+        start = time.perf_counter()
+        self.stats.attempts += 1
+        try:
+            pod = self.pod_infos.get(pod_dict)
+        except PodSpecError as err:
+            self._fail(qpi, None, Status.unschedulable(str(err), resolvable=False).with_plugin(
+                POD_SPEC_PLUGIN), fwk, start=start)
+            return
+
+        self.cache.update_snapshot(self.snapshot)
+        state = CycleState()
+        try:
+            result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)
+        except FitError as err:
+            self._handle_fit_error(qpi, pod, fwk, state, err, start)
+            return
+        except (SchedulingError, PluginError) as err:
+            self._fail(qpi, pod, err.status, fwk, start=start, message=str(err))
+            return
+        except PodSpecError as err:
+            self._fail(qpi, pod, Status.unschedulable(str(err), resolvable=False).with_plugin(
+                POD_SPEC_PLUGIN), fwk, start=start)
+            return
+
+        node_name = result.node_name
+        assumed = self.cache.assume_pod(pod, node_name)
+        status = fwk.run_reserve(state, assumed, node_name)
+        if status is not None:
+            fwk.run_unreserve(state, assumed, node_name)
+            self.cache.forget_pod(assumed.key)
+            self._fail(qpi, pod, status, fwk, start=start)
+            return
+        status, timeout = fwk.run_permit(state, assumed, node_name)
+        waiting: WaitingPod | None = None
+        if status is not None and status.code is Code.Wait:
+            waiting = WaitingPod(assumed, timeout)
+            self.waiting_pods[assumed.key] = waiting
+        elif status is not None:
+            fwk.run_unreserve(state, assumed, node_name)
+            self.cache.forget_pod(assumed.key)
+            self._fail(qpi, pod, status, fwk, start=start)
+            return
+
+        self.binding_pool.submit(BindingTask(fwk, state, qpi, assumed, node_name, start, waiting))
+
+    # --- outcomes -----------------------------------------------------------------------------
+    def _on_binding_done(self, result: BindingResult) -> None:
+        task = result.task
+        qpi, pod, fwk = task.qpi, task.pod, task.fwk
+        self.waiting_pods.pop(pod.key, None)
+        if result.outcome is Outcome.BOUND:
+            self.cache.finish_binding(pod.key)
+            self.queue.done(qpi.key)
+            self.stats.scheduled += 1
+            metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
+            metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)
+            self.recorder.event(
+                qpi.pod,
+                event_type=NORMAL,
+                reason="Scheduled",
+                action="Binding",
+                message=f"Successfully assigned {pod.key} to {task.node_name}",
+                controller=fwk.profile_name,
+                aggregate=False,
+            )
+            return
+        fwk.run_unreserve(task.state, pod, task.node_name)
+        self.cache.forget_pod(pod.key)
+        if result.outcome is Outcome.CONFLICT:
+            # Already bound (maybe by an earlier incarnation of us) or deleted: the watch will tell.
+            log.info("binding %s to %s: %s", pod.key, task.node_name, result.status)
+            self.queue.done(qpi.key)
+            return
+        if result.outcome is Outcome.ABANDONED:
+            self.queue.add_unschedulable_if_not_present(qpi)
+            return
+        status = result.status or Status.as_error("binding failed")
+        self._fail(qpi, pod, status, fwk, attempt_metric=False)
+
+    def _handle_fit_error(
+        self,
+        qpi: QueuedPodInfo,
+        pod: PodInfo,
+        fwk: Framework,
+        state: CycleState,
+        err: FitError,
+        start: float,
+    ) -> None:
+        nominated: str | None = None
+        if fwk.plugins.post_filter:
+            nominated, post_status = fwk.run_post_filter(state, pod, err.diagnosis.node_to_status)
+            if post_status is not None and post_status.reasons:
+                err.diagnosis.post_filter_msg = post_status.message()
+        qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
+        qpi.pending_plugins = set(err.diagnosis.pending_plugins)
+        self.stats.unschedulable += 1
+        metrics.observe_attempt("unschedulable", fwk.profile_name, time.perf_counter() - start)
+        message = err.message()
+        self._requeue_and_report(qpi, fwk, reason="Unschedulable", message=message, nominated=nominated)
+
+    def _fail(
+        self,
+        qpi: QueuedPodInfo,
+        pod: PodInfo | None,
+        status: Status,
+        fwk: Framework | None,
+        *,
+        start: float | None = None,
+        message: str = "",
+        attempt_metric: bool = True,
+    ) -> None:
+        profile = fwk.profile_name if fwk is not None else ""
+        text = message or status.message() or status.code.name
+        if status.is_rejection():
+            qpi.unschedulable_plugins = {status.plugin} if status.plugin else set()
+            qpi.pending_plugins = {status.plugin} if status.code is Code.Pending and status.plugin else set()
+            result, reason = "unschedulable", "Unschedulable"
+            self.stats.unschedulable += 1
+        else:
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
+            result, reason = "error", "SchedulerError"
+            self.stats.errors += 1
+            log.warning("error scheduling %s: %s", qpi.key, text)
+        if attempt_metric and start is not None:
+            metrics.observe_attempt(result, profile, time.perf_counter() - start)
+        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=None)
+
+    def _requeue_and_report(
+        self,
+        qpi: QueuedPodInfo,
+        fwk: Framework | None,
+        *,
+        reason: str,
+        message: str,
+        nominated: str | None,
+    ) -> None:
+        self.queue.add_unschedulable_if_not_present(qpi)
+        controller = fwk.profile_name if fwk is not None else "py-scheduler"
+        self.recorder.event(
+            qpi.pod,
+            event_type=WARNING,
+            reason="FailedScheduling",
+            action="Scheduling",
+            message=message,
+            controller=controller,
+        )
+        self.recorder.pod_condition_unschedulable(
+            qpi.pod, reason=reason, message=message, nominated_node=nominated
+        )
+
+    def pod_info_or_none(self, pod: Mapping[str, Any]) -> PodInfo | None:
+        try:
+            return self.pod_infos.get(pod)
+        except PodSpecError:
+            return None

@@ -1,0 +1,242 @@
+"""Cluster events the queue itself emits, their metric labels, and pod-update classification.
+
+Mirrors ``pkg/scheduler/framework/events.go`` and ``types.go`` (``ClusterEvent.Label``,
+``MatchClusterEvents``, ``PodSchedulingPropertiesChange``) and ``isPodUpdated`` from
+``pkg/scheduler/backend/queue/scheduling_queue.go``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from scheduling_queue.types import ActionType, ClusterEvent, Pod, Resource
+
+# Labels of the special, non-resource events (upstream's framework constants, same strings).
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+FORCE_ACTIVATE = "ForceActivate"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+
+EVENT_ASSIGNED_POD_ADD = ClusterEvent(Resource.AssignedPod, ActionType.Add)
+EVENT_ASSIGNED_POD_UPDATE = ClusterEvent(Resource.AssignedPod, ActionType.Update)
+EVENT_ASSIGNED_POD_DELETE = ClusterEvent(Resource.AssignedPod, ActionType.Delete)
+EVENT_UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UnscheduledPod, ActionType.Add)
+EVENT_UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UnscheduledPod, ActionType.Update)
+EVENT_UNSCHEDULED_POD_DELETE = ClusterEvent(Resource.UnscheduledPod, ActionType.Delete)
+EVENT_NODE_ADD = ClusterEvent(Resource.Node, ActionType.Add)
+EVENT_NODE_DELETE = ClusterEvent(Resource.Node, ActionType.Delete)
+# Wildcard events move every unschedulable pod regardless of hints.
+EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WildCard, ActionType.All, UNSCHEDULABLE_TIMEOUT)
+EVENT_FORCE_ACTIVATE = ClusterEvent(Resource.WildCard, ActionType.All, FORCE_ACTIVATE)
+
+# Upstream spells some resources differently from our enum values; metric labels must match upstream.
+_RESOURCE_LABELS: dict[Resource, str] = {
+    Resource.Pod: "Pod",
+    Resource.AssignedPod: "AssignedPod",
+    Resource.UnscheduledPod: "UnschedulablePod",
+    Resource.Node: "Node",
+    Resource.PersistentVolume: "PersistentVolume",
+    Resource.PersistentVolumeClaim: "PersistentVolumeClaim",
+    Resource.StorageClass: "storage.k8s.io/StorageClass",
+    Resource.CSINode: "storage.k8s.io/CSINode",
+    Resource.WildCard: "*",
+}
+
+_label_cache: dict[ClusterEvent, str] = {}
+
+
+def _action_label(action: ActionType) -> str:
+    if action == ActionType.All:
+        return "All"
+    if action in (ActionType.Update, ActionType.UpdateOther):
+        # UpdateOther is our name for upstream's generic Update on an unclassified change.
+        return "Update"
+    return action.name or str(int(action))
+
+
+def event_label(event: ClusterEvent) -> str:
+    """The label upstream's ``ClusterEvent.Label()`` gives, e.g. ``NodeAdd``, ``UnschedulablePodAdd``."""
+    label = _label_cache.get(event)
+    if label is None:
+        label = event.label or _RESOURCE_LABELS.get(event.resource, str(event.resource)) + _action_label(
+            event.action
+        )
+        if len(_label_cache) < 4096:
+            _label_cache[event] = label
+    return label
+
+
+def is_wildcard(event: ClusterEvent) -> bool:
+    """Upstream's ``ClusterEventIsWildCard``: resource ``*`` with every action."""
+    return event.resource is Resource.WildCard and event.action == ActionType.All
+
+
+def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
+    """Upstream's ``MatchClusterEvents(registered, incoming)``.
+
+    Unlike :meth:`ClusterEvent.matches` this also requires ``incoming.action <= registered.action``:
+    a plugin registered for ``Node/UpdateNodeLabel`` does not hear a generic ``Node/Update``, because
+    the scheduler always reports the most specific update it can.
+    """
+    if is_wildcard(registered):
+        return True
+    r = registered.resource
+    same_resource = (
+        r is Resource.WildCard
+        or r == incoming.resource
+        or (r is Resource.Pod and incoming.resource in (Resource.AssignedPod, Resource.UnscheduledPod))
+    )
+    return (
+        same_resource and bool(registered.action & incoming.action) and incoming.action <= registered.action
+    )
+
+
+# --- pod update classification -------------------------------------------------------------------
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
+_SUFFIX = {
+    "": 1.0,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+
+
+def _quantity(value: Any) -> float | None:
+    """Parse a resource quantity well enough to compare two of them; None when unparseable."""
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str):
+        return None
+    m = _QUANTITY.match(value.strip())
+    if m is None or m.group(2) not in _SUFFIX:
+        return None
+    try:
+        return float(m.group(1)) * _SUFFIX[m.group(2)]
+    except ValueError:
+        return None
+
+
+def _add_requests(total: dict[str, float], container: Mapping[str, Any]) -> None:
+    requests = (container.get("resources") or {}).get("requests") or {}
+    for name, raw in requests.items():
+        q = _quantity(raw)
+        total[name] = total.get(name, 0.0) + (q if q is not None else float("inf"))
+
+
+def pod_requests(pod: Pod) -> dict[str, float]:
+    """Effective requests as ``k8s.io/component-helpers/resource.PodRequests`` computes them.
+
+    Regular containers and sidecars (init containers with ``restartPolicy: Always``) add up; a regular
+    init container only needs its own request plus the sidecars started before it; overhead is added.
+    """
+    spec = pod.get("spec") or {}
+    total: dict[str, float] = {}
+    for c in spec.get("containers") or ():
+        _add_requests(total, c)
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for c in spec.get("initContainers") or ():
+        if c.get("restartPolicy") == "Always":
+            _add_requests(sidecars, c)
+            continue
+        own: dict[str, float] = dict(sidecars)
+        _add_requests(own, c)
+        for name, q in own.items():
+            init_peak[name] = max(init_peak.get(name, 0.0), q)
+    for name, q in sidecars.items():
+        total[name] = total.get(name, 0.0) + q
+    for name, q in init_peak.items():
+        total[name] = max(total.get(name, 0.0), q)
+    for name, raw in (spec.get("overhead") or {}).items():
+        overhead = _quantity(raw)
+        total[name] = total.get(name, 0.0) + (overhead if overhead is not None else float("inf"))
+    return total
+
+
+def _scaled_down(new: Pod, old: Pod) -> bool:
+    new_req = pod_requests(new)
+    for name, old_q in pod_requests(old).items():
+        new_q = new_req.get(name)
+        if new_q is None or old_q > new_q:
+            return True
+    return False
+
+
+def _meta(pod: Pod) -> Mapping[str, Any]:
+    return pod.get("metadata") or {}
+
+
+def _spec(pod: Pod) -> Mapping[str, Any]:
+    return pod.get("spec") or {}
+
+
+def _status(pod: Pod) -> Mapping[str, Any]:
+    return pod.get("status") or {}
+
+
+def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
+    """The ``UpdatePodXYZ`` events one pod update stands for (upstream's ``PodSchedulingPropertiesChange``).
+
+    The resource is ``AssignedPod`` when the new pod has a node, else ``UnscheduledPod``. When nothing
+    more specific changed the result is one ``UpdateOther`` event, which only plugins registered for the
+    general ``Update`` hear.
+    """
+    resource = Resource.AssignedPod if _spec(new).get("nodeName") else Resource.UnscheduledPod
+    actions: list[ActionType] = []
+    if (_meta(new).get("labels") or {}) != (_meta(old).get("labels") or {}):
+        actions.append(ActionType.UpdatePodLabel)
+    if _scaled_down(new, old):
+        actions.append(ActionType.UpdatePodScaleDown)
+    if not _spec(new).get("schedulingGates") and _spec(old).get("schedulingGates"):
+        actions.append(ActionType.UpdatePodSchedulingGatesEliminated)
+    if len(_spec(new).get("tolerations") or ()) != len(_spec(old).get("tolerations") or ()):
+        # API validation only lets tolerations be added, so a length change is every change.
+        actions.append(ActionType.UpdatePodToleration)
+    new_status, old_status = _status(new), _status(old)
+    if new_status.get("resourceClaimStatuses") != old_status.get("resourceClaimStatuses") or new_status.get(
+        "extendedResourceClaimStatus"
+    ) != old_status.get("extendedResourceClaimStatus"):
+        actions.append(ActionType.UpdatePodGeneratedResourceClaim)
+    if not actions:
+        actions.append(ActionType.UpdateOther)
+    return [ClusterEvent(resource, a) for a in actions]
+
+
+_IGNORED_META = frozenset({"resourceVersion", "generation", "managedFields", "finalizers"})
+_KEPT_STATUS = ("resourceClaimStatuses", "extendedResourceClaimStatus")
+
+
+def is_pod_updated(old: Pod, new: Pod) -> bool:
+    """True when ``new`` differs from ``old`` in a way that may change its scheduling (``isPodUpdated``).
+
+    Ignores status (except the generated resource-claim fields), resourceVersion, generation,
+    managedFields and finalizers: the scheduler's own PodScheduled condition patch must not requeue a pod.
+    """
+    for k in old.keys() | new.keys():
+        if k == "status":
+            o, n = _status(old), _status(new)
+            if any(o.get(f) != n.get(f) for f in _KEPT_STATUS):
+                return True
+        elif k == "metadata":
+            o, n = _meta(old), _meta(new)
+            for mk in o.keys() | n.keys():
+                if mk not in _IGNORED_META and o.get(mk) != n.get(mk):
+                    return True
+        elif old.get(k) != new.get(k):
+            return True
+    return False

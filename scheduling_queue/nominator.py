@@ -1,0 +1,84 @@
+"""Pods nominated to nodes by preemption, by node (upstream's ``nominator.go``).
+
+The scheduler's Filter treats nominated pods of higher or equal priority as already running on their
+node, so a preemptor's freed space is not handed to someone else while victims terminate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduling_queue.types import Pod, pod_key
+
+
+def _ident(pod: Pod) -> str:
+    uid = (pod.get("metadata") or {}).get("uid")
+    return uid if isinstance(uid, str) and uid else pod_key(pod)
+
+
+def _nominated_node_name(pod: Pod) -> str:
+    status: Mapping[str, Any] = pod.get("status") or {}
+    name = status.get("nominatedNodeName")
+    return name if isinstance(name, str) else ""
+
+
+class Nominator:
+    """node name -> nominated pods; each pod is nominated to at most one node."""
+
+    __slots__ = ("_by_node", "_pod_to_node")
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Pod]] = {}
+        self._pod_to_node: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._pod_to_node)
+
+    def add_nominated_pod(self, pod: Pod, node_name: str | None = None) -> None:
+        """Nominate ``pod`` to ``node_name``.
+
+        ``None`` keeps whatever ``status.nominatedNodeName`` says (upstream's ModeNoop); ``""`` clears
+        the nomination (ModeOverride with an empty name). Bound pods are never nominated.
+        """
+        self.delete_nominated_pod_if_exists(pod)
+        node = _nominated_node_name(pod) if node_name is None else node_name
+        if not node or (pod.get("spec") or {}).get("nodeName"):
+            return
+        ident = _ident(pod)
+        self._pod_to_node[ident] = node
+        self._by_node.setdefault(node, {})[ident] = pod
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        ident = _ident(pod)
+        node = self._pod_to_node.pop(ident, None)
+        if node is None:
+            return
+        pods = self._by_node.get(node)
+        if pods is not None:
+            pods.pop(ident, None)
+            if not pods:
+                del self._by_node[node]
+
+    def update_nominated_pod(self, old: Pod, new: Pod) -> None:
+        """Swap in the new pod version, keeping an in-memory nomination the update doesn't mention.
+
+        An update that carries no nominatedNodeName can arrive right after preemption reserved a node
+        in memory but before the status patch landed; dropping the reservation then would be wrong.
+        """
+        ident = _ident(old)
+        if ident not in self._pod_to_node and not _nominated_node_name(new):
+            return
+        keep: str | None = None
+        if not _nominated_node_name(old) and not _nominated_node_name(new):
+            keep = self._pod_to_node.get(ident)
+        self.delete_nominated_pod_if_exists(old)
+        self.add_nominated_pod(new, keep)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        pods = self._by_node.get(node_name)
+        return list(pods.values()) if pods else []
+
+    def nominated_node_for(self, pod: Pod) -> str:
+        """The node ``pod`` is nominated to, or ``""``."""
+        return self._pod_to_node.get(_ident(pod), "")

@@ -1,0 +1,749 @@
+"""The SchedulingQueue: activeQ, backoffQ, unschedulable and gated pods, plus the in-flight attempts.
+
+Modelled on kube-scheduler's ``pkg/scheduler/backend/queue`` (``scheduling_queue.go``,
+``active_queue.go``, ``backoff_queue.go``, ``unschedulable_pods.go``) with queueing hints enabled.
+Every pod the queue knows is in exactly one place: active, backoff, unschedulable, gated or in flight.
+
+The queue belongs to the scheduler's asyncio loop and takes no locks; call it only from that loop.
+
+Heaps use ``heapq`` with lazy deletion: a sub-queue's dict maps each pod key to its one live heap entry,
+and entries that no longer match are skipped when they surface (and compacted away when they pile up).
+With the default PrioritySort the entry is ``(-priority, timestamp, seq, qpi)`` so heapq compares plain
+tuples; any other QueueSort wraps the pod in a key whose ``__lt__`` calls the profile's ``less``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from heapq import heapify, heappop, heappush
+from types import MappingProxyType
+from typing import Any
+
+from scheduling_queue import metrics
+from scheduling_queue.events import (
+    BACKOFF_COMPLETE,
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    FORCE_ACTIVATE,
+    SCHEDULE_ATTEMPT_FAILURE,
+    event_label,
+    is_pod_updated,
+    is_wildcard,
+    pod_scheduling_properties_change,
+)
+from scheduling_queue.hints import AFTER_BACKOFF, IMMEDIATELY, SKIP, HintRegistry
+from scheduling_queue.in_flight import InFlight, InFlightTracker
+from scheduling_queue.nominator import Nominator
+from scheduling_queue.types import (
+    Clock,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Pod,
+    PreEnqueueCheck,
+    QueuedPodInfo,
+    QueueSortLess,
+    pod_key,
+    priority_sort_less,
+)
+
+log = logging.getLogger(__name__)
+
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+IN_FLIGHT = "in_flight"
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
+BACKOFF_FLUSH_INTERVAL = 1.0
+UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
+
+_POD_ADD = event_label(EVENT_UNSCHEDULED_POD_ADD)
+_POD_UPDATE = event_label(EVENT_UNSCHEDULED_POD_UPDATE)
+_NO_REJECTOR = ""  # index slot for unschedulable pods no plugin rejected
+_COMPACT_MIN = 1024
+_NO_HINTS: Mapping[str, Sequence[ClusterEventWithHint]] = MappingProxyType({})
+
+Entry = tuple[Any, ...]
+
+
+class _LessKey:
+    """Heap key for a custom QueueSort: orders pods by the profile's ``less``."""
+
+    __slots__ = ("less", "qpi")
+
+    def __init__(self, qpi: QueuedPodInfo, less: QueueSortLess) -> None:
+        self.qpi = qpi
+        self.less = less
+
+    def __lt__(self, other: _LessKey) -> bool:
+        return self.less(self.qpi, other.qpi)
+
+
+def _priority(pod: Pod) -> int:
+    spec = pod.get("spec")
+    prio = spec.get("priority") if spec else None
+    return prio if type(prio) is int else 0
+
+
+class SchedulingQueue:
+    """kube-scheduler's PriorityQueue for one asyncio loop.
+
+    Args:
+        clock: time source for timestamps, backoff and the unschedulable timeout.
+        less: the profile's QueueSort. ``priority_sort_less`` (the default) takes a tuple-key fast path.
+        pre_enqueue: the profile's PreEnqueue chain; returns the gating plugin's name or ``""``.
+            ``None`` means no PreEnqueue plugins. :func:`scheduling_queue.gates.scheduling_gates_pre_enqueue`
+            implements SchedulingGates.
+        hints: plugin name -> the events it registered (``EventsToRegister``) with optional hint
+            functions. A plugin that doesn't implement EnqueueExtensions should be registered by the
+            scheduler for the wildcard event, as upstream does.
+        initial_backoff / max_backoff: ``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds``.
+        max_in_unschedulable: ``podMaxInUnschedulablePodsDuration`` in seconds.
+        sleep: async sleep used by :meth:`run`'s periodic flushers; tests pass ``FakeClock.sleep``.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        less: QueueSortLess = priority_sort_less,
+        pre_enqueue: PreEnqueueCheck | None = None,
+        hints: Mapping[str, Sequence[ClusterEventWithHint]] = _NO_HINTS,
+        initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
+        unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+    ) -> None:
+        if initial_backoff < 0 or max_backoff < initial_backoff:
+            raise ValueError("need 0 <= initial_backoff <= max_backoff")
+        self._clock = clock
+        self._now = clock.now
+        self._less = less
+        self._default_sort = less is priority_sort_less
+        self._pre_enqueue = pre_enqueue
+        self._hints = HintRegistry(hints)
+        self._initial_backoff = float(initial_backoff)
+        self._max_backoff = float(max_backoff)
+        self._max_in_unschedulable = float(max_in_unschedulable)
+        self._sleep = sleep
+        self._backoff_flush_interval = backoff_flush_interval
+        self._unschedulable_flush_interval = unschedulable_flush_interval
+
+        self._seq = 0
+        self._active_heap: list[Entry] = []
+        self._active: dict[str, Entry] = {}
+        self._active_stale = 0
+        self._backoff_heap: list[Entry] = []
+        self._backoff: dict[str, Entry] = {}
+        self._backoff_stale = 0
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        # Unschedulable pods by rejector plugin, so an event only visits pods a matching plugin rejected.
+        self._unschedulable_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._unschedulable_plugins: dict[str, tuple[str, ...]] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
+        self._gated_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
+        self._gated_plugin: dict[str, str] = {}
+        self._in_flight = InFlightTracker()
+        self.nominator = Nominator()
+
+        self._waiters: list[asyncio.Future[None]] = []
+        self._closed = False
+        self._closed_event = asyncio.Event()
+        self._incoming = metrics.incoming
+        metrics.register_source(self)
+
+    # ------------------------------------------------------------------ introspection
+
+    def __len__(self) -> int:
+        """Pending pods: active + backoff + unschedulable + gated (in-flight pods are not pending)."""
+        return len(self._active) + len(self._backoff) + len(self._unschedulable) + len(self._gated)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether the pod ``namespace/name`` is pending (see :meth:`where` for in-flight pods)."""
+        return key in self._active or key in self._backoff or key in self._unschedulable or key in self._gated
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def where(self, key: str) -> str | None:
+        """``active``, ``backoff``, ``unschedulable``, ``gated``, ``in_flight`` or None."""
+        if key in self._active:
+            return ACTIVE
+        if key in self._backoff:
+            return BACKOFF
+        if key in self._unschedulable:
+            return UNSCHEDULABLE
+        if key in self._gated:
+            return GATED
+        if self._in_flight.live(key) is not None:
+            return IN_FLIGHT
+        return None
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        """The record of a pending or in-flight pod."""
+        entry = self._active.get(key) or self._backoff.get(key)
+        if entry is not None:
+            qpi: QueuedPodInfo = entry[-1]
+            return qpi
+        found = self._unschedulable.get(key) or self._gated.get(key)
+        if found is not None:
+            return found
+        rec = self._in_flight.live(key)
+        return rec.qpi if rec is not None else None
+
+    def pending_counts(self) -> tuple[int, int, int, int]:
+        """(active, backoff, unschedulable, gated); read by the metrics collector at scrape time."""
+        return len(self._active), len(self._backoff), len(self._unschedulable), len(self._gated)
+
+    def pending_pods(self) -> dict[str, list[Pod]]:
+        """Pods by sub-queue, for debugging; ``active`` and ``backoff`` are in pop / expiry order."""
+        return {
+            ACTIVE: [e[-1].pod for e in sorted(self._active.values())],
+            BACKOFF: [e[-1].pod for e in sorted(self._backoff.values())],
+            UNSCHEDULABLE: [q.pod for q in self._unschedulable.values()],
+            GATED: [q.pod for q in self._gated.values()],
+            IN_FLIGHT: [r.latest or r.qpi.pod for r in self._in_flight.all_live()],
+        }
+
+    def in_flight_pods(self) -> list[Pod]:
+        return [r.latest or r.qpi.pod for r in self._in_flight.all_live()]
+
+    @property
+    def in_flight_event_count(self) -> int:
+        """Events held for replay to in-flight pods (bounded by overlapping attempts)."""
+        return self._in_flight.event_count
+
+    def backoff_duration(self, attempts: int) -> float:
+        """``initial * 2**(attempts-1)`` capped at max; 0 before the first attempt."""
+        if attempts <= 0:
+            return 0.0
+        return min(self._initial_backoff * 2.0 ** min(attempts - 1, 64), self._max_backoff)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(qpi) > self._now()
+
+    # ------------------------------------------------------------------ informer-driven
+
+    def add(self, pod: Pod) -> None:
+        """A new pending pod (informer add). A pod already known is treated as an update."""
+        key = pod_key(pod)
+        if (
+            key in self._active
+            or key in self._backoff
+            or key in self._unschedulable
+            or key in self._gated
+            or key in self._in_flight.records
+        ):
+            known = self._known_pod(key)
+            if known is not None:
+                self.update(known, pod)
+                return
+        now = self._now()
+        qpi = QueuedPodInfo(pod, key, now, now)
+        if self._move_to_active(qpi, _POD_ADD) and self._waiters:
+            self._wake()
+        status = pod.get("status")
+        if status and status.get("nominatedNodeName"):
+            self.nominator.add_nominated_pod(pod)
+
+    def update(self, old: Pod, new: Pod) -> None:
+        """A pending pod changed (informer update).
+
+        In activeQ or backoffQ the pod is swapped in place: its position and backoff expiry stay.
+        In unschedulable, an update that only touches status or ignored metadata (see
+        :func:`is_pod_updated`) changes nothing else; otherwise the hints of the rejecting plugins
+        decide on the ``UpdatePodXYZ`` events it stands for. A gated pod re-runs PreEnqueue. An
+        in-flight pod keeps the new version for its requeue and logs the events for replay.
+        An unknown pod is added.
+        """
+        key = pod_key(new)
+        rec = self._in_flight.live(key)
+        if rec is not None:
+            rec.latest = new
+            for event in pod_scheduling_properties_change(new, old):
+                self._in_flight.record(event, old, new)
+            self.nominator.update_nominated_pod(old, new)
+            return
+        entry = self._active.get(key)
+        if entry is not None:
+            qpi: QueuedPodInfo = entry[-1]
+            old_priority = _priority(qpi.pod)
+            qpi.pod = new
+            self.nominator.update_nominated_pod(old, new)
+            if not self._default_sort or _priority(new) != old_priority:
+                self._push_active(qpi)
+                self._note_active_stale()
+            return
+        entry = self._backoff.get(key)
+        if entry is not None:
+            entry[-1].pod = new
+            self.nominator.update_nominated_pod(old, new)
+            return
+        found = self._unschedulable.get(key)
+        if found is not None:
+            found.pod = new
+            self.nominator.update_nominated_pod(old, new)
+            if not is_pod_updated(old, new):
+                return
+            for event in pod_scheduling_properties_change(new, old):
+                strategy = self._hints.strategy(found, event, old, new)
+                if strategy != SKIP:
+                    self._remove_unschedulable(key)
+                    if self._requeue(found, strategy, event_label(event)) == ACTIVE:
+                        self._wake()
+                    return
+            return
+        found = self._gated.get(key)
+        if found is not None:
+            found.pod = new
+            self.nominator.update_nominated_pod(old, new)
+            label = event_label(pod_scheduling_properties_change(new, old)[0])
+            if self._move_to_active(found, label):
+                self._wake()
+            return
+        now = self._now()
+        qpi = QueuedPodInfo(new, key, now, now)
+        if self._move_to_active(qpi, _POD_UPDATE):
+            self._wake()
+        self.nominator.add_nominated_pod(new)
+
+    def delete(self, pod: Pod) -> None:
+        """The pod is gone (or no longer ours): drop it from wherever it is.
+
+        An in-flight attempt is marked so that its failure does not requeue the pod.
+        """
+        key = pod_key(pod)
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        if self._active.pop(key, None) is not None:
+            self._note_active_stale()
+        elif self._backoff.pop(key, None) is not None:
+            self._note_backoff_stale()
+        elif key in self._unschedulable:
+            self._remove_unschedulable(key)
+        elif key in self._gated:
+            self._remove_gated(key)
+        rec = self._in_flight.records.get(key)
+        if rec is not None:
+            rec.deleted = True
+
+    # ------------------------------------------------------------------ scheduling cycle
+
+    async def pop(self) -> QueuedPodInfo | None:
+        """The head of activeQ, waiting for one if needed; None once the queue is closed.
+
+        The pod is in flight until :meth:`add_unschedulable_if_not_present` or :meth:`done`.
+        """
+        while True:
+            qpi = self.pop_nowait()
+            if qpi is not None or self._closed:
+                return qpi
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            finally:
+                if not fut.done():
+                    fut.cancel()
+
+    def pop_nowait(self) -> QueuedPodInfo | None:
+        """Like :meth:`pop` without waiting: None when activeQ is empty or the queue is closed.
+
+        Backoffs that completed since the last flush are flushed first, so a pod never waits for the
+        1 s flusher when the scheduler is idle-polling.
+        """
+        if self._closed:
+            return None
+        backoff_heap = self._backoff_heap
+        if backoff_heap and backoff_heap[0][0] <= self._now():
+            self.flush_backoff_completed()
+        active = self._active
+        if not active:
+            return None
+        heap = self._active_heap
+        while True:
+            entry = heappop(heap)
+            qpi: QueuedPodInfo = entry[-1]
+            key = qpi.key
+            if active.get(key) is entry:
+                break
+            self._active_stale -= 1
+        del active[key]
+        qpi.attempts += 1
+        self._in_flight.start(qpi)
+        return qpi
+
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
+        """Requeue a pod after a failed attempt and end its in-flight state.
+
+        The scheduler sets ``qpi.unschedulable_plugins`` / ``pending_plugins`` first; both empty means
+        the attempt failed with an error and the pod backs off. Otherwise the events seen while the pod
+        was in flight are replayed through the rejecting plugins' hints: if one says Queue the pod goes
+        to backoffQ (or activeQ, if its backoff already passed, or for a Pending plugin), else to
+        unschedulable. A pod deleted while in flight is dropped.
+        """
+        rec = self._in_flight.lookup(qpi)
+        try:
+            key = qpi.key
+            if rec is None and self._in_flight.live(key) is not None:
+                log.warning("pod %s: requeue of an attempt that is not the one in flight; ignored", key)
+                return
+            if rec is not None and rec.deleted:
+                return
+            if key in self:
+                log.warning("pod %s is already queued; ignoring its failed attempt", key)
+                return
+            if rec is not None and rec.latest is not None:
+                qpi.pod = rec.latest
+            qpi.timestamp = self._now()
+            if rec is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
+                # An error (no rejector), or nothing to replay: retry after backoff, as upstream.
+                strategy = AFTER_BACKOFF
+            else:
+                strategy = self._in_flight_strategy(qpi, rec)
+            if self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
+                self._wake()
+        finally:
+            if rec is not None:
+                self._in_flight.finish(rec)
+
+    def done(self, pod: str | QueuedPodInfo) -> None:
+        """The attempt ended without a requeue (bound, or given up): stop tracking it.
+
+        Pass the popped record rather than the key when a deleted pod's name may have been reused.
+        """
+        if isinstance(pod, QueuedPodInfo):
+            rec = self._in_flight.lookup(pod)
+        else:
+            rec = self._in_flight.records.get(pod)
+        if rec is not None:
+            self._in_flight.finish(rec)
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        """Move these pods to activeQ now, skipping backoff (upstream's Activate / ForceActivate).
+
+        A pod in flight gets a ForceActivate event so that it is requeued at once if its attempt fails.
+        """
+        activated = False
+        for pod in pods:
+            key = pod_key(pod)
+            qpi = self._unschedulable.get(key)
+            if qpi is not None:
+                self._remove_unschedulable(key)
+            else:
+                entry = self._backoff.pop(key, None)
+                if entry is not None:
+                    self._note_backoff_stale()
+                    qpi = entry[-1]
+            if qpi is not None:
+                activated |= self._move_to_active(qpi, FORCE_ACTIVATE)
+            elif self._in_flight.live(key) is not None:
+                self._in_flight.record(EVENT_FORCE_ACTIVATE, None, pod)
+        if activated:
+            self._wake()
+
+    # ------------------------------------------------------------------ cluster events
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None:
+        """A cluster event happened: requeue the unschedulable pods it may help.
+
+        Only pods rejected by a plugin registered for ``event`` are visited, and only those plugins'
+        hints are asked. An event no plugin registered returns after one dict lookup. A wildcard event
+        moves every unschedulable pod. The event is logged for replay to in-flight pods.
+        ``pre_check(pod)`` can narrow the candidates further (upstream's preCheck).
+        """
+        hints = self._hints
+        matching = hints.matching(event)
+        wildcard = is_wildcard(event)
+        if not matching and not wildcard:
+            return
+        candidates: dict[str, QueuedPodInfo]
+        if wildcard:
+            candidates = dict(self._unschedulable)
+        else:
+            candidates = {}
+            by_plugin = self._unschedulable_by_plugin
+            for plugin in matching:
+                pods = by_plugin.get(plugin)
+                if pods:
+                    candidates.update(pods)
+            no_rejector = by_plugin.get(_NO_REJECTOR)
+            if no_rejector:
+                candidates.update(no_rejector)
+        selected = list(candidates.values())
+        for plugin in matching:
+            gated = self._gated_by_plugin.get(plugin)
+            if gated:
+                selected.extend(gated.values())
+        if pre_check is not None:
+            selected = [q for q in selected if pre_check(q.pod)]
+        self._move_pods(selected, event, old, new)
+
+    def assigned_pod_added(self, pod: Pod) -> None:
+        """A bound pod appeared: may satisfy inter-pod affinity or topology spread of pending pods."""
+        self.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_ADD, None, pod)
+
+    def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
+        """A bound pod changed; ``event`` defaults to each ``UpdatePodXYZ`` the change stands for."""
+        events = [event] if event is not None else pod_scheduling_properties_change(new, old)
+        for ev in events:
+            self.move_all_to_active_or_backoff(ev, old, new)
+
+    def assigned_pod_deleted(self, pod: Pod) -> None:
+        """A bound pod went away: frees resources, ports, anti-affinity and spread constraints."""
+        self.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, pod, None)
+
+    # ------------------------------------------------------------------ periodic work
+
+    def flush_backoff_completed(self) -> None:
+        """Move pods whose backoff expired to activeQ (every 1 s in :meth:`run`, and before a pop)."""
+        now = self._now()
+        heap = self._backoff_heap
+        backoff = self._backoff
+        activated = False
+        while heap and heap[0][0] <= now:
+            entry = heappop(heap)
+            qpi: QueuedPodInfo = entry[-1]
+            if backoff.get(qpi.key) is not entry:
+                self._backoff_stale -= 1
+                continue
+            del backoff[qpi.key]
+            activated |= self._move_to_active(qpi, BACKOFF_COMPLETE)
+        if activated:
+            self._wake()
+
+    def flush_unschedulable_leftover(self) -> None:
+        """Requeue pods unschedulable for longer than ``max_in_unschedulable`` (every 30 s in run)."""
+        now = self._now()
+        limit = self._max_in_unschedulable
+        stale = [q for q in self._unschedulable.values() if now - q.timestamp > limit]
+        if stale:
+            self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+
+    async def run(self) -> None:
+        """Run the periodic flushers until :meth:`close`."""
+        if self._closed:
+            return
+        tasks = [
+            asyncio.create_task(self._every(self._backoff_flush_interval, self.flush_backoff_completed)),
+            asyncio.create_task(
+                self._every(self._unschedulable_flush_interval, self.flush_unschedulable_leftover)
+            ),
+        ]
+        stop = asyncio.create_task(self._closed_event.wait())
+        try:
+            await asyncio.wait([stop, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (stop, *tasks):
+                task.cancel()
+            await asyncio.gather(stop, *tasks, return_exceptions=True)
+
+    async def _every(self, interval: float, flush: Callable[[], None]) -> None:
+        while not self._closed:
+            await self._sleep(interval)
+            if not self._closed:
+                try:
+                    flush()
+                except Exception:
+                    log.exception("scheduling queue: %s failed", getattr(flush, "__name__", flush))
+
+    def close(self) -> None:
+        """Stop: waiting and future pops return None, :meth:`run` returns."""
+        self._closed = True
+        self._closed_event.set()
+        self._wake()
+
+    # ------------------------------------------------------------------ internals
+
+    def _known_pod(self, key: str) -> Pod | None:
+        qpi = self.get(key)
+        if qpi is None:
+            return None
+        rec = self._in_flight.live(key)
+        if rec is not None and rec.latest is not None:
+            return rec.latest
+        return qpi.pod
+
+    def _wake(self) -> None:
+        waiters = self._waiters
+        if waiters:
+            self._waiters = []
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def _push_active(self, qpi: QueuedPodInfo) -> None:
+        seq = self._seq
+        self._seq = seq + 1
+        if self._default_sort:
+            spec = qpi.pod.get("spec")
+            prio = spec.get("priority") if spec else None
+            entry: Entry = (-prio if type(prio) is int else 0, qpi.timestamp, seq, qpi)
+        else:
+            entry = (_LessKey(qpi, self._less), qpi)
+        self._active[qpi.key] = entry
+        heappush(self._active_heap, entry)
+
+    def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> bool:
+        """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead."""
+        pre_enqueue = self._pre_enqueue
+        if pre_enqueue is not None:
+            gate = pre_enqueue(qpi.pod)
+            if gate:
+                self._add_gated(qpi, gate, label)
+                return False
+            if qpi.gating_plugin:
+                self._remove_gated(qpi.key)
+                qpi.gating_plugin = ""
+                if qpi.attempts == 0:
+                    # Upstream starts the scheduling SLI when the pod first enters activeQ.
+                    qpi.initial_attempt_timestamp = self._now()
+        self._push_active(qpi)
+        self._incoming[(ACTIVE, label)] += 1
+        return True
+
+    def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
+        seq = self._seq
+        self._seq = seq + 1
+        entry: Entry = (self.backoff_expiry(qpi), seq, qpi)
+        self._backoff[qpi.key] = entry
+        heappush(self._backoff_heap, entry)
+        self._incoming[(BACKOFF, label)] += 1
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str) -> str:
+        """Upstream's requeuePodWithQueueingStrategy; returns where the pod went."""
+        if strategy == SKIP:
+            self._add_unschedulable(qpi, label)
+            return UNSCHEDULABLE
+        if strategy == AFTER_BACKOFF and self.backoff_expiry(qpi) > self._now():
+            self._push_backoff(qpi, label)
+            return BACKOFF
+        if self._move_to_active(qpi, label):
+            return ACTIVE
+        return GATED
+
+    def _in_flight_strategy(self, qpi: QueuedPodInfo, rec: InFlight) -> int:
+        result = SKIP
+        for event, old, new in self._in_flight.events_since(rec):
+            strategy = self._hints.strategy(qpi, event, old, new)
+            if strategy == IMMEDIATELY:
+                return IMMEDIATELY
+            if strategy == AFTER_BACKOFF:
+                result = AFTER_BACKOFF
+                if not qpi.pending_plugins:
+                    return AFTER_BACKOFF
+        return result
+
+    def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
+        """Upstream's movePodsToActiveOrBackoffQueue for unschedulable and gated candidates."""
+        hints = self._hints
+        label = event_label(event)
+        activated = False
+        for qpi in pods:
+            strategy = hints.strategy(qpi, event, old, new)
+            if strategy == SKIP:
+                continue
+            key = qpi.key
+            if self._gated.get(key) is qpi:
+                pre_enqueue = self._pre_enqueue
+                gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
+                if gate:
+                    self._add_gated(qpi, gate, label)
+                    continue
+                # gating_plugin stays set so that _move_to_active knows the pod was gated.
+                self._remove_gated(key)
+            elif self._unschedulable.get(key) is qpi:
+                self._remove_unschedulable(key)
+            else:
+                continue
+            if self._requeue(qpi, strategy, label) == ACTIVE:
+                activated = True
+        self._in_flight.record(event, old, new)
+        if activated:
+            self._wake()
+
+    def _add_unschedulable(self, qpi: QueuedPodInfo, label: str) -> None:
+        key = qpi.key
+        if key in self._unschedulable:
+            self._remove_unschedulable(key)
+        else:
+            self._incoming[(UNSCHEDULABLE, label)] += 1
+        self._unschedulable[key] = qpi
+        rejectors = tuple(qpi.unschedulable_plugins | qpi.pending_plugins) or (_NO_REJECTOR,)
+        self._unschedulable_plugins[key] = rejectors
+        by_plugin = self._unschedulable_by_plugin
+        for plugin in rejectors:
+            pods = by_plugin.get(plugin)
+            if pods is None:
+                by_plugin[plugin] = {key: qpi}
+            else:
+                pods[key] = qpi
+
+    def _remove_unschedulable(self, key: str) -> None:
+        del self._unschedulable[key]
+        by_plugin = self._unschedulable_by_plugin
+        for plugin in self._unschedulable_plugins.pop(key):
+            pods = by_plugin[plugin]
+            del pods[key]
+            if not pods:
+                del by_plugin[plugin]
+
+    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str) -> None:
+        key = qpi.key
+        qpi.gating_plugin = gate
+        qpi.unschedulable_plugins.add(gate)
+        current = self._gated_plugin.get(key)
+        if current == gate and self._gated.get(key) is qpi:
+            return
+        if current is not None:
+            self._remove_gated(key)
+        else:
+            self._incoming[(UNSCHEDULABLE, label)] += 1
+        self._gated[key] = qpi
+        self._gated_plugin[key] = gate
+        self._gated_by_plugin.setdefault(gate, {})[key] = qpi
+
+    def _remove_gated(self, key: str) -> None:
+        if self._gated.pop(key, None) is None:
+            return
+        gate = self._gated_plugin.pop(key)
+        pods = self._gated_by_plugin[gate]
+        del pods[key]
+        if not pods:
+            del self._gated_by_plugin[gate]
+
+    def _note_active_stale(self) -> None:
+        self._active_stale += 1
+        if self._active_stale > _COMPACT_MIN and self._active_stale > len(self._active):
+            active = self._active
+            self._active_heap = [e for e in self._active_heap if active.get(e[-1].key) is e]
+            heapify(self._active_heap)
+            self._active_stale = 0
+
+    def _note_backoff_stale(self) -> None:
+        self._backoff_stale += 1
+        if self._backoff_stale > _COMPACT_MIN and self._backoff_stale > len(self._backoff):
+            backoff = self._backoff
+            self._backoff_heap = [e for e in self._backoff_heap if backoff.get(e[-1].key) is e]
+            heapify(self._backoff_heap)
+            self._backoff_stale = 0

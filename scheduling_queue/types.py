@@ -1,0 +1,162 @@
+"""Types the SchedulingQueue shares with the scheduler, kept free of scheduler and informer imports.
+
+Pods travel as raw JSON dicts (``Mapping[str, Any]``). Cluster events, queueing hints and the record of
+a queued pod mirror kube-scheduler's ``pkg/scheduler/framework/types.go`` and
+``pkg/scheduler/backend/queue/scheduling_queue.go``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+Pod = Mapping[str, Any]
+
+
+class ActionType(enum.IntFlag):
+    """What happened to an object; upstream's framework.ActionType bits, same names."""
+
+    Add = 1 << 0
+    Delete = 1 << 1
+    UpdateNodeAllocatable = 1 << 2
+    UpdateNodeLabel = 1 << 3
+    UpdateNodeTaint = 1 << 4
+    UpdateNodeCondition = 1 << 5
+    UpdateNodeAnnotation = 1 << 6
+    UpdatePodLabel = 1 << 7
+    UpdatePodScaleDown = 1 << 8
+    UpdatePodToleration = 1 << 9
+    UpdatePodSchedulingGatesEliminated = 1 << 10
+    UpdatePodGeneratedResourceClaim = 1 << 11
+    # Any update we cannot classify more precisely; hint functions see it as "something changed".
+    UpdateOther = 1 << 12
+
+    Update = (
+        UpdateNodeAllocatable
+        | UpdateNodeLabel
+        | UpdateNodeTaint
+        | UpdateNodeCondition
+        | UpdateNodeAnnotation
+        | UpdatePodLabel
+        | UpdatePodScaleDown
+        | UpdatePodToleration
+        | UpdatePodSchedulingGatesEliminated
+        | UpdatePodGeneratedResourceClaim
+        | UpdateOther
+    )
+    All = Add | Delete | Update
+
+
+class Resource(enum.StrEnum):
+    """The kind of object an event is about (upstream's framework.EventResource)."""
+
+    Pod = "Pod"
+    # A pod that is already bound to a node (upstream: assignedPod / framework.Pod with nodeName).
+    AssignedPod = "AssignedPod"
+    # A pod that is not yet bound (another pending pod).
+    UnscheduledPod = "UnscheduledPod"
+    Node = "Node"
+    PersistentVolume = "PersistentVolume"
+    PersistentVolumeClaim = "PersistentVolumeClaim"
+    StorageClass = "StorageClass"
+    CSINode = "CSINode"
+    WildCard = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A change in the cluster that may make pending pods schedulable."""
+
+    resource: Resource
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """True when an event of this kind is covered by ``registered`` (a plugin's registration)."""
+        if registered.resource is Resource.WildCard:
+            return bool(registered.action & self.action)
+        same_resource = registered.resource == self.resource or (
+            # A plugin registered for Pod hears about assigned and unscheduled pods alike.
+            registered.resource is Resource.Pod
+            and self.resource in (Resource.AssignedPod, Resource.UnscheduledPod)
+        )
+        return same_resource and bool(registered.action & self.action)
+
+    def __str__(self) -> str:
+        return self.label or f"{self.resource}{self.action.name or int(self.action)}"
+
+
+class QueueingHint(enum.Enum):
+    """A plugin's answer to "could this event make the pod I rejected schedulable?"."""
+
+    Skip = 0
+    Queue = 1
+
+
+# hint(pod, old_obj, new_obj) -> QueueingHint. old_obj is None for Add, new_obj is None for Delete.
+QueueingHintFn = Callable[[Pod, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A plugin's registration: this event may help; ask ``hint`` (None means always Queue)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+def pod_key(pod: Pod) -> str:
+    """``namespace/name``, the key the queue and the informer stores share."""
+    meta = pod.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """One pending pod as the queue tracks it (upstream's framework.QueuedPodInfo).
+
+    ``info`` is an opaque slot for the scheduler's parsed view of the pod; the queue never reads it.
+    """
+
+    pod: Pod
+    key: str
+    # Wall-clock (injected clock) time the pod was first added; used for the SLI metric.
+    initial_attempt_timestamp: float
+    # Time it last entered activeQ/backoffQ/unschedulable; PrioritySort breaks ties on it.
+    timestamp: float
+    attempts: int = 0
+    # Plugins that rejected the pod in its last attempt (Unschedulable / UnschedulableAndUnresolvable).
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    # Plugins that returned Pending (e.g. waiting for an external component); events for them requeue.
+    pending_plugins: set[str] = field(default_factory=set)
+    # The plugin whose PreEnqueue held the pod back (scheduling gates), or "" when not gated.
+    gating_plugin: str = ""
+    info: Any = None
+
+    @property
+    def priority(self) -> int:
+        value = self.pod.get("spec", {}).get("priority")
+        return value if isinstance(value, int) else 0
+
+
+class QueueSortLess(Protocol):
+    def __call__(self, a: QueuedPodInfo, b: QueuedPodInfo, /) -> bool: ...
+
+
+# pre_enqueue(pod) -> "" when the pod may enter activeQ, else the name of the plugin that gates it.
+PreEnqueueCheck = Callable[[Pod], str]
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+
+def priority_sort_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher ``spec.priority`` first, then earlier timestamp.
+
+    Mirrors ``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``.
+    """
+    pa, pb = a.priority, b.priority
+    return pa > pb or (pa == pb and a.timestamp < b.timestamp)

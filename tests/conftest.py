@@ -1,0 +1,93 @@
+"""Shared fixtures. The control plane starts lazily: only tests that ask for it (integration) pay for it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient, CoreV1Api
+
+    from devcluster.cluster import ControlPlane
+
+INTEGRATION_DIR = Path(__file__).parent / "integration"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/integration is an integration test, marked or not."""
+    for item in items:
+        if INTEGRATION_DIR in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
+    """One real etcd + kube-apiserver per session. Missing binaries are an error with the build hint."""
+    from devcluster.cluster import ControlPlane
+
+    plane = ControlPlane()
+    plane.start()  # BinariesMissingError / ControlPlaneError fail every test that needs the cluster
+    try:
+        yield plane
+    finally:
+        keep = request.session.testsfailed > 0
+        plane.stop(keep_logs=keep)
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if keep and reporter is not None:
+            reporter.write_line(f"devcluster: tests failed; control-plane logs kept in {plane.log_dir}")
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane: ControlPlane) -> str:
+    return str(control_plane.kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def api_client(control_plane: ControlPlane) -> Iterator[ApiClient]:
+    client = control_plane.api_client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def core_v1(api_client: ApiClient) -> CoreV1Api:
+    from kubernetes.client import CoreV1Api
+
+    return CoreV1Api(api_client)
+
+
+@pytest.fixture
+def namespace(core_v1: CoreV1Api) -> Iterator[str]:
+    """A fresh namespace, removed afterwards together with its pods.
+
+    There is no controller-manager to empty a deleted namespace, so the pods go first (grace period 0:
+    no kubelet will ever confirm a graceful delete), then the namespace's finalizer is cleared.
+    """
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    core_v1.create_namespace(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    try:
+        yield name
+    finally:
+        _delete_namespace(core_v1, name)
+
+
+def _delete_namespace(core_v1: CoreV1Api, name: str) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    core_v1.delete_collection_namespaced_pod(name, grace_period_seconds=0, _preload_content=False)
+    try:
+        core_v1.delete_namespace(name, _preload_content=False)
+        core_v1.replace_namespace_finalize(
+            name,
+            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {"finalizers": []}},
+            _preload_content=False,
+        )
+    except ApiException as err:
+        if err.status != 404:
+            raise

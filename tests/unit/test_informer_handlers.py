@@ -1,0 +1,314 @@
+"""SharedInformer handler delivery, relist reconciliation, resync and the factory, on a fake server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from informers import (
+    NODE_NAME_INDEX,
+    NODES,
+    PODS,
+    DeletedFinalStateUnknown,
+    InformerFactory,
+    SharedInformer,
+    index_by_node_name,
+)
+from informers.testing import FakeApiServer, FakeClock, connection_refused, make_pod
+
+
+async def wait_until(predicate, timeout: float = 5.0) -> None:
+    async def poll() -> None:
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+def name(obj: Any) -> str:
+    if isinstance(obj, DeletedFinalStateUnknown):
+        return "tombstone:" + obj.key
+    return obj["metadata"]["name"]
+
+
+class Recorder:
+    """Records (event, name) and checks the store already reflects each event when it is delivered."""
+
+    def __init__(self, informer: SharedInformer | None = None) -> None:
+        self.events: list[tuple[str, ...]] = []
+        self.informer = informer
+        self.store_lagged: list[str] = []
+
+    def _check(self, obj: Any, present: bool) -> None:
+        if self.informer is None:
+            return
+        key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else self.informer.store.key_of(obj)
+        stored = self.informer.store.get(key)
+        if present and stored is None:
+            self.store_lagged.append(key)
+
+    def on_add(self, obj: dict[str, Any], is_initial_list: bool) -> None:
+        self._check(obj, True)
+        self.events.append(("add", name(obj), "initial" if is_initial_list else "live"))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._check(new, True)
+        self.events.append(("update", name(new), old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"]))
+
+    def on_delete(self, obj: Any) -> None:
+        self.events.append(("delete", name(obj)))
+
+
+async def started(server: FakeApiServer, informer: SharedInformer) -> None:
+    informer.start()
+    assert await informer.wait_for_sync(5)
+    await wait_until(lambda: server.open_watches >= 1)
+
+
+async def test_initial_list_then_add_update_delete_in_order_store_first() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    rec = Recorder(informer)
+    reg = informer.add_event_handler(rec)
+    await started(server, informer)
+    b = server.create(PODS, make_pod("b"))
+    b2 = server.update(PODS, b | {"spec": {"nodeName": "n1"}})
+    server.delete(PODS, "default/a")
+    await wait_until(lambda: len(rec.events) == 4)
+    assert rec.events == [
+        ("add", "a", "initial"),
+        ("add", "b", "live"),
+        ("update", "b", b["metadata"]["resourceVersion"], b2["metadata"]["resourceVersion"]),
+        ("delete", "a"),
+    ]
+    assert rec.store_lagged == []
+    assert reg.has_synced()
+    assert sorted(informer.store.keys()) == ["default/b"]
+    await informer.stop()
+
+
+async def test_indexes_follow_updates() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a", node="n1"))
+    informer = SharedInformer(server, PODS, indexers={NODE_NAME_INDEX: index_by_node_name}, clock=FakeClock())
+    await started(server, informer)
+    assert [name(p) for p in informer.store.by_index(NODE_NAME_INDEX, "n1")] == ["a"]
+    a = server.get(PODS, "default/a")
+    assert a is not None
+    server.update(PODS, a | {"spec": {"nodeName": "n2"}})
+    await wait_until(lambda: informer.store.index_keys(NODE_NAME_INDEX, "n2") == ["default/a"])
+    assert informer.store.by_index(NODE_NAME_INDEX, "n1") == []
+    assert informer.store.by_index("namespace", "default")[0]["metadata"]["name"] == "a"
+    await informer.stop()
+
+
+async def test_relist_after_gone_reconciles_with_tombstones_adds_and_updates() -> None:
+    server = FakeApiServer()
+    for n in ("keep", "change", "vanish", "recreate"):
+        server.create(PODS, make_pod(n))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    rec = Recorder(informer)
+    informer.add_event_handler(rec)
+    await started(server, informer)
+    await wait_until(lambda: len(rec.events) == 4)
+    rec.events.clear()
+    old_recreate = server.get(PODS, "default/recreate")
+    assert old_recreate is not None
+
+    # The informer is disconnected while things change, and the history is compacted away.
+    server.watch_failures.extend([connection_refused()])
+    server.disconnect(connection_refused())
+    await wait_until(lambda: server.open_watches == 0)
+    change = server.get(PODS, "default/change")
+    assert change is not None
+    server.update(PODS, change | {"status": {"phase": "Running"}})
+    server.delete(PODS, "default/vanish")
+    server.delete(PODS, "default/recreate")
+    server.create(PODS, make_pod("recreate"))
+    server.create(PODS, make_pod("new"))
+    server.compact()
+    await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+    await wait_until(lambda: len(rec.events) == 5)
+
+    kinds = sorted(rec.events, key=str)
+    assert ("delete", "tombstone:default/vanish") in kinds
+    assert ("delete", "tombstone:default/recreate") in kinds
+    assert ("add", "recreate", "live") in kinds
+    assert ("add", "new", "live") in kinds
+    assert any(e[0] == "update" and e[1] == "change" for e in kinds)
+    assert not any(e[1] == "keep" for e in kinds), "unchanged objects are not re-delivered on relist"
+    assert informer.store.items() == server.objects(PODS) | {}  # same content
+    assert {k: v["metadata"]["resourceVersion"] for k, v in informer.store.items().items()} == {
+        k: v["metadata"]["resourceVersion"] for k, v in server.objects(PODS).items()
+    }
+    await informer.stop()
+
+
+async def test_failing_handler_is_counted_and_does_not_stop_delivery_or_others() -> None:
+    server = FakeApiServer()
+    server._collection(PODS)
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    good = Recorder()
+    seen_by_bad: list[str] = []
+
+    def bad_add(obj: dict[str, Any], initial: bool) -> None:
+        seen_by_bad.append(name(obj))
+        raise RuntimeError("boom")
+
+    bad = informer.add_event_handler(on_add=bad_add)
+    informer.add_event_handler(good)
+    before = REGISTRY.get_sample_value("py_scheduler_informer_handler_errors_total", {"resource": "pods"}) or 0
+    await started(server, informer)
+    for i in range(5):
+        server.create(PODS, make_pod(f"p{i}"))
+    await wait_until(lambda: len(good.events) == 5 and len(seen_by_bad) == 5)
+    assert bad.errors == 5
+    after = REGISTRY.get_sample_value("py_scheduler_informer_handler_errors_total", {"resource": "pods"})
+    assert after == before + 5
+    await informer.stop()
+
+
+async def test_slow_async_handler_does_not_stall_other_handlers_or_the_watch() -> None:
+    server = FakeApiServer()
+    server._collection(PODS)
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    release = asyncio.Event()
+    slow_seen: list[str] = []
+
+    async def slow_add(obj: dict[str, Any], initial: bool) -> None:
+        slow_seen.append(name(obj))
+        await release.wait()
+
+    slow = informer.add_event_handler(on_add=slow_add)
+    fast = Recorder()
+    informer.add_event_handler(fast)
+    await started(server, informer)
+    for i in range(20):
+        server.create(PODS, make_pod(f"p{i}"))
+    await wait_until(lambda: len(fast.events) == 20 and len(informer.store) == 20)
+    assert slow_seen == ["p0"]
+    assert slow.pending == 19
+    release.set()
+    await wait_until(lambda: len(slow_seen) == 20)
+    assert slow_seen == [f"p{i}" for i in range(20)]
+    await informer.stop()
+
+
+async def test_filter_turns_updates_into_adds_and_deletes() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("assigned", node="n1"))
+    server.create(PODS, make_pod("pending"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    unassigned = Recorder()
+    informer.add_event_handler(unassigned, filter_func=lambda p: not p["spec"].get("nodeName"))
+    await started(server, informer)
+    pending = server.get(PODS, "default/pending")
+    assert pending is not None
+    bound = server.update(PODS, pending | {"spec": {"nodeName": "n2"}})
+    server.update(PODS, bound | {"spec": {}})
+    await wait_until(lambda: len(unassigned.events) == 3)
+    assert [e[:2] for e in unassigned.events] == [("add", "pending"), ("delete", "pending"), ("add", "pending")]
+    await informer.stop()
+
+
+async def test_raising_filter_is_counted_and_skips() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    rec = Recorder()
+
+    def bad_filter(obj: dict[str, Any]) -> bool:
+        raise KeyError("nope")
+
+    reg = informer.add_event_handler(rec, filter_func=bad_filter)
+    await started(server, informer)
+    await wait_until(reg.has_synced)
+    assert rec.events == [] and reg.errors == 1
+    await informer.stop()
+
+
+async def test_late_handler_gets_store_as_initial_adds_and_syncs() -> None:
+    server = FakeApiServer()
+    for i in range(3):
+        server.create(PODS, make_pod(f"p{i}"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    await started(server, informer)
+    rec = Recorder()
+    reg = informer.add_event_handler(rec)
+    assert await reg.wait_synced(5)
+    assert sorted(rec.events) == [("add", f"p{i}", "initial") for i in range(3)]
+    server.create(PODS, make_pod("p3"))
+    await wait_until(lambda: len(rec.events) == 4)
+    informer.remove_event_handler(reg)
+    server.create(PODS, make_pod("p4"))
+    await wait_until(lambda: "default/p4" in informer.store)
+    await asyncio.sleep(0)
+    assert len(rec.events) == 4
+    await informer.stop()
+
+
+async def test_async_and_sync_handlers_both_supported() -> None:
+    server = FakeApiServer()
+    server.create(NODES, {"metadata": {"name": "n"}})
+    informer = SharedInformer(server, NODES, clock=FakeClock())
+    got: list[str] = []
+
+    async def on_add(obj: dict[str, Any], initial: bool) -> None:
+        await asyncio.sleep(0)
+        got.append("async:" + name(obj))
+
+    informer.add_event_handler(on_add=on_add)
+    informer.add_event_handler(on_add=lambda obj, initial: got.append("sync:" + name(obj)))
+    await started(server, informer)
+    await wait_until(lambda: len(got) == 2)
+    assert sorted(got) == ["async:n", "sync:n"]
+    await informer.stop()
+
+
+async def test_periodic_resync_delivers_identical_updates() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    clock = FakeClock(auto_advance=False)
+    informer = SharedInformer(server, PODS, clock=clock, resync_period=30.0)
+    rec = Recorder()
+    informer.add_event_handler(rec)
+    await started(server, informer)
+    await wait_until(lambda: clock.waiting == 1)
+    rv = server.get(PODS, "default/a")["metadata"]["resourceVersion"]  # type: ignore[index]
+    clock.advance(30.0)
+    await wait_until(lambda: len(rec.events) == 2)
+    assert rec.events[1] == ("update", "a", rv, rv)
+    await informer.stop()
+
+
+async def test_factory_shares_informers_and_waits_for_sync() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    server.create(NODES, {"metadata": {"name": "n"}})
+    factory = InformerFactory(server, clock=FakeClock())
+    pods = factory.informer_for(PODS)
+    assert factory.informer_for(PODS) is pods
+    assert factory.informer_for(PODS, field_selector="spec.nodeName=") is not pods
+    nodes = factory.informer_for(NODES, indexers={"zone": lambda n: []})
+    assert factory.informer_for(NODES, indexers={"zone": lambda n: [], "x": lambda n: []}) is nodes
+    assert set(nodes.store.index_names()) == {"zone", "x"}
+    async with factory:
+        assert await factory.wait_for_cache_sync(5)
+        assert factory.unsynced() == []
+        assert [name(p) for p in pods.store.list()] == ["a"]
+    assert not pods.started
+
+
+async def test_wait_for_cache_sync_times_out_when_list_keeps_failing() -> None:
+    server = FakeApiServer()
+    server._collection(PODS)
+    server.list_failures.extend(connection_refused() for _ in range(10_000))
+    factory = InformerFactory(server, clock=FakeClock(auto_advance=False))
+    informer = factory.informer_for(PODS)
+    factory.start()
+    assert not await factory.wait_for_cache_sync(0.05)
+    assert factory.unsynced() == [informer]
+    await factory.stop()

@@ -1,0 +1,223 @@
+"""Reflector against the fake API server: paging, bookmarks, 410 handling, stop mid-stream."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from prometheus_client import REGISTRY
+
+from informers import NODES, PODS, ApiError, SharedInformer
+from informers.reflector import Reflector
+from informers.testing import FakeApiServer, FakeClock, make_pod
+
+
+async def wait_until(predicate, timeout: float = 5.0) -> None:
+    async def poll() -> None:
+        while not predicate():
+            await asyncio.sleep(0.001)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+def metric(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.replaced: list[tuple[list[dict[str, Any]], str]] = []
+        self.events: list[tuple[str, str]] = []
+
+    def replace(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        self.replaced.append((items, resource_version))
+
+    def apply(self, event_type: str, obj: dict[str, Any]) -> None:
+        self.events.append((event_type, obj["metadata"]["name"]))
+
+
+async def test_list_is_paginated_and_items_get_type_meta() -> None:
+    server = FakeApiServer()
+    for i in range(23):
+        server.create(PODS, make_pod(f"p{i:02d}"))
+    sink = RecordingSink()
+    reflector = Reflector(server, PODS, sink, page_size=5, clock=FakeClock())
+    rv = await reflector.list_once()
+    assert rv == str(server.rv)
+    assert len(server.list_calls) == 5
+    assert all(params["limit"] == "5" for _, params in server.list_calls)
+    assert "continue" not in server.list_calls[0][1]
+    assert all("continue" in params for _, params in server.list_calls[1:])
+    (items, got_rv), *_ = sink.replaced
+    assert got_rv == rv
+    assert [i["metadata"]["name"] for i in items] == [f"p{i:02d}" for i in range(23)]
+    assert all(i["kind"] == "Pod" and i["apiVersion"] == "v1" for i in items)
+
+
+async def test_expired_continue_token_restarts_the_list() -> None:
+    server = FakeApiServer()
+    for i in range(6):
+        server.create(NODES, {"metadata": {"name": f"n{i}"}})
+    sink = RecordingSink()
+    reflector = Reflector(server, NODES, sink, page_size=4, clock=FakeClock())
+    real_list = server.list
+
+    async def compact_after_first_page(path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        page = await real_list(path, params)
+        if len(server.list_calls) == 1:
+            server.create(NODES, {"metadata": {"name": "late"}})
+            server.compact()
+        return page
+
+    server.list = compact_after_first_page  # type: ignore[method-assign]
+    await reflector.list_once()
+    (items, _), *_ = sink.replaced
+    assert sorted(i["metadata"]["name"] for i in items) == sorted([*(f"n{i}" for i in range(6)), "late"])
+    assert len(server.list_calls) == 4  # page 1, expired page 2, then 2 fresh pages
+
+
+async def test_watch_starts_from_list_rv_with_bookmarks_and_selectors() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a", namespace="ns1"))
+    informer = SharedInformer(
+        server,
+        PODS,
+        namespace="ns1",
+        field_selector="status.phase!=Succeeded",
+        label_selector="app=x",
+        clock=FakeClock(),
+    )
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+    path, params = server.watch_calls[0]
+    assert path == "/api/v1/namespaces/ns1/pods"
+    assert params["allowWatchBookmarks"] == "true"
+    assert params["resourceVersion"] == server.list_calls[0][1].get("resourceVersion", str(server.rv))
+    assert params["fieldSelector"] == "status.phase!=Succeeded"
+    assert params["labelSelector"] == "app=x"
+    assert 300 <= int(params["timeoutSeconds"]) < 600
+    list_params = server.list_calls[0][1]
+    assert "resourceVersion" not in list_params, "lists are consistent reads"
+    assert list_params["fieldSelector"] == "status.phase!=Succeeded"
+
+
+async def test_bookmark_advances_resource_version_for_the_next_watch() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    server.create(NODES, {"metadata": {"name": "n"}})
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+        for i in range(3):
+            server.create(NODES, {"metadata": {"name": f"other{i}"}})
+        server.bookmark()
+        await wait_until(lambda: informer.last_sync_resource_version == str(server.rv))
+        server.disconnect()
+        await wait_until(lambda: len(server.watch_calls) == 2)
+    assert server.watch_calls[1][1]["resourceVersion"] == str(server.rv)
+    assert len(server.list_calls) == 1
+
+
+async def test_in_stream_410_relists_and_counts_reason() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("relist-a"))
+    before = metric("py_scheduler_informer_relists_total", resource="pods", reason="expired")
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+        server.send_error(410, "Expired", "too old resource version")
+        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+    assert metric("py_scheduler_informer_relists_total", resource="pods", reason="expired") == before + 1
+    assert len(server.watch_calls) == 2
+
+
+async def test_http_410_on_watch_relists() -> None:
+    server = FakeApiServer(gone_as_event=False)
+    server.create(PODS, make_pod("a"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+        server.watch_failures.append(ApiError(410, "Gone", "too old"))
+        server.disconnect()
+        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+
+
+async def test_too_large_resource_version_relists() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    too_large = ApiError.from_status(
+        {
+            "code": 504,
+            "reason": "Timeout",
+            "message": "Too large resource version: 10, current: 5",
+            "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large"}]},
+        }
+    )
+    assert too_large.is_too_large_resource_version
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+        server.disconnect(too_large)
+        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+
+
+async def test_events_are_counted_by_type() -> None:
+    server = FakeApiServer()
+    server._collection(NODES)
+    before = {t: metric("py_scheduler_informer_events_total", resource="nodes", type=t) for t in ("ADDED", "DELETED")}
+    informer = SharedInformer(server, NODES, clock=FakeClock())
+    async with informer:
+        await wait_until(lambda: server.open_watches == 1)
+        server.create(NODES, {"metadata": {"name": "n1"}})
+        server.delete(NODES, "n1")
+        await wait_until(lambda: "n1" not in informer.store and len(server._history) == 2)
+        await wait_until(
+            lambda: metric("py_scheduler_informer_events_total", resource="nodes", type="DELETED")
+            == before["DELETED"] + 1
+        )
+    assert metric("py_scheduler_informer_events_total", resource="nodes", type="ADDED") == before["ADDED"] + 1
+
+
+class HangingTransport:
+    """LIST answers; WATCH sends one event then hangs forever (a silent, live connection)."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+        self.streaming = asyncio.Event()
+
+    async def list(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
+        return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
+
+    async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
+        try:
+            yield {"type": "ADDED", "object": make_pod("x") | {"kind": "Pod"}}
+            self.streaming.set()
+            await asyncio.Event().wait()
+            yield {}
+        finally:
+            self.closed.set()
+
+
+async def test_stop_returns_promptly_mid_stream_and_closes_the_stream() -> None:
+    transport = HangingTransport()
+    informer = SharedInformer(transport, PODS, rng=random.Random(0))
+    informer.start()
+    await asyncio.wait_for(transport.streaming.wait(), 5)
+    assert "default/x" in informer.store
+    await asyncio.wait_for(informer.stop(), 1.0)
+    assert transport.closed.is_set()
+    assert not informer.started
+
+
+async def test_stop_during_backoff_is_prompt() -> None:
+    server = FakeApiServer()
+    server._collection(PODS)
+    server.list_failures.extend(ApiError(503, "ServiceUnavailable") for _ in range(100))
+    clock = FakeClock(auto_advance=False)
+    informer = SharedInformer(server, PODS, clock=clock)
+    informer.start()
+    await wait_until(lambda: clock.waiting == 1)
+    await asyncio.wait_for(informer.stop(), 1.0)
+    assert not informer.has_synced()
