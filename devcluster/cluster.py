@@ -16,7 +16,9 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from kubernetes import client as k8s
 
 from devcluster.binaries import binaries_dir as default_binaries_dir
 from devcluster.binaries import k8s_version, require_binaries
@@ -31,9 +33,6 @@ from devcluster.kube_scheduler import kube_scheduler_argv, kube_scheduler_config
 from devcluster.probe import WaitTimeoutError, free_port, http_get, unverified_tls, wait_until
 from devcluster.process import ManagedProcess
 
-if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
-
 _RUN_MARKER = ".devcluster-run"
 _PORT_RETRIES = 3
 ETCD = "etcd"
@@ -46,7 +45,11 @@ KEEP_LOGS_ENV = "DEVCLUSTER_KEEP_LOGS"
 
 
 class ControlPlaneError(RuntimeError):
-    """A component failed to start or become ready; the message names its log file."""
+    """A component failed to start or become ready; the message names its log file and quotes it."""
+
+    def __init__(self, message: str, log_path: Path) -> None:
+        super().__init__(message)
+        self.log_path = log_path
 
 
 def _emergency_stop(procs: dict[str, ManagedProcess], run_dir: Path) -> None:
@@ -54,6 +57,25 @@ def _emergency_stop(procs: dict[str, ManagedProcess], run_dir: Path) -> None:
     for proc in reversed(list(procs.values())):
         proc.stop(grace=2.0)
     shutil.rmtree(run_dir / "etcd-data", ignore_errors=True)
+
+
+def _check_reusable(run_dir: Path) -> None:
+    """Only wipe a run dir an earlier ControlPlane created, and only when its owner is gone."""
+    marker = run_dir / _RUN_MARKER
+    if not marker.exists():
+        raise RuntimeError(f"run dir {run_dir} is not empty and was not created by devcluster")
+    try:
+        owner = int(marker.read_text().strip() or 0)
+    except ValueError:
+        owner = 0
+    if owner and owner != os.getpid():
+        try:
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        raise RuntimeError(f"run dir {run_dir} is in use by a running control plane (pid {owner})")
 
 
 class ControlPlane:
@@ -82,7 +104,8 @@ class ControlPlane:
         self.etcd_fsync = etcd_fsync
         self.apiserver_args = list(apiserver_args)
         self.start_timeout = start_timeout
-        self._keep_logs = keep_logs if keep_logs is not None else bool(os.environ.get(KEEP_LOGS_ENV))
+        env_keep = os.environ.get(KEEP_LOGS_ENV, "").lower() not in ("", "0", "false")
+        self._keep_logs = keep_logs if keep_logs is not None else env_keep
         self._requested_run_dir = Path(run_dir) if run_dir is not None else None
         self._run_dir: Path | None = None
         self._procs: dict[str, ManagedProcess] = {}
@@ -143,6 +166,10 @@ class ControlPlane:
     def log_files(self) -> list[Path]:
         return [proc.log_path for proc in self._procs.values()]
 
+    def processes(self) -> dict[str, ManagedProcess]:
+        """Component name -> handle, for every component currently running."""
+        return {name: proc for name, proc in self._procs.items() if proc.running()}
+
     def pids(self) -> dict[str, int]:
         """Component name -> pid of every process this control plane has running."""
         return {name: proc.pid for name, proc in self._procs.items() if proc.running()}
@@ -169,8 +196,8 @@ class ControlPlane:
             return self
         require_binaries(self.binaries_dir)
         self._started = True
-        self._prepare_run_dir()
         try:
+            self._prepare_run_dir()
             self._start_etcd()
             self.start_apiserver()
         except BaseException:
@@ -195,11 +222,17 @@ class ControlPlane:
         if self._finalizer is not None:
             self._finalizer.detach()
         keep = self._keep_logs if keep_logs is None else keep_logs
-        run_dir = self.run_dir
+        run_dir = self._run_dir
+        if run_dir is None:  # failed before the run dir was ours
+            return
         if keep:
             for entry in run_dir.iterdir():
-                if entry.name != "logs":
-                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                if entry.name in ("logs", _RUN_MARKER):  # the marker lets a later run reuse the dir
+                    continue
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
         else:
             shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -244,19 +277,17 @@ class ControlPlane:
 
     # ----- clients -----
 
-    def api_client(self, pool_maxsize: int = 64, kubeconfig: str | Path | None = None) -> ApiClient:
-        """A synchronous kubernetes ApiClient from the admin kubeconfig (or the one given)."""
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        config.load_kube_config(
-            config_file=str(kubeconfig or self.kubeconfig),
-            client_configuration=configuration,
-            persist_config=False,
+    def api_client(self, pool_maxsize: int = 64, token: str | None = None) -> k8s.ApiClient:
+        """A synchronous ApiClient as the admin (or as the user of ``token``), like the kubeconfig."""
+        configuration = k8s.Configuration(
+            host=self.server,
+            api_key={"BearerToken": token or self.token},
+            api_key_prefix={"BearerToken": "Bearer"},
+            ssl_ca_cert=str(self.ca_file),
+            # Thread pools (binding, node creation) need a connection per worker, not urllib3's default 10.
+            connection_pool_maxsize=pool_maxsize,
         )
-        # Thread pools (binding, node creation) need a connection per worker, not urllib3's default 10.
-        configuration.connection_pool_maxsize = pool_maxsize
-        return client.ApiClient(configuration)
+        return k8s.ApiClient(configuration)
 
     # ----- kube-scheduler -----
 
@@ -269,7 +300,7 @@ class ControlPlane:
     ) -> Path:
         """A KubeSchedulerConfiguration file in the run dir whose clientConnection uses our kubeconfig."""
         config = kube_scheduler_config(self.kubeconfig, qps=qps, burst=burst, profiles=profiles, extra=extra)
-        path = self.run_dir / f"kube-scheduler-config-{self._scheduler_count + 1}.yaml"
+        path = self.run_dir / f"kube-scheduler-config-{self._scheduler_count + 1}.json"
         return write_kube_scheduler_config(path, config)
 
     def start_kube_scheduler(
@@ -280,6 +311,8 @@ class ControlPlane:
     ) -> ManagedProcess:
         """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop()."""
         self._require_running_etcd()
+        if not self.kubeconfig.exists():
+            raise RuntimeError("kube-apiserver has not been started: no kubeconfig yet")
         self._scheduler_count += 1
         name = f"kube-scheduler-{self._scheduler_count}"
         cert_dir = self.run_dir / f"{name}-certs"
@@ -290,7 +323,7 @@ class ControlPlane:
             port = free_port()
             return kube_scheduler_argv(
                 self.binaries_dir / "kube-scheduler",
-                self.kubeconfig,
+                kubeconfig=self.kubeconfig,
                 secure_port=port,
                 cert_dir=cert_dir,
                 config_path=Path(config_path) if config_path is not None else None,
@@ -319,13 +352,11 @@ class ControlPlane:
         else:
             run_dir = self._requested_run_dir.resolve()
             if run_dir.exists() and any(run_dir.iterdir()):
-                # Only ever wipe a directory an earlier ControlPlane created.
-                if not (run_dir / _RUN_MARKER).exists():
-                    raise RuntimeError(f"run dir {run_dir} is not empty and was not created by devcluster")
+                _check_reusable(run_dir)
                 shutil.rmtree(run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
         self._run_dir = run_dir
-        (run_dir / _RUN_MARKER).touch()
+        (run_dir / _RUN_MARKER).write_text(f"{os.getpid()}\n")
         (run_dir / "logs").mkdir()
         self.cert_dir.mkdir()
         generate_service_account_key(run_dir / "service-account.key")
@@ -342,6 +373,7 @@ class ControlPlane:
         self,
         name: str,
         build: Callable[[], list[str]],
+        *,
         ready: Callable[[], bool],
         what: Callable[[], str],
         timeout: float,
@@ -356,21 +388,23 @@ class ControlPlane:
             started = time.monotonic()
             proc.start()
 
-            def died(proc: ManagedProcess = proc) -> str | None:
-                return None if proc.running() else proc.describe_failure(f"{name} exited before {waiting_for}")
+            def died(proc: ManagedProcess = proc, waiting_for: str = waiting_for) -> str | None:
+                return (
+                    None if proc.running() else proc.describe_failure(f"{name} exited before {waiting_for}")
+                )
 
             try:
                 wait_until(ready, timeout, waiting_for, abort=died)
             except WaitTimeoutError as err:
                 message = proc.describe_failure(str(err))
                 proc.stop(grace=5.0)
-                raise ControlPlaneError(self._with_log_index(message)) from None
+                raise ControlPlaneError(self._with_log_index(message), log_path) from None
             except RuntimeError as err:
                 proc.stop(grace=5.0)
                 port_taken = "address already in use" in proc.tail(30)
                 if retry_ports and port_taken and attempt < _PORT_RETRIES:
                     continue
-                raise ControlPlaneError(self._with_log_index(str(err))) from None
+                raise ControlPlaneError(self._with_log_index(str(err)), log_path) from None
             self.startup_seconds[name] = time.monotonic() - started
             return proc
         raise AssertionError("unreachable")  # pragma: no cover
@@ -440,6 +474,9 @@ class ControlPlane:
             f"--max-requests-inflight={self.max_requests_inflight}",
             f"--max-mutating-requests-inflight={self.max_mutating_requests_inflight}",
             f"--enable-priority-and-fairness={pf}",
+            # Bounds the HTTP server's shutdown to 2s; otherwise open watches (a running kube-scheduler)
+            # hold a SIGTERMed apiserver for its 60s shutdown timeout.
+            "--shutdown-send-retry-after=true",
             "--profiling=false",
             "--v=1",
             *self.apiserver_args,

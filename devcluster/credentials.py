@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-
-import yaml
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,7 @@ def write_kubeconfig(path: Path, server: str, ca_pem: bytes, user: str, token: s
         "contexts": [{"name": f"{user}@{cluster}", "context": {"cluster": cluster, "user": user}}],
         "current-context": f"{user}@{cluster}",
     }
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    # JSON is YAML: kubectl and the Python client read it as a kubeconfig.
+    path.write_text(json.dumps(config, indent=2) + "\n")
     path.chmod(0o600)
     return path

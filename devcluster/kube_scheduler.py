@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 CONFIG_API_VERSION = "kubescheduler.config.k8s.io/v1"
 # Health and metrics stay reachable without a controller-manager or delegated authorization.
@@ -39,12 +38,13 @@ def kube_scheduler_config(
 
 
 def write_kube_scheduler_config(path: Path, config: Mapping[str, Any]) -> Path:
-    path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    path.write_text(json.dumps(dict(config), indent=2) + "\n")  # component config decoders take JSON
     return path
 
 
 def kube_scheduler_argv(
     binary: Path,
+    *,
     kubeconfig: Path,
     secure_port: int,
     cert_dir: Path,

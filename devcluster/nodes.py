@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from kubernetes.client.exceptions import ApiException
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -47,6 +48,7 @@ def make_node(
     cpu: str = "4",
     memory: str = "16Gi",
     pods: int = 110,
+    *,
     labels: Mapping[str, str] | None = None,
     taints: Sequence[Taint] | None = None,
     extra_allocatable: Mapping[str, str] | None = None,
@@ -122,8 +124,6 @@ def _request(client: ApiClient, method: str, path: str, body: Any = None, conten
     Bypasses the generated methods: they validate the body into model classes, which costs far more
     than the request when creating thousands of nodes.
     """
-    from kubernetes.client.exceptions import ApiException
-
     headers = {"Accept": "application/json", "Content-Type": content_type or "application/json"}
     method, url, headers, _, _ = client.param_serialize(
         method=method, resource_path=path, header_params=headers, auth_settings=["BearerToken"]
@@ -134,7 +134,9 @@ def _request(client: ApiClient, method: str, path: str, body: Any = None, conten
     )
     data: bytes = response.data
     if not 200 <= response.status <= 299:
-        raise ApiException(status=response.status, reason=response.reason, body=data.decode("utf-8", "replace"))
+        raise ApiException(
+            status=response.status, reason=response.reason, body=data.decode("utf-8", "replace")
+        )
     return orjson.loads(data) if data else None
 
 
@@ -171,8 +173,6 @@ def create_nodes(api: Any, nodes: Iterable[Mapping[str, Any]], concurrency: int 
 
 def delete_nodes(api: Any, names: Iterable[str], concurrency: int = 32) -> None:
     """Delete Nodes in parallel; already-deleted ones are fine."""
-    from kubernetes.client.exceptions import ApiException
-
     client = _api_client(api)
 
     def delete(name: str) -> None:

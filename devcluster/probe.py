@@ -26,6 +26,7 @@ def wait_until(
     condition: Callable[[], bool],
     timeout: float,
     what: str,
+    *,
     interval: float = 0.05,
     max_interval: float = 0.5,
     abort: Callable[[], str | None] | None = None,

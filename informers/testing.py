@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -358,3 +358,29 @@ def make_pod(
 
 def connection_refused() -> TransportError:
     return TransportError("connection refused (fake)")
+
+
+async def eventually(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.001) -> None:
+    """Wait until ``predicate()`` holds, or raise ``TimeoutError`` after ``timeout`` seconds."""
+
+    async def poll() -> None:
+        # Polling, not an Event: the conditions tests wait on span several objects with no common signal.
+        while not predicate():  # noqa: ASYNC110
+            await asyncio.sleep(interval)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def create_all(
+    transport: Any, path: str, bodies: list[KubeObject], *, concurrency: int = 32
+) -> list[KubeObject]:
+    """POST every body to ``path`` with bounded concurrency (an ``AsyncTransport``); the created objects."""
+    results: list[KubeObject] = [{} for _ in bodies]
+    todo = iter(enumerate(bodies))
+
+    async def worker() -> None:
+        for i, body in todo:
+            results[i] = await transport.request("POST", path, body=body)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(bodies))))))
+    return results

@@ -47,7 +47,9 @@ class SchedulerApi:
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
 
-    def _call(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json") -> bytes:
+    def _call(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> bytes:
         try:
             status, data = self.rest.request(method, path, body, content_type=content_type)
         except urllib3.exceptions.HTTPError as err:

@@ -17,13 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from informers import NODES, PODS, AsyncTransport, InformerFactory
-from scheduling_queue.queue import SchedulingQueue
-from scheduling_queue.types import ClusterEventWithHint, Pod
+from kubernetes import client as k8s_client
 
+from informers import NODES, PODS, AsyncTransport, InformerFactory
 from scheduler import metrics
 from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult
+from scheduler.binding import BindingPool
 from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.event_handlers import EventHandlers
@@ -32,9 +31,13 @@ from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.kubeclient import RestClient, load_configuration
+from scheduler.leaderelection import LeaderElector
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
 from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
 from scheduler.scheduler import Scheduler
+from scheduler.server import HealthServer
+from scheduling_queue import SchedulingQueue
+from scheduling_queue.types import ClusterEventWithHint, Pod
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +94,8 @@ class SchedulerApp:
         )
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         self.scheduler: Scheduler | None = None
-        self.elector: Any = None
-        self.server: Any = None
+        self.elector: LeaderElector | None = None
+        self.server: HealthServer | None = None
         self.factory: InformerFactory | None = None
         self.transport: AsyncTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,9 +109,7 @@ class SchedulerApp:
     def _build_frameworks(self) -> dict[str, Framework]:
         frameworks: dict[str, Framework] = {}
         for profile in self.config.profiles:
-            handle = FrameworkHandle(
-                profile.scheduler_name, self._snapshot, self.api, self.clock
-            )
+            handle = FrameworkHandle(profile.scheduler_name, self._snapshot, self.api, self.clock)
             resolved = resolve_profile(
                 profile, self.registry, DEFAULT_MULTIPOINT, plugin_points(self.registry, handle)
             )
@@ -240,7 +241,7 @@ class SchedulerApp:
             sync.cancel()
             return False
         self._synced = True
-        log.info("informer caches synced: %d nodes", self.cache.node_count())
+        log.info("informer caches synced: %s", self.cache.sizes())
         return True
 
     async def _wait_leading(self) -> bool:
@@ -254,8 +255,6 @@ class SchedulerApp:
         return self._leading.is_set() and not self._stop.is_set()
 
     def _start_server(self) -> None:
-        from scheduler.server import HealthServer
-
         if self.serving.port <= 0 and self.serving.port != 0:
             return
         self.server = HealthServer(
@@ -272,10 +271,6 @@ class SchedulerApp:
     def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.leader_elect:
             return
-        from kubernetes import client as k8s_client
-
-        from scheduler.leaderelection import LeaderElector
-
         le = self.config.leader_election
 
         def started() -> None:
@@ -305,8 +300,8 @@ class SchedulerApp:
     async def _heartbeat(self) -> None:
         while True:
             self._loop_heartbeat = time.monotonic()
-            metrics.set_cache_size("nodes", self.cache.node_count())
-            metrics.set_cache_size("assumed_pods", self.cache.assumed_count())
+            for kind, size in self.cache.sizes().items():
+                metrics.set_cache_size(kind, size)
             await asyncio.sleep(1.0)
 
     async def _flush_events(self) -> None:

@@ -16,13 +16,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from scheduling_queue.types import QueuedPodInfo
-
 from scheduler.api import ApiError, BindingConflict
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
+from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
 

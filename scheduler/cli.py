@@ -9,8 +9,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from scheduler.app import SchedulerApp, ServingOptions
 from scheduler.config import ConfigError, load_config
 from scheduler.logs import setup_logging
+from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 log = logging.getLogger("scheduler.cli")
 
@@ -35,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=10259, help="port for /metrics and health; -1 disables")
     parser.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
-    parser.add_argument("--leader-elect", type=_bool, default=None, help="override leaderElection.leaderElect")
+    parser.add_argument(
+        "--leader-elect", type=_bool, default=None, help="override leaderElection.leaderElect"
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog style)")
     return parser
@@ -47,9 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         log.error("--tls-cert-file and --tls-private-key-file go together")
         return 1
-
-    from scheduler.app import SchedulerApp, ServingOptions
-    from scheduler.plugins.registry import IN_TREE_REGISTRY
 
     try:
         config = load_config(args.config, registry=IN_TREE_REGISTRY)
@@ -71,10 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return asyncio.run(_run(app))
 
 
-async def _run(app: object) -> int:
-    from scheduler.app import SchedulerApp
-
-    assert isinstance(app, SchedulerApp)
+async def _run(app: SchedulerApp) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, app.request_stop)

@@ -12,11 +12,10 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from informers import DeletedFinalStateUnknown
-from scheduling_queue.queue import SchedulingQueue
-from scheduling_queue.types import ActionType, ClusterEvent, Resource
-
 from scheduler import metrics
 from scheduler.cache import SchedulerCache
+from scheduling_queue import SchedulingQueue
+from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +96,9 @@ class EventHandlers:
     def on_pod_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         start = time.perf_counter()
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if pod is None:
-            return
         if _assigned(pod):
             self.cache.remove_pod(pod)
-            self.queue.move_all_to_active_or_backoff(
-                ClusterEvent(Resource.AssignedPod, ActionType.Delete, "AssignedPodDelete"), pod, None
-            )
+            self.queue.assigned_pod_deleted(pod)
             metrics.observe_event_handling("AssignedPodDelete", time.perf_counter() - start)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
@@ -126,6 +121,4 @@ class EventHandlers:
         metrics.observe_event_handling("NodeUpdate", time.perf_counter() - start)
 
     def on_node_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
-        if node is not None:
-            self.cache.remove_node(node)
+        self.cache.remove_node(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)

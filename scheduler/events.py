@@ -9,6 +9,7 @@ repeats within ``series_window`` only bump a series count, which is flushed at m
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import secrets
 from collections.abc import Callable, Mapping
@@ -136,8 +137,7 @@ class EventRecorder:
                 continue
             series.flushed_count = series.count
             patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_seen)}}
-            namespace, name = series.namespace, series.name
-            self._submit(lambda n=namespace, e=name, p=patch: self._api.patch_event(n, e, p))
+            self._submit(functools.partial(self._api.patch_event, series.namespace, series.name, patch))
 
     def pod_condition_unschedulable(
         self, pod: Mapping[str, Any], *, reason: str, message: str, nominated_node: str | None = None

@@ -26,8 +26,9 @@ So this module implements the algorithm of client-go's ``tools/leaderelection`` 
   record has not changed for ``leaseDurationSeconds`` as measured on *our* monotonic clock since we
   first observed that record (clock skew between replicas never matters, as in client-go).
 * Renew every ``retry_period`` with an optimistic PUT of the last Lease we saw (its resourceVersion
-  makes it a compare-and-swap). A 409 means someone else wrote it: fall back to GET (client-go's
-  "slow path", counted in ``leader_election_slowpath_total``).
+  makes it a compare-and-swap). When that fails (409: someone else wrote it; or any error) fall back
+  to GET and decide again (client-go's "slow path", counted in ``leader_election_slowpath_total``
+  when it renews).
 * Lose leadership at once when a GET shows another holder (stolen, or cleared by an operator), or when
   no renewal has succeeded for ``renew_deadline`` since the last successful one *started*. Unlike
   client-go, a steal does not wait out the renew deadline.
@@ -315,10 +316,8 @@ class LeaderElector:
                 self._leading = True
                 return None
             self._leader_until = now + self.renew_deadline
-            if not self._leading:
-                self._start_leading()
-                if self._lost:
-                    return None
+            if not self._leading and not self._start_leading():
+                return None
         if self._leading:
             left = self._renewed_at + self.renew_deadline - self._clock()
             if left <= 0:
@@ -340,9 +339,8 @@ class LeaderElector:
             try:
                 self._observe(self._client.update(self._renewed(self._lease), timeout), now)
                 return True
-            except LeaseConflictError:
-                metrics.leader_slowpath(self.name)
-                logger.info("lease %s changed underneath us, re-reading it", self.describe())
+            except Exception as err:  # conflict, 404, timeout: all mean "re-read it", as in client-go
+                logger.info("optimistic renewal of %s failed (%s), re-reading it", self.describe(), err)
 
         lease = self._client.get(timeout)
         if lease is None:
@@ -363,6 +361,8 @@ class LeaderElector:
                 return False
             body = self._taken_over(lease)
         else:
+            if self._leading:
+                metrics.leader_slowpath(self.name)
             body = self._renewed(lease)
         self._observe(self._client.update(body, timeout), now)
         return True
@@ -425,7 +425,7 @@ class LeaderElector:
 
     # -- transitions -------------------------------------------------------------------------------
 
-    def _start_leading(self) -> None:
+    def _start_leading(self) -> bool:
         self._leading = True
         metrics.set_leader(self.name, True)
         logger.info("successfully acquired lease %s as %s", self.describe(), self.identity)
@@ -435,6 +435,8 @@ class LeaderElector:
             logger.exception("on_started_leading failed; giving up the lease")
             self._lose("on_started_leading failed")
             self._release()
+            return False
+        return True
 
     def _lose(self, reason: str) -> None:
         self._leader_until = -math.inf

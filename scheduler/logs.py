@@ -30,8 +30,9 @@ def setup_logging(fmt: str = "text", verbosity: int = 0) -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        formatter = logging.Formatter("%(asctime)s.%(msecs)03dZ %(levelname).1s %(name)s] %(message)s",
-                                      "%Y-%m-%dT%H:%M:%S")
+        formatter = logging.Formatter(
+            "%(asctime)s.%(msecs)03dZ %(levelname).1s %(name)s] %(message)s", "%Y-%m-%dT%H:%M:%S"
+        )
         formatter.converter = time.gmtime
         handler.setFormatter(formatter)
     root = logging.getLogger()

@@ -100,20 +100,25 @@ def build_framework(
                 raise ValueError(f"plugin {name!r} does not implement extension point {point!r}")
             target.append(plugin)
 
+    # Weights are configured by config name; the runtime and metrics know plugins by their own name.
+    weights = {instances[name].name: weight for name, weight in score_weights.items() if name in instances}
+
     def observe_point(point: str, status: str, seconds: float) -> None:
         metrics.observe_extension_point(point, status, profile_name, seconds)
 
     return Framework(
         profile_name,
         plugin_set,
-        score_weights=score_weights,
+        score_weights=weights,
         percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         observe_point=observe_point,
         observe_plugin=metrics.observe_plugin,
     )
 
 
-def plugin_points(registry: Mapping[str, PluginFactory], handle: FrameworkHandle) -> Callable[[str], set[str]]:
+def plugin_points(
+    registry: Mapping[str, PluginFactory], handle: FrameworkHandle
+) -> Callable[[str], set[str]]:
     """``implements(name)``: the extension points a registered plugin has (built once with no args)."""
     memo: dict[str, set[str]] = {}
 

@@ -14,9 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduling_queue.queue import SchedulingQueue
-from scheduling_queue.types import QueuedPodInfo
-
 from scheduler import metrics
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
@@ -26,6 +23,8 @@ from scheduler.framework.runtime import Framework, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.schedule_one import FitError, SchedulingAlgorithm, SchedulingError
+from scheduling_queue import SchedulingQueue
+from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +74,10 @@ class Scheduler:
         while not self._stopping:
             self.last_cycle_activity = time.monotonic()
             qpi = await self.queue.pop()
-            if qpi is None or self._stopping:
-                if qpi is not None:
-                    self.queue.done(qpi.key)
+            if qpi is None:
+                break
+            if self.stopping:
+                self.queue.done(qpi.key)
                 break
             try:
                 self.schedule_one(qpi)
@@ -86,6 +86,10 @@ class Scheduler:
                 log.exception("scheduling cycle crashed for %s", qpi.key)
                 self._fail(qpi, None, Status.as_error("internal error in the scheduling cycle"), None)
             await asyncio.sleep(0)
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def stop(self) -> None:
         self._stopping = True
@@ -109,8 +113,13 @@ class Scheduler:
         try:
             pod = self.pod_infos.get(pod_dict)
         except PodSpecError as err:
-            self._fail(qpi, None, Status.unschedulable(str(err), resolvable=False).with_plugin(
-                POD_SPEC_PLUGIN), fwk, start=start)
+            self._fail(
+                qpi,
+                None,
+                Status.unschedulable(str(err), resolvable=False).with_plugin(POD_SPEC_PLUGIN),
+                fwk,
+                start=start,
+            )
             return
 
         self.cache.update_snapshot(self.snapshot)
@@ -124,8 +133,13 @@ class Scheduler:
             self._fail(qpi, pod, err.status, fwk, start=start, message=str(err))
             return
         except PodSpecError as err:
-            self._fail(qpi, pod, Status.unschedulable(str(err), resolvable=False).with_plugin(
-                POD_SPEC_PLUGIN), fwk, start=start)
+            self._fail(
+                qpi,
+                pod,
+                Status.unschedulable(str(err), resolvable=False).with_plugin(POD_SPEC_PLUGIN),
+                fwk,
+                start=start,
+            )
             return
 
         node_name = result.node_name

@@ -75,22 +75,35 @@ class HintRegistry:
         """Upstream's ``isEventOfInterest``: a wildcard event, or one some plugin registered."""
         return is_wildcard(event) or bool(self.matching(event))
 
-    def strategy(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> int:
+    def strategy(
+        self,
+        qpi: QueuedPodInfo,
+        event: ClusterEvent,
+        old: Any,
+        new: Any,
+        *,
+        matching: Matching | None = None,
+        wildcard: bool | None = None,
+    ) -> int:
         """Upstream's ``isPodWorthRequeuing``: ask only the hints of the plugins that rejected ``qpi``.
 
         A Queue from a Pending plugin means IMMEDIATELY (skip backoff); from an Unschedulable plugin
         AFTER_BACKOFF. A pod with no rejector plugins (it failed with an error) is always worth
         requeuing. A hint that raises counts as Queue so that a buggy hint can't strand a pod.
+        Callers looping over many pods for one event pass ``matching`` and ``wildcard`` precomputed.
         """
         unschedulable, pending = qpi.unschedulable_plugins, qpi.pending_plugins
         if not unschedulable and not pending:
             return AFTER_BACKOFF
-        if is_wildcard(event):
+        if wildcard is None:
+            wildcard = is_wildcard(event)
+        if wildcard:
             # A wildcard carrying a pod (ForceActivate) is aimed at that pod only.
             if new is not None and not _same_pod(qpi, new):
                 return SKIP
             return AFTER_BACKOFF
-        matching = self.matching(event)
+        if matching is None:
+            matching = self.matching(event)
         if not matching:
             return SKIP
         rejectors = unschedulable | pending if pending else unschedulable

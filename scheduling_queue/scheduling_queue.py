@@ -68,6 +68,8 @@ UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 _POD_ADD = event_label(EVENT_UNSCHEDULED_POD_ADD)
 _POD_UPDATE = event_label(EVENT_UNSCHEDULED_POD_UPDATE)
+_ACTIVE_POD_ADD = (ACTIVE, _POD_ADD)
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 _NO_REJECTOR = ""  # index slot for unschedulable pods no plugin rejected
 _COMPACT_MIN = 1024
 _NO_HINTS: Mapping[str, Sequence[ClusterEventWithHint]] = MappingProxyType({})
@@ -241,7 +243,8 @@ class SchedulingQueue:
 
     def add(self, pod: Pod) -> None:
         """A new pending pod (informer add). A pod already known is treated as an update."""
-        key = pod_key(pod)
+        meta = pod.get("metadata") or _EMPTY
+        key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"  # pod_key, inlined: hot path
         if (
             key in self._active
             or key in self._backoff
@@ -255,7 +258,12 @@ class SchedulingQueue:
                 return
         now = self._now()
         qpi = QueuedPodInfo(pod, key, now, now)
-        if self._move_to_active(qpi, _POD_ADD) and self._waiters:
+        if self._pre_enqueue is None:
+            self._push_active(qpi)
+            self._incoming[_ACTIVE_POD_ADD] += 1
+            if self._waiters:
+                self._wake()
+        elif self._move_to_active(qpi, _POD_ADD) and self._waiters:
             self._wake()
         status = pod.get("status")
         if status and status.get("nominatedNodeName"):
@@ -656,11 +664,13 @@ class SchedulingQueue:
 
     def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """Upstream's movePodsToActiveOrBackoffQueue for unschedulable and gated candidates."""
-        hints = self._hints
+        strategy_of = self._hints.strategy
+        matching = self._hints.matching(event)
+        wildcard = is_wildcard(event)
         label = event_label(event)
         activated = False
         for qpi in pods:
-            strategy = hints.strategy(qpi, event, old, new)
+            strategy = strategy_of(qpi, event, old, new, matching=matching, wildcard=wildcard)
             if strategy == SKIP:
                 continue
             key = qpi.key

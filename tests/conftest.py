@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -48,11 +48,8 @@ def kubeconfig(control_plane: ControlPlane) -> str:
 
 @pytest.fixture(scope="session")
 def api_client(control_plane: ControlPlane) -> Iterator[ApiClient]:
-    client = control_plane.api_client()
-    try:
+    with control_plane.api_client() as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture(scope="session")
@@ -70,14 +67,15 @@ def namespace(core_v1: CoreV1Api) -> Iterator[str]:
     no kubelet will ever confirm a graceful delete), then the namespace's finalizer is cleared.
     """
     name = f"t-{uuid.uuid4().hex[:10]}"
-    core_v1.create_namespace(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    api: Any = core_v1  # raw dict bodies; the client's stubs only admit model classes
+    api.create_namespace(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     try:
         yield name
     finally:
-        _delete_namespace(core_v1, name)
+        _delete_namespace(api, name)
 
 
-def _delete_namespace(core_v1: CoreV1Api, name: str) -> None:
+def _delete_namespace(core_v1: Any, name: str) -> None:
     from kubernetes.client.exceptions import ApiException
 
     core_v1.delete_collection_namespaced_pod(name, grace_period_seconds=0, _preload_content=False)
@@ -85,7 +83,12 @@ def _delete_namespace(core_v1: CoreV1Api, name: str) -> None:
         core_v1.delete_namespace(name, _preload_content=False)
         core_v1.replace_namespace_finalize(
             name,
-            body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}, "spec": {"finalizers": []}},
+            body={
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name},
+                "spec": {"finalizers": []},
+            },
             _preload_content=False,
         )
     except ApiException as err:

@@ -180,13 +180,18 @@ class SchedulerCache:
             old_key, _ = _identity(old)
             if old_key != key and old_key in self._pods:
                 self._remove_state(old_key, self._pods[old_key])
-        info = self._parse(pod)
         state = self._pods.get(key)
+        if is_terminal(pod.pod if isinstance(pod, PodInfo) else pod):
+            if state is not None:
+                self._remove_state(key, state)
+            return
+        info = self._parse(pod)
         if info is None:
             # Keep counting the previous version: overcounting a node beats overcommitting it.
             return
-        if is_terminal(info.pod) or not info.node_name:
-            if state is not None:
+        if not info.node_name:
+            # An unbound version says nothing about an assumption: the bind may still be in flight.
+            if state is not None and not state.assumed:
                 self._remove_state(key, state)
             return
         if state is not None:

@@ -79,7 +79,13 @@ _LEADER_ELECTION_FIELDS = (
     "resourceNamespace",
 )
 _CLIENT_CONNECTION_FIELDS = ("kubeconfig", "acceptContentTypes", "contentType", "qps", "burst")
-_PROFILE_FIELDS = ("schedulerName", "percentageOfNodesToScore", "percentageOfPlacementsToScore", "plugins", "pluginConfig")
+_PROFILE_FIELDS = (
+    "schedulerName",
+    "percentageOfNodesToScore",
+    "percentageOfPlacementsToScore",
+    "plugins",
+    "pluginConfig",
+)
 # Workload-scheduling points of recent upstream (feature-gated). Accepted when empty so configs dumped by
 # a new kube-scheduler still load; py-scheduler schedules pod by pod and has no such points.
 _UNSUPPORTED_PLUGIN_SETS = ("placementGenerate", "placementScore", "placementFeasible", "podGroupPostFilter")
@@ -104,7 +110,9 @@ class _Decoder:
             if not isinstance(key, str):
                 self.errs.unknown_field(path.child(str(key)))
             elif key not in known:
-                self.errs.unknown_field(path.child(key), _REMOVED_TOP_FIELDS.get(key, "") if not str(path) else "")
+                self.errs.unknown_field(
+                    path.child(key), _REMOVED_TOP_FIELDS.get(key, "") if not str(path) else ""
+                )
             else:
                 out[key] = item
         return out
@@ -179,7 +187,7 @@ def decode_config(raw: Any, errs: ErrorList) -> SchedulerConfig:
     root = FieldPath()
     if not isinstance(raw, Mapping):
         errs.other(f"config must be a {KIND} object, got {type(raw).__name__}")
-        raw = {}
+        return SchedulerConfig()
     top = dec.mapping(raw, root, _TOP_FIELDS)
 
     api_version = top.get("apiVersion")
@@ -256,7 +264,9 @@ def _decode_client_connection(dec: _Decoder, raw: Any, path: FieldPath) -> Clien
     d = dec.mapping(raw, path, _CLIENT_CONNECTION_FIELDS)
     content_type = dec.string(d, "contentType", path, "") or DEFAULT_CONTENT_TYPE
     if content_type == PROTOBUF_CONTENT_TYPE:
-        log.warning("%s: %s is accepted but py-scheduler always talks JSON", path.child("contentType"), content_type)
+        log.warning(
+            "%s: %s is accepted but py-scheduler always talks JSON", path.child("contentType"), content_type
+        )
     return ClientConnectionConfig(
         kubeconfig=dec.string(d, "kubeconfig", path, ""),
         accept_content_types=dec.string(d, "acceptContentTypes", path, ""),
@@ -282,7 +292,9 @@ def _decode_profiles(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[Schedule
                 scheduler_name=dec.string(d, "schedulerName", profile_path, default_name),
                 percentage_of_nodes_to_score=dec.integer(d, "percentageOfNodesToScore", profile_path, None),
                 plugins=_decode_plugins(dec, d.get("plugins"), profile_path.child("plugins")),
-                plugin_config=_decode_plugin_configs(dec, d.get("pluginConfig"), profile_path.child("pluginConfig")),
+                plugin_config=_decode_plugin_configs(
+                    dec, d.get("pluginConfig"), profile_path.child("pluginConfig")
+                ),
             )
         )
     return tuple(profiles)
@@ -328,7 +340,9 @@ def _decode_plugin_configs(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[Pl
         entry_path = path.index(j)
         e = dec.mapping(item, entry_path, _PLUGIN_CONFIG_FIELDS)
         name = dec.string(e, "name", entry_path, "")
-        out.append(PluginConfig(name=name, args=_decode_args(dec, e.get("args"), entry_path.child("args"), name)))
+        out.append(
+            PluginConfig(name=name, args=_decode_args(dec, e.get("args"), entry_path.child("args"), name))
+        )
     return tuple(out)
 
 

@@ -114,7 +114,9 @@ def import_object(path: str) -> Any:
         # Without a colon the split is ambiguous; the longest importable module wins.
         parts = path.split(".")
         candidates = [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
-    if not all(m and a for m, a in candidates):
+    if not candidates or not all(
+        part.isidentifier() for m, a in candidates for part in (*m.split("."), *a.split("."))
+    ):
         raise PluginLoadError(f'"{path}" is not an import path like "package.module:ClassName"')
     last_error: BaseException | None = None
     for module_name, attr_path in candidates:
@@ -128,7 +130,9 @@ def import_object(path: str) -> Any:
                 continue
             raise PluginLoadError(f'cannot import module "{module_name}": {exc}') from exc
         except Exception as exc:
-            raise PluginLoadError(f'cannot import module "{module_name}": {type(exc).__name__}: {exc}') from exc
+            raise PluginLoadError(
+                f'cannot import module "{module_name}": {type(exc).__name__}: {exc}'
+            ) from exc
         obj: Any = module
         for attr in attr_path.split("."):
             try:
@@ -163,7 +167,9 @@ def load_entry_points(group: str = ENTRY_POINT_GROUP) -> tuple[dict[str, PluginF
         except PluginLoadError as exc:
             errors[ep.name] = f'entry point "{ep.name}" ({ep.value}): {exc}'
         except Exception as exc:
-            errors[ep.name] = f'entry point "{ep.name}" ({ep.value}) failed to load: {type(exc).__name__}: {exc}'
+            errors[ep.name] = (
+                f'entry point "{ep.name}" ({ep.value}) failed to load: {type(exc).__name__}: {exc}'
+            )
     return factories, errors
 
 

@@ -31,11 +31,13 @@ log = logging.getLogger(__name__)
 LEADER_ELECTION_JITTER_FACTOR = 1.2
 
 # Upstream treats an explicit weight of 0 as 1 and bounds weights only by int64 overflow of the
-# total score. We reject 0, negatives and weights over 100: each is a typo in practice, and 100 is
-# the whole range of a node score, so a bigger weight only drowns the other plugins.
+# total score. We are stricter: negatives and weights over 100 are rejected (100 is the whole range
+# of a node score, so a bigger weight only drowns the other plugins), and so is 0 at ``score``, where
+# a plugin is enabled precisely to be weighted. ``multiPoint`` keeps upstream's "0 means unset":
+# kube-scheduler writes ``weight: 0`` for every non-score plugin when it dumps its config.
 MIN_SCORE_WEIGHT = 1
 MAX_SCORE_WEIGHT = 100
-_WEIGHTED_SETS = ("score", MULTI_POINT)
+_MIN_WEIGHT_BY_SET = {"score": MIN_SCORE_WEIGHT, MULTI_POINT: 0}
 
 # Plugins removed from v1 (upstream ``invalidPluginsByVersion``).
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
@@ -51,10 +53,14 @@ def validate_config(
     load_errors = load_errors or {}
     root = FieldPath()
     if cfg.client_connection.burst < 0:
-        errs.invalid(root.child("clientConnection", "burst"), cfg.client_connection.burst, "must be non-negative")
+        errs.invalid(
+            root.child("clientConnection", "burst"), cfg.client_connection.burst, "must be non-negative"
+        )
     _validate_leader_election(cfg.leader_election, root.child("leaderElection"), errs)
     if cfg.parallelism <= 0:
-        errs.invalid(root.child("parallelism"), cfg.parallelism, "should be an integer value greater than zero")
+        errs.invalid(
+            root.child("parallelism"), cfg.parallelism, "should be an integer value greater than zero"
+        )
 
     profiles_path = root.child("profiles")
     seen_names: dict[str, int] = {}
@@ -68,7 +74,9 @@ def validate_config(
 
     _validate_percentage(cfg.percentage_of_nodes_to_score, root.child("percentageOfNodesToScore"), errs)
     if cfg.pod_initial_backoff_seconds <= 0:
-        errs.invalid(root.child("podInitialBackoffSeconds"), cfg.pod_initial_backoff_seconds, "must be greater than 0")
+        errs.invalid(
+            root.child("podInitialBackoffSeconds"), cfg.pod_initial_backoff_seconds, "must be greater than 0"
+        )
     if cfg.pod_max_backoff_seconds < cfg.pod_initial_backoff_seconds:
         errs.invalid(
             root.child("podMaxBackoffSeconds"),
@@ -102,7 +110,11 @@ def _validate_leader_election(le: LeaderElectionConfig, path: FieldPath, errs: E
             f"({format_duration(le.retry_period * LEADER_ELECTION_JITTER_FACTOR)})",
         )
     if le.resource_lock != LEASES_RESOURCE_LOCK:
-        errs.invalid(path.child("resourceLock"), le.resource_lock, f'resourceLock value must be "{LEASES_RESOURCE_LOCK}"')
+        errs.invalid(
+            path.child("resourceLock"),
+            le.resource_lock,
+            f'resourceLock value must be "{LEASES_RESOURCE_LOCK}"',
+        )
 
 
 def _validate_percentage(value: int | None, path: FieldPath, errs: ErrorList) -> None:
@@ -122,7 +134,12 @@ def _validate_profile(
     _validate_percentage(profile.percentage_of_nodes_to_score, path.child("percentageOfNodesToScore"), errs)
     for set_name in PLUGIN_SET_NAMES:
         _validate_plugin_set(
-            profile.plugins[set_name], set_name, path.child("plugins", set_name), errs, registry, load_errors
+            profile.plugins[set_name],
+            set_name,
+            path.child("plugins", set_name),
+            errs=errs,
+            registry=registry,
+            load_errors=load_errors,
         )
 
     seen: set[str] = set()
@@ -144,6 +161,7 @@ def _validate_plugin_set(
     ps: PluginSet,
     set_name: str,
     path: FieldPath,
+    *,
     errs: ErrorList,
     registry: Mapping[str, PluginFactory] | None,
     load_errors: Mapping[str, str],
@@ -162,15 +180,10 @@ def _validate_plugin_set(
             errs.invalid(entry_path, ref.name, _removed_detail())
         elif registry is not None and ref.name not in registry:
             errs.invalid(entry_path.child("name"), ref.name, _unknown_detail(ref.name, load_errors))
-        if (
-            set_name in _WEIGHTED_SETS
-            and ref.weight is not None
-            and not MIN_SCORE_WEIGHT <= ref.weight <= MAX_SCORE_WEIGHT
-        ):
+        low = _MIN_WEIGHT_BY_SET.get(set_name)
+        if low is not None and ref.weight is not None and not low <= ref.weight <= MAX_SCORE_WEIGHT:
             errs.invalid(
-                entry_path.child("weight"),
-                ref.weight,
-                f"must be in the range [{MIN_SCORE_WEIGHT}, {MAX_SCORE_WEIGHT}]",
+                entry_path.child("weight"), ref.weight, f"must be in the range [{low}, {MAX_SCORE_WEIGHT}]"
             )
     for j, name in enumerate(ps.disabled):
         entry_path = path.child("disabled").index(j)
@@ -194,7 +207,9 @@ def _unknown_detail(name: str, load_errors: Mapping[str, str]) -> str:
     )
 
 
-def _validate_common_queue_sort(profiles: tuple[SchedulerProfile, ...], path: FieldPath, errs: ErrorList) -> None:
+def _validate_common_queue_sort(
+    profiles: tuple[SchedulerProfile, ...], path: FieldPath, errs: ErrorList
+) -> None:
     """All profiles share one queue, so they must configure one queue sort (upstream rule)."""
     if not profiles:
         return

@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo
-
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo
 
 if TYPE_CHECKING:
     from scheduler.framework.handle import Handle

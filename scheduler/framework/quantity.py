@@ -48,8 +48,10 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(str(text))
     match = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
     if match is None:
-        raise QuantityError(f"quantities must match the regular expression "
-                            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression "
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
+        )
     number = Fraction(match["number"])
     if match["binary"]:
         return number * _BINARY[match["binary"]]

@@ -106,9 +106,7 @@ class Resource:
         )
 
     def is_zero(self) -> bool:
-        return not (
-            self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values())
-        )
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
 
 
 def _container_requests(container: Mapping[str, Any], non_zero: bool) -> Resource:

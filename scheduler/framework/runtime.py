@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo, priority_sort_less
-
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
+    EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BatchFilterPlugin,
@@ -40,6 +39,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo, priority_sort_less
 
 log = logging.getLogger(__name__)
 
@@ -311,6 +311,4 @@ class PluginError(Exception):
 
 def implemented_points(plugin: Any) -> set[str]:
     """The extension points (camelCase, as in the config file) an object implements."""
-    from scheduler.framework.interface import EXTENSION_POINTS
-
     return {point for point, proto in EXTENSION_POINTS.items() if isinstance(plugin, proto)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -36,8 +37,10 @@ def _pod(name: str, scheduler_name: str | None = "py-scheduler") -> dict[str, An
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
-def _read_pod(core_v1: CoreV1Api, namespace: str, name: str) -> dict[str, Any]:
-    pod: dict[str, Any] = json.loads(core_v1.read_namespaced_pod(name, namespace, _preload_content=False).data)
+def _read_pod(core_v1: Any, namespace: str, name: str) -> dict[str, Any]:
+    pod: dict[str, Any] = json.loads(
+        core_v1.read_namespaced_pod(name, namespace, _preload_content=False).data
+    )
     return pod
 
 
@@ -50,7 +53,7 @@ def _alive(pid: int, marker: str) -> bool:
     return marker.encode() in cmdline
 
 
-def test_pod_bound_through_binding_subresource(core_v1: CoreV1Api, namespace: str) -> None:
+def test_pod_bound_through_binding_subresource(core_v1: Any, namespace: str) -> None:
     node = _unique("bind-node")
     create_nodes(core_v1, [make_node(node)])
     try:
@@ -69,7 +72,7 @@ def test_pod_bound_through_binding_subresource(core_v1: CoreV1Api, namespace: st
         delete_nodes(core_v1, [node])
 
 
-def test_nodes_are_stored_with_status(core_v1: CoreV1Api) -> None:
+def test_nodes_are_stored_with_status(core_v1: Any) -> None:
     pool = _unique("pool")
     nodes = [
         make_node(f"{pool}-plain", labels={"pool": pool}),
@@ -115,25 +118,26 @@ def test_nodes_are_stored_with_status(core_v1: CoreV1Api) -> None:
 
         cordoned = by_name[f"{pool}-cordoned"]
         assert cordoned["spec"]["unschedulable"] is True
-        assert {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"} in cordoned["spec"]["taints"]
+        assert {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"} in cordoned["spec"][
+            "taints"
+        ]
     finally:
         delete_nodes(core_v1, [n["metadata"]["name"] for n in nodes])
     remaining = json.loads(core_v1.list_node(label_selector=f"pool={pool}", _preload_content=False).data)
     assert remaining["items"] == []
 
 
-def test_user_without_rbac_rights_is_forbidden(control_plane: ControlPlane, core_v1: CoreV1Api) -> None:
+def test_user_without_rbac_rights_is_forbidden(control_plane: ControlPlane, core_v1: Any) -> None:
     core_v1.list_namespaced_pod("default", _preload_content=False)  # the admin may
-    client = control_plane.api_client(kubeconfig=control_plane.unprivileged_kubeconfig)
-    try:
-        with pytest.raises(ApiException) as raised:
-            CoreV1Api(client).list_namespaced_pod("default", _preload_content=False)
-        assert raised.value.status == 403
-    finally:
-        client.close()
+    unprivileged = control_plane.api_client(token=control_plane.unprivileged_token)
+    with unprivileged, pytest.raises(ApiException) as raised:
+        CoreV1Api(unprivileged).list_namespaced_pod("default", _preload_content=False)
+    assert raised.value.status == 403
 
 
-def test_binaries_and_server_report_the_pinned_release(control_plane: ControlPlane, api_client: ApiClient) -> None:
+def test_binaries_and_server_report_the_pinned_release(
+    control_plane: ControlPlane, api_client: ApiClient
+) -> None:
     binaries = require_binaries(control_plane.binaries_dir)
     result = subprocess.run(
         [str(binaries / "kube-apiserver"), "--version"], capture_output=True, text=True, check=True
@@ -145,11 +149,26 @@ def test_binaries_and_server_report_the_pinned_release(control_plane: ControlPla
 def test_component_failure_names_its_log(control_plane: ControlPlane) -> None:
     with pytest.raises(ControlPlaneError) as raised:
         control_plane.start_kube_scheduler(extra_args=["--no-such-flag"])
-    message = str(raised.value)
-    log = control_plane.log_dir / "kube-scheduler-1.log"
+    message, log = str(raised.value), raised.value.log_path
+    assert log.parent == control_plane.log_dir
+    assert log.name.startswith("kube-scheduler-")
     assert str(log) in message
     assert "unknown flag: --no-such-flag" in message  # the log's tail is quoted
-    assert "kube-scheduler-1" not in control_plane.pids()
+    assert not any(name.startswith("kube-scheduler-") for name in control_plane.pids())
+
+
+def test_failed_start_names_the_log_and_leaves_no_process() -> None:
+    plane = ControlPlane(apiserver_args=["--no-such-flag"])
+    with pytest.raises(ControlPlaneError) as raised:
+        plane.start()
+    try:
+        assert raised.value.log_path.name == "kube-apiserver.log"
+        assert str(raised.value.log_path) in str(raised.value)
+        assert "unknown flag: --no-such-flag" in str(raised.value)
+        assert raised.value.log_path.exists()  # logs of a failed start are kept
+        assert plane.pids() == {}
+    finally:
+        shutil.rmtree(plane.run_dir, ignore_errors=True)
 
 
 def test_missing_binaries_fail_with_build_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -166,7 +185,7 @@ def test_separate_control_plane_runs_kube_scheduler_restarts_and_leaves_nothing(
         config = plane.write_kube_scheduler_config(qps=200, burst=400)
         plane.start_kube_scheduler(config_path=config)
         client = plane.api_client()
-        core_v1 = CoreV1Api(client)
+        core_v1: Any = CoreV1Api(client)
         node = _unique("ks-node")
         create_nodes(core_v1, [make_node(node)])
         core_v1.create_namespaced_pod("default", body=_pod("by-kube-scheduler", None), _preload_content=False)
@@ -181,7 +200,7 @@ def test_separate_control_plane_runs_kube_scheduler_restarts_and_leaves_nothing(
         assert plane.server == server
         # Same etcd, same serving cert: the old client still works and the data survived.
         assert _read_pod(core_v1, "default", "by-kube-scheduler")["spec"]["nodeName"] == node
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]
 
         pids = plane.pids()
         assert set(pids) == {"etcd", "kube-apiserver", "kube-scheduler-1"}

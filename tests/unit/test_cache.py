@@ -24,7 +24,12 @@ def make_node(
     images: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "uid": f"node-{name}", "resourceVersion": str(next(_rv)), "labels": labels or {}},
+        "metadata": {
+            "name": name,
+            "uid": f"node-{name}",
+            "resourceVersion": str(next(_rv)),
+            "labels": labels or {},
+        },
         "spec": {},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
@@ -36,6 +41,7 @@ def make_node(
 def make_pod(
     name: str,
     node: str = "",
+    *,
     cpu: str | None = None,
     memory: str | None = None,
     host_port: int = 0,
@@ -224,6 +230,34 @@ def test_terminal_pods_are_not_counted() -> None:
     cache.update_pod(running, make_pod("job", node="n1", cpu="1", phase="Failed"))
     assert live(cache, "n1").requested.milli_cpu == 0
     assert cache.get_pod("default/job") is None
+
+
+def test_terminal_version_is_removed_even_when_its_parse_is_cached() -> None:
+    cache = SchedulerCache()
+    running = make_pod("p", node="n1", cpu="1")
+    cache.add_pod(running)
+    # Same uid and resourceVersion: the PodInfoCache returns the Running version's PodInfo.
+    done = {**running, "status": {"phase": "Succeeded"}}
+    cache.update_pod(running, done)
+    assert cache.get_pod("default/p") is None
+
+
+def test_parsed_pod_infos_are_accepted() -> None:
+    cache = SchedulerCache()
+    info = PodInfo(make_pod("p", node="n1", cpu="1"))
+    cache.add_pod(info)
+    assert cache.get_pod("default/p") is info
+    cache.remove_pod(info)
+    assert cache.get_pod("default/p") is None
+
+
+def test_unbound_update_of_an_assumed_pod_keeps_the_assumption() -> None:
+    cache = SchedulerCache()
+    pending = make_pod("p", cpu="1")
+    cache.assume_pod(PodInfo(pending), "n1")
+    cache.update_pod(pending, make_pod("p", cpu="1"))
+    assert cache.is_assumed("default/p")
+    assert live(cache, "n1").requested.milli_cpu == 1000
 
 
 def test_unassigned_and_unparseable_pods_are_ignored() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import pytest
@@ -11,15 +10,7 @@ from informers import PODS, ApiError, BackoffPolicy, SharedInformer
 from informers.backoff import Backoff
 from informers.ratelimit import TokenBucket
 from informers.reflector import MIN_WATCH_TIMEOUT, Reflector
-from informers.testing import FakeApiServer, FakeClock, connection_refused, make_pod
-
-
-async def wait_until(predicate, timeout: float = 5.0) -> None:
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-    await asyncio.wait_for(poll(), timeout)
+from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
 
 def test_default_policy_matches_client_go_reflector() -> None:
@@ -113,13 +104,15 @@ async def test_watch_connection_error_resumes_from_last_resource_version_without
     informer = SharedInformer(server, PODS, clock=clock, rng=random.Random(1))
     async with informer:
         assert await informer.wait_for_sync(5)
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.create(PODS, make_pod("b"))
-        await wait_until(lambda: "default/b" in informer.store)
+        await eventually(lambda: "default/b" in informer.store)
         rv_before = informer.last_sync_resource_version
-        server.watch_failures.extend([connection_refused(), ApiError(500, "InternalError"), ApiError(429, "TooMany")])
+        server.watch_failures.extend(
+            [connection_refused(), ApiError(500, "InternalError"), ApiError(429, "TooMany")]
+        )
         server.disconnect(connection_refused())
-        await wait_until(lambda: len(server.watch_calls) == 5 and server.open_watches == 1)
+        await eventually(lambda: len(server.watch_calls) == 5 and server.open_watches == 1)
     assert len(server.list_calls) == 1, "a connection error must not cause a relist"
     resumed = [params["resourceVersion"] for _, params in server.watch_calls[1:]]
     assert resumed == [rv_before] * 4
@@ -134,9 +127,9 @@ async def test_short_empty_watch_backs_off_instead_of_spinning() -> None:
     informer = SharedInformer(server, PODS, clock=clock)
     async with informer:
         assert await informer.wait_for_sync(5)
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.disconnect()  # clean close at once, no events
-        await wait_until(lambda: clock.waiting == 1)
+        await eventually(lambda: clock.waiting == 1)
         assert len(server.watch_calls) == 1
         clock.advance(2.0)
-        await wait_until(lambda: len(server.watch_calls) == 2)
+        await eventually(lambda: len(server.watch_calls) == 2)

@@ -16,21 +16,13 @@ from informers import (
     SharedInformer,
     index_by_node_name,
 )
-from informers.testing import FakeApiServer, FakeClock, connection_refused, make_pod
-
-
-async def wait_until(predicate, timeout: float = 5.0) -> None:
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-    await asyncio.wait_for(poll(), timeout)
+from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
 
 def name(obj: Any) -> str:
     if isinstance(obj, DeletedFinalStateUnknown):
         return "tombstone:" + obj.key
-    return obj["metadata"]["name"]
+    return str(obj["metadata"]["name"])
 
 
 class Recorder:
@@ -55,7 +47,9 @@ class Recorder:
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
         self._check(new, True)
-        self.events.append(("update", name(new), old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"]))
+        self.events.append(
+            ("update", name(new), old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
+        )
 
     def on_delete(self, obj: Any) -> None:
         self.events.append(("delete", name(obj)))
@@ -64,7 +58,7 @@ class Recorder:
 async def started(server: FakeApiServer, informer: SharedInformer) -> None:
     informer.start()
     assert await informer.wait_for_sync(5)
-    await wait_until(lambda: server.open_watches >= 1)
+    await eventually(lambda: server.open_watches >= 1)
 
 
 async def test_initial_list_then_add_update_delete_in_order_store_first() -> None:
@@ -77,7 +71,7 @@ async def test_initial_list_then_add_update_delete_in_order_store_first() -> Non
     b = server.create(PODS, make_pod("b"))
     b2 = server.update(PODS, b | {"spec": {"nodeName": "n1"}})
     server.delete(PODS, "default/a")
-    await wait_until(lambda: len(rec.events) == 4)
+    await eventually(lambda: len(rec.events) == 4)
     assert rec.events == [
         ("add", "a", "initial"),
         ("add", "b", "live"),
@@ -99,7 +93,7 @@ async def test_indexes_follow_updates() -> None:
     a = server.get(PODS, "default/a")
     assert a is not None
     server.update(PODS, a | {"spec": {"nodeName": "n2"}})
-    await wait_until(lambda: informer.store.index_keys(NODE_NAME_INDEX, "n2") == ["default/a"])
+    await eventually(lambda: informer.store.index_keys(NODE_NAME_INDEX, "n2") == ["default/a"])
     assert informer.store.by_index(NODE_NAME_INDEX, "n1") == []
     assert informer.store.by_index("namespace", "default")[0]["metadata"]["name"] == "a"
     await informer.stop()
@@ -113,7 +107,7 @@ async def test_relist_after_gone_reconciles_with_tombstones_adds_and_updates() -
     rec = Recorder(informer)
     informer.add_event_handler(rec)
     await started(server, informer)
-    await wait_until(lambda: len(rec.events) == 4)
+    await eventually(lambda: len(rec.events) == 4)
     rec.events.clear()
     old_recreate = server.get(PODS, "default/recreate")
     assert old_recreate is not None
@@ -121,7 +115,7 @@ async def test_relist_after_gone_reconciles_with_tombstones_adds_and_updates() -
     # The informer is disconnected while things change, and the history is compacted away.
     server.watch_failures.extend([connection_refused()])
     server.disconnect(connection_refused())
-    await wait_until(lambda: server.open_watches == 0)
+    await eventually(lambda: server.open_watches == 0)
     change = server.get(PODS, "default/change")
     assert change is not None
     server.update(PODS, change | {"status": {"phase": "Running"}})
@@ -130,8 +124,8 @@ async def test_relist_after_gone_reconciles_with_tombstones_adds_and_updates() -
     server.create(PODS, make_pod("recreate"))
     server.create(PODS, make_pod("new"))
     server.compact()
-    await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
-    await wait_until(lambda: len(rec.events) == 5)
+    await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+    await eventually(lambda: len(rec.events) == 5)
 
     kinds = sorted(rec.events, key=str)
     assert ("delete", "tombstone:default/vanish") in kinds
@@ -160,11 +154,13 @@ async def test_failing_handler_is_counted_and_does_not_stop_delivery_or_others()
 
     bad = informer.add_event_handler(on_add=bad_add)
     informer.add_event_handler(good)
-    before = REGISTRY.get_sample_value("py_scheduler_informer_handler_errors_total", {"resource": "pods"}) or 0
+    before = (
+        REGISTRY.get_sample_value("py_scheduler_informer_handler_errors_total", {"resource": "pods"}) or 0
+    )
     await started(server, informer)
     for i in range(5):
         server.create(PODS, make_pod(f"p{i}"))
-    await wait_until(lambda: len(good.events) == 5 and len(seen_by_bad) == 5)
+    await eventually(lambda: len(good.events) == 5 and len(seen_by_bad) == 5)
     assert bad.errors == 5
     after = REGISTRY.get_sample_value("py_scheduler_informer_handler_errors_total", {"resource": "pods"})
     assert after == before + 5
@@ -188,11 +184,11 @@ async def test_slow_async_handler_does_not_stall_other_handlers_or_the_watch() -
     await started(server, informer)
     for i in range(20):
         server.create(PODS, make_pod(f"p{i}"))
-    await wait_until(lambda: len(fast.events) == 20 and len(informer.store) == 20)
+    await eventually(lambda: len(fast.events) == 20 and len(informer.store) == 20)
     assert slow_seen == ["p0"]
     assert slow.pending == 19
     release.set()
-    await wait_until(lambda: len(slow_seen) == 20)
+    await eventually(lambda: len(slow_seen) == 20)
     assert slow_seen == [f"p{i}" for i in range(20)]
     await informer.stop()
 
@@ -209,8 +205,12 @@ async def test_filter_turns_updates_into_adds_and_deletes() -> None:
     assert pending is not None
     bound = server.update(PODS, pending | {"spec": {"nodeName": "n2"}})
     server.update(PODS, bound | {"spec": {}})
-    await wait_until(lambda: len(unassigned.events) == 3)
-    assert [e[:2] for e in unassigned.events] == [("add", "pending"), ("delete", "pending"), ("add", "pending")]
+    await eventually(lambda: len(unassigned.events) == 3)
+    assert [e[:2] for e in unassigned.events] == [
+        ("add", "pending"),
+        ("delete", "pending"),
+        ("add", "pending"),
+    ]
     await informer.stop()
 
 
@@ -225,7 +225,7 @@ async def test_raising_filter_is_counted_and_skips() -> None:
 
     reg = informer.add_event_handler(rec, filter_func=bad_filter)
     await started(server, informer)
-    await wait_until(reg.has_synced)
+    await eventually(reg.has_synced)
     assert rec.events == [] and reg.errors == 1
     await informer.stop()
 
@@ -241,10 +241,10 @@ async def test_late_handler_gets_store_as_initial_adds_and_syncs() -> None:
     assert await reg.wait_synced(5)
     assert sorted(rec.events) == [("add", f"p{i}", "initial") for i in range(3)]
     server.create(PODS, make_pod("p3"))
-    await wait_until(lambda: len(rec.events) == 4)
+    await eventually(lambda: len(rec.events) == 4)
     informer.remove_event_handler(reg)
     server.create(PODS, make_pod("p4"))
-    await wait_until(lambda: "default/p4" in informer.store)
+    await eventually(lambda: "default/p4" in informer.store)
     await asyncio.sleep(0)
     assert len(rec.events) == 4
     await informer.stop()
@@ -263,7 +263,7 @@ async def test_async_and_sync_handlers_both_supported() -> None:
     informer.add_event_handler(on_add=on_add)
     informer.add_event_handler(on_add=lambda obj, initial: got.append("sync:" + name(obj)))
     await started(server, informer)
-    await wait_until(lambda: len(got) == 2)
+    await eventually(lambda: len(got) == 2)
     assert sorted(got) == ["async:n", "sync:n"]
     await informer.stop()
 
@@ -276,10 +276,10 @@ async def test_periodic_resync_delivers_identical_updates() -> None:
     rec = Recorder()
     informer.add_event_handler(rec)
     await started(server, informer)
-    await wait_until(lambda: clock.waiting == 1)
+    await eventually(lambda: clock.waiting == 1)
     rv = server.get(PODS, "default/a")["metadata"]["resourceVersion"]  # type: ignore[index]
     clock.advance(30.0)
-    await wait_until(lambda: len(rec.events) == 2)
+    await eventually(lambda: len(rec.events) == 2)
     assert rec.events[1] == ("update", "a", rv, rv)
     await informer.stop()
 

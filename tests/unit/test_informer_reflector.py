@@ -11,15 +11,7 @@ from prometheus_client import REGISTRY
 
 from informers import NODES, PODS, ApiError, SharedInformer
 from informers.reflector import Reflector
-from informers.testing import FakeApiServer, FakeClock, make_pod
-
-
-async def wait_until(predicate, timeout: float = 5.0) -> None:
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.001)
-
-    await asyncio.wait_for(poll(), timeout)
+from informers.testing import FakeApiServer, FakeClock, eventually, make_pod
 
 
 def metric(name: str, **labels: str) -> float:
@@ -90,7 +82,7 @@ async def test_watch_starts_from_list_rv_with_bookmarks_and_selectors() -> None:
         clock=FakeClock(),
     )
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
     path, params = server.watch_calls[0]
     assert path == "/api/v1/namespaces/ns1/pods"
     assert params["allowWatchBookmarks"] == "true"
@@ -109,13 +101,13 @@ async def test_bookmark_advances_resource_version_for_the_next_watch() -> None:
     server.create(NODES, {"metadata": {"name": "n"}})
     informer = SharedInformer(server, PODS, clock=FakeClock())
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         for i in range(3):
             server.create(NODES, {"metadata": {"name": f"other{i}"}})
         server.bookmark()
-        await wait_until(lambda: informer.last_sync_resource_version == str(server.rv))
+        await eventually(lambda: informer.last_sync_resource_version == str(server.rv))
         server.disconnect()
-        await wait_until(lambda: len(server.watch_calls) == 2)
+        await eventually(lambda: len(server.watch_calls) == 2)
     assert server.watch_calls[1][1]["resourceVersion"] == str(server.rv)
     assert len(server.list_calls) == 1
 
@@ -126,9 +118,9 @@ async def test_in_stream_410_relists_and_counts_reason() -> None:
     before = metric("py_scheduler_informer_relists_total", resource="pods", reason="expired")
     informer = SharedInformer(server, PODS, clock=FakeClock())
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.send_error(410, "Expired", "too old resource version")
-        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+        await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
     assert metric("py_scheduler_informer_relists_total", resource="pods", reason="expired") == before + 1
     assert len(server.watch_calls) == 2
 
@@ -138,10 +130,10 @@ async def test_http_410_on_watch_relists() -> None:
     server.create(PODS, make_pod("a"))
     informer = SharedInformer(server, PODS, clock=FakeClock())
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.watch_failures.append(ApiError(410, "Gone", "too old"))
         server.disconnect()
-        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+        await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
 
 
 async def test_too_large_resource_version_relists() -> None:
@@ -158,24 +150,29 @@ async def test_too_large_resource_version_relists() -> None:
     )
     assert too_large.is_too_large_resource_version
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.disconnect(too_large)
-        await wait_until(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+        await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
 
 
 async def test_events_are_counted_by_type() -> None:
     server = FakeApiServer()
     server._collection(NODES)
-    before = {t: metric("py_scheduler_informer_events_total", resource="nodes", type=t) for t in ("ADDED", "DELETED")}
+    before = {
+        t: metric("py_scheduler_informer_events_total", resource="nodes", type=t)
+        for t in ("ADDED", "DELETED")
+    }
     informer = SharedInformer(server, NODES, clock=FakeClock())
     async with informer:
-        await wait_until(lambda: server.open_watches == 1)
+        await eventually(lambda: server.open_watches == 1)
         server.create(NODES, {"metadata": {"name": "n1"}})
         server.delete(NODES, "n1")
-        await wait_until(lambda: "n1" not in informer.store and len(server._history) == 2)
-        await wait_until(
-            lambda: metric("py_scheduler_informer_events_total", resource="nodes", type="DELETED")
-            == before["DELETED"] + 1
+        await eventually(lambda: "n1" not in informer.store and len(server._history) == 2)
+        await eventually(
+            lambda: (
+                metric("py_scheduler_informer_events_total", resource="nodes", type="DELETED")
+                == before["DELETED"] + 1
+            )
         )
     assert metric("py_scheduler_informer_events_total", resource="nodes", type="ADDED") == before["ADDED"] + 1
 
@@ -218,6 +215,6 @@ async def test_stop_during_backoff_is_prompt() -> None:
     clock = FakeClock(auto_advance=False)
     informer = SharedInformer(server, PODS, clock=clock)
     informer.start()
-    await wait_until(lambda: clock.waiting == 1)
+    await eventually(lambda: clock.waiting == 1)
     await asyncio.wait_for(informer.stop(), 1.0)
     assert not informer.has_synced()

@@ -24,7 +24,7 @@ from informers import (
     meta_namespace_key,
     split_key,
 )
-from informers.testing import FakeApiServer, FakeClock, connection_refused, make_pod
+from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
 
 def pod(name: str, ns: str = "default", node: str = "") -> dict[str, Any]:
@@ -183,18 +183,21 @@ async def _run_scenario(script: list[tuple[str, Any]]) -> None:
             have = {k: v["metadata"]["resourceVersion"] for k, v in informer.store.items().items()}
             return have == want and replay.state == want and reg.pending == 0
 
-        async def poll() -> None:
-            while not converged():
-                await asyncio.sleep(0.001)
-
-        await asyncio.wait_for(poll(), 5)
+        await eventually(converged)
         assert replay.violations == []
     finally:
         await informer.stop()
 
 
 GAP_DELETE = [("create", 1), ("settle", True), ("disconnect", False), ("delete", 1), ("compact", True)]
-GAP_RECREATE = [("create", 1), ("settle", True), ("disconnect", True), ("delete", 1), ("create", 1), ("compact", True)]
+GAP_RECREATE = [
+    ("create", 1),
+    ("settle", True),
+    ("disconnect", True),
+    ("delete", 1),
+    ("create", 1),
+    ("compact", True),
+]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

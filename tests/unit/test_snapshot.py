@@ -23,7 +23,11 @@ _rv = itertools.count(1)
 
 
 def make_node(
-    name: str, zone: str | None = None, region: str | None = None, cpu: str = "4", images: tuple[str, ...] = ()
+    name: str,
+    zone: str | None = None,
+    region: str | None = None,
+    cpu: str = "4",
+    images: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": name}
     if zone is not None:
@@ -41,7 +45,7 @@ def make_node(
 
 
 def make_pod(
-    name: str, node: str = "", cpu: str = "100m", memory: str | None = None, port: int = 0, uid: str = ""
+    name: str, node: str = "", *, cpu: str = "100m", memory: str | None = None, port: int = 0, uid: str = ""
 ) -> dict[str, Any]:
     requests = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     container: dict[str, Any] = {"name": "c", "resources": {"requests": requests}}
@@ -267,8 +271,9 @@ def test_new_snapshot_helper() -> None:
 
 # -- property: incremental == from scratch --------------------------------------------------------------
 
-NODE_NAMES = ("n0", "n1", "n2", "n3", "n4")
-POD_NAMES = ("p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7")
+# Few names, so that operations often hit the same node and pod.
+NODE_NAMES = ("n0", "n1", "n2", "n3")
+POD_NAMES = ("p0", "p1", "p2", "p3", "p4")
 ZONES = (None, "za", "zb")
 IMAGES = ("img-a", "img-b", "img-c")
 CPUS = ("0", "100m", "1", "2500m")
@@ -293,7 +298,10 @@ operations = st.one_of(
     st.tuples(st.just("assume"), pod_names, node_names, pod_shape),
     st.tuples(st.just("forget"), pod_names),
     st.tuples(st.just("finish"), pod_names),
-    st.tuples(st.just("snapshot")),
+    # Snapshots between other operations are what exercises the incremental path.
+    st.just(("snapshot",)),
+    st.just(("snapshot",)),
+    st.just(("snapshot",)),
 )
 
 
@@ -309,7 +317,13 @@ class Model:
 
 def _nonzero(resource: Resource) -> tuple[int, int, int, int, tuple[tuple[str, int], ...]]:
     scalar = tuple(sorted((k, v) for k, v in resource.scalar.items() if v))
-    return (resource.milli_cpu, resource.memory, resource.ephemeral_storage, resource.allowed_pod_number, scalar)
+    return (
+        resource.milli_cpu,
+        resource.memory,
+        resource.ephemeral_storage,
+        resource.allowed_pod_number,
+        scalar,
+    )
 
 
 def _apply(cache: SchedulerCache, model: Model, snap: Snapshot, op: tuple[Any, ...]) -> None:
@@ -331,14 +345,21 @@ def _apply(cache: SchedulerCache, model: Model, snap: Snapshot, op: tuple[Any, .
         key = f"ns/{name}"
         current = model.pods.get(key)
         if current is None:
-            pod = make_pod(name, node_name, cpu, memory, port, uid=f"uid-{name}-{next(model.incarnation)}")
+            pod = make_pod(
+                name,
+                node_name,
+                cpu=cpu,
+                memory=memory,
+                port=port,
+                uid=f"uid-{name}-{next(model.incarnation)}",
+            )
             cache.add_pod(pod)
         else:
             stored, counted, assumed = current
             uid = stored["metadata"]["uid"]
             # nodeName is immutable once bound; the confirmation of an assumed pod may pick any node.
             node_name = node_name if assumed else counted["spec"]["nodeName"]
-            pod = make_pod(name, node_name, cpu, memory, port, uid=uid)
+            pod = make_pod(name, node_name, cpu=cpu, memory=memory, port=port, uid=uid)
             cache.update_pod(stored, pod)
         model.pods[key] = (pod, pod, False)
     elif kind == "remove_pod":
@@ -351,16 +372,19 @@ def _apply(cache: SchedulerCache, model: Model, snap: Snapshot, op: tuple[Any, .
         current = model.pods.get(key)
         if current is not None and not current[2]:
             stored = current[0]
-            done = {**stored, "status": {"phase": "Succeeded"}}
+            meta = {**stored["metadata"], "resourceVersion": str(next(_rv))}
+            done = {**stored, "metadata": meta, "status": {"phase": "Succeeded"}}
             cache.update_pod(stored, done)
             del model.pods[key]
     elif kind == "assume":
         _, name, node_name, (cpu, memory, port) = op
         key = f"ns/{name}"
         if key not in model.pods:
-            pending = make_pod(name, "", cpu, memory, port, uid=f"uid-{name}-{next(model.incarnation)}")
-            assumed = cache.assume_pod(PodInfo(pending), node_name)
-            model.pods[key] = (pending, dict(assumed.pod), True)
+            pending = make_pod(
+                name, "", cpu=cpu, memory=memory, port=port, uid=f"uid-{name}-{next(model.incarnation)}"
+            )
+            assumed_info = cache.assume_pod(PodInfo(pending), node_name)
+            model.pods[key] = (pending, dict(assumed_info.pod), True)
     elif kind == "forget":
         key = f"ns/{op[1]}"
         current = model.pods.get(key)
@@ -399,7 +423,9 @@ def _check(cache: SchedulerCache, model: Model, snap: Snapshot) -> None:
         assert _nonzero(info.allocatable) == _nonzero(expected.allocatable)
 
         # Independently of the cache code: sum the model's pods on this node.
-        on_node = [PodInfo(counted) for _, counted, _ in model.pods.values() if counted["spec"]["nodeName"] == name]
+        on_node = [
+            PodInfo(counted) for _, counted, _ in model.pods.values() if counted["spec"]["nodeName"] == name
+        ]
         requested, non_zero = Resource(), Resource()
         ports: Counter[Any] = Counter()
         for pod in on_node:

@@ -13,4 +13,4 @@ def go_div(a: int, b: int) -> int:
 
 def go_round(x: float) -> int:
     """Go's ``math.Round``: halves round away from zero (Python's ``round`` rounds them to even)."""
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)

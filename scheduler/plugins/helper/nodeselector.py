@@ -19,7 +19,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.plugins.helper.validation import parse_int64, qualified_name_error
+from scheduler.plugins.helper.validation import label_value_error, parse_int64, qualified_name_error
 
 OBJECT_NAME_FIELD = "metadata.name"
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -99,7 +99,9 @@ def parse_label_requirement(raw: Any, path: str) -> LabelRequirement:
     values = _values(raw.get("values"), f"{path}.values")
     number = 0
     if op in (_Op.IN, _Op.NOT_IN) and not values:
-        raise SelectorError(f"{path}.values: Required value: for 'in', 'notin' operators, values set can't be empty")
+        raise SelectorError(
+            f"{path}.values: Required value: for 'in', 'notin' operators, values set can't be empty"
+        )
     if op in (_Op.EXISTS, _Op.DOES_NOT_EXIST) and values:
         raise SelectorError(
             f"{path}.values: Forbidden: values set must be empty for exists and does not exist"
@@ -112,10 +114,14 @@ def parse_label_requirement(raw: Any, path: str) -> LabelRequirement:
         parsed = parse_int64(values[0])
         if parsed is None:
             raise SelectorError(
-                f'{path}.values[0]: Invalid value: "{values[0]}": for \'Gt\', \'Lt\' operators, '
+                f"{path}.values[0]: Invalid value: \"{values[0]}\": for 'Gt', 'Lt' operators, "
                 "the value must be an integer"
             )
         number = parsed
+    for i, value in enumerate(values):
+        problem = label_value_error(value)
+        if problem:
+            raise SelectorError(f'{path}.values[{i}]: Invalid value: "{value}": {problem}')
     return LabelRequirement(key, op, frozenset(values), number)
 
 
@@ -201,10 +207,7 @@ class NodeSelector:
         self.terms = terms
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
-        for term in self.terms:
-            if term.matches(labels, node_name):
-                return True
-        return False
+        return any(term.matches(labels, node_name) for term in self.terms)
 
 
 def parse_node_selector(raw: Any, path: str) -> NodeSelector:
@@ -260,7 +263,9 @@ class RequiredNodeAffinity:
 
     __slots__ = ("affinity", "node_selector")
 
-    def __init__(self, node_selector: tuple[tuple[str, str], ...] | None, affinity: NodeSelector | None) -> None:
+    def __init__(
+        self, node_selector: tuple[tuple[str, str], ...] | None, affinity: NodeSelector | None
+    ) -> None:
         self.node_selector = node_selector
         self.affinity = affinity
 
@@ -312,4 +317,6 @@ def preferred_terms(spec: Mapping[str, Any]) -> PreferredTerms | None:
     raw = _node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution")
     if raw is None:
         return None
-    return parse_preferred_terms(raw, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+    return parse_preferred_terms(
+        raw, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    )

@@ -57,9 +57,13 @@ def parse_tolerations(raw: Any) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
+def _build_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
+    return parse_tolerations(pod.spec.get("tolerations"))
+
+
 def pod_tolerations(pod: PodInfo) -> tuple[Toleration, ...]:
     """The pod's tolerations, parsed once per pod version."""
-    return pod.derived(TOLERATIONS_KEY, lambda p: parse_tolerations(p.spec.get("tolerations")))
+    return pod.derived(TOLERATIONS_KEY, _build_tolerations)
 
 
 def taint_fields(taint: Mapping[str, Any]) -> tuple[str, str, str]:

@@ -6,6 +6,7 @@ import re
 
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _INT64 = re.compile(r"^[+-]?[0-9]+$")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -25,6 +26,18 @@ def qualified_name_error(value: str) -> str | None:
         return (
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and "
             "end with an alphanumeric character"
+        )
+    return None
+
+
+def label_value_error(value: str) -> str | None:
+    """Why ``value`` is not a valid label value, or None."""
+    if len(value) > 63:
+        return "must be no more than 63 characters"
+    if not _LABEL_VALUE.match(value):
+        return (
+            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+            "'.', and must start and end with an alphanumeric character"
         )
     return None
 

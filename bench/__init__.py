@@ -1,0 +1,1 @@
+"""Benchmarks; never imported by the product."""

@@ -1,0 +1,38 @@
+"""DefaultBinder (``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.framework.types import PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+
+class DefaultBinder:
+    """Bind: POSTs the pod's Binding through the handle (runs in a binding thread; may block).
+
+    Upstream: ``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`` (v1.36).
+    """
+
+    name = names.DEFAULT_BINDER
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+        if handle is None:
+            raise ValueError(f"{self.name} needs a framework handle")
+        self._handle = handle
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        try:
+            self._handle.bind_pod(pod.namespace, pod.name, pod.uid, node_name)
+        except Exception as err:
+            # The binding cycle inspects ``status.error`` (e.g. a conflict: the pod is already bound).
+            return Status.as_error(err)
+        return None

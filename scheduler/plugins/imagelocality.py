@@ -1,0 +1,115 @@
+"""ImageLocality (``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``, v1.36)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+MB = 1024 * 1024
+# Bounds of the image score range: 90% of images on Docker Hub fall between them.
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+PRE_SCORE_STATE_KEY = "PreScore" + names.IMAGE_LOCALITY
+_IMAGES_KEY = "ImageLocality.images"
+
+
+def normalized_image_name(name: str) -> str:
+    """The CRI name of an image: ``:latest`` is added when the reference has no tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        name += ":latest"
+    return name
+
+
+class PodImages(NamedTuple):
+    # Init containers, containers and image volumes, in that order; repeats count repeatedly.
+    images: tuple[str, ...]
+    num_containers: int
+
+
+def _pod_images(pod: PodInfo) -> PodImages:
+    spec = pod.spec
+    init_containers = spec.get("initContainers") or ()
+    containers = spec.get("containers") or ()
+    images = [normalized_image_name(str(c.get("image") or "")) for c in (*init_containers, *containers)]
+    for volume in spec.get("volumes") or ():
+        image = volume.get("image")
+        if image is not None:
+            images.append(normalized_image_name(str(image.get("reference") or "")))
+    return PodImages(tuple(images), len(init_containers) + len(containers))
+
+
+def pod_images(pod: PodInfo) -> PodImages:
+    return pod.derived(_IMAGES_KEY, _pod_images)
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    """Scales the summed image score linearly between the thresholds to [0, 100]."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    sum_scores = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
+    return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
+
+
+class _State(NamedTuple):
+    images: tuple[str, ...]
+    num_containers: int
+    # Fraction of all nodes holding each image: an image on every node earns nothing extra anywhere,
+    # which keeps pods from piling onto the first nodes that pulled it.
+    spread: Mapping[str, float]
+
+
+class ImageLocality:
+    """Score: favours nodes that already hold the pod's images, weighted by size and spread.
+
+    Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go`` (v1.36).
+    """
+
+    name = names.IMAGE_LOCALITY
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+        if handle is None:
+            raise ValueError(f"{self.name} needs a framework handle")
+        self._handle = handle
+
+    def _state(self, pod: PodInfo) -> _State:
+        images = pod_images(pod)
+        snapshot = self._handle.snapshot
+        total = snapshot.num_nodes()
+        spread = (
+            {image: snapshot.image_num_nodes(image) / total for image in set(images.images)} if total else {}
+        )
+        return _State(images.images, images.num_containers, spread)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        computed = self._state(pod)
+        if computed.num_containers == 0 or not any(computed.spread.values()):
+            # No node holds any of the images: every node would score 0.
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, computed)
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        computed: _State | None = state.get(PRE_SCORE_STATE_KEY)
+        if computed is None:
+            computed = self._state(pod)
+        sizes = node.image_sizes
+        if not sizes or computed.num_containers == 0:
+            return 0, None
+        total = 0
+        spread = computed.spread
+        for image in computed.images:
+            size = sizes.get(image)
+            if size is not None:
+                total += int(float(size) * spread.get(image, 0.0))
+        return calculate_priority(total, computed.num_containers), None

@@ -1,0 +1,49 @@
+"""NodeName (``pkg/scheduler/framework/plugins/nodename/node_name.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    """Filter: a pod that names its node (``spec.nodeName``) fits only that node.
+
+    Upstream has only the Filter; the PreFilter here narrows the candidates to that one node (same
+    outcome, one Filter call instead of one per node) and skips the Filter for the usual pod that
+    names no node.
+
+    Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (v1.36).
+    """
+
+    name = names.NODE_NAME
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if not pod.node_name:
+            return None, Status.skip()
+        return PreFilterResult({pod.node_name}), None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if pod.node_name and pod.node_name != node.name:
+            return Status.unschedulable(ERR_REASON, resolvable=False)
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add))]

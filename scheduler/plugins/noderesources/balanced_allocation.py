@@ -1,0 +1,88 @@
+"""NodeResourcesBalancedAllocation (``noderesources/balanced_allocation.go``, v1.36)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.gomath import go_div
+from scheduler.plugins.noderesources.args import parse_balanced_allocation_args
+from scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+PRE_SCORE_STATE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+
+def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
+    """``(1 - std) * 100`` of the utilization fractions (each capped at 1) of resources the node has."""
+    fractions = []
+    total = 0.0
+    for used, capacity in zip(requested, allocatable, strict=True):
+        if capacity == 0:
+            continue
+        fraction = min(used / capacity, 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        # Plain left-to-right sums, as Go does (Python 3.12's sum() compensates and can differ).
+        mean = total / len(fractions)
+        squares = 0.0
+        for fraction in fractions:
+            squares += (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / len(fractions))
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_resource_scorer(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+    """v1.36 scores the change in balance the pod brings: 50 +- half the (shifted) difference.
+
+    A node the pod makes more balanced scores above 50, one it unbalances below.
+    """
+    with_pod = balanced_resource_score(requested, allocatable)
+    without_pod = balanced_resource_score(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + with_pod - without_pod, 2)
+
+
+class NodeResourcesBalancedAllocation:
+    """Score: favours nodes whose resource utilizations end up close to each other.
+
+    Counts plain (not non-zero) requests. Best-effort pods (no requests of the configured resources)
+    are not scored at all, so they do not pile onto one node (kubernetes#129138).
+
+    Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.36).
+    """
+
+    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        resources = parse_balanced_allocation_args(ArgsReader(self.name), args)
+        self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        requests = self.scorer.pod_requests(pod)
+        if not any(requests):
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, self.scorer.entries(requests))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        entries = state.get(PRE_SCORE_STATE_KEY)
+        if entries is None:
+            requests = self.scorer.pod_requests(pod)
+            if not any(requests):
+                return 0, None
+            entries = self.scorer.entries(requests)
+        return self.scorer.score(node, entries), None

@@ -1,0 +1,228 @@
+"""NodeResourcesFit (``pkg/scheduler/framework/plugins/noderesources/fit.go``, v1.36)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.resources import Resource as ResourceVector
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint, uid_of
+from scheduler.plugins.noderesources.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    FitArgs,
+    parse_fit_args,
+)
+from scheduler.plugins.noderesources.effective_requests import effective_requests
+from scheduler.plugins.noderesources.resource_allocation import (
+    ResourceAllocationScorer,
+    Scorer,
+    least_resource_scorer,
+    most_resource_scorer,
+    requested_to_capacity_ratio_scorer,
+)
+from scheduler.plugins.noderesources.resource_names import is_extended_resource_name, is_scalar_resource_name
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+PRE_FILTER_STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
+PRE_SCORE_STATE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
+REASON_TOO_MANY_PODS = "Too many pods"
+
+
+class FitRequest:
+    """What the pod asks of a node, ready for the per-node check (``preFilterState``)."""
+
+    __slots__ = ("empty", "ephemeral_storage", "memory", "milli_cpu", "scalars")
+
+    def __init__(
+        self,
+        requests: ResourceVector,
+        ignored: frozenset[str] = frozenset(),
+        ignored_groups: frozenset[str] = frozenset(),
+    ) -> None:
+        self.milli_cpu = requests.milli_cpu
+        self.memory = requests.memory
+        self.ephemeral_storage = requests.ephemeral_storage
+        self.empty = requests.is_zero() and not requests.scalar
+        scalars = []
+        for name, quantity in requests.scalar.items():
+            if quantity == 0:
+                continue
+            if is_extended_resource_name(name) and (
+                name in ignored or (ignored_groups and name.split("/", 1)[0] in ignored_groups)
+            ):
+                continue
+            scalars.append((name, quantity))
+        self.scalars = tuple(scalars)
+
+
+def insufficient_resources(request: FitRequest, node: NodeInfo) -> tuple[list[str], bool]:
+    """The failure reasons (``fitsRequest``) and whether no preemption could ever fix them."""
+    reasons: list[str] = []
+    allocatable = node.allocatable
+    if len(node.pods) >= allocatable.allowed_pod_number:
+        reasons.append(REASON_TOO_MANY_PODS)
+    if request.empty:
+        return reasons, False
+    requested = node.requested
+    unresolvable = False
+    cpu = request.milli_cpu
+    if cpu > 0 and cpu > allocatable.milli_cpu - requested.milli_cpu:
+        reasons.append("Insufficient cpu")
+        unresolvable = cpu > allocatable.milli_cpu
+    memory = request.memory
+    if memory > 0 and memory > allocatable.memory - requested.memory:
+        reasons.append("Insufficient memory")
+        unresolvable = unresolvable or memory > allocatable.memory
+    storage = request.ephemeral_storage
+    if storage > 0 and storage > allocatable.ephemeral_storage - requested.ephemeral_storage:
+        reasons.append("Insufficient ephemeral-storage")
+        unresolvable = unresolvable or storage > allocatable.ephemeral_storage
+    for name, quantity in request.scalars:
+        capacity = allocatable.scalar.get(name, 0)
+        if quantity > capacity - requested.scalar.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+            unresolvable = unresolvable or quantity > capacity
+    return reasons, unresolvable
+
+
+def _build_scorer(args: FitArgs) -> Scorer:
+    if args.strategy == LEAST_ALLOCATED:
+        return least_resource_scorer(args.resources)
+    if args.strategy == MOST_ALLOCATED:
+        return most_resource_scorer(args.resources)
+    return requested_to_capacity_ratio_scorer(args.resources, args.shape)
+
+
+def _requests_increased(request: FitRequest, old: NodeInfo, new: NodeInfo) -> bool:
+    """``haveAnyRequestedResourcesIncreased``: more pods allowed or more of something the pod wants."""
+    before, after = old.allocatable, new.allocatable
+    if after.allowed_pod_number > before.allowed_pod_number:
+        return True
+    if request.empty:
+        return False
+    if (
+        (request.milli_cpu > 0 and after.milli_cpu > before.milli_cpu)
+        or (request.memory > 0 and after.memory > before.memory)
+        or (request.ephemeral_storage > 0 and after.ephemeral_storage > before.ephemeral_storage)
+    ):
+        return True
+    return any(after.scalar.get(name, 0) > before.scalar.get(name, 0) for name, _ in request.scalars)
+
+
+def _scaled_down(target: ResourceVector, before: ResourceVector, after: ResourceVector) -> bool:
+    """Did a resource the target pod requests shrink (``isSchedulableAfterPodScaleDown``)?"""
+    if target.milli_cpu and before.milli_cpu > after.milli_cpu:
+        return True
+    if target.memory and before.memory > after.memory:
+        return True
+    if target.ephemeral_storage and before.ephemeral_storage > after.ephemeral_storage:
+        return True
+    return any(
+        quantity and is_scalar_resource_name(name) and before.scalar.get(name, 0) > after.scalar.get(name, 0)
+        for name, quantity in target.scalar.items()
+    )
+
+
+class NodeResourcesFit:
+    """Filter: the node must have room for the pod's requests and one more pod.
+
+    A node too small for the request even when empty fails with UnschedulableAndUnresolvable, so
+    preemption does not try it. Score: the configured strategy (LeastAllocated by default) over
+    ``scoringStrategy.resources`` (cpu and memory, weight 1), counting non-zero cpu/memory requests.
+
+    Upstream: ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.36).
+    """
+
+    name = names.NODE_RESOURCES_FIT
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        self.args = parse_fit_args(ArgsReader(self.name), args)
+        self.scorer = ResourceAllocationScorer(
+            self.args.resources, _build_scorer(self.args), use_requested=False
+        )
+
+    # --- Filter -----------------------------------------------------------------------------------
+
+    def _fit_request(self, pod: PodInfo) -> FitRequest:
+        return FitRequest(pod.requests, self.args.ignored_resources, self.args.ignored_resource_groups)
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(PRE_FILTER_STATE_KEY, self._fit_request(pod))
+        return None, None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        request: FitRequest | None = state.get(PRE_FILTER_STATE_KEY)
+        if request is None:
+            request = self._fit_request(pod)
+        reasons, unresolvable = insufficient_resources(request, node)
+        if not reasons:
+            return None
+        return Status(Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable, reasons)
+
+    # --- Score ------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, self.scorer.entries(self.scorer.pod_requests(pod)))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        entries = state.get(PRE_SCORE_STATE_KEY)
+        if entries is None:
+            entries = self.scorer.entries(self.scorer.pod_requests(pod))
+        return self.scorer.score(node, entries), None
+
+    # --- Queueing hints ---------------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.Delete | ActionType.UpdatePodScaleDown),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_pod_event(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if new_obj is None:
+            # A deleted pod frees room only if it held (or was about to take) some.
+            return QueueingHint.Queue if is_assigned_or_nominated(old_obj) else QueueingHint.Skip
+        if uid_of(new_obj) == uid_of(pod):
+            return QueueingHint.Queue
+        if not (new_obj.get("spec") or {}).get("nodeName"):
+            return QueueingHint.Skip
+        target = pod_info(pod).requests
+        if _scaled_down(target, effective_requests(old_obj), effective_requests(new_obj)):
+            return QueueingHint.Queue
+        return QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # Upstream's isFit ignores ignoredResources here; so do we.
+        request = FitRequest(pod_info(pod).requests)
+        modified = node_info(new_obj)
+        if insufficient_resources(request, modified)[0]:
+            return QueueingHint.Skip
+        if old_obj is None:
+            return QueueingHint.Queue
+        if _requests_increased(request, node_info(old_obj), modified):
+            return QueueingHint.Queue
+        return QueueingHint.Skip

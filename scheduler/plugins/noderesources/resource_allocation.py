@@ -1,0 +1,172 @@
+"""Resource-based scoring shared by NodeResourcesFit and NodeResourcesBalancedAllocation.
+
+Mirrors ``noderesources/resource_allocation.go``, ``least_allocated.go``, ``most_allocated.go`` and
+``requested_to_capacity_ratio.go`` (v1.36). For every configured resource a node contributes
+``allocatable``, ``allocated`` (already requested on it) and ``requested`` (allocated plus this pod):
+
+* cpu and memory count *non-zero* requests (100m / 200Mi for containers that request none) unless
+  the scorer uses plain requests (BalancedAllocation does); ephemeral-storage and scalar resources
+  always use plain requests;
+* a scalar resource (extended, hugepages...) the pod does not request is left out, and so is any
+  resource the node has none of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.helper.gomath import go_round
+from scheduler.plugins.helper.shape import broken_linear_function
+from scheduler.plugins.noderesources.resource_names import is_scalar_resource_name
+
+# The score range of a RequestedToCapacityRatio shape point (config.MaxCustomPriorityScore).
+MAX_CUSTOM_PRIORITY_SCORE = 10
+MAX_UTILIZATION = 100
+
+# (requested, allocated, allocatable) per resource, aligned with the configured resources.
+Scorer = Callable[[list[int], list[int], list[int]], int]
+
+
+class ResourceSpec(NamedTuple):
+    name: str
+    weight: int
+
+
+DEFAULT_RESOURCES: tuple[ResourceSpec, ...] = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+_KIND_CPU, _KIND_MEMORY, _KIND_EPHEMERAL, _KIND_SCALAR = range(4)
+
+
+def _kind(name: str) -> int:
+    if name == CPU:
+        return _KIND_CPU
+    if name == MEMORY:
+        return _KIND_MEMORY
+    if name == EPHEMERAL_STORAGE:
+        return _KIND_EPHEMERAL
+    return _KIND_SCALAR
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    # Non-zero defaults can push requested past capacity; that counts as full.
+    requested = min(requested, capacity)
+    return requested * MAX_NODE_SCORE // capacity
+
+
+def _weighted_scorer(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> Scorer:
+    weights = [r.weight for r in resources]
+
+    def score(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, capacity in enumerate(allocatable):
+            if capacity == 0:
+                continue
+            node_score += per_resource(requested[i], capacity) * weights[i]
+            weight_sum += weights[i]
+        return node_score // weight_sum if weight_sum else 0
+
+    return score
+
+
+def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
+    """LeastAllocated: favours nodes with more free capacity after placing the pod."""
+    return _weighted_scorer(resources, least_requested_score)
+
+
+def most_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
+    """MostAllocated: favours fuller nodes (bin packing)."""
+    return _weighted_scorer(resources, most_requested_score)
+
+
+def requested_to_capacity_ratio_scorer(
+    resources: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]
+) -> Scorer:
+    """RequestedToCapacityRatio: a user-defined piecewise-linear score of utilization (0-100).
+
+    Shape scores (0-10) are scaled to the node score range; resources scoring 0 are left out of the
+    weighted mean, which is rounded half away from zero as Go's ``math.Round``.
+    """
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = broken_linear_function([(u, s * scale) for u, s in shape])
+    weights = [r.weight for r in resources]
+
+    def resource_score(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return raw(MAX_UTILIZATION)
+        return raw(requested * MAX_UTILIZATION // capacity)
+
+    def score(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, capacity in enumerate(allocatable):
+            if capacity == 0:
+                continue
+            value = resource_score(requested[i], capacity)
+            if value > 0:
+                node_score += value * weights[i]
+                weight_sum += weights[i]
+        return go_round(node_score / weight_sum) if weight_sum else 0
+
+    return score
+
+
+class ResourceAllocationScorer:
+    """Builds the per-resource vectors for a node and hands them to a scorer."""
+
+    __slots__ = ("_kinds", "resources", "scorer", "use_requested")
+
+    def __init__(self, resources: Sequence[ResourceSpec], scorer: Scorer, *, use_requested: bool) -> None:
+        self.resources = tuple(resources)
+        self.scorer = scorer
+        self.use_requested = use_requested
+        self._kinds = tuple(_kind(r.name) for r in self.resources)
+
+    def pod_requests(self, pod: PodInfo) -> list[int]:
+        """The pod's request of each configured resource (``calculatePodResourceRequestList``)."""
+        requests = pod.requests if self.use_requested else pod.non_zero_requests
+        return [requests.get(r.name) for r in self.resources]
+
+    def entries(self, pod_requests: Sequence[int]) -> tuple[tuple[int, int, str, int], ...]:
+        """(index, kind, name, pod request) of the resources that can count; computed once per pod."""
+        return tuple(
+            (i, kind, spec.name, pod_requests[i])
+            for i, (spec, kind) in enumerate(zip(self.resources, self._kinds, strict=True))
+            if pod_requests[i] != 0 or not is_scalar_resource_name(spec.name)
+        )
+
+    def score(self, node: NodeInfo, entries: Sequence[tuple[int, int, str, int]]) -> int:
+        size = len(self.resources)
+        requested = [0] * size
+        allocated = [0] * size
+        allocatable = [0] * size
+        node_alloc = node.allocatable
+        used = node.requested if self.use_requested else node.non_zero_requested
+        for i, kind, name, pod_request in entries:
+            if kind == _KIND_CPU:
+                capacity, in_use = node_alloc.milli_cpu, used.milli_cpu
+            elif kind == _KIND_MEMORY:
+                capacity, in_use = node_alloc.memory, used.memory
+            elif kind == _KIND_EPHEMERAL:
+                capacity, in_use = node_alloc.ephemeral_storage, node.requested.ephemeral_storage
+            else:
+                scalar = node_alloc.scalar.get(name)
+                if scalar is None:
+                    continue
+                capacity, in_use = scalar, node.requested.scalar.get(name, 0)
+            if capacity == 0:
+                continue
+            allocatable[i] = capacity
+            allocated[i] = in_use
+            requested[i] = in_use + pod_request
+        return self.scorer(requested, allocated, allocatable)

@@ -1,0 +1,87 @@
+"""NodeUnschedulable (``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import safe_hint, uid_of
+from scheduler.plugins.helper.taints import (
+    NO_SCHEDULE,
+    TAINT_NODE_UNSCHEDULABLE,
+    Toleration,
+    parse_tolerations,
+    pod_tolerations,
+    tolerates_taint,
+)
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+
+def _tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
+    return tolerates_taint(tolerations, TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
+
+
+def _is_unschedulable(node: Mapping[str, Any] | None) -> bool:
+    return bool(node and (node.get("spec") or {}).get("unschedulable"))
+
+
+class NodeUnschedulable:
+    """Filter: a cordoned node (``spec.unschedulable``) admits only pods tolerating
+    ``node.kubernetes.io/unschedulable:NoSchedule``.
+
+    Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go`` (v1.36).
+    """
+
+    name = names.NODE_UNSCHEDULABLE
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if not node.unschedulable:
+            return None
+        if _tolerates_unschedulable(pod_tolerations(pod)):
+            return None
+        return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # With queueing hints, upstream classifies a spec.unschedulable change as UpdateNodeTaint.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeTaint),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.UpdatePodToleration),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if _is_unschedulable(new_obj):
+            return QueueingHint.Skip
+        if old_obj is None or _is_unschedulable(old_obj):
+            return QueueingHint.Queue
+        return QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_pod_toleration_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if uid_of(new_obj) != uid_of(pod):
+            return QueueingHint.Skip
+        tolerations = parse_tolerations((new_obj.get("spec") or {}).get("tolerations"))
+        return QueueingHint.Queue if _tolerates_unschedulable(tolerations) else QueueingHint.Skip

@@ -1,0 +1,28 @@
+"""PrioritySort (``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduling_queue.types import QueuedPodInfo, priority_sort_less
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+
+class PrioritySort:
+    """QueueSort: higher ``spec.priority`` first, then the pod that entered the queue earlier.
+
+    Upstream: ``pkg/scheduler/framework/plugins/queuesort/priority_sort.go`` (v1.36).
+    """
+
+    name = names.PRIORITY_SORT
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return priority_sort_less(a, b)

@@ -1,0 +1,52 @@
+"""The in-tree plugin registry and the default profile (``pkg/scheduler/framework/plugins/registry.go``,
+``pkg/scheduler/apis/config/v1/default_plugins.go``)."""
+
+from __future__ import annotations
+
+from scheduler.framework.interface import PluginFactory
+from scheduler.plugins import names
+from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodename import NodeName
+from scheduler.plugins.nodeports import NodePorts
+from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
+from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.queuesort import PrioritySort
+from scheduler.plugins.schedulinggates import SchedulingGates
+from scheduler.plugins.tainttoleration import TaintToleration
+
+# factory(args, handle) -> plugin. ``args`` is the plugin's pluginConfig args as the user wrote them
+# (possibly empty); each plugin applies upstream's defaults and raises PluginArgsError on bad args.
+IN_TREE_REGISTRY: dict[str, PluginFactory] = {
+    names.SCHEDULING_GATES: SchedulingGates,
+    names.PRIORITY_SORT: PrioritySort,
+    names.NODE_UNSCHEDULABLE: NodeUnschedulable,
+    names.NODE_NAME: NodeName,
+    names.TAINT_TOLERATION: TaintToleration,
+    names.NODE_AFFINITY: NodeAffinity,
+    names.NODE_PORTS: NodePorts,
+    names.NODE_RESOURCES_FIT: NodeResourcesFit,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
+    names.IMAGE_LOCALITY: ImageLocality,
+    names.DEFAULT_BINDER: DefaultBinder,
+}
+
+# The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
+# weights. Weight 0 means upstream sets none (the plugin does not score, or takes the default 1).
+DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
+    (names.SCHEDULING_GATES, 0),
+    (names.PRIORITY_SORT, 0),
+    (names.NODE_UNSCHEDULABLE, 0),
+    (names.NODE_NAME, 0),
+    (names.TAINT_TOLERATION, 3),
+    (names.NODE_AFFINITY, 2),
+    (names.NODE_PORTS, 0),
+    (names.NODE_RESOURCES_FIT, 1),
+    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
+    # PodTopologySpread (2), InterPodAffinity (2) and DefaultPreemption come here.
+    (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    (names.IMAGE_LOCALITY, 1),
+    (names.DEFAULT_BINDER, 0),
+]

@@ -1,0 +1,51 @@
+"""SchedulingGates (``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.status import Status
+from scheduler.framework.types import PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import safe_hint, uid_of
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+
+class SchedulingGates:
+    """PreEnqueue: a pod with ``spec.schedulingGates`` stays out of activeQ until they are all removed.
+
+    Upstream: ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go`` (v1.36).
+    """
+
+    name = names.SCHEDULING_GATES
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        gates = pod.spec.get("schedulingGates")
+        if not gates:
+            return None
+        gate_names = " ".join(str(g.get("name", "")) if isinstance(g, Mapping) else str(g) for g in gates)
+        # Go formats the []string with %v: "[a b]".
+        return Status.unschedulable(f"waiting for scheduling gates: [{gate_names}]", resolvable=False)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.UpdatePodSchedulingGatesEliminated),
+                self.is_schedulable_after_gates_eliminated,
+            )
+        ]
+
+    @safe_hint
+    def is_schedulable_after_gates_eliminated(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # Only the gated pod's own update can release it.
+        return QueueingHint.Queue if uid_of(new_obj) == uid_of(pod) else QueueingHint.Skip

@@ -1,0 +1,114 @@
+"""TaintToleration (``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.normalize import default_normalize_score
+from scheduler.plugins.helper.taints import (
+    PREFER_NO_SCHEDULE,
+    Toleration,
+    find_untolerated_taint,
+    node_taints,
+    pod_tolerations,
+    taint_fields,
+    tolerates_taint,
+)
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
+PRE_SCORE_STATE_KEY = "PreScore" + names.TAINT_TOLERATION
+
+
+def _prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
+    # An empty effect tolerates every effect, PreferNoSchedule included.
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def _count_intolerable_prefer_no_schedule(
+    taints: Sequence[Mapping[str, Any]], tolerations: Sequence[Toleration]
+) -> int:
+    count = 0
+    for taint in taints:
+        key, value, effect = taint_fields(taint)
+        if effect == PREFER_NO_SCHEDULE and not tolerates_taint(tolerations, key, value, effect):
+            count += 1
+    return count
+
+
+class TaintToleration:
+    """Filter: NoSchedule/NoExecute taints must be tolerated (UnschedulableAndUnresolvable otherwise).
+
+    Score: the number of PreferNoSchedule taints the pod does not tolerate, normalised reversed, so
+    the node with the fewest scores 100.
+
+    Upstream: ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`` (v1.36).
+    """
+
+    name = names.TAINT_TOLERATION
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if not node.taints:
+            return None
+        if find_untolerated_taint(node.taints, pod_tolerations(pod)) is None:
+            return None
+        return Status.unschedulable(ERR_REASON_UNTOLERATED, resolvable=False)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, _prefer_no_schedule_tolerations(pod_tolerations(pod)))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        if not node.taints:
+            return 0, None
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            tolerations = _prefer_no_schedule_tolerations(pod_tolerations(pod))
+        return _count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeTaint),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.UpdatePodToleration),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        tolerations = pod_tolerations(pod_info(pod))
+        was_untolerated = (
+            old_obj is None or find_untolerated_taint(node_taints(old_obj), tolerations) is not None
+        )
+        is_untolerated = find_untolerated_taint(node_taints(new_obj), tolerations) is not None
+        return QueueingHint.Queue if was_untolerated and not is_untolerated else QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_pod_toleration_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        return QueueingHint.Queue if uid_of(new_obj) == uid_of(pod) else QueueingHint.Skip

@@ -1,0 +1,102 @@
+"""Pods and nodes for scheduling tests, isolated per test by a run label and a nodeSelector."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import orjson
+
+from scheduler.framework.quantity import milli_value, value
+
+RUN_LABEL = "py-scheduler.test/run"
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def make_pod(
+    name: str,
+    run_id: str,
+    *,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    scheduler_name: str = "py-scheduler",
+    tolerations: list[dict[str, Any]] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    priority: int | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "nodeSelector": {RUN_LABEL: run_id, **(node_selector or {})},
+        "containers": [
+            {"name": "app", "image": "registry.k8s.io/pause:3.10",
+             "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
+        "terminationGracePeriodSeconds": 0,
+    }  # fmt: skip
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if priority is not None:
+        spec["priority"] = priority
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {RUN_LABEL: run_id}},
+            "spec": spec}  # fmt: skip
+
+
+def create_pods(core_v1: Any, namespace: str, pods: Iterable[Mapping[str, Any]], workers: int = 16) -> None:
+    def create(pod: Mapping[str, Any]) -> None:
+        core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(create, pods))
+
+
+def list_pods(core_v1: Any, namespace: str) -> list[dict[str, Any]]:
+    resp = core_v1.list_namespaced_pod(namespace, _preload_content=False)
+    items: list[dict[str, Any]] = orjson.loads(resp.data)["items"]
+    return items
+
+
+def list_nodes(core_v1: Any, run_id: str) -> list[dict[str, Any]]:
+    resp = core_v1.list_node(label_selector=f"{RUN_LABEL}={run_id}", _preload_content=False)
+    items: list[dict[str, Any]] = orjson.loads(resp.data)["items"]
+    return items
+
+
+def list_events(core_v1: Any, namespace: str) -> list[dict[str, Any]]:
+    resp = core_v1.list_namespaced_event(namespace, _preload_content=False)
+    items: list[dict[str, Any]] = orjson.loads(resp.data)["items"]
+    return items
+
+
+def pod_requests(pod: Mapping[str, Any]) -> tuple[int, int]:
+    cpu = mem = 0
+    for container in pod["spec"]["containers"]:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        cpu += milli_value(requests.get("cpu", "0"))
+        mem += value(requests.get("memory", "0"))
+    return cpu, mem
+
+
+def overcommitted_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[str]:
+    """Nodes where the bound pods' requests exceed allocatable (cpu, memory or pod count)."""
+    used: dict[str, list[int]] = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if node:
+            cpu, mem = pod_requests(pod)
+            entry = used.setdefault(node, [0, 0, 0])
+            entry[0] += cpu
+            entry[1] += mem
+            entry[2] += 1
+    bad = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        alloc = node["status"]["allocatable"]
+        cpu, mem, count = used.get(name, [0, 0, 0])
+        if cpu > milli_value(alloc["cpu"]) or mem > value(alloc["memory"]) or count > int(alloc["pods"]):
+            bad.append(f"{name}: cpu {cpu}m/{alloc['cpu']}, memory {mem}/{alloc['memory']}, pods {count}")
+    return bad

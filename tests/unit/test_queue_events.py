@@ -1,0 +1,142 @@
+"""Event labels and matching, pod-update classification, and request parsing of scheduling_queue.events."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduling_queue import (
+    EVENT_ASSIGNED_POD_ADD,
+    EVENT_FORCE_ACTIVATE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EVENT_UNSCHEDULED_POD_ADD,
+    EVENT_UNSCHEDULED_POD_UPDATE,
+    ActionType,
+    ClusterEvent,
+    Resource,
+    event_label,
+    event_matches,
+    is_pod_updated,
+    pod_scheduling_properties_change,
+)
+from scheduling_queue.events import pod_requests
+from scheduling_queue.testing import make_pod, with_changes
+
+
+@pytest.mark.parametrize(
+    ("event", "label"),
+    [
+        (ClusterEvent(Resource.Node, ActionType.Add), "NodeAdd"),
+        (ClusterEvent(Resource.Node, ActionType.UpdateNodeTaint), "NodeUpdateNodeTaint"),
+        (ClusterEvent(Resource.Node, ActionType.Delete), "NodeDelete"),
+        (EVENT_UNSCHEDULED_POD_ADD, "UnschedulablePodAdd"),
+        (EVENT_UNSCHEDULED_POD_UPDATE, "UnschedulablePodUpdate"),
+        (ClusterEvent(Resource.UnscheduledPod, ActionType.UpdateOther), "UnschedulablePodUpdate"),
+        (EVENT_ASSIGNED_POD_ADD, "AssignedPodAdd"),
+        (ClusterEvent(Resource.AssignedPod, ActionType.UpdatePodLabel), "AssignedPodUpdatePodLabel"),
+        (ClusterEvent(Resource.CSINode, ActionType.Add), "storage.k8s.io/CSINodeAdd"),
+        (ClusterEvent(Resource.PersistentVolumeClaim, ActionType.All), "PersistentVolumeClaimAll"),
+        (EVENT_UNSCHEDULABLE_TIMEOUT, "UnschedulableTimeout"),
+        (EVENT_FORCE_ACTIVATE, "ForceActivate"),
+    ],
+)
+def test_event_labels_match_upstream(event: ClusterEvent, label: str) -> None:
+    assert event_label(event) == label
+
+
+@pytest.mark.parametrize(
+    ("registered", "incoming", "expected"),
+    [
+        (ClusterEvent(Resource.Node, ActionType.Add), ClusterEvent(Resource.Node, ActionType.Add), True),
+        (ClusterEvent(Resource.Node, ActionType.Add), ClusterEvent(Resource.Node, ActionType.Delete), False),
+        (ClusterEvent(Resource.Node, ActionType.Add), ClusterEvent(Resource.Pod, ActionType.Add), False),
+        (ClusterEvent(Resource.Pod, ActionType.Add), EVENT_ASSIGNED_POD_ADD, True),
+        (ClusterEvent(Resource.Pod, ActionType.Add), EVENT_UNSCHEDULED_POD_ADD, True),
+        (ClusterEvent(Resource.AssignedPod, ActionType.Add), EVENT_UNSCHEDULED_POD_ADD, False),
+        (
+            ClusterEvent(Resource.Node, ActionType.Update),
+            ClusterEvent(Resource.Node, ActionType.UpdateNodeLabel),
+            True,
+        ),
+        (
+            ClusterEvent(Resource.Node, ActionType.UpdateNodeLabel),
+            ClusterEvent(Resource.Node, ActionType.Update),
+            False,
+        ),
+        (
+            ClusterEvent(Resource.WildCard, ActionType.All),
+            ClusterEvent(Resource.CSINode, ActionType.Delete),
+            True,
+        ),
+        (ClusterEvent(Resource.WildCard, ActionType.Add), ClusterEvent(Resource.Node, ActionType.Add), True),
+        (
+            ClusterEvent(Resource.WildCard, ActionType.Add),
+            ClusterEvent(Resource.Node, ActionType.Delete),
+            False,
+        ),
+        (ClusterEvent(Resource.Node, ActionType.All), EVENT_UNSCHEDULABLE_TIMEOUT, False),
+    ],
+)
+def test_event_matching(registered: ClusterEvent, incoming: ClusterEvent, expected: bool) -> None:
+    assert event_matches(registered, incoming) is expected
+
+
+def actions(new: dict[str, object], old: dict[str, object]) -> list[ActionType]:
+    return [e.action for e in pod_scheduling_properties_change(new, old)]
+
+
+def test_pod_change_classification() -> None:
+    pod = make_pod("a", requests={"cpu": "500m", "memory": "1Gi"}, scheduling_gates=["g"])
+    assert actions(with_changes(pod, metadata={"labels": {"x": "1"}}), pod) == [ActionType.UpdatePodLabel]
+    assert actions(with_changes(pod, spec={"schedulingGates": []}), pod) == [
+        ActionType.UpdatePodSchedulingGatesEliminated
+    ]
+    tolerated = with_changes(pod, spec={"tolerations": [{"key": "k"}]})
+    assert actions(tolerated, pod) == [ActionType.UpdatePodToleration]
+    smaller = with_changes(
+        pod, spec={"containers": [{"name": "c", "resources": {"requests": {"cpu": "0.25", "memory": "1Gi"}}}]}
+    )
+    assert actions(smaller, pod) == [ActionType.UpdatePodScaleDown]
+    assert actions(pod, smaller) == [ActionType.UpdateOther]  # growing is not a scale-down
+    claims = with_changes(pod, status={"resourceClaimStatuses": [{"name": "c", "resourceClaimName": "x"}]})
+    assert actions(claims, pod) == [ActionType.UpdatePodGeneratedResourceClaim]
+    both = with_changes(tolerated, metadata={"labels": {"x": "1"}})
+    assert actions(both, pod) == [ActionType.UpdatePodLabel, ActionType.UpdatePodToleration]
+    assert actions(with_changes(pod, status={"phase": "Pending", "x": 1}), pod) == [ActionType.UpdateOther]
+    resources = {
+        e.resource for e in pod_scheduling_properties_change(with_changes(pod, spec={"nodeName": "n"}), pod)
+    }
+    assert resources == {Resource.AssignedPod}
+    assert pod_scheduling_properties_change(pod, pod)[0].resource is Resource.UnscheduledPod
+
+
+def test_is_pod_updated_ignores_status_and_bookkeeping() -> None:
+    pod = make_pod("a")
+    assert not is_pod_updated(pod, pod)
+    noise = with_changes(
+        pod,
+        status={"conditions": [{"type": "PodScheduled", "status": "False"}]},
+        metadata={"generation": 3, "managedFields": [{}], "finalizers": ["x"]},
+    )
+    assert not is_pod_updated(pod, noise)
+    assert is_pod_updated(pod, with_changes(pod, metadata={"annotations": {"a": "b"}}))
+    assert is_pod_updated(pod, with_changes(pod, spec={"priority": 3}))
+    assert is_pod_updated(pod, with_changes(pod, status={"resourceClaimStatuses": []}))
+
+
+def test_pod_requests_count_init_containers_sidecars_and_overhead() -> None:
+    pod = make_pod("a")
+    pod["spec"] = {
+        "containers": [
+            {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+            {"resources": {"requests": {"cpu": "500m"}}},
+        ],
+        "initContainers": [
+            {"restartPolicy": "Always", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
+            {"resources": {"requests": {"cpu": "3", "memory": "1Ki"}}},
+        ],
+        "overhead": {"cpu": "10m", "memory": "1k"},
+    }
+    req = pod_requests(pod)
+    # max(1 + 0.5 + 0.1 sidecar, 0.1 sidecar + 3 init) + overhead
+    assert req["cpu"] == pytest.approx(3.1 + 0.01)
+    assert req["memory"] == pytest.approx(2**30 + 128 * 2**20 + 1000)

@@ -1,0 +1,90 @@
+"""scheduler_pending_pods and scheduler_queue_incoming_pods_total in the default registry."""
+
+from __future__ import annotations
+
+import gc
+
+from prometheus_client import REGISTRY, generate_latest
+
+from scheduling_queue import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    FakeClock,
+    Resource,
+    SchedulingQueue,
+    scheduling_gates_pre_enqueue,
+)
+from scheduling_queue.testing import make_pod
+
+QUEUES = ("active", "backoff", "unschedulable", "gated")
+
+
+def pending() -> dict[str, float]:
+    return {q: REGISTRY.get_sample_value("scheduler_pending_pods", {"queue": q}) or 0.0 for q in QUEUES}
+
+
+def incoming(queue: str, event: str) -> float:
+    value = REGISTRY.get_sample_value("scheduler_queue_incoming_pods_total", {"queue": queue, "event": event})
+    return value or 0.0
+
+
+def test_incoming_and_pending_metrics() -> None:
+    gc.collect()  # queues of earlier tests must not count any more
+    base_pending = pending()
+    labels = [
+        ("active", "UnschedulablePodAdd"),
+        ("unschedulable", "UnschedulablePodAdd"),
+        ("backoff", "ScheduleAttemptFailure"),
+        ("unschedulable", "ScheduleAttemptFailure"),
+        ("active", "BackoffComplete"),
+        ("backoff", "NodeAdd"),
+        ("active", "UnschedulableTimeout"),
+    ]
+    base = {label: incoming(*label) for label in labels}
+
+    clock = FakeClock(start=0.0)
+    node_add = ClusterEvent(Resource.Node, ActionType.Add)
+    q = SchedulingQueue(
+        clock=clock,
+        pre_enqueue=scheduling_gates_pre_enqueue,
+        hints={"NodeAffinity": [ClusterEventWithHint(node_add)]},
+    )
+    for name in ("err", "rej", "other", "wait"):
+        q.add(make_pod(name))
+    q.add(make_pod("gated", scheduling_gates=["g"]))
+    for plugins in (set(), {"NodeAffinity"}, {"VolumeBinding"}):
+        qpi = q.pop_nowait()
+        assert qpi is not None
+        qpi.unschedulable_plugins = plugins
+        q.add_unschedulable_if_not_present(qpi)
+    assert pending() == {
+        "active": base_pending["active"] + 1,
+        "backoff": base_pending["backoff"] + 1,
+        "unschedulable": base_pending["unschedulable"] + 2,
+        "gated": base_pending["gated"] + 1,
+    }
+    q.move_all_to_active_or_backoff(node_add, None, {"metadata": {"name": "n"}})  # "rej" -> backoff
+    clock.advance(1.0)
+    q.flush_backoff_completed()  # "err" and "rej" complete
+    clock.advance(301.0)
+    q.flush_unschedulable_leftover()  # "other"
+
+    delta = {label: incoming(*label) - base[label] for label in labels}
+    assert delta == {
+        ("active", "UnschedulablePodAdd"): 4,
+        ("unschedulable", "UnschedulablePodAdd"): 1,  # gated pods count as unschedulable, as upstream
+        ("backoff", "ScheduleAttemptFailure"): 1,
+        ("unschedulable", "ScheduleAttemptFailure"): 2,
+        ("active", "BackoffComplete"): 2,
+        ("backoff", "NodeAdd"): 1,
+        ("active", "UnschedulableTimeout"): 1,
+    }
+    text = generate_latest(REGISTRY).decode()
+    assert 'scheduler_pending_pods{queue="gated"}' in text
+    assert "# TYPE scheduler_queue_incoming_pods_total counter" in text
+    assert pending()["active"] == base_pending["active"] + 4
+
+    del q
+    gc.collect()
+    assert pending() == base_pending
