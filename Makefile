@@ -36,6 +36,7 @@ lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/hadolint Dockerfile
 
 demo: venv control-plane
 	$(PY) -m devcluster.demo

@@ -17,7 +17,7 @@ on the caller's asyncio event loop and works on raw JSON dicts (orjson), never c
 Usage::
 
     transport = AsyncTransport.from_kubeconfig("/path/to/kubeconfig", qps=50, burst=100)
-    factory = InformerFactory(transport)
+    factory = InformerFactory(transport, transform=strip_managed_fields)
     pods = factory.informer_for(
         PODS, field_selector="status.phase!=Succeeded,status.phase!=Failed",
         indexers={NODE_NAME_INDEX: index_by_node_name},
@@ -44,9 +44,11 @@ from informers.informer import SharedInformer
 from informers.objects import (
     DeletedFinalStateUnknown,
     KubeObject,
+    TransformFunc,
     deletion_handling_key,
     meta_namespace_key,
     split_key,
+    strip_managed_fields,
 )
 from informers.reflector import Reflector, ReflectorSink
 from informers.resource import (
@@ -107,6 +109,7 @@ __all__ = [
     "ResourceEventHandlerFuncs",
     "ResourceSpec",
     "SharedInformer",
+    "TransformFunc",
     "Transport",
     "TransportError",
     "deletion_handling_key",
@@ -114,4 +117,5 @@ __all__ = [
     "index_by_node_name",
     "meta_namespace_key",
     "split_key",
+    "strip_managed_fields",
 ]

@@ -11,6 +11,7 @@ from types import TracebackType
 from informers.backoff import BackoffPolicy
 from informers.clock import REAL_CLOCK, Clock
 from informers.informer import SharedInformer
+from informers.objects import TransformFunc
 from informers.reflector import DEFAULT_PAGE_SIZE, MIN_WATCH_TIMEOUT
 from informers.resource import ResourceSpec
 from informers.store import IndexFunc
@@ -34,6 +35,7 @@ class InformerFactory:
         *,
         namespace: str | None = None,
         resync_period: float | None = None,
+        transform: TransformFunc | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         backoff_policy: BackoffPolicy | None = None,
@@ -43,6 +45,7 @@ class InformerFactory:
         self.transport = transport
         self.namespace = namespace
         self.resync_period = resync_period
+        self.transform = transform
         self._page_size = page_size
         self._min_watch_timeout = min_watch_timeout
         self._backoff_policy = backoff_policy
@@ -76,6 +79,7 @@ class InformerFactory:
                 label_selector=label_selector,
                 indexers=indexers,
                 resync_period=self.resync_period,
+                transform=self.transform,
                 page_size=self._page_size,
                 min_watch_timeout=self._min_watch_timeout,
                 backoff_policy=self._backoff_policy,

@@ -27,7 +27,7 @@ from informers.handlers import (
     ResourceEventHandlerFuncs,
     UpdateFunc,
 )
-from informers.objects import DeletedFinalStateUnknown, KubeObject, uid
+from informers.objects import DeletedFinalStateUnknown, KubeObject, TransformFunc, uid
 from informers.objects import resource_version as rv_of
 from informers.reflector import DEFAULT_PAGE_SIZE, DELETED, MIN_WATCH_TIMEOUT, Reflector
 from informers.resource import ResourceSpec
@@ -45,6 +45,9 @@ class SharedInformer:
     recreated under the same name, i.e. with a new uid, as a delete then an add). Unchanged objects are
     not re-delivered on relist; the periodic resync, if enabled, re-delivers every object as an
     ``on_update(obj, obj)`` like client-go.
+
+    ``transform`` (e.g. :func:`~informers.objects.strip_managed_fields`) is applied to each object
+    before it is stored or delivered.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class SharedInformer:
         label_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         resync_period: float | None = None,
+        transform: TransformFunc | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         min_watch_timeout: float = MIN_WATCH_TIMEOUT,
         backoff_policy: BackoffPolicy | None = None,
@@ -73,6 +77,7 @@ class SharedInformer:
         all_indexers.update(indexers or {})
         self.store = Indexer(indexers=all_indexers)
         self.resync_period = resync_period
+        self._transform = transform
         self._clock = clock
         self._reflector = Reflector(
             transport,
@@ -233,6 +238,8 @@ class SharedInformer:
     # -- ReflectorSink: called in line by the reflector, on the watch path -------------------------
 
     def apply(self, event_type: str, obj: KubeObject) -> None:
+        if self._transform is not None:
+            obj = self._transform(obj)
         store = self.store
         if event_type == DELETED:
             store.delete(store.key_of(obj))
@@ -250,6 +257,8 @@ class SharedInformer:
     def replace(self, items: list[KubeObject], resource_version: str) -> None:
         store = self.store
         key_of = store.key_of
+        if self._transform is not None:
+            items = [self._transform(obj) for obj in items]
         new = {key_of(obj): obj for obj in items}
         old = store.replace(new)
         listeners = self._listeners

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -18,6 +19,18 @@ class DeletedFinalStateUnknown:
 
     key: str
     obj: KubeObject
+
+
+TransformFunc: TypeAlias = Callable[[KubeObject], KubeObject]
+"""Applied to every object before it is stored (client-go's TransformFunc); may edit in place."""
+
+
+def strip_managed_fields(obj: KubeObject) -> KubeObject:
+    """Drop ``metadata.managedFields`` (server-side-apply bookkeeping, often a third of an object)."""
+    meta = obj.get("metadata")
+    if meta:
+        meta.pop("managedFields", None)
+    return obj
 
 
 def meta_namespace_key(obj: KubeObject) -> str:

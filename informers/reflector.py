@@ -181,35 +181,32 @@ class Reflector:
         params = dict(self._selectors)
         if self._page_size > 0:
             params["limit"] = str(self._page_size)
-        items: list[KubeObject] = []
         restarts = 0
         while True:
-            self._m_pages.inc()
+            items: list[KubeObject] = []
+            last: dict[str, Any] = {}
             try:
-                page = await self._transport.list(self._path, params)
+                async with aclosing(self._transport.list_pages(self._path, params)) as pages:
+                    async for page in pages:
+                        self._m_pages.inc()
+                        page_items = page.get("items") or []
+                        if not isinstance(page_items, list):
+                            raise ApiError(500, "InvalidList", f"items is {type(page_items).__name__}")
+                        items.extend(page_items)
+                        last = page
             except ApiError as exc:
-                if not (exc.is_gone and "continue" in params):
+                # A list without resourceVersion cannot be too old; a 410 here means a continue token
+                # outlived its snapshot (compaction). Start over; list in one piece if it keeps happening.
+                if not exc.is_gone or restarts >= _MAX_PAGED_RESTARTS:
                     raise
-                # The continue token outlived its snapshot (compaction): start the list over.
                 restarts += 1
                 logger.info("informer %s: list continue token expired; restarting list", self._resource)
-                items = []
-                params.pop("continue")
                 if restarts >= _MAX_PAGED_RESTARTS:
                     params.pop("limit", None)
                 continue
-            page_items = page.get("items") or []
-            if not isinstance(page_items, list):
-                raise ApiError(500, "InvalidList", f"items is {type(page_items).__name__}")
-            items.extend(page_items)
-            meta = page.get("metadata") or {}
-            token = meta.get("continue")
-            if token:
-                params["continue"] = str(token)
-                continue
-            rv = str(meta.get("resourceVersion") or "")
-            _fill_type_meta(items, page)
             break
+        rv = str((last.get("metadata") or {}).get("resourceVersion") or "")
+        _fill_type_meta(items, last)
         self._sink.replace(items, rv)
         self.last_sync_resource_version = rv
         return rv

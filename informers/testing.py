@@ -18,6 +18,7 @@ from typing import Any
 from informers.errors import ApiError, TransportError
 from informers.objects import KubeObject, meta_namespace_key
 from informers.resource import ResourceSpec
+from informers.transport import paginate
 
 _END = object()
 
@@ -299,6 +300,9 @@ class FakeApiServer:
             "metadata": meta,
             "items": [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page],
         }
+
+    def list_pages(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
+        return paginate(self.list, path, params)
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
         self.watch_calls.append((path, dict(params)))

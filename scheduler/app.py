@@ -34,10 +34,10 @@ from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
 from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
-from scheduler.scheduler import Scheduler
+from scheduler.scheduler import POD_SPEC_PLUGIN, Scheduler
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
-from scheduling_queue.types import ClusterEventWithHint, Pod
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Pod, Resource
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +137,12 @@ class SchedulerApp:
         for fwk in self.frameworks.values():
             for plugin, events in fwk.events_to_register().items():
                 merged.setdefault(plugin, events)
+        # A pod whose spec could not be read is retried when the pod itself is updated.
+        merged[POD_SPEC_PLUGIN] = [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate")
+            )
+        ]
         return merged
 
     def _pre_enqueue(self, pod: Pod) -> str:

@@ -67,22 +67,14 @@ class Resource(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
-    """A change in the cluster that may make pending pods schedulable."""
+    """A change in the cluster that may make pending pods schedulable.
+
+    Which registrations hear an event is decided by ``scheduling_queue.events.event_matches``.
+    """
 
     resource: Resource
     action: ActionType
     label: str = ""
-
-    def matches(self, registered: ClusterEvent) -> bool:
-        """True when an event of this kind is covered by ``registered`` (a plugin's registration)."""
-        if registered.resource is Resource.WildCard:
-            return bool(registered.action & self.action)
-        same_resource = registered.resource == self.resource or (
-            # A plugin registered for Pod hears about assigned and unscheduled pods alike.
-            registered.resource is Resource.Pod
-            and self.resource in (Resource.AssignedPod, Resource.UnscheduledPod)
-        )
-        return same_resource and bool(registered.action & self.action)
 
     def __str__(self) -> str:
         return self.label or f"{self.resource}{self.action.name or int(self.action)}"

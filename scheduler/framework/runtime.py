@@ -39,9 +39,18 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
-from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo, priority_sort_less
+from scheduling_queue.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueuedPodInfo,
+    Resource,
+    priority_sort_less,
+)
 
 log = logging.getLogger(__name__)
+
+ALL_EVENTS = ClusterEventWithHint(ClusterEvent(Resource.WildCard, ActionType.All, "WildCardEvent"))
 
 # Upstream samples per-plugin timings in 10% of cycles: timing every call costs more than the plugins.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -132,11 +141,17 @@ class Framework:
                     yield plugin
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
-        """Each plugin's cluster-event registrations; plugins without them requeue on any event."""
+        """Each plugin's cluster-event registrations.
+
+        A plugin without EnqueueExtensions hears every event, as upstream's fillEventToPluginMap does:
+        a pod it rejected must not wait for the 5-minute flush.
+        """
         out: dict[str, list[ClusterEventWithHint]] = {}
         for plugin in self.all_plugins():
             if isinstance(plugin, EnqueueExtensions):
                 out[plugin.name] = list(plugin.events_to_register())
+            else:
+                out[plugin.name] = [ALL_EVENTS]
         return out
 
     def should_sample_plugin_metrics(self) -> bool:

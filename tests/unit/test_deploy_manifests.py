@@ -260,3 +260,16 @@ def test_servicemonitor_component_scrapes_the_metrics_service(objects: list[dict
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+@pytest.mark.parametrize("path", [BASE / "config.yaml", DEPLOY / "overlays" / "example" / "config.yaml"])
+def test_shipped_configs_load_with_the_products_own_loader(path: Path) -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    config = load_config(path, registry=IN_TREE_REGISTRY)
+    election = config.leader_election
+    assert election.leader_elect
+    assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
+    assert (election.resource_namespace, election.resource_name) == ("kube-system", "py-scheduler")
+    assert [profile.scheduler_name for profile in config.profiles] == ["py-scheduler"]

@@ -15,6 +15,7 @@ from informers import (
     InformerFactory,
     SharedInformer,
     index_by_node_name,
+    strip_managed_fields,
 )
 from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
@@ -281,6 +282,26 @@ async def test_periodic_resync_delivers_identical_updates() -> None:
     clock.advance(30.0)
     await eventually(lambda: len(rec.events) == 2)
     assert rec.events[1] == ("update", "a", rv, rv)
+    await informer.stop()
+
+
+async def test_transform_applies_before_store_and_handlers() -> None:
+    server = FakeApiServer()
+    first = make_pod("a")
+    first["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    server.create(PODS, first)
+    informer = SharedInformer(server, PODS, clock=FakeClock(), transform=strip_managed_fields)
+    rec = Recorder()
+    seen: list[dict[str, Any]] = []
+    informer.add_event_handler(on_add=lambda obj, initial: seen.append(obj))
+    informer.add_event_handler(rec)
+    await started(server, informer)
+    second = make_pod("b")
+    second["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    server.create(PODS, second)
+    await eventually(lambda: len(seen) == 2)
+    assert all("managedFields" not in o["metadata"] for o in informer.store.list())
+    assert all("managedFields" not in o["metadata"] for o in seen)
     await informer.stop()
 
 

@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 from informers import NODES, PODS, ApiError, SharedInformer
 from informers.reflector import Reflector
 from informers.testing import FakeApiServer, FakeClock, eventually, make_pod
+from informers.transport import paginate
 
 
 def metric(name: str, **labels: str) -> float:
@@ -186,6 +187,9 @@ class HangingTransport:
 
     async def list(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         return {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}, "items": []}
+
+    def list_pages(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
+        return paginate(self.list, path, params)
 
     async def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
         try:

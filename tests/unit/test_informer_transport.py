@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,7 +15,10 @@ from aiohttp.test_utils import TestServer
 from kubernetes import client
 
 from informers import ApiError, AsyncTransport, TransportError
+from informers.testing import eventually
+from informers.transport import loads_bulk, peek_continue
 
+PAGED = web.AppKey("paged", list[str])
 BIG = "x" * 300_000  # one event far above aiohttp's 128 KiB readline limit
 
 
@@ -26,6 +30,24 @@ async def handle_list(request: web.Request) -> web.Response:
         "metadata": {"resourceVersion": "7"},
         "items": [],
         "query": dict(request.query),
+    }
+    return web.Response(body=orjson.dumps(body), content_type="application/json")
+
+
+async def handle_paged(request: web.Request) -> web.Response:
+    """Three pages; records when each is requested relative to the consumer's progress."""
+    pages: list[str] = request.app[PAGED]
+    token = request.query.get("continue", "")
+    pages.append(token)
+    index = int(token or "0")
+    meta: dict[str, object] = {"resourceVersion": "42"}
+    if index < 2:
+        meta["continue"] = str(index + 1)
+    body = {
+        "kind": "PodList",
+        "apiVersion": "v1",
+        "metadata": meta,
+        "items": [{"metadata": {"name": f"p{index}"}}],
     }
     return web.Response(body=orjson.dumps(body), content_type="application/json")
 
@@ -57,6 +79,8 @@ async def server() -> AsyncIterator[TestServer]:
     app = web.Application()
     app.router.add_get("/api/v1/pods", handle_list)
     app.router.add_get("/api/v1/namespaces/{ns}/pods", handle_watch)
+    app.router.add_get("/api/v1/nodes", handle_paged)
+    app[PAGED] = []
     srv = TestServer(app, host="127.0.0.1")
     await srv.start_server()
     yield srv
@@ -105,6 +129,44 @@ async def test_silent_connection_hits_read_timeout(server: TestServer) -> None:
             async for event in t.watch("/api/v1/namespaces/x/pods", {"mode": "hang"}):
                 got.append(event["type"])
     assert got == ["ADDED", "MODIFIED", "BOOKMARK"]
+
+
+async def test_list_pages_follows_continue_and_prefetches(server: TestServer) -> None:
+    requested: list[str] = server.app[PAGED]
+    names = []
+    async with transport_for(server) as t:
+        async for page in t.list_pages("/api/v1/nodes", {"limit": "1"}):
+            names.append(page["items"][0]["metadata"]["name"])
+            if len(names) == 1:
+                # The second page was requested before the first was consumed.
+                await eventually(lambda: len(requested) == 2)
+    assert names == ["p0", "p1", "p2"]
+    assert requested == ["", "1", "2"]
+
+
+def test_peek_continue_reads_only_the_list_head() -> None:
+    page = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9", "continue": "abc"}}
+    body = orjson.dumps(page | {"items": [{"metadata": {"name": "x", "continue": "no"}}]})
+    assert peek_continue(body) == "abc"
+    last = orjson.dumps({"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": []})
+    assert peek_continue(last) == ""
+    items_first = orjson.dumps({"items": [{"metadata": {"name": "x"}}], "metadata": {"continue": "c"}})
+    assert peek_continue(items_first) is None
+
+
+def test_loads_bulk_restores_gc_state() -> None:
+    assert gc.isenabled()
+    assert loads_bulk(b'{"a": [1, {"b": 2}]}') == {"a": [1, {"b": 2}]}
+    assert gc.isenabled()
+    with pytest.raises(orjson.JSONDecodeError):
+        loads_bulk(b"{nope")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        loads_bulk(b"[]")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 async def test_connection_refused_is_transport_error() -> None:

@@ -300,3 +300,20 @@ def test_concurrent_probes(server: HealthServer) -> None:
     for thread in threads:
         thread.join(10)
     assert results == [200] * 16
+
+
+def test_ipv6_bind_address(state: State) -> None:
+    import socket
+
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 in this kernel")
+    try:
+        srv = HealthServer("::1", 0, poll_interval=0.02, readiness=state.readiness, liveness=state.liveness)
+    except OSError as err:
+        pytest.skip(f"cannot bind ::1: {err}")
+    srv.start()
+    try:
+        assert srv.url.startswith("http://[::1]:")
+        assert get(srv.url + "/livez")[:2] == (200, b"ok")
+    finally:
+        srv.stop()
