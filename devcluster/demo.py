@@ -13,8 +13,8 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from kubernetes.client import CoreV1Api
@@ -153,7 +153,7 @@ def wait_for_outcomes(core_v1: Any, total: int, timeout: float = 90.0) -> list[d
         pods = _list(core_v1, "pods")
         bound = sum(1 for p in pods if p["spec"].get("nodeName"))
         rejected = sum(1 for p in pods if not p["spec"].get("nodeName") and _condition(p) is not None)
-        if bound + rejected >= total and rejected >= EXPECTED_UNSCHEDULABLE or time.monotonic() > deadline:
+        if (bound + rejected >= total and rejected >= EXPECTED_UNSCHEDULABLE) or time.monotonic() > deadline:
             return pods
         time.sleep(0.5)
 
@@ -236,7 +236,7 @@ def main() -> int:
                 print_placements(pods, nodes)
                 print(f"\n{total - len(bound)} pods fit nowhere, as their Events say:")
                 print_unschedulable(pods, _list(core_v1, "events"))
-                status, text = scheduler.get("/metrics")
+                _, text = scheduler.get("/metrics")
                 attempts = [
                     line for line in text.splitlines() if line.startswith("scheduler_schedule_attempts_total")
                 ]

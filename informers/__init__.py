@@ -13,6 +13,8 @@ on the caller's asyncio event loop and works on raw JSON dicts (orjson), never c
   handler hears of a change. Synchronous handlers must be quick: they run on the loop.
 * **InformerFactory**: one informer per resource and selectors; ``start``, ``stop``, ``wait_for_cache_sync``.
 * Metrics ``py_scheduler_informer_*`` in prometheus-client's default registry.
+* ``informers.testing``: an in-memory ``FakeApiServer`` (a Transport with paging, selectors, history,
+  compaction and fault injection) and a ``FakeClock``, for unit tests of code built on informers.
 
 Usage::
 

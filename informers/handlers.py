@@ -14,7 +14,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -80,6 +80,7 @@ class Listener:
         self._resource = resource
         self._queue: deque[Notification] = deque()
         self._wakeup = asyncio.Event()
+        self._idle = False
         self._enqueued = 0
         self._processed = 0
         self._sync_target: int | None = None
@@ -103,11 +104,26 @@ class Listener:
     def _push(self, note: Notification) -> None:
         self._queue.append(note)
         self._enqueued += 1
-        self._wakeup.set()
+        if self._idle:
+            self._idle = False
+            self._wakeup.set()
 
     def add(self, obj: KubeObject, is_initial_list: bool) -> None:
         if self._filter is None or self._passes(obj):
             self._push((ADD, obj, is_initial_list))
+
+    def add_all(self, objs: Collection[KubeObject], is_initial_list: bool) -> None:
+        """``add`` for many objects at once (a list's worth), without a call per object."""
+        if self._filter is not None:
+            for obj in objs:
+                self.add(obj, is_initial_list)
+            return
+        if objs:
+            self._queue.extend([(ADD, obj, is_initial_list) for obj in objs])
+            self._enqueued += len(objs)
+            if self._idle:
+                self._idle = False
+                self._wakeup.set()
 
     def update(self, old: KubeObject, new: KubeObject) -> None:
         if self._filter is None:
@@ -172,6 +188,7 @@ class Listener:
         since_yield = 0
         while True:
             if not queue:
+                self._idle = True
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 since_yield = 0

@@ -263,12 +263,25 @@ class SharedInformer:
         old = store.replace(new)
         listeners = self._listeners
         initial = not self._synced.is_set()
-        if old:
-            for key, gone in old.items():
-                if key not in new:
-                    tombstone = DeletedFinalStateUnknown(key, gone)
-                    for listener in listeners:
-                        listener.delete(tombstone)
+        if not old:  # the first list (or an empty store): all adds, in bulk
+            objs = new.values()
+            for listener in listeners:
+                listener.add_all(objs, initial)
+        else:
+            self._reconcile(old, new, initial)
+        if initial:
+            for listener in listeners:
+                listener.mark_synced()
+            self._synced.set()
+
+    def _reconcile(self, old: dict[str, KubeObject], new: dict[str, KubeObject], initial: bool) -> None:
+        """Deliver the difference between the store before and after a relist."""
+        listeners = self._listeners
+        for key, gone in old.items():
+            if key not in new:
+                tombstone = DeletedFinalStateUnknown(key, gone)
+                for listener in listeners:
+                    listener.delete(tombstone)
         for key, obj in new.items():
             prev = old.get(key)
             if prev is None:
@@ -282,7 +295,3 @@ class SharedInformer:
             elif rv_of(prev) != rv_of(obj):
                 for listener in listeners:
                     listener.update(prev, obj)
-        if initial:
-            for listener in listeners:
-                listener.mark_synced()
-            self._synced.set()

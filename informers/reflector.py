@@ -192,6 +192,8 @@ class Reflector:
                         page_items = page.get("items") or []
                         if not isinstance(page_items, list):
                             raise ApiError(500, "InvalidList", f"items is {type(page_items).__name__}")
+                        # Done per page, while the next page is still on its way.
+                        _fill_type_meta(page_items, page)
                         items.extend(page_items)
                         last = page
             except ApiError as exc:
@@ -206,7 +208,6 @@ class Reflector:
                 continue
             break
         rv = str((last.get("metadata") or {}).get("resourceVersion") or "")
-        _fill_type_meta(items, last)
         self._sink.replace(items, rv)
         self.last_sync_resource_version = rv
         return rv

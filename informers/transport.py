@@ -18,18 +18,12 @@ from typing import Any, Protocol
 
 import aiohttp
 import orjson
-from kubernetes import client as _kc
-from kubernetes import config as _kcfg
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.errors import ApiError, TransportError
 from informers.ratelimit import TokenBucket
 
 logger = logging.getLogger(__name__)
-
-# The client's config loaders are untyped; reach them through Any.
-_k8s_client: Any = _kc
-_k8s_config: Any = _kcfg
 
 WatchEvent = dict[str, Any]
 
@@ -59,6 +53,20 @@ class Transport(Protocol):
         :class:`TransportError` for a broken or silent connection.
         """
         ...
+
+
+async def _signal_sent(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, asyncio.Event):
+        ctx.trace_request_ctx.set()
+
+
+async def _first_of(task: asyncio.Future[Any], event: asyncio.Event) -> None:
+    """Wait until ``event`` is set or ``task`` finished (e.g. failed before sending)."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
 
 
 def loads_bulk(data: bytes | bytearray | memoryview) -> Any:
@@ -164,14 +172,19 @@ class AsyncTransport:
         **kwargs: Any,
     ) -> AsyncTransport:
         """From a kubeconfig file; ``path=None`` means ``$KUBECONFIG``/``~/.kube/config``, else in-cluster."""
-        cfg = _k8s_client.Configuration()
+        # Imported here: the client package costs ~0.3 s and ~8 MiB to import, and only this needs it.
+        from kubernetes import client as k8s_client  # noqa: PLC0415
+        from kubernetes import config as k8s_config_module  # noqa: PLC0415
+
+        k8s_config: Any = k8s_config_module  # its loaders are untyped
+        cfg = k8s_client.Configuration()
         if path is None:
             try:
-                _k8s_config.load_incluster_config(client_configuration=cfg)
-            except _k8s_config.ConfigException:
-                _k8s_config.load_kube_config(context=context, client_configuration=cfg)
+                k8s_config.load_incluster_config(client_configuration=cfg)
+            except k8s_config.ConfigException:
+                k8s_config.load_kube_config(context=context, client_configuration=cfg)
         else:
-            _k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
         return cls(cfg, qps=qps, burst=burst, **kwargs)
 
     @staticmethod
@@ -205,9 +218,12 @@ class AsyncTransport:
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._connection_limit)
+            tracing = aiohttp.TraceConfig()
+            tracing.on_request_headers_sent.append(_signal_sent)
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 json_serialize=lambda o: orjson.dumps(o).decode(),
+                trace_configs=[tracing],
             )
         return self._session
 
@@ -250,8 +266,12 @@ class AsyncTransport:
         params: Mapping[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        sent: asyncio.Event | None = None,
     ) -> bytes:
-        """One non-streaming request; the raw answer body. Raises ApiError / TransportError."""
+        """One non-streaming request; the raw answer body. Raises ApiError / TransportError.
+
+        ``sent`` is set once the request has gone out on the wire.
+        """
         if self._limiter is not None:
             await self._limiter.acquire()
         headers = self._headers()
@@ -271,6 +291,7 @@ class AsyncTransport:
                 server_hostname=self._server_hostname,
                 # The apiserver redirects only when misconfigured; never follow with credentials.
                 allow_redirects=False,
+                trace_request_ctx=sent,
             ) as resp:
                 await self._raise_for_status(resp)
                 return await resp.read()
@@ -313,7 +334,10 @@ class AsyncTransport:
                     token = str((page.get("metadata") or {}).get("continue") or "")
                 if token:
                     query = {**query, "continue": token}
-                    pending = asyncio.ensure_future(self.request_bytes("GET", path, params=query))
+                    sent = asyncio.Event()
+                    pending = asyncio.ensure_future(self.request_bytes("GET", path, params=query, sent=sent))
+                    # Parsing holds the loop: let the request reach the server first, or nothing overlaps.
+                    await _first_of(pending, sent)
                 yield page if page is not None else loads_bulk(body)
         finally:
             if pending is not None:

@@ -29,9 +29,11 @@ log = logging.getLogger(__name__)
 class WaitingPod:
     """A pod held at Permit. Plugins allow or reject it from the loop; a binding thread waits on it."""
 
-    def __init__(self, pod: PodInfo, timeout: float) -> None:
+    def __init__(self, pod: PodInfo, timeout: float, *, plugin: str = "") -> None:
         self.pod = pod
         self.timeout = timeout
+        # The waiting plugin whose timeout expires first; a timeout is its rejection.
+        self.plugin = plugin
         self._event = threading.Event()
         self._status: Status | None = None
 
@@ -44,7 +46,9 @@ class WaitingPod:
 
     def wait(self) -> Status | None:
         if not self._event.wait(self.timeout):
-            return Status.unschedulable("rejected due to timeout after waiting at permit")
+            return Status.unschedulable(
+                f"rejected due to timeout after waiting {self.timeout:g}s at plugin {self.plugin}"
+            ).with_plugin(self.plugin)
         return self._status
 
 
@@ -104,9 +108,9 @@ class BindingPool:
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
+        self._executor.submit(self._run, task)
         self._in_flight += 1
         self._idle.clear()
-        self._executor.submit(self._run, task)
 
     def _run(self, task: BindingTask) -> None:
         result = self._bind(task)
@@ -128,7 +132,7 @@ class BindingPool:
             if task.waiting is not None:
                 status = task.waiting.wait()
                 if status is not None:
-                    return BindingResult(task, Outcome.REJECTED, status)
+                    return BindingResult(task, Outcome.REJECTED, status, extra={"point": "Permit"})
             status = fwk.run_pre_bind(state, pod, node)
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR

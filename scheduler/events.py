@@ -26,6 +26,17 @@ log = logging.getLogger(__name__)
 NORMAL = "Normal"
 WARNING = "Warning"
 
+# The API server rejects an Event whose note is longer (upstream's validation.NoteLengthLimit).
+NOTE_LENGTH_LIMIT = 1024
+
+
+def truncate_note(message: str) -> str:
+    """Upstream's truncateMessage: cut to the limit, ending in " ..." so the cut shows."""
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    suffix = " ..."
+    return message[: NOTE_LENGTH_LIMIT - len(suffix)] + suffix
+
 
 def micro_time(now: float) -> str:
     return dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -112,7 +123,7 @@ class EventRecorder:
             "reportingInstance": self._instance,
             "action": action,
             "reason": reason,
-            "note": message[:1024],
+            "note": truncate_note(message),
             "type": event_type,
             "regarding": {
                 "apiVersion": "v1",

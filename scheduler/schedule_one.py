@@ -11,9 +11,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.batch import IntArray, find_feasible, first_nodes
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
 
@@ -23,6 +26,8 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+# Upstream's ErrNoNodesAvailable: the text users see when the cluster has no nodes at all.
+NO_NODES_MSG = "no nodes available to schedule pods"
 
 
 def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all_nodes: int) -> int:
@@ -50,8 +55,10 @@ class FitError(Exception):
         super().__init__(self.message())
 
     def message(self) -> str:
-        text = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
         diagnosis = self.diagnosis
+        if self.num_all_nodes == 0 and not diagnosis.node_to_status:
+            return NO_NODES_MSG
+        text = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
         if diagnosis.pre_filter_msg:
             # PreFilter rejected the pod for all nodes: per-node reasons would only repeat it.
             text += f" {diagnosis.pre_filter_msg}."
@@ -118,6 +125,10 @@ class SchedulingAlgorithm:
             for node in all_nodes:
                 diagnosis.node_to_status[node.name] = status
             self._note_rejector(diagnosis, status)
+            narrowing = state.get(PRE_FILTER_NARROWING_KEY)
+            if narrowing and status.plugin in narrowing:
+                # The narrowed node sets did not intersect: every narrowing plugin shares the blame.
+                diagnosis.unschedulable_plugins.update(narrowing)
             return [], diagnosis
 
         nodes: Sequence[NodeInfo] = all_nodes
@@ -131,7 +142,22 @@ class SchedulingAlgorithm:
         count = len(nodes)
         start = 0 if restricted else self.next_start_node_index % count
         processed = 0
-        if not plugins:
+        columns = None if restricted else snapshot.columns()
+        if columns is not None and len(columns) == count:
+            # All nodes of the snapshot: filter (and later score) them as arrays.
+            if plugins:
+                feasible, processed, failures = find_feasible(
+                    columns, start, num_to_find, state, pod, plugins, fwk.batch_filter
+                )
+                for rejected, rejection in failures:
+                    if rejection.code is Code.Error:
+                        raise FilterError(rejection, rejected.name)
+                    diagnosis.node_to_status[rejected.name] = rejection
+                    self._note_rejector(diagnosis, rejection)
+            else:
+                feasible = first_nodes(columns, start, num_to_find)
+                processed = len(feasible)
+        elif not plugins:
             feasible = [nodes[(start + i) % count] for i in range(min(num_to_find, count))]
             processed = len(feasible)
         else:
@@ -152,7 +178,25 @@ class SchedulingAlgorithm:
                     self._note_rejector(diagnosis, node_status)
         if not restricted:
             self.next_start_node_index = (start + processed) % len(all_nodes)
+        elif not feasible:
+            self._blame_narrowing(state, diagnosis, all_nodes)
         return feasible, diagnosis
+
+    @staticmethod
+    def _blame_narrowing(state: CycleState, diagnosis: Diagnosis, all_nodes: Sequence[NodeInfo]) -> None:
+        """Nodes PreFilter left out count as rejected by the plugins that narrowed the set, as upstream's
+        absent-nodes status: "node(s) didn't satisfy plugin(s) [NodeAffinity]". Only when nothing fit,
+        so the common path stays O(candidates)."""
+        plugins = sorted(state.get(PRE_FILTER_NARROWING_KEY) or ())
+        if not plugins:
+            return
+        absent = Status.unschedulable(
+            f"node(s) didn't satisfy plugin(s) {go_list(plugins)}", resolvable=False
+        ).with_plugin(plugins[0])
+        node_to_status = diagnosis.node_to_status
+        for node in all_nodes:
+            node_to_status.setdefault(node.name, absent)
+        diagnosis.unschedulable_plugins.update(plugins)
 
     @staticmethod
     def _note_rejector(diagnosis: Diagnosis, status: Status) -> None:
@@ -163,27 +207,20 @@ class SchedulingAlgorithm:
 
     def _prioritize(
         self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
-    ) -> list[int]:
+    ) -> list[int] | IntArray:
         if not fwk.has_score_plugins():
             return [1] * len(nodes)
         status = fwk.run_pre_score(state, pod, nodes)
         if status is not None:
             raise PreScoreError(status)
-        return fwk.run_score(state, pod, nodes)
+        return fwk.run_score_array(state, pod, nodes)
 
-    def _select_host(self, nodes: list[NodeInfo], scores: list[int]) -> str:
-        """The best-scoring node; ties broken uniformly at random (reservoir sampling, as upstream)."""
-        best_index = 0
-        best = scores[0]
-        ties = 1
-        for index in range(1, len(scores)):
-            score = scores[index]
-            if score > best:
-                best, best_index, ties = score, index, 1
-            elif score == best:
-                ties += 1
-                if self._rng.randrange(ties) == 0:
-                    best_index = index
+    def _select_host(self, nodes: list[NodeInfo], scores: Sequence[int] | IntArray) -> str:
+        """The best-scoring node; ties broken uniformly at random (upstream samples a reservoir, which
+        picks each tied node with the same probability)."""
+        values = np.asarray(scores)
+        ties = np.flatnonzero(values == values.max())
+        best_index = int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
         return nodes[best_index].name
 
 

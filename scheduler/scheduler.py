@@ -16,14 +16,14 @@ from typing import Any
 
 from scheduler import metrics
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
-from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
+from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
 from scheduler.schedule_one import FitError, SchedulingAlgorithm, SchedulingError
-from scheduling_queue import SchedulingQueue
+from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
@@ -77,14 +77,15 @@ class Scheduler:
             if qpi is None:
                 break
             if self.stopping:
-                self.queue.done(qpi.key)
+                self.queue.done(qpi)
                 break
             try:
                 self.schedule_one(qpi)
-            except Exception:
+            except Exception as err:
                 # Nothing a pod carries may stop the loop; requeue it as an error.
                 log.exception("scheduling cycle crashed for %s", qpi.key)
-                self._fail(qpi, None, Status.as_error("internal error in the scheduling cycle"), None)
+                text = f"internal error in the scheduling cycle: {type(err).__name__}: {err}"
+                self._fail(qpi, None, Status.as_error(text), None)
             await asyncio.sleep(0)
 
     @property
@@ -100,12 +101,25 @@ class Scheduler:
         pod_dict = qpi.pod
         spec = pod_dict.get("spec") or {}
         fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
-        if fwk is None or (pod_dict.get("metadata") or {}).get("deletionTimestamp"):
+        meta = pod_dict.get("metadata") or {}
+        if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.
-            self.queue.done(qpi.key)
+            self.queue.done(qpi)
             return
         if self.cache.is_assumed(qpi.key):
-            self.queue.done(qpi.key)
+            cached = self.cache.get_pod(qpi.key)
+            if cached is None or not cached.uid or cached.uid == meta.get("uid"):
+                # Assumed by an earlier cycle and still binding (upstream's skipPodSchedule).
+                self.queue.done(qpi)
+                return
+            # The cache is keyed by name: a deleted namesake is still binding. Retry after backoff
+            # rather than dropping this new pod.
+            self._fail(
+                qpi,
+                None,
+                Status.as_error(f"pod {qpi.key}: a previous pod of this name is still being bound"),
+                fwk,
+            )
             return
 
         start = time.perf_counter()
@@ -143,25 +157,41 @@ class Scheduler:
             return
 
         node_name = result.node_name
-        assumed = self.cache.assume_pod(pod, node_name)
-        status = fwk.run_reserve(state, assumed, node_name)
-        if status is not None:
-            fwk.run_unreserve(state, assumed, node_name)
-            self.cache.forget_pod(assumed.key)
-            self._fail(qpi, pod, status, fwk, start=start)
+        try:
+            assumed = self.cache.assume_pod(pod, node_name)
+        except CacheError as err:
+            self._fail(qpi, pod, Status.as_error(err), fwk, start=start)
             return
-        status, timeout = fwk.run_permit(state, assumed, node_name)
-        waiting: WaitingPod | None = None
-        if status is not None and status.code is Code.Wait:
-            waiting = WaitingPod(assumed, timeout)
-            self.waiting_pods[assumed.key] = waiting
-        elif status is not None:
-            fwk.run_unreserve(state, assumed, node_name)
-            self.cache.forget_pod(assumed.key)
-            self._fail(qpi, pod, status, fwk, start=start)
-            return
+        try:
+            status = fwk.run_reserve(state, assumed, node_name)
+            if status is not None:
+                fwk.run_unreserve(state, assumed, node_name)
+                self.cache.forget_pod(assumed.key)
+                self._fail(
+                    qpi, pod, status, fwk, start=start, message=_one_node_message(pod, node_name, status)
+                )
+                return
+            status, timeout = fwk.run_permit(state, assumed, node_name)
+            waiting: WaitingPod | None = None
+            if status is not None and status.code is Code.Wait:
+                waiting = WaitingPod(assumed, timeout, plugin=status.plugin)
+                self.waiting_pods[assumed.key] = waiting
+            elif status is not None:
+                fwk.run_unreserve(state, assumed, node_name)
+                self.cache.forget_pod(assumed.key)
+                self._fail(
+                    qpi, pod, status, fwk, start=start, message=_one_node_message(pod, node_name, status)
+                )
+                return
 
-        self.binding_pool.submit(BindingTask(fwk, state, qpi, assumed, node_name, start, waiting))
+            self.binding_pool.submit(BindingTask(fwk, state, qpi, assumed, node_name, start, waiting))
+        except Exception:
+            # A plugin raised after assume. Undo it, or the pod stays counted on the node and every
+            # later attempt is skipped as "already assumed". run() reports the error and requeues.
+            self.waiting_pods.pop(assumed.key, None)
+            fwk.run_unreserve(state, assumed, node_name)
+            self.cache.forget_pod(assumed.key)
+            raise
 
     # --- outcomes -----------------------------------------------------------------------------
     def _on_binding_done(self, result: BindingResult) -> None:
@@ -170,7 +200,7 @@ class Scheduler:
         self.waiting_pods.pop(pod.key, None)
         if result.outcome is Outcome.BOUND:
             self.cache.finish_binding(pod.key)
-            self.queue.done(qpi.key)
+            self.queue.done(qpi)
             self.stats.scheduled += 1
             metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
             metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)
@@ -185,17 +215,37 @@ class Scheduler:
             )
             return
         fwk.run_unreserve(task.state, pod, task.node_name)
-        self.cache.forget_pod(pod.key)
+        forgotten = self.cache.forget_pod(pod.key)
         if result.outcome is Outcome.CONFLICT:
             # Already bound (maybe by an earlier incarnation of us) or deleted: the watch will tell.
             log.info("binding %s to %s: %s", pod.key, task.node_name, result.status)
-            self.queue.done(qpi.key)
-            return
-        if result.outcome is Outcome.ABANDONED:
+            self.queue.done(qpi)
+        elif result.outcome is Outcome.ABANDONED:
+            # Rejectors of an earlier attempt must not park it: no plugin said no this time.
+            qpi.unschedulable_plugins = set()
+            qpi.pending_plugins = set()
             self.queue.add_unschedulable_if_not_present(qpi)
-            return
-        status = result.status or Status.as_error("binding failed")
-        self._fail(qpi, pod, status, fwk, attempt_metric=False)
+        else:
+            status = result.status or Status.as_error("binding failed")
+            message = ""
+            if result.extra.get("point") == "Permit":
+                message = _one_node_message(pod, task.node_name, status)
+            elif status.is_rejection() and status.plugin:
+                # Upstream: past Permit nothing makes a pod unschedulable; a PreBind/Bind rejection
+                # backs off and retries rather than waiting for the plugin's events.
+                status = Status(status.code, list(status.reasons), "", status.error)
+            self._fail(qpi, pod, status, fwk, attempt_metric=False, message=message)
+        if forgotten:
+            # As upstream, forgetting an assumed pod in the binding cycle is an AssignedPodDelete: pods
+            # rejected for want of the room it held may fit now. Sent after the requeue and aimed at
+            # others only, so it can't bounce the pod itself out of unschedulablePods.
+            uid = pod.uid
+            self.queue.move_all_to_active_or_backoff(
+                EVENT_ASSIGNED_POD_DELETE,
+                pod.pod,
+                None,
+                pre_check=lambda other: (other.get("metadata") or {}).get("uid") != uid,
+            )
 
     def _handle_fit_error(
         self,
@@ -274,3 +324,11 @@ class Scheduler:
             return self.pod_infos.get(pod)
         except PodSpecError:
             return None
+
+
+def _one_node_message(pod: PodInfo, node_name: str, status: Status) -> str:
+    """Upstream reports a Reserve/Permit rejection as a FitError over the one chosen node:
+    "0/1 nodes are available: 1 <reason>."."""
+    if not status.is_rejection():
+        return ""
+    return FitError(pod, 1, Diagnosis(node_to_status={node_name: status})).message()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scheduler.framework.batch import NodeColumns
 from scheduler.framework.types import NodeInfo
 
 _NO_IMAGES: Mapping[str, int] = {}
@@ -17,7 +18,7 @@ _NO_IMAGES: Mapping[str, int] = {}
 class Snapshot:
     """Implements ``SnapshotLister``. Nodes are listed in the cache's zone-interleaved order."""
 
-    __slots__ = ("_image_num_nodes", "_index", "_list", "_map", "_tree_version", "generation")
+    __slots__ = ("_columns", "_image_num_nodes", "_index", "_list", "_map", "_tree_version", "generation")
 
     def __init__(self) -> None:
         self._map: dict[str, NodeInfo] = {}
@@ -29,6 +30,8 @@ class Snapshot:
         self._tree_version = -1
         # The cache generation this snapshot reflects.
         self.generation = 0
+        # Built on first use after the list changes, then kept up to date row by row.
+        self._columns: NodeColumns | None = None
 
     # -- SnapshotLister ------------------------------------------------------------------------------
 
@@ -48,6 +51,12 @@ class Snapshot:
         """The node's position in ``node_infos()``; it changes only when nodes are added or removed."""
         return self._index.get(node_name)
 
+    def columns(self) -> NodeColumns:
+        """The nodes' numbers as arrays aligned with ``node_infos()``, for batch Filter/Score plugins."""
+        if self._columns is None:
+            self._columns = NodeColumns(self._list)
+        return self._columns
+
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self._list)}, gen={self.generation})"
 
@@ -59,6 +68,8 @@ class Snapshot:
         position = self._index.get(info.name)
         if position is not None:
             self._list[position] = info
+            if self._columns is not None:
+                self._columns.set(position, info)
 
     def _relist(self, names: Sequence[str]) -> list[str]:
         """Rebuilds the list in ``names`` order, dropping nodes not named; returns names with no entry."""
@@ -75,4 +86,5 @@ class Snapshot:
             self._map = {name: info for name, info in self._map.items() if name in keep}
         self._list = node_list
         self._index = {info.name: position for position, info in enumerate(node_list)}
+        self._columns = None
         return missing

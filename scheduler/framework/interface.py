@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
@@ -87,12 +90,22 @@ class ScorePlugin(Plugin, Protocol):
 class BatchScorePlugin(Plugin, Protocol):
     """Optional fast path: score many nodes at once; same answers as ``score``."""
 
-    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Sequence[int]: ...
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | npt.NDArray[np.int64]: ...
 
 
 @runtime_checkable
 class ScoreExtensions(Protocol):
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None: ...
+
+
+@runtime_checkable
+class BatchScoreExtensions(Protocol):
+    """Optional fast path of NormalizeScore: the scores of all nodes as one int64 numpy array, in node
+    order; returns the normalised array. Same answers as ``normalize_score``."""
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: Any) -> Any: ...
 
 
 @runtime_checkable

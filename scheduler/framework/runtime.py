@@ -14,12 +14,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BatchFilterPlugin,
+    BatchScoreExtensions,
     BatchScorePlugin,
     BindPlugin,
     EnqueueExtensions,
@@ -51,6 +55,12 @@ from scheduling_queue.types import (
 log = logging.getLogger(__name__)
 
 ALL_EVENTS = ClusterEventWithHint(ClusterEvent(Resource.WildCard, ActionType.All, "WildCardEvent"))
+
+# CycleState key: the PreFilter plugins that narrowed the candidate nodes (a list of names).
+PRE_FILTER_NARROWING_KEY = "framework/preFilterNarrowingPlugins"
+
+# Upstream's maxTimeout for a Permit Wait.
+MAX_PERMIT_WAIT = 15 * 60.0
 
 # Upstream samples per-plugin timings in 10% of cycles: timing every call costs more than the plugins.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -118,6 +128,9 @@ class Framework:
         self._normalizers: dict[str, ScoreExtensions] = {
             p.name: p for p in plugins.score if isinstance(p, ScoreExtensions)
         }
+        self._array_normalizers: dict[str, BatchScoreExtensions] = {
+            p.name: p for p in plugins.score if isinstance(p, BatchScoreExtensions)
+        }
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -164,6 +177,7 @@ class Framework:
         start = time.perf_counter()
         result: PreFilterResult | None = None
         status: Status | None = None
+        narrowing: list[str] = []
         for plugin in self.plugins.pre_filter:
             plugin_result, plugin_status = plugin.pre_filter(state, pod, nodes)
             if plugin_status is not None and plugin_status.code is not Code.Success:
@@ -173,12 +187,19 @@ class Framework:
                 status = plugin_status.with_plugin(plugin.name)
                 break
             if plugin_result is not None and plugin_result.node_names is not None:
+                if not narrowing:
+                    # The cycle blames them for the nodes they left out (upstream's pluginsWithNodes).
+                    state.write(PRE_FILTER_NARROWING_KEY, narrowing)
+                narrowing.append(plugin.name)
                 result = plugin_result if result is None else result.merge(plugin_result)
                 if not result.node_names:
-                    status = Status.unschedulable(
-                        "node(s) didn't satisfy plugin(s) [" + plugin.name + "] simultaneously",
-                        resolvable=False,
-                    ).with_plugin(plugin.name)
+                    names = sorted(narrowing)
+                    message = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) {go_list(names)} simultaneously"
+                    )
+                    status = Status.unschedulable(message, resolvable=False).with_plugin(plugin.name)
                     break
         self._observe_point("PreFilter", _status_label(status), time.perf_counter() - start)
         return result, status
@@ -225,38 +246,49 @@ class Framework:
 
     def run_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """Weighted, normalised total score per node, aligned with ``nodes``. Raises on plugin error."""
-        totals = [0] * len(nodes)
+        totals: list[int] = self.run_score_array(state, pod, nodes).tolist()
+        return totals
+
+    def run_score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> IntArray:
+        """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout."""
+        totals: IntArray = np.zeros(len(nodes), dtype=np.int64)
         skip = state.skip_score_plugins
         for plugin in self.plugins.score:
             if plugin.name in skip:
                 continue
             batch = self._batch_scores.get(plugin.name)
+            raw: Sequence[int] | IntArray
             if batch is not None:
-                raw = list(batch.score_nodes(state, pod, nodes))
+                raw = batch.score_nodes(state, pod, nodes)
             else:
-                raw = []
+                per_node: list[int] = []
                 for node in nodes:
                     value, status = plugin.score(state, pod, node)
                     if status is not None and status.code is not Code.Success:
                         raise PluginError(status.with_plugin(plugin.name))
-                    raw.append(value)
+                    per_node.append(value)
+                raw = per_node
             normalizer = self._normalizers.get(plugin.name)
             if normalizer is not None:
-                scores = [NodeScore(node.name, value) for node, value in zip(nodes, raw, strict=True)]
-                status = normalizer.normalize_score(state, pod, scores)
-                if status is not None and status.code is not Code.Success:
-                    raise PluginError(status.with_plugin(plugin.name))
-                raw = [s.score for s in scores]
-            weight = self.score_weights.get(plugin.name, 1)
-            for index, value in enumerate(raw):
-                if value < MIN_NODE_SCORE or value > MAX_NODE_SCORE:
-                    raise PluginError(
-                        Status.as_error(
-                            f"plugin {plugin.name!r} returned an invalid score {value} for node "
-                            f"{nodes[index].name!r}; scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
-                        ).with_plugin(plugin.name)
+                array_normalizer = self._array_normalizers.get(plugin.name)
+                if array_normalizer is not None:
+                    raw = array_normalizer.normalize_score_array(
+                        state, pod, _checked_array(plugin.name, nodes, raw)
                     )
-                totals[index] += value * weight
+                else:
+                    values = raw.tolist() if isinstance(raw, np.ndarray) else list(raw)
+                    scores = [NodeScore(node.name, value) for node, value in zip(nodes, values, strict=True)]
+                    status = normalizer.normalize_score(state, pod, scores)
+                    if status is not None and status.code is not Code.Success:
+                        raise PluginError(status.with_plugin(plugin.name))
+                    raw = [s.score for s in scores]
+            weight = self.score_weights.get(plugin.name, 1)
+            values_array = _checked_array(plugin.name, nodes, raw)
+            bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
+            if bad.any():
+                index = int(np.flatnonzero(bad)[0])
+                raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
+            totals += values_array * weight
         return totals
 
     def has_score_plugins(self) -> bool:
@@ -278,18 +310,25 @@ class Framework:
                 log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
-        """Success, a rejection, or Wait with the longest timeout any waiting plugin asked for."""
+        """Success, a rejection, or Wait (naming the plugin whose timeout expires first) and that timeout.
+
+        Upstream arms one timer per waiting plugin and the first to fire rejects the pod, so the
+        shortest timeout wins; each is capped at 15 minutes.
+        """
+        waiting: Status | None = None
         wait_timeout = 0.0
         for plugin in self.plugins.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status is None or status.code is Code.Success:
                 continue
             if status.code is Code.Wait:
-                wait_timeout = max(wait_timeout, min(timeout, 15 * 60.0))
+                timeout = min(max(timeout, 0.0), MAX_PERMIT_WAIT)
+                if waiting is None or timeout < wait_timeout:
+                    waiting, wait_timeout = Status(Code.Wait, plugin=plugin.name), timeout
                 continue
             return status.with_plugin(plugin.name), 0.0
-        if wait_timeout > 0:
-            return Status(Code.Wait), wait_timeout
+        if waiting is not None:
+            return waiting, wait_timeout
         return None, 0.0
 
     # --- binding cycle (threads) --------------------------------------------------------------
@@ -314,6 +353,33 @@ class Framework:
                 plugin.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+def go_list(names: Iterable[str]) -> str:
+    """A list of names as Go's ``%v`` prints a ``[]string``, the form upstream's messages use."""
+    return "[" + " ".join(names) + "]"
+
+
+def _invalid_score(plugin: str, value: Any, node_name: str) -> PluginError:
+    return PluginError(
+        Status.as_error(
+            f"plugin {plugin!r} returned an invalid score {value} for node "
+            f"{node_name!r}; scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
+        ).with_plugin(plugin)
+    )
+
+
+def _checked_array(plugin: str, nodes: Sequence[NodeInfo], raw: Sequence[int] | IntArray) -> IntArray:
+    """The scores as int64; one too large for that is reported like any other out-of-range score."""
+    if isinstance(raw, np.ndarray) and raw.dtype == np.int64:
+        return raw
+    try:
+        return np.asarray(raw, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        for index, value in enumerate(raw):
+            if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                raise _invalid_score(plugin, value, nodes[index].name) from None
+        raise
 
 
 class PluginError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from scheduler.framework.batch import IntArray
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.status import Status
@@ -24,7 +25,7 @@ from scheduler.plugins.helper.nodeselector import (
     required_node_affinity,
     required_terms_raw,
 )
-from scheduler.plugins.helper.normalize import default_normalize_score
+from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:
@@ -178,6 +179,9 @@ class NodeAffinity:
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return default_normalize_score_array(MAX_NODE_SCORE, False, scores)
 
     # --- Queueing hints ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from scheduler.framework.batch import MaskedStatuses, all_pass, columns_of, per_node_statuses
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -53,6 +54,20 @@ class NodeUnschedulable:
         if _tolerates_unschedulable(pod_tolerations(pod)):
             return None
         return Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        found = columns_of(nodes)
+        if found is None:
+            candidates = [i for i, node in enumerate(nodes) if node.unschedulable]
+            return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), candidates)
+        columns, positions = found
+        cordoned = columns.unschedulable[positions]
+        if not cordoned.any() or _tolerates_unschedulable(pod_tolerations(pod)):
+            return all_pass(len(positions))
+        status = Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
+        return MaskedStatuses(~cordoned, lambda index: status)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # With queueing hints, upstream classifies a spec.unschedulable change as UpdateNodeTaint.

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray, columns_of, per_node_statuses
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.status import Status
@@ -12,7 +15,7 @@ from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint, uid_of
-from scheduler.plugins.helper.normalize import default_normalize_score
+from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduler.plugins.helper.taints import (
     PREFER_NO_SCHEDULE,
     Toleration,
@@ -47,6 +50,16 @@ def _count_intolerable_prefer_no_schedule(
     return count
 
 
+def _tainted(nodes: Sequence[NodeInfo]) -> list[int]:
+    """Indices of the nodes with any taint."""
+    found = columns_of(nodes)
+    if found is None:
+        return [i for i, node in enumerate(nodes) if node.taints]
+    columns, positions = found
+    indices: list[int] = np.flatnonzero(columns.tainted[positions]).tolist()
+    return indices
+
+
 class TaintToleration:
     """Filter: NoSchedule/NoExecute taints must be tolerated (UnschedulableAndUnresolvable otherwise).
 
@@ -68,6 +81,12 @@ class TaintToleration:
             return None
         return Status.unschedulable(ERR_REASON_UNTOLERATED, resolvable=False)
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        # Only tainted nodes can fail; the columns say which those are.
+        return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), _tainted(nodes))
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, _prefer_no_schedule_tolerations(pod_tolerations(pod)))
         return None
@@ -80,9 +99,20 @@ class TaintToleration:
             tolerations = _prefer_no_schedule_tolerations(pod_tolerations(pod))
         return _count_intolerable_prefer_no_schedule(node.taints, tolerations), None
 
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        scores = np.zeros(len(nodes), dtype=np.int64)
+        for index in _tainted(nodes):
+            scores[index] = self.score(state, pod, nodes[index])[0]
+        return scores
+
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return None
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return default_normalize_score_array(MAX_NODE_SCORE, True, scores)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

@@ -39,23 +39,35 @@ def pod_body(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
 
 
 class CountingTransport:
-    """Passes through to the real transport, recording every LIST page and WATCH request."""
+    """Passes through to the real (pipelined) transport, recording each LIST page and WATCH request."""
 
     def __init__(self, inner: AsyncTransport) -> None:
         self.inner = inner
         self.lists: list[dict[str, str]] = []
         self.watches: list[dict[str, str]] = []
+        real = inner.request_bytes
+
+        async def recording(method: str, path: str, **kwargs: Any) -> bytes:
+            if method == "GET":
+                self.lists.append(dict(kwargs.get("params") or {}))
+            return await real(method, path, **kwargs)
+
+        inner.request_bytes = recording  # type: ignore[method-assign]
 
     async def list(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
-        self.lists.append(dict(params))
         return await self.inner.list(path, params)
+
+    def list_pages(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
+        return self.inner.list_pages(path, params)
 
     def watch(self, path: str, params: Mapping[str, str]) -> AsyncGenerator[dict[str, Any], None]:
         self.watches.append(dict(params))
         return self.inner.watch(path, params)
 
 
-async def fresh_list(transport: AsyncTransport, path: str, params: Mapping[str, str] | None = None) -> dict[str, str]:
+async def fresh_list(
+    transport: AsyncTransport, path: str, params: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """key -> resourceVersion from one unpaginated consistent LIST."""
     body = await transport.list(path, dict(params or {}))
     return {meta_namespace_key(o): o["metadata"]["resourceVersion"] for o in body["items"]}
@@ -141,7 +153,9 @@ async def test_add_update_delete_arrive_in_order(kubeconfig: str, namespace: str
         assert rvs == sorted(rvs) and len(set(rvs)) == len(rvs)
 
 
-async def test_field_selector_drops_finished_pods_and_indexes_by_node(kubeconfig: str, namespace: str) -> None:
+async def test_field_selector_drops_finished_pods_and_indexes_by_node(
+    kubeconfig: str, namespace: str
+) -> None:
     async with AsyncTransport.from_kubeconfig(kubeconfig) as transport:
         path = PODS.path(namespace)
         await create_all(transport, path, [pod_body("runs"), pod_body("finishes")])
@@ -159,9 +173,16 @@ async def test_field_selector_drops_finished_pods_and_indexes_by_node(kubeconfig
             await transport.request(
                 "POST",
                 f"{path}/runs/binding",
-                body={"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "runs"}, "target": {"name": "n1"}},
+                body={
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": "runs"},
+                    "target": {"name": "n1"},
+                },
             )
-            await eventually(lambda: informer.store.index_keys(NODE_NAME_INDEX, "n1") == [f"{namespace}/runs"], 30)
+            await eventually(
+                lambda: informer.store.index_keys(NODE_NAME_INDEX, "n1") == [f"{namespace}/runs"], 30
+            )
             await transport.request(
                 "PATCH",
                 f"{path}/finishes/status",
@@ -172,7 +193,9 @@ async def test_field_selector_drops_finished_pods_and_indexes_by_node(kubeconfig
             assert sorted(informer.store.keys()) == [f"{namespace}/runs"]
 
 
-async def test_failing_and_slow_handlers_do_not_stall_others_or_the_watch(kubeconfig: str, namespace: str) -> None:
+async def test_failing_and_slow_handlers_do_not_stall_others_or_the_watch(
+    kubeconfig: str, namespace: str
+) -> None:
     async with AsyncTransport.from_kubeconfig(kubeconfig) as transport:
         path = PODS.path(namespace)
         informer = SharedInformer(transport, PODS, namespace=namespace)
@@ -207,7 +230,9 @@ async def test_factory_shares_and_syncs_informers(kubeconfig: str, namespace: st
         await create_all(transport, PODS.path(namespace), [pod_body("f-1")])
         factory = InformerFactory(transport, namespace=namespace)
         pods = factory.informer_for(PODS)
-        namespaces = factory.informer_for(NAMESPACES, label_selector="kubernetes.io/metadata.name=" + namespace)
+        namespaces = factory.informer_for(
+            NAMESPACES, label_selector="kubernetes.io/metadata.name=" + namespace
+        )
         assert factory.informer_for(PODS) is pods
         async with factory:
             assert await factory.wait_for_cache_sync(30)

@@ -45,7 +45,10 @@ def pod_body(name: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
-        "spec": {"schedulerName": NO_SCHEDULER, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+        "spec": {
+            "schedulerName": NO_SCHEDULER,
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        },
     }
 
 
@@ -222,6 +225,12 @@ class CuttableProxy:
     async def restore(self) -> None:
         await self.start()
 
+    async def __aenter__(self) -> CuttableProxy:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.cut()
+
 
 async def etcd_post(endpoint: str, api: str, body: Mapping[str, Any]) -> dict[str, Any]:
     async with aiohttp.ClientSession() as session, session.post(f"{endpoint}{api}", json=body) as resp:
@@ -260,6 +269,7 @@ async def test_compaction_while_disconnected_relists_and_reconciles(
     await proxy.start()
     groups = ("keep", "change", "vanish", "recreate")
     async with (
+        proxy,
         healthy_apiserver(control_plane),
         AsyncTransport.from_kubeconfig(kubeconfig) as direct,
         proxied_transport(kubeconfig, proxy.port) as via_proxy,
@@ -293,7 +303,6 @@ async def test_compaction_while_disconnected_relists_and_reconciles(
             await proxy.restore()
 
             await converge(informer, replay, direct, path)
-        await proxy.cut()
 
     assert metric("py_scheduler_informer_relists_total", resource="pods", reason="expired") > expired_before
     ns = namespace

@@ -98,8 +98,9 @@ def test_binds_300_pods_on_50_heterogeneous_nodes_without_overcommit(
                                taints=taints))  # fmt: skip
     create_nodes(api_client, nodes)
     toleration = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    cpus, memories = ["100m", "250m", "500m"], ["64Mi", "256Mi", "512Mi"]
     ours = [
-        make_pod(f"p-{i}", run_id, cpu=["100m", "250m", "500m"][i % 3], memory=["64Mi", "256Mi", "512Mi"][i % 3],
+        make_pod(f"p-{i}", run_id, cpu=cpus[i % 3], memory=memories[i % 3],
                  tolerations=toleration if i % 7 == 0 else None)
         for i in range(300)
     ]  # fmt: skip

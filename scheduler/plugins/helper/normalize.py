@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray
 from scheduler.framework.types import NodeScore
 
 
@@ -19,3 +22,16 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
         # Scores are non-negative here, so floor division equals Go's truncation.
         score = max_priority * entry.score // max_count
         entry.score = max_priority - score if reverse else score
+
+
+def default_normalize_score_array(max_priority: int, reverse: bool, scores: IntArray) -> IntArray:
+    """``default_normalize_score`` over an array of scores; returns the normalised array."""
+    max_count = max(0, int(scores.max())) if len(scores) else 0
+    if max_count == 0:
+        if reverse:
+            return np.full(len(scores), max_priority, dtype=np.int64)
+        return scores
+    normalised: IntArray = max_priority * scores // max_count
+    if reverse:
+        normalised = max_priority - normalised
+    return normalised

@@ -6,6 +6,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray, trunc_div
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.status import Status
@@ -56,6 +59,40 @@ def balanced_resource_scorer(requested: list[int], allocated: list[int], allocat
     return half + go_div(half + with_pod - without_pod, 2)
 
 
+def balanced_resource_score_array(requested: list[IntArray], allocatable: list[IntArray]) -> IntArray:
+    """``balanced_resource_score`` over many nodes, every capacity non-zero; the same float operations
+    in the same order, so the same results."""
+    fractions = [
+        np.minimum(used / capacity, 1.0) for used, capacity in zip(requested, allocatable, strict=True)
+    ]
+    count = len(fractions)
+    if count == 2:
+        std = np.abs((fractions[0] - fractions[1]) / 2)
+    elif count > 2:
+        total = fractions[0]
+        for fraction in fractions[1:]:
+            total = total + fraction
+        mean = total / count
+        squares = (fractions[0] - mean) * (fractions[0] - mean)
+        for fraction in fractions[1:]:
+            squares = squares + (fraction - mean) * (fraction - mean)
+        std = np.sqrt(squares / count)
+    else:
+        std = np.zeros(len(allocatable[0]))
+    score: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return score
+
+
+def balanced_resource_array_scorer(
+    requested: list[IntArray], allocated: list[IntArray], allocatable: list[IntArray]
+) -> IntArray:
+    with_pod = balanced_resource_score_array(requested, allocatable)
+    without_pod = balanced_resource_score_array(allocated, allocatable)
+    half = MAX_NODE_SCORE // 2
+    score: IntArray = half + trunc_div(half + with_pod - without_pod, 2)
+    return score
+
+
 class NodeResourcesBalancedAllocation:
     """Score: favours nodes whose resource utilizations end up close to each other.
 
@@ -69,7 +106,12 @@ class NodeResourcesBalancedAllocation:
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         resources = parse_balanced_allocation_args(ArgsReader(self.name), args)
-        self.scorer = ResourceAllocationScorer(resources, balanced_resource_scorer, use_requested=True)
+        self.scorer = ResourceAllocationScorer(
+            resources,
+            balanced_resource_scorer,
+            use_requested=True,
+            array_scorer=balanced_resource_array_scorer,
+        )
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         requests = self.scorer.pod_requests(pod)
@@ -86,3 +128,17 @@ class NodeResourcesBalancedAllocation:
                 return 0, None
             entries = self.scorer.entries(requests)
         return self.scorer.score(node, entries), None
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        entries = state.get(PRE_SCORE_STATE_KEY)
+        if entries is None:
+            requests = self.scorer.pod_requests(pod)
+            if not any(requests):
+                return [0] * len(nodes)
+            entries = self.scorer.entries(requests)
+        scores = self.scorer.score_nodes(nodes, entries)
+        if scores is None:
+            return [self.scorer.score(node, entries) for node in nodes]
+        return scores

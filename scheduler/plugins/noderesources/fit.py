@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray, MaskedStatuses, columns_of
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.resources import Resource as ResourceVector
 from scheduler.framework.status import Code, Status
@@ -20,9 +23,12 @@ from scheduler.plugins.noderesources.args import (
 )
 from scheduler.plugins.noderesources.effective_requests import effective_requests
 from scheduler.plugins.noderesources.resource_allocation import (
+    ArrayScorer,
     ResourceAllocationScorer,
     Scorer,
+    least_resource_array_scorer,
     least_resource_scorer,
+    most_resource_array_scorer,
     most_resource_scorer,
     requested_to_capacity_ratio_scorer,
 )
@@ -35,6 +41,14 @@ if TYPE_CHECKING:
 PRE_FILTER_STATE_KEY = "PreFilter" + names.NODE_RESOURCES_FIT
 PRE_SCORE_STATE_KEY = "PreScore" + names.NODE_RESOURCES_FIT
 REASON_TOO_MANY_PODS = "Too many pods"
+
+# Bits of the vectorised check, in the order insufficient_resources() lists the reasons.
+_REASON_BITS = (
+    (1, REASON_TOO_MANY_PODS),
+    (2, "Insufficient cpu"),
+    (4, "Insufficient memory"),
+    (8, "Insufficient ephemeral-storage"),
+)
 
 
 class FitRequest:
@@ -94,12 +108,54 @@ def insufficient_resources(request: FitRequest, node: NodeInfo) -> tuple[list[st
     return reasons, unresolvable
 
 
+def insufficient_resources_batch(
+    request: FitRequest, nodes: Sequence[NodeInfo]
+) -> tuple[IntArray, IntArray] | None:
+    """``insufficient_resources`` for a NodeSubset at once: (reason bits, unresolvable) per node.
+
+    None when ``nodes`` carries no columns or the pod asks for scalar resources (per-node path).
+    """
+    found = columns_of(nodes)
+    if found is None or request.scalars:
+        return None
+    columns, positions = found
+    bits: IntArray = (columns.num_pods[positions] >= columns.alloc_pods[positions]).astype(np.int64)
+    unresolvable: IntArray = np.zeros(len(positions), dtype=np.int64)
+    if request.empty:
+        return bits, unresolvable
+    for bit, wanted, allocatable, requested in (
+        (2, request.milli_cpu, columns.alloc_cpu, columns.req_cpu),
+        (4, request.memory, columns.alloc_mem, columns.req_mem),
+        (8, request.ephemeral_storage, columns.alloc_eph, columns.req_eph),
+    ):
+        if wanted <= 0:
+            continue
+        capacity = allocatable[positions]
+        short = wanted > capacity - requested[positions]
+        bits |= short * bit
+        unresolvable |= short & (wanted > capacity)
+    return bits, unresolvable
+
+
+def _status_from_bits(bits: int, unresolvable: int) -> Status:
+    reasons = [reason for bit, reason in _REASON_BITS if bits & bit]
+    return Status(Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable, reasons)
+
+
 def _build_scorer(args: FitArgs) -> Scorer:
     if args.strategy == LEAST_ALLOCATED:
         return least_resource_scorer(args.resources)
     if args.strategy == MOST_ALLOCATED:
         return most_resource_scorer(args.resources)
     return requested_to_capacity_ratio_scorer(args.resources, args.shape)
+
+
+def _build_array_scorer(args: FitArgs) -> ArrayScorer | None:
+    if args.strategy == LEAST_ALLOCATED:
+        return least_resource_array_scorer(args.resources)
+    if args.strategy == MOST_ALLOCATED:
+        return most_resource_array_scorer(args.resources)
+    return None
 
 
 def _requests_increased(request: FitRequest, old: NodeInfo, new: NodeInfo) -> bool:
@@ -147,7 +203,10 @@ class NodeResourcesFit:
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = parse_fit_args(ArgsReader(self.name), args)
         self.scorer = ResourceAllocationScorer(
-            self.args.resources, _build_scorer(self.args), use_requested=False
+            self.args.resources,
+            _build_scorer(self.args),
+            use_requested=False,
+            array_scorer=_build_array_scorer(self.args),
         )
 
     # --- Filter -----------------------------------------------------------------------------------
@@ -170,6 +229,28 @@ class NodeResourcesFit:
             return None
         return Status(Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable, reasons)
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        request: FitRequest | None = state.get(PRE_FILTER_STATE_KEY)
+        if request is None:
+            request = self._fit_request(pod)
+        batch = insufficient_resources_batch(request, nodes)
+        if batch is None:
+            return [self.filter(state, pod, node) for node in nodes]
+        bits, unresolvable = batch
+        made: dict[tuple[int, int], Status] = {}
+
+        def status_of(index: int) -> Status:
+            key = (int(bits[index]), int(unresolvable[index]))
+            status = made.get(key)
+            if status is None:
+                # Nodes failing the same way share one Status, as they share the message.
+                status = made[key] = _status_from_bits(*key)
+            return status
+
+        return MaskedStatuses(bits == 0, status_of)
+
     # --- Score ------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -181,6 +262,17 @@ class NodeResourcesFit:
         if entries is None:
             entries = self.scorer.entries(self.scorer.pod_requests(pod))
         return self.scorer.score(node, entries), None
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        entries = state.get(PRE_SCORE_STATE_KEY)
+        if entries is None:
+            entries = self.scorer.entries(self.scorer.pod_requests(pod))
+        scores = self.scorer.score_nodes(nodes, entries)
+        if scores is None:
+            return [self.scorer.score(node, entries) for node in nodes]
+        return scores
 
     # --- Queueing hints ---------------------------------------------------------------------------
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numpy as np
+
+from scheduler.framework.batch import IntArray, columns_of
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -29,6 +32,8 @@ MAX_UTILIZATION = 100
 
 # (requested, allocated, allocatable) per resource, aligned with the configured resources.
 Scorer = Callable[[list[int], list[int], list[int]], int]
+# The same over many nodes at once: one array per resource, every capacity non-zero.
+ArrayScorer = Callable[[list[IntArray], list[IntArray], list[IntArray]], IntArray]
 
 
 class ResourceSpec(NamedTuple):
@@ -80,6 +85,43 @@ def _weighted_scorer(resources: Sequence[ResourceSpec], per_resource: Callable[[
     return score
 
 
+def _weighted_array_scorer(
+    resources: Sequence[ResourceSpec], per_resource: Callable[[IntArray, IntArray], IntArray]
+) -> ArrayScorer:
+    weights = [r.weight for r in resources]
+
+    def score(requested: list[IntArray], allocated: list[IntArray], allocatable: list[IntArray]) -> IntArray:
+        # Every capacity is non-zero (see ResourceAllocationScorer.score_nodes), so all weights count.
+        total: IntArray = np.zeros(len(allocatable[0]), dtype=np.int64)
+        for i, capacity in enumerate(allocatable):
+            total += per_resource(requested[i], capacity) * weights[i]
+        weight_sum = sum(weights[: len(allocatable)])
+        if not weight_sum:
+            return np.zeros_like(total)
+        result: IntArray = total // weight_sum
+        return result
+
+    return score
+
+
+def _least_requested_array(requested: IntArray, capacity: IntArray) -> IntArray:
+    score: IntArray = np.where(requested > capacity, 0, (capacity - requested) * MAX_NODE_SCORE // capacity)
+    return score
+
+
+def _most_requested_array(requested: IntArray, capacity: IntArray) -> IntArray:
+    score: IntArray = np.minimum(requested, capacity) * MAX_NODE_SCORE // capacity
+    return score
+
+
+def least_resource_array_scorer(resources: Sequence[ResourceSpec]) -> ArrayScorer:
+    return _weighted_array_scorer(resources, _least_requested_array)
+
+
+def most_resource_array_scorer(resources: Sequence[ResourceSpec]) -> ArrayScorer:
+    return _weighted_array_scorer(resources, _most_requested_array)
+
+
 def least_resource_scorer(resources: Sequence[ResourceSpec]) -> Scorer:
     """LeastAllocated: favours nodes with more free capacity after placing the pod."""
     return _weighted_scorer(resources, least_requested_score)
@@ -124,12 +166,20 @@ def requested_to_capacity_ratio_scorer(
 class ResourceAllocationScorer:
     """Builds the per-resource vectors for a node and hands them to a scorer."""
 
-    __slots__ = ("_kinds", "resources", "scorer", "use_requested")
+    __slots__ = ("_kinds", "array_scorer", "resources", "scorer", "use_requested")
 
-    def __init__(self, resources: Sequence[ResourceSpec], scorer: Scorer, *, use_requested: bool) -> None:
+    def __init__(
+        self,
+        resources: Sequence[ResourceSpec],
+        scorer: Scorer,
+        *,
+        use_requested: bool,
+        array_scorer: ArrayScorer | None = None,
+    ) -> None:
         self.resources = tuple(resources)
         self.scorer = scorer
         self.use_requested = use_requested
+        self.array_scorer = array_scorer
         self._kinds = tuple(_kind(r.name) for r in self.resources)
 
     def pod_requests(self, pod: PodInfo) -> list[int]:
@@ -170,3 +220,35 @@ class ResourceAllocationScorer:
             allocated[i] = in_use
             requested[i] = in_use + pod_request
         return self.scorer(requested, allocated, allocatable)
+
+    def score_nodes(
+        self, nodes: Sequence[NodeInfo], entries: Sequence[tuple[int, int, str, int]]
+    ) -> IntArray | None:
+        """``score`` for every node of a NodeSubset at once, or None when only the per-node path can
+        answer: no columns, no array scorer, a scalar resource, or a node without some resource."""
+        found = columns_of(nodes)
+        if found is None or self.array_scorer is None or len(entries) != len(self.resources) or not entries:
+            return None
+        columns, positions = found
+        requested: list[IntArray] = []
+        allocated: list[IntArray] = []
+        allocatable: list[IntArray] = []
+        for _, kind, _, pod_request in entries:
+            if kind == _KIND_CPU:
+                capacity = columns.alloc_cpu[positions]
+                in_use = (columns.req_cpu if self.use_requested else columns.nz_cpu)[positions]
+            elif kind == _KIND_MEMORY:
+                capacity = columns.alloc_mem[positions]
+                in_use = (columns.req_mem if self.use_requested else columns.nz_mem)[positions]
+            elif kind == _KIND_EPHEMERAL:
+                capacity = columns.alloc_eph[positions]
+                in_use = columns.req_eph[positions]
+            else:
+                return None
+            if not capacity.all():
+                # A resource some node lacks drops out of that node's mean: per-node arithmetic.
+                return None
+            allocatable.append(capacity)
+            allocated.append(in_use)
+            requested.append(in_use + pod_request)
+        return self.array_scorer(requested, allocated, allocatable)

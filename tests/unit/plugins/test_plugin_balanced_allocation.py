@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import node, node_info, pod, pre_score_code, run_score
 
 from scheduler.framework.status import Code
 from scheduler.plugins.errors import PluginArgsError
@@ -14,6 +13,7 @@ from scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     balanced_resource_scorer,
 )
+from tests.unit.plugins.plugin_testlib import node, node_info, pod, pre_score_code, run_score
 
 GPU = "nvidia.com/gpu"
 WITH_GPU = {

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from plugin_testlib import FakeHandle, node, node_info, pod, pre_score_code, run_score
 
 from scheduler.framework.status import Code
 from scheduler.plugins.imagelocality import ImageLocality, normalized_image_name
+from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod, pre_score_code, run_score
 
 MB = 1024 * 1024
 

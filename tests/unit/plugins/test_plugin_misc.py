@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import FakeHandle, node, node_info, pod, run_filter
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
@@ -31,6 +30,7 @@ from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduling_queue.types import ActionType, QueuedPodInfo, QueueingHint, Resource
+from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod, run_filter
 
 
 def queued(priority: int | None, timestamp: float) -> QueuedPodInfo:

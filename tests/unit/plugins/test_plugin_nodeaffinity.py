@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import node, node_info, pod, pre_score_code, run_filter, run_score
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
@@ -14,6 +13,7 @@ from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduling_queue.types import ActionType, QueueingHint, Resource
+from tests.unit.plugins.plugin_testlib import node, node_info, pod, pre_score_code, run_filter, run_score
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import node, node_info, pod, run_filter
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.nodeports import NodePorts
 from scheduling_queue.types import ActionType, QueueingHint, Resource
+from tests.unit.plugins.plugin_testlib import node, node_info, pod, run_filter
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 

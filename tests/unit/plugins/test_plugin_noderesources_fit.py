@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import node, node_info, pod, run_filter, run_score
 
 from scheduler.framework.status import Code
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduling_queue.types import ActionType, QueueingHint, Resource
+from tests.unit.plugins.plugin_testlib import node, node_info, pod, run_filter, run_score
 
 EXT_A = "example.com/aaa"
 EXT_B = "example.com/bbb"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_testlib import node, node_info, pod, run_filter, run_score
 
 from scheduler.framework.status import Code
 from scheduler.plugins.errors import PluginArgsError
@@ -14,6 +13,7 @@ from scheduler.plugins.helper.taints import Toleration
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.tainttoleration import TaintToleration
 from scheduling_queue.types import ActionType, QueueingHint, Resource
+from tests.unit.plugins.plugin_testlib import node, node_info, pod, run_filter, run_score
 
 UNTOLERATED = "node(s) had untolerated taint(s)"
 

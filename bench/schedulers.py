@@ -1,0 +1,273 @@
+"""The three contestants, each started the way its users start it, on a given control plane.
+
+* kube-scheduler: devcluster's build, ``--config`` with clientConnection qps/burst raised (as
+  scheduler_perf does), default profile and plugins.
+* py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --port P --leader-elect false``, the
+  same qps/burst, default profile and plugins. Optionally under a profiler.
+* ceiling: ``bench.trivial_binder`` (round-robin, no filtering).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Protocol
+
+import yaml
+
+from devcluster.cluster import ControlPlane
+from devcluster.probe import free_port
+from devcluster.process import ManagedProcess
+
+REPO = Path(__file__).resolve().parents[1]
+KUBE = "kube-scheduler"
+PY = "py-scheduler"
+CEILING = "ceiling"
+KUBE_SCHEDULER_NAME = "default-scheduler"
+PY_SCHEDULER_NAME = "py-scheduler"
+CEILING_SCHEDULER_NAME = "bench-binder"
+
+# scheduler_perf raises the client limits to these; both schedulers get the same.
+CLIENT_QPS = 5000
+CLIENT_BURST = 5000
+
+PROFILERS = ("pyinstrument", "py-spy")
+
+
+class Contestant(Protocol):
+    label: str
+    scheduler_name: str
+    log_path: Path
+
+    def start(self) -> None: ...
+
+    @property
+    def pid(self) -> int: ...
+
+    def plugins(self) -> dict[str, Any]: ...
+
+    def stop(self) -> None: ...
+
+
+def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"{what}: the process exited")
+        if condition():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class KubeScheduler:
+    label = KUBE
+    scheduler_name = KUBE_SCHEDULER_NAME
+
+    def __init__(self, cp: ControlPlane) -> None:
+        self._cp = cp
+        self._config = cp.write_kube_scheduler_config(qps=CLIENT_QPS, burst=CLIENT_BURST)
+        self._handle: ManagedProcess | None = None
+        self.log_path = cp.log_dir / "kube-scheduler-1.log"
+
+    def start(self) -> None:
+        self._handle = self._cp.start_kube_scheduler(config_path=self._config)
+        self.log_path = self._handle.log_path
+
+    @property
+    def pid(self) -> int:
+        assert self._handle is not None
+        return self._handle.pid
+
+    def plugins(self) -> dict[str, Any]:
+        """The defaulted configuration's multiPoint plugins, as kube-scheduler itself writes it out."""
+        out = self._cp.run_dir / "kube-scheduler-defaulted.yaml"
+        binary = self._cp.binaries_dir / "kube-scheduler"
+        subprocess.run(
+            [str(binary), f"--config={self._config}", f"--write-config-to={out}"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        if not out.exists():
+            return {"error": "kube-scheduler --write-config-to wrote nothing"}
+        config = yaml.safe_load(out.read_text())
+        profile = config["profiles"][0]
+        enabled = ((profile.get("plugins") or {}).get("multiPoint") or {}).get("enabled") or []
+        return {
+            "multiPoint": [
+                f"{p['name']}" + (f" (weight {p['weight']})" if p.get("weight") else "") for p in enabled
+            ],
+            "percentageOfNodesToScore": config.get("percentageOfNodesToScore"),
+            "parallelism": config.get("parallelism"),
+        }
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.stop(grace=10.0)
+
+
+class PyScheduler:
+    label = PY
+    scheduler_name = PY_SCHEDULER_NAME
+
+    def __init__(
+        self, cp: ControlPlane, workdir: Path, profiler: str | None = None, profile_out: Path | None = None
+    ) -> None:
+        self._cp = cp
+        self._workdir = workdir
+        self._profiler = profiler
+        self._profile_out = profile_out
+        self.config_path = workdir / "py-scheduler-config.yaml"
+        config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False},
+            "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_BURST},
+            "profiles": [{"schedulerName": PY_SCHEDULER_NAME}],
+        }
+        self.config_path.write_text(yaml.safe_dump(config))
+        self.log_path = workdir / "py-scheduler.log"
+        self.port = free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._spy: subprocess.Popen[bytes] | None = None
+
+    def argv(self) -> list[str]:
+        scheduler = [
+            "-m", "scheduler",
+            "--config", str(self.config_path),
+            "--kubeconfig", str(self._cp.kubeconfig),
+            "--bind-address", "127.0.0.1",
+            "--port", str(self.port),
+            "--leader-elect", "false",
+        ]  # fmt: skip
+        if self._profiler == "pyinstrument":
+            assert self._profile_out is not None
+            return [sys.executable, "-m", "pyinstrument", "-r", "text", "--show-all",
+                    "-o", str(self._profile_out), *scheduler]  # fmt: skip
+        return [sys.executable, *scheduler]
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+            )
+        _wait(self._ready, 120.0, f"py-scheduler /readyz (log {self.log_path})", self._alive)
+
+    def start_py_spy(self, out: Path) -> None:
+        """Sample whichever thread holds the GIL until stop() (py-spy must be on PATH): where the
+        scheduler's Python CPU goes, loop and binding threads alike."""
+        spy = shutil.which("py-spy")
+        if spy is None:
+            raise RuntimeError("py-spy is not on PATH")
+        self._spy = subprocess.Popen(
+            [spy, "record", "--pid", str(self.pid), "--rate", "100", "--format", "raw", "--output", str(out),
+             "--gil", "--threads", "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def plugins(self) -> dict[str, Any]:
+        """The plugins of each extension point, resolved from the config as the scheduler does."""
+        from scheduler.cache import Snapshot
+        from scheduler.config import load_config, resolve_profile
+        from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
+        from scheduler.profiles import FrameworkHandle, plugin_points
+
+        config = load_config(str(self.config_path), registry=IN_TREE_REGISTRY)
+        profile = config.profiles[0]
+        handle = FrameworkHandle(profile.scheduler_name, Snapshot, None, time.time)
+        resolved = resolve_profile(
+            profile, IN_TREE_REGISTRY, DEFAULT_MULTIPOINT, plugin_points(IN_TREE_REGISTRY, handle)
+        )
+        weights = resolved.score_weights
+        return {
+            "multiPoint": [
+                name + (f" (weight {weights[name]})" if name in weights else "")
+                for name, _ in DEFAULT_MULTIPOINT
+            ],
+            "filter": resolved.plugins["filter"],
+            "score": resolved.plugins["score"],
+            "percentageOfNodesToScore": config.percentage_of_nodes_to_score,
+            "parallelism": config.parallelism,
+        }
+
+    def stop(self) -> None:
+        if self._spy is not None and self._spy.poll() is None:
+            self._spy.send_signal(signal.SIGINT)
+            try:
+                self._spy.wait(30)
+            except subprocess.TimeoutExpired:
+                self._spy.kill()
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            # A profiler writes its report on exit; that can take a while.
+            self._proc.wait(120 if self._profiler else 20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(10)
+
+
+class TrivialBinder:
+    label = CEILING
+    scheduler_name = CEILING_SCHEDULER_NAME
+
+    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+        self._cp = cp
+        self.log_path = workdir / "trivial-binder.log"
+        self._ready_file = workdir / "trivial-binder.ready"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        argv = [sys.executable, "-m", "bench.trivial_binder",
+                "--kubeconfig", str(self._cp.kubeconfig),
+                "--scheduler-name", CEILING_SCHEDULER_NAME,
+                "--ready-file", str(self._ready_file)]  # fmt: skip
+        with self.log_path.open("ab") as log:
+            self._proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
+            )
+        alive = lambda: self._proc is not None and self._proc.poll() is None  # noqa: E731
+        _wait(self._ready_file.exists, 60.0, f"trivial binder (log {self.log_path})", alive)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def plugins(self) -> dict[str, Any]:
+        return {"multiPoint": ["(none: round-robin bind, no filtering or scoring)"]}
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait(5)

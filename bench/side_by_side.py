@@ -1,0 +1,273 @@
+"""``make bench``: the same workloads against kube-scheduler and py-scheduler on one local control plane.
+
+For every workload, each scheduler gets a fresh control plane (etcd + kube-apiserver; priority and
+fairness off and high inflight limits, the same for both), the workload's nodes, a warm-up pod to be
+sure it is scheduling, then the pods, created as fast as the apiserver accepts them by this process
+while the scheduler runs. A watch records when each pod is bound. See ``bench/workloads.py`` for the
+workloads and ``bench/results/latest.md`` for the last results.
+
+    python -m bench.side_by_side [--workloads basic,large,mixed,ceiling] [--schedulers kube,py]
+                                 [--quick] [--profile pyinstrument|py-spy] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import orjson
+
+from bench import analysis, report, schedulers, workloads
+from bench.apiclient import BenchClient
+from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
+from bench.procstat import sample
+from devcluster.binaries import k8s_version
+from devcluster.cluster import ControlPlane
+from devcluster.nodes import create_nodes
+
+log = logging.getLogger("bench")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+NAMESPACE = "bench"
+WARMUP_NAMESPACE = "bench-warmup"
+MAX_INFLIGHT = 4000
+MAX_MUTATING_INFLIGHT = 2000
+# Memory for 5,000 nodes + 10,000 pods in the apiserver, etcd and a scheduler, with room to spare.
+LARGE_MIN_FREE_GIB = 6.0
+SCHEDULER_KEYS = {"kube": schedulers.KUBE, "py": schedulers.PY}
+
+
+def _free_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def _contestant(
+    kind: str, cp: ControlPlane, workdir: Path, profiler: str | None, profile_out: Path | None
+) -> schedulers.Contestant:
+    if kind == schedulers.KUBE:
+        return schedulers.KubeScheduler(cp)
+    if kind == schedulers.PY:
+        return schedulers.PyScheduler(
+            cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out
+        )
+    return schedulers.TrivialBinder(cp, workdir)
+
+
+def _timeout(workload: workloads.Workload, base: float) -> float:
+    return base if base > 0 else 120.0 + len(workload.pods) / 10
+
+
+async def _warm_up(client: BenchClient, scheduler_name: str, timeout: float = 120.0) -> None:
+    """One pod through the scheduler: proof that its caches are synced and it is scheduling."""
+    await client.create_namespace(WARMUP_NAMESPACE)
+    body = workloads.pod("warmup", "10m", "16Mi")
+    body["spec"]["schedulerName"] = scheduler_name
+    await client.request("POST", f"/api/v1/namespaces/{WARMUP_NAMESPACE}/pods", orjson.dumps(body))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pod = await client.request("GET", f"/api/v1/namespaces/{WARMUP_NAMESPACE}/pods/warmup")
+        if (pod.get("spec") or {}).get("nodeName"):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"{scheduler_name} did not bind the warm-up pod in {timeout:.0f}s")
+
+
+async def _measure(
+    cp: ControlPlane,
+    contestant: schedulers.Contestant,
+    workload: workloads.Workload,
+    *,
+    timeout: float,
+    concurrency: int,
+    on_started: Callable[[], None],
+) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]]]:
+    async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
+        await client.create_namespace(NAMESPACE)
+        await _warm_up(client, contestant.scheduler_name)
+        bodies = workload.bodies(contestant.scheduler_name)
+        record = RunRecord()
+        watch = BindingWatch(client, NAMESPACE, record)
+        await watch.start()
+        pids = {"scheduler": contestant.pid, **cp.pids()}
+        before = {name: sample(pid) for name, pid in pids.items()}
+        on_started()
+        creating = asyncio.create_task(
+            create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
+        )
+        settle = 3.0 if workload.expect_unschedulable else 0.0
+        done = await watch.wait_for(workload.expect_bound(), timeout, settle=settle)
+        await creating
+        record.timed_out = not done
+        record.end = time.monotonic()
+        after = {name: sample(pid) for name, pid in pids.items()}
+        await watch.stop()
+        usage = {
+            "cpu_s": after["scheduler"].cpu_seconds - before["scheduler"].cpu_seconds,
+            "peak_rss_mib": after["scheduler"].peak_rss_mib,
+            "apiserver_cpu_s": after["kube-apiserver"].cpu_seconds - before["kube-apiserver"].cpu_seconds,
+            "etcd_cpu_s": after["etcd"].cpu_seconds - before["etcd"].cpu_seconds,
+        }
+        pods = (await client.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
+        nodes = (await client.list("/api/v1/nodes"))["items"]
+        return record, usage, pods, nodes
+
+
+def run_one(
+    workload: workloads.Workload,
+    kind: str,
+    *,
+    timeout: float,
+    concurrency: int,
+    profiler: str | None,
+    profile_dir: Path,
+) -> analysis.RunResult:
+    log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
+    with (
+        tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-{kind}-") as tmp,
+        ControlPlane(
+            priority_and_fairness=False,
+            max_requests_inflight=MAX_INFLIGHT,
+            max_mutating_requests_inflight=MAX_MUTATING_INFLIGHT,
+        ) as cp,
+    ):
+        workdir = Path(tmp)
+        started = time.monotonic()
+        create_nodes(cp.api_client(), workload.nodes, concurrency=32)
+        log.info("%d nodes in %.1fs", len(workload.nodes), time.monotonic() - started)
+        profile_out = profile_dir / f"{workload.name}-{kind}.pyinstrument.txt"
+        contestant = _contestant(kind, cp, workdir, profiler, profile_out)
+        contestant.start()
+        spy_out = profile_dir / f"{workload.name}-{kind}.py-spy.txt"
+
+        def on_started() -> None:
+            if profiler == "py-spy" and isinstance(contestant, schedulers.PyScheduler):
+                contestant.start_py_spy(spy_out)
+
+        notes: list[str] = []
+        try:
+            record, usage, pods, nodes = asyncio.run(
+                _measure(
+                    cp, contestant, workload, timeout=timeout, concurrency=concurrency, on_started=on_started
+                )
+            )
+            plugins = contestant.plugins()
+        finally:
+            contestant.stop()
+            if profiler and kind == schedulers.PY:
+                notes.append(f"profiled with {profiler} (slower than unprofiled)")
+    tput, steady, duration = analysis.throughput(record)
+    lat = analysis.latencies_ms(record)
+    placement = analysis.check_placement(workload, pods, nodes)
+    result = analysis.RunResult(
+        workload=workload.name,
+        scheduler=kind,
+        pods=len(workload.pods),
+        nodes=len(workload.nodes),
+        bound=len(record.bound),
+        duration_s=duration,
+        throughput=tput,
+        steady_throughput=steady,
+        p50_ms=analysis.percentile(lat, 50),
+        p90_ms=analysis.percentile(lat, 90),
+        p99_ms=analysis.percentile(lat, 99),
+        cpu_s=usage["cpu_s"],
+        peak_rss_mib=usage["peak_rss_mib"],
+        apiserver_cpu_s=usage["apiserver_cpu_s"],
+        etcd_cpu_s=usage["etcd_cpu_s"],
+        create_s=record.create_end - record.create_start,
+        create_errors=record.create_errors,
+        deleted=len(record.deleted),
+        timed_out=record.timed_out,
+        placement=placement,
+        plugins=plugins,
+        notes=notes,
+        timeline=analysis.timeline(record),
+    )
+    if record.timed_out:
+        result.notes.append(f"timed out after {timeout:.0f}s with {len(record.bound)} pods bound")
+    if record.create_errors:
+        result.notes.append(f"{record.create_errors} pod creations failed")
+    log.info(
+        "%s / %s: %d bound, %.1f pods/s (steady %.1f), p50 %.0f ms p99 %.0f ms, cpu %.1fs, rss %.0f MiB, "
+        "creation took %.1fs, placement %s",
+        workload.name, kind, result.bound, tput, steady, result.p50_ms, result.p99_ms, result.cpu_s,
+        result.peak_rss_mib, result.create_s, "ok" if placement.ok else "WRONG",
+    )  # fmt: skip
+    return result
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--workloads", default=",".join(workloads.ALL_WORKLOADS))
+    parser.add_argument("--schedulers", default="kube,py", help="kube,py (the ceiling runs its own binder)")
+    parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
+    parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
+    parser.add_argument("--timeout", type=float, default=0.0, help="per-run seconds (default: by size)")
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
+    parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
+    parser.add_argument("--raw", type=Path, help="raw JSON output (default next to --out, .raw.json)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    args = parse_args(argv)
+    names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    kinds = [SCHEDULER_KEYS[k.strip()] for k in args.schedulers.split(",") if k.strip()]
+    out = args.out or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
+    raw = args.raw or out.with_suffix(".raw.json")
+    profile_dir = out.parent / "profiles"
+    if args.profile:
+        profile_dir.mkdir(parents=True, exist_ok=True)
+    results: list[analysis.RunResult] = []
+    descriptions: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    started = time.monotonic()
+    for name in names:
+        workload = workloads.build(name, quick=args.quick)
+        descriptions[name] = workload.description
+        if name == workloads.LARGE and _free_gib() < LARGE_MIN_FREE_GIB:
+            skipped[name] = f"this machine has {_free_gib():.1f} GiB free; large needs {LARGE_MIN_FREE_GIB}"
+            continue
+        run_kinds = [schedulers.CEILING] if name == workloads.CEILING else kinds
+        for kind in run_kinds:
+            results.append(
+                run_one(
+                    workload,
+                    kind,
+                    timeout=_timeout(workload, args.timeout),
+                    concurrency=args.concurrency,
+                    profiler=args.profile,
+                    profile_dir=profile_dir,
+                )
+            )
+    settings = {
+        "Kubernetes": f"{k8s_version()} (kube-apiserver, etcd, kube-scheduler built by devcluster)",
+        "control plane": f"fresh per run; priority and fairness off; max-requests-inflight {MAX_INFLIGHT}, "
+        f"max-mutating-requests-inflight {MAX_MUTATING_INFLIGHT}; etcd without fsync",
+        "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers",
+        "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
+        "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
+        "mode": "quick" if args.quick else "full",
+        "wall time": f"{time.monotonic() - started:.0f}s",
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(report.render(results, settings=settings, descriptions=descriptions, skipped=skipped))
+    raw.write_text(json.dumps([r.to_json() for r in results], indent=1, default=str))
+    text = out.read_text()
+    print(text)
+    return 0 if all(r.placement.ok and not r.timed_out for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

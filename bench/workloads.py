@@ -1,0 +1,224 @@
+"""The side-by-side workloads: nodes, pods, churn and the pods expected to stay pending.
+
+Everything here is deterministic (fixed seeds), so kube-scheduler and py-scheduler get byte-for-byte
+the same pods apart from ``spec.schedulerName``, and their pending sets can be compared by name.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from devcluster.nodes import make_node
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+BASIC = "basic"
+LARGE = "large"
+MIXED = "mixed"
+CEILING = "ceiling"
+ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING)
+
+
+@dataclass(frozen=True)
+class Churn:
+    """Delete ``pod`` once ``after_created`` pods of the workload have been created."""
+
+    after_created: int
+    pod: str
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    nodes: list[dict[str, Any]]
+    # Pod templates without spec.schedulerName; pod names are unique within the workload.
+    pods: list[dict[str, Any]]
+    churn: list[Churn] = field(default_factory=list)
+    # Pods no node can take, whatever the placement of the others.
+    expect_unschedulable: frozenset[str] = frozenset()
+
+    @property
+    def pod_names(self) -> list[str]:
+        return [p["metadata"]["name"] for p in self.pods]
+
+    def deleted(self) -> frozenset[str]:
+        return frozenset(c.pod for c in self.churn)
+
+    def expect_bound(self) -> frozenset[str]:
+        return frozenset(self.pod_names) - self.expect_unschedulable - self.deleted()
+
+    def bodies(self, scheduler_name: str) -> list[tuple[str, bytes]]:
+        """(name, JSON body) per pod, serialised up front so the clock never pays for it."""
+        out = []
+        for pod in self.pods:
+            spec = dict(pod["spec"])
+            spec["schedulerName"] = scheduler_name
+            out.append((pod["metadata"]["name"], orjson.dumps({**pod, "spec": spec})))
+        return out
+
+
+def pod(
+    name: str,
+    cpu: str = "100m",
+    memory: str = "128Mi",
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    affinity: Mapping[str, Any] | None = None,
+    tolerations: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "pause", "image": PAUSE_IMAGE,
+             "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+        ],
+        "terminationGracePeriodSeconds": 0,
+    }  # fmt: skip
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = dict(affinity)
+    if tolerations:
+        spec["tolerations"] = tolerations
+    meta: dict[str, Any] = {"name": name, "labels": {"app": "bench", **(labels or {})}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def basic(nodes: int = 1000, pods: int = 5000, name: str = BASIC) -> Workload:
+    """scheduler_perf's SchedulingBasic: identical nodes, identical small pods."""
+    return Workload(
+        name=name,
+        description=f"{nodes} nodes (4 CPU, 16 GiB, 110 pods), {pods} pods (100m CPU, 128 MiB)",
+        nodes=[make_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110) for i in range(nodes)],
+        pods=[pod(f"pod-{i:05d}") for i in range(pods)],
+    )
+
+
+ZONES = ("zone-a", "zone-b", "zone-c")
+DEDICATED_TAINT = "dedicated=batch:NoSchedule"
+
+
+def _mixed_node(i: int) -> dict[str, Any]:
+    highmem = i % 5 == 0
+    labels = {
+        REGION_LABEL: "region-1",
+        ZONE_LABEL: ZONES[i % 3],
+        "disktype": "ssd" if i % 2 == 0 else "hdd",
+        "node-pool": "highmem" if highmem else "general",
+    }
+    # i % 10 == 3 never overlaps the highmem pool (i % 5 == 0), so highmem pods keep all their nodes.
+    taints = [DEDICATED_TAINT] if i % 10 == 3 else None
+    return make_node(
+        f"node-{i:05d}",
+        cpu="8" if highmem else "4",
+        memory="32Gi" if highmem else "16Gi",
+        pods=110,
+        labels=labels,
+        taints=taints,
+    )
+
+
+def _required_zones(zones: list[str]) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": ZONE_LABEL, "operator": "In", "values": zones}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def _preferred_ssd() -> dict[str, Any]:
+    pref = {"key": "disktype", "operator": "In", "values": ["ssd"]}
+    return {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 50, "preference": {"matchExpressions": [pref]}}
+            ]
+        }
+    }
+
+
+_BATCH_TOLERATION = {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
+
+# (kind, share of pods): shares add up to 1.
+MIXED_KINDS: tuple[tuple[str, float], ...] = (
+    ("small", 0.40),
+    ("zonal", 0.20),
+    ("ssd-preferred", 0.15),
+    ("batch", 0.10),
+    ("highmem", 0.10),
+    ("unschedulable", 0.05),
+)
+
+
+def _mixed_pod(name: str, kind: str, index: int) -> dict[str, Any]:
+    labels = {"kind": kind}
+    if kind == "small":
+        return pod(name, labels=labels)
+    if kind == "zonal":
+        return pod(name, "500m", "512Mi", labels=labels, affinity=_required_zones(["zone-a", "zone-b"]))
+    if kind == "ssd-preferred":
+        return pod(name, "250m", "256Mi", labels=labels, affinity=_preferred_ssd())
+    if kind == "batch":
+        return pod(name, "1", "2Gi", labels=labels, tolerations=[_BATCH_TOLERATION])
+    if kind == "highmem":
+        return pod(name, "2", "8Gi", labels=labels, node_selector={"node-pool": "highmem"})
+    # Unschedulable two ways: a label no node has, and a request larger than any node.
+    if index % 2 == 0:
+        return pod(name, labels=labels, node_selector={"disktype": "nvme"})
+    return pod(name, "64", "1Gi", labels=labels)
+
+
+def mixed(nodes: int = 1000, pods: int = 3000, churn_every: int = 10, churn_lag: int = 300) -> Workload:
+    """Zones, labels, taints; affinity, tolerations, mixed sizes, some unschedulable, plus deletes.
+
+    Churn deletes every ``churn_every``-th schedulable pod once ``churn_lag`` more pods have been
+    created: some are bound by then, some still queued.
+    """
+    rng = random.Random(7)
+    kinds: list[str] = []
+    for kind, share in MIXED_KINDS:
+        kinds += [kind] * round(pods * share)
+    kinds = (kinds + ["small"] * pods)[:pods]
+    rng.shuffle(kinds)
+    pod_list: list[dict[str, Any]] = []
+    unschedulable: set[str] = set()
+    churn: list[Churn] = []
+    for i, kind in enumerate(kinds):
+        name = f"pod-{i:05d}"
+        pod_list.append(_mixed_pod(name, kind, i))
+        if kind == "unschedulable":
+            unschedulable.add(name)
+        elif i % churn_every == churn_every // 2:
+            churn.append(Churn(min(i + 1 + churn_lag, pods), name))
+    return Workload(
+        name=MIXED,
+        description=(
+            f"{nodes} nodes in 3 zones (1/5 highmem 8 CPU 32 GiB, 1/10 tainted dedicated=batch, "
+            f"disktype ssd/hdd); {pods} pods: "
+            + ", ".join(f"{int(share * 100)}% {kind}" for kind, share in MIXED_KINDS)
+            + f"; {len(churn)} deleted while scheduling"
+        ),
+        nodes=[_mixed_node(i) for i in range(nodes)],
+        pods=pod_list,
+        churn=churn,
+        expect_unschedulable=frozenset(unschedulable),
+    )
+
+
+def build(name: str, *, quick: bool = False) -> Workload:
+    if name == BASIC:
+        return basic(500, 1000) if quick else basic()
+    if name == LARGE:
+        return basic(2000, 4000, name=LARGE) if quick else basic(5000, 10000, name=LARGE)
+    if name == MIXED:
+        return mixed(300, 1000, churn_lag=100) if quick else mixed()
+    if name == CEILING:
+        workload = basic(500, 1000) if quick else basic()
+        workload.name = CEILING
+        return workload
+    raise ValueError(f"unknown workload {name!r}; choose from {', '.join(ALL_WORKLOADS)}")

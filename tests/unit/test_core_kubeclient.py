@@ -1,0 +1,161 @@
+"""The API seam: the token-bucket RateLimiter and SchedulerApi's mapping of HTTP answers to errors."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+import urllib3
+
+from scheduler.api import ApiError, BindingConflict, SchedulerApi
+from scheduler.kubeclient import RateLimiter
+from tests.unit.test_core_fakes import FakeRest, status_error
+
+
+class FakeTime:
+    """A clock whose ``sleep`` just moves it forward, and remembers each sleep."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+
+
+def limiter(qps: float, burst: int) -> tuple[RateLimiter, FakeTime]:
+    t = FakeTime()
+    return RateLimiter(qps, burst, clock=t.clock, sleep=t.sleep), t
+
+
+# --- RateLimiter ------------------------------------------------------------------------------------
+
+
+def test_burst_passes_then_requests_queue_at_qps() -> None:
+    rl, t = limiter(qps=2.0, burst=3)
+    waits = [rl.wait() for _ in range(6)]
+    # Three saved tokens, then one every 0.5 s; each caller reserves the next free slot.
+    assert waits == [0.0, 0.0, 0.0, 0.5, 1.0, 1.5]
+    assert t.sleeps == [0.5, 1.0, 1.5]
+
+
+def test_tokens_refill_with_time_up_to_burst() -> None:
+    rl, t = limiter(qps=4.0, burst=2)
+    assert [rl.wait() for _ in range(2)] == [0.0, 0.0]
+    t.now += 0.25  # one token back
+    assert rl.wait() == 0.0
+    assert rl.wait() == 0.25
+    t.now += 3600  # a long idle never saves more than burst
+    assert [rl.wait() for _ in range(2)] == [0.0, 0.0]
+    assert rl.wait() == 0.25
+
+
+def test_zero_qps_disables_limiting() -> None:
+    rl, t = limiter(qps=0.0, burst=1)
+    assert [rl.wait() for _ in range(100)] == [0.0] * 100
+    assert t.sleeps == []
+
+
+def test_burst_below_one_still_lets_one_through() -> None:
+    rl, _ = limiter(qps=1.0, burst=0)
+    assert rl.wait() == 0.0
+    assert rl.wait() == pytest.approx(1.0)
+
+
+def test_concurrent_callers_get_distinct_slots() -> None:
+    rl, t = limiter(qps=4.0, burst=2)
+    threads = [threading.Thread(target=rl.wait) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5.0)
+    # Whatever the order, the eight callers past the burst slept 0.25, 0.5, ... 2.0 seconds.
+    assert sorted(t.sleeps) == pytest.approx([0.25 * k for k in range(1, 9)])
+
+
+# --- SchedulerApi -----------------------------------------------------------------------------------
+
+
+def api(respond: Any) -> tuple[SchedulerApi, FakeRest]:
+    rest = FakeRest(respond)
+    return SchedulerApi(rest), rest  # type: ignore[arg-type]
+
+
+def test_bind_posts_a_binding_with_the_uid_precondition() -> None:
+    client, rest = api(lambda m, p, b: (201, b"{}"))
+    client.bind("team-a", "web-0", "uid-1", "n1")
+    [call] = rest.calls
+    assert (call.method, call.path) == ("POST", "/api/v1/namespaces/team-a/pods/web-0/binding")
+    assert call.body == {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "web-0", "namespace": "team-a", "uid": "uid-1"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (409, 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n2"'),
+        (404, 'pods "p" not found'),
+        (409, "Precondition failed: UID in precondition: uid-1, UID in object meta: uid-2"),
+        (422, "metadata.uid: Invalid value"),
+    ],
+)
+def test_bind_conflicts_are_not_retried(code: int, message: str) -> None:
+    client, _ = api(lambda m, p, b: status_error(code, message))
+    with pytest.raises(BindingConflict) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert info.value.status == code and not info.value.retryable
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("code", "retryable"), [(500, True), (503, True), (429, True), (403, False), (400, False)]
+)
+def test_other_bind_failures_are_api_errors(code: int, retryable: bool) -> None:
+    client, _ = api(lambda m, p, b: status_error(code, "nope"))
+    with pytest.raises(ApiError) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert not isinstance(info.value, BindingConflict)
+    assert (info.value.status, info.value.retryable) == (code, retryable)
+
+
+def test_connection_errors_are_retryable_api_errors() -> None:
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        raise urllib3.exceptions.ProtocolError("connection reset")
+
+    client, _ = api(respond)
+    with pytest.raises(ApiError) as info:
+        client.create_event("default", {})
+    assert (info.value.status, info.value.retryable) == (0, True)
+
+
+def test_non_json_error_bodies_are_quoted() -> None:
+    client, _ = api(lambda m, p, b: (502, b"<html>bad gateway</html>"))
+    with pytest.raises(ApiError, match="bad gateway"):
+        client.patch_pod_status("default", "p", {})
+
+
+def test_patches_use_the_right_content_types() -> None:
+    client, rest = api(lambda m, p, b: (200, b"{}"))
+    client.patch_pod_status("default", "p", {"status": {}})
+    client.patch_event("default", "p.123", {"series": {"count": 2}})
+    assert [(c.method, c.path, c.content_type) for c in rest.calls] == [
+        ("PATCH", "/api/v1/namespaces/default/pods/p/status", "application/strategic-merge-patch+json"),
+        ("PATCH", "/apis/events.k8s.io/v1/namespaces/default/events/p.123", "application/merge-patch+json"),
+    ]
+
+
+def test_get_pod_returns_none_when_gone() -> None:
+    client, _ = api(lambda m, p, b: status_error(404, "not found"))
+    assert client.get_pod("default", "p") is None
+    client, _ = api(lambda m, p, b: (200, b'{"metadata": {"name": "p"}}'))
+    assert client.get_pod("default", "p") == {"metadata": {"name": "p"}}

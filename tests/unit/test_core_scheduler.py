@@ -1,0 +1,597 @@
+"""Scheduler end to end with fakes only at the API seam: cycle, assume, binding pool, outcomes, events.
+
+Mirrors upstream's ``schedule_one_test.go`` (TestSchedulerScheduleOne and friends): what a pod's outcome
+looks like from the outside (Binding POSTs, Events, the PodScheduled condition) and where it sits in the
+queue and the cache afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from scheduler.binding import Outcome
+from scheduler.cache import SchedulerCache
+from scheduler.event_handlers import EventHandlers
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.scheduler import POD_SPEC_PLUGIN
+from tests.unit.test_core_fakes import (
+    PROFILE,
+    CoreEnv,
+    Responder,
+    make_node,
+    make_pod,
+    status_error,
+    wait_for,
+)
+
+MakeEnv = Callable[..., CoreEnv]
+
+
+@pytest.fixture
+async def make_env() -> AsyncIterator[MakeEnv]:
+    made: list[CoreEnv] = []
+
+    def make(*args: Any, **kwargs: Any) -> CoreEnv:
+        env = CoreEnv(*args, **kwargs)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
+
+
+def handlers(env: CoreEnv) -> EventHandlers:
+    return EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+
+
+def requested_cpu(cache: SchedulerCache, node: str) -> int:
+    info = cache.node_info(node)
+    assert info is not None
+    return info.requested.milli_cpu
+
+
+def failed_events(env: CoreEnv, name: str) -> list[dict[str, Any]]:
+    return [
+        e for e in env.rest.events() if e["regarding"]["name"] == name and e["reason"] == "FailedScheduling"
+    ]
+
+
+def condition(env: CoreEnv, name: str) -> dict[str, Any]:
+    patches = [c for c in env.rest.status_patches() if c.path.endswith(f"/pods/{name}/status")]
+    assert patches, f"no status patch for {name}"
+    cond: dict[str, Any] = patches[-1].body["status"]["conditions"][0]
+    return cond
+
+
+def bind_fails_with(code: int, message: str) -> Responder:
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if path.endswith("/binding"):
+            return status_error(code, message)
+        return 201, b"{}"
+
+    return respond
+
+
+class Gate:
+    """A responder that holds Binding POSTs until released, then answers with ``then``."""
+
+    def __init__(self, then: tuple[int, bytes] = (201, b"{}")) -> None:
+        self.release = threading.Event()
+        self.then = then
+        self.waiting = 0
+
+    def __call__(self, method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if not path.endswith("/binding"):
+            return 201, b"{}"
+        self.waiting += 1
+        assert self.release.wait(5.0), "test never released the binding"
+        return self.then
+
+
+def profile_with(**points: Sequence[str]) -> dict[str, Any]:
+    return {
+        "schedulerName": PROFILE,
+        "plugins": {point: {"enabled": [{"name": n} for n in names]} for point, names in points.items()},
+    }
+
+
+# --- success ----------------------------------------------------------------------------------------
+
+
+async def test_success_assumes_binds_and_reports_scheduled(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")])
+    pod = make_pod("a", cpu="1")
+    env.queue.add(pod)
+    await env.schedule_next()
+
+    # Counted on the node before the Binding is even sent.
+    assert env.cache.is_assumed("default/a")
+    assert requested_cpu(env.cache, "n1") == 1000
+    assert env.queue.where("default/a") == "in_flight"
+
+    await env.wait_bindings(1)
+    [result] = env.results
+    assert result.outcome is Outcome.BOUND
+    assert env.delivered_on == [threading.current_thread()]
+    assert env.queue.where("default/a") is None
+    assert env.sched.stats.scheduled == 1
+
+    env.flush_writes()
+    [bind] = env.rest.matching("POST", "/binding")
+    assert bind.path == "/api/v1/namespaces/default/pods/a/binding"
+    assert bind.body["metadata"]["uid"] == "uid-default-a"
+    assert bind.body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+    assert bind.thread.startswith("binding")
+    [event] = env.rest.events()
+    assert (event["type"], event["reason"], event["action"]) == ("Normal", "Scheduled", "Binding")
+    assert event["note"] == "Successfully assigned default/a to n1"
+    assert event["reportingController"] == PROFILE
+    assert env.rest.status_patches() == []
+
+    # The informer then sees the binding and confirms the assumption.
+    bound = make_pod("a", cpu="1", node_name="n1")
+    handlers(env).on_pod_update(pod, bound)
+    assert not env.cache.is_assumed("default/a")
+    assert requested_cpu(env.cache, "n1") == 1000
+
+
+async def test_pods_spread_and_respect_capacity(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    for i in range(4):
+        env.queue.add(make_pod(f"p{i}", cpu="1"))
+        await env.schedule_next()
+    await env.wait_bindings(4)
+    placed = env.rest.bindings()
+    assert sorted(placed.values()) == ["n1", "n1", "n2", "n2"]
+    env.queue.add(make_pod("extra", cpu="1"))
+    await env.schedule_next()
+    assert env.queue.where("default/extra") == "unschedulable"
+
+
+# --- unschedulable ----------------------------------------------------------------------------------
+
+
+async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1"), make_node("n2", cpu="1")])
+    env.queue.add(make_pod("big", cpu="2"))
+    await env.schedule_next()
+
+    assert env.queue.where("default/big") == "unschedulable"
+    qpi = env.queue.get("default/big")
+    assert qpi is not None and qpi.unschedulable_plugins == {"NodeResourcesFit"}
+    assert not env.cache.is_assumed("default/big")
+    assert env.sched.stats.unschedulable == 1
+
+    env.flush_writes()
+    assert env.rest.bindings() == {}
+    [event] = failed_events(env, "big")
+    assert (event["type"], event["action"]) == ("Warning", "Scheduling")
+    assert event["note"] == "0/2 nodes are available: 2 Insufficient cpu."
+    cond = condition(env, "big")
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    assert cond["message"] == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+async def test_a_new_node_wakes_the_pod_and_it_binds_there(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")])
+    env.queue.add(make_pod("big", cpu="2"))
+    await env.schedule_next()
+    assert env.queue.where("default/big") == "unschedulable"
+
+    handlers(env).on_node_add(make_node("n2", cpu="4"))
+    assert env.queue.where("default/big") == "backoff"
+    env.clock.advance(1.0)
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.rest.bindings() == {"big": "n2"}
+
+
+async def test_no_nodes_at_all(make_env: MakeEnv) -> None:
+    env = make_env([])
+    env.queue.add(make_pod("p"))
+    await env.schedule_next()
+    env.flush_writes()
+    assert failed_events(env, "p")[0]["note"] == "no nodes available to schedule pods"
+    # No plugin to wait for: retried after backoff, as upstream.
+    assert env.queue.where("default/p") == "backoff"
+
+
+# --- binding failures -------------------------------------------------------------------------------
+
+
+async def test_binding_error_forgets_and_backs_off(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")], respond=bind_fails_with(500, "etcd leader changed"))
+    env.queue.add(make_pod("a", cpu="1"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+
+    assert env.results[0].outcome is Outcome.ERROR
+    assert not env.cache.is_assumed("default/a")
+    assert requested_cpu(env.cache, "n1") == 0
+    assert env.queue.where("default/a") == "backoff"
+    assert env.sched.stats.errors == 1
+
+    env.flush_writes()
+    [event] = failed_events(env, "a")
+    assert "etcd leader changed" in event["note"]
+    assert condition(env, "a")["reason"] == "SchedulerError"
+
+
+@pytest.mark.parametrize("code", [404, 409])
+async def test_binding_conflict_is_silent(make_env: MakeEnv, code: int) -> None:
+    env = make_env([make_node("n1")], respond=bind_fails_with(code, 'pods "a" already assigned'))
+    env.queue.add(make_pod("a", cpu="1"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+
+    assert env.results[0].outcome is Outcome.CONFLICT
+    assert env.queue.where("default/a") is None
+    assert not env.cache.is_assumed("default/a")
+    env.flush_writes()
+    assert env.rest.events() == []
+    assert env.rest.status_patches() == []
+
+
+async def test_a_failed_binding_frees_room_for_pods_it_crowded_out(make_env: MakeEnv) -> None:
+    gate = Gate(then=status_error(500, "apiserver restarting"))
+    env = make_env([make_node("n1", cpu="2")], respond=gate)
+    env.queue.add(make_pod("first", cpu="2"))
+    await env.schedule_next()
+    env.queue.add(make_pod("second", cpu="2"))
+    await env.schedule_next()
+    assert env.queue.where("default/second") == "unschedulable"
+
+    gate.release.set()
+    await env.wait_bindings(1)
+    # Upstream treats the forget as an AssignedPodDelete: "second" is worth another try.
+    assert env.queue.where("default/second") in {"backoff", "active"}
+    assert env.queue.where("default/first") == "backoff"
+
+
+async def test_may_bind_false_abandons_the_binding(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")], may_bind=lambda: False)
+    env.queue.add(make_pod("a", cpu="2"))
+    await env.schedule_next()  # rejected by NodeResourcesFit first
+    handlers(env).on_node_add(make_node("n2", cpu="4"))
+    env.clock.advance(1.0)
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.ABANDONED
+    assert not env.cache.is_assumed("default/a")
+    # Back to backoff, not parked under the rejectors of the earlier attempt.
+    assert env.queue.where("default/a") == "backoff"
+    env.flush_writes()
+    assert env.rest.bindings() == {}
+    assert len(failed_events(env, "a")) == 1  # only the first, real rejection
+
+
+class VolumePreBind:
+    name = "VolumeWait"
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        return Status.unschedulable("volume not attachable")
+
+
+async def test_prebind_rejection_backs_off_like_upstream(make_env: MakeEnv) -> None:
+    env = make_env(
+        [make_node("n1")],
+        extra_registry={"VolumeWait": lambda args, handle: VolumePreBind()},
+        profile=profile_with(preBind=["VolumeWait"]),
+    )
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.REJECTED
+    assert env.queue.where("default/a") == "backoff"
+    env.flush_writes()
+    assert env.rest.bindings() == {}
+    assert failed_events(env, "a")[0]["note"] == "volume not attachable"
+    assert condition(env, "a")["reason"] == "Unschedulable"
+
+
+# --- pods the scheduler skips -----------------------------------------------------------------------
+
+
+async def test_pod_being_deleted_is_skipped(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")])
+    pod = make_pod("a")
+    pod["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    env.queue.add(pod)
+    await env.schedule_next()
+    assert env.queue.where("default/a") is None
+    assert env.sched.stats.attempts == 0
+    env.flush_writes()
+    assert env.rest.calls == []
+
+
+async def test_pod_already_assumed_is_skipped(make_env: MakeEnv) -> None:
+    gate = Gate()
+    env = make_env([make_node("n1")], respond=gate)
+    pod = make_pod("a")
+    env.queue.add(pod)
+    await env.schedule_next()
+    # The pod shows up in activeQ again while its binding is in flight (upstream #96071).
+    in_flight = env.queue.get("default/a")
+    assert in_flight is not None
+    env.queue.done(in_flight)
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    assert env.queue.where("default/a") is None
+    assert env.sched.stats.attempts == 1
+    gate.release.set()
+    await env.wait_bindings(1)
+
+
+async def test_a_recreated_namesake_is_not_dropped_while_the_old_pod_binds(make_env: MakeEnv) -> None:
+    gate = Gate(then=status_error(404, 'pods "a" not found'))
+    env = make_env([make_node("n1")], respond=gate)
+    old = make_pod("a", uid="uid-old")
+    h = handlers(env)
+    h.on_pod_add(old)
+    await env.schedule_next()
+    h.on_pod_delete(old)
+    h.on_pod_add(make_pod("a", uid="uid-new"))
+    await env.schedule_next()
+    # Retried later instead of being skipped as "already assumed".
+    assert env.queue.where("default/a") == "backoff"
+
+    gate.release.set()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.CONFLICT
+    gate.then = (201, b"{}")
+    env.clock.advance(1.0)
+    await env.schedule_next()
+    await env.wait_bindings(2)
+    assert env.results[1].outcome is Outcome.BOUND
+    assert env.results[1].task.pod.uid == "uid-new"
+
+
+# --- bad pods and bad plugins never stop the loop ---------------------------------------------------
+
+
+def _operator_affinity(operator: str) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": operator, "values": ["a"]}]}
+                ]
+            }
+        }
+    }
+
+
+async def run_until(env: CoreEnv, cond: Callable[[], bool]) -> None:
+    """Run the real scheduling loop until ``cond`` holds, then cancel it (the queue stays usable)."""
+    task = asyncio.create_task(env.sched.run())
+    try:
+        await wait_for(cond)
+        assert not task.done(), "the scheduling loop ended by itself"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1"), make_node("n2")])
+    pods = [
+        make_pod("good-1", cpu="1"),
+        make_pod("bad-quantity", cpu="1.5.3"),
+        make_pod("bad-operator", affinity=_operator_affinity("Sometimes")),
+        make_pod("missing-node", node_selector={"kubernetes.io/hostname": "nope"}),
+        make_pod("good-2", cpu="1"),
+    ]
+    for pod in pods:
+        env.queue.add(pod)
+    bad = ("bad-quantity", "bad-operator", "missing-node")
+    await run_until(
+        env,
+        lambda: (
+            set(env.rest.bindings()) == {"good-1", "good-2"}
+            and all(env.queue.where(f"default/{n}") == "unschedulable" for n in bad)
+        ),
+    )
+    env.flush_writes()
+
+    quantity = failed_events(env, "bad-quantity")[0]["note"]
+    assert "1.5.3" in quantity
+    assert "Sometimes" in failed_events(env, "bad-operator")[0]["note"]
+    assert failed_events(env, "missing-node")[0]["note"] == (
+        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+    )
+    for name in ("bad-quantity", "bad-operator"):
+        qpi = env.queue.get(f"default/{name}")
+        assert qpi is not None and qpi.unschedulable_plugins == {POD_SPEC_PLUGIN}
+        assert condition(env, name)["reason"] == "Unschedulable"
+
+
+class BoomFilter:
+    """Raises for pods whose name starts with "boom"."""
+
+    name = "Boom"
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        if pod.name.startswith("boom"):
+            raise RuntimeError("kaboom")
+        return None
+
+
+async def test_a_plugin_raising_in_filter_does_not_kill_the_loop(make_env: MakeEnv) -> None:
+    env = make_env(
+        [make_node("n1")],
+        extra_registry={"Boom": lambda args, handle: BoomFilter()},
+        profile=profile_with(filter=["Boom"]),
+    )
+    env.queue.add(make_pod("boom"))
+    env.queue.add(make_pod("fine"))
+    await run_until(
+        env, lambda: env.rest.bindings() == {"fine": "n1"} and env.queue.where("default/boom") == "backoff"
+    )
+    env.flush_writes()
+    [event] = failed_events(env, "boom")
+    assert event["note"] == "internal error in the scheduling cycle: RuntimeError: kaboom"
+    assert condition(env, "boom")["reason"] == "SchedulerError"
+
+
+# --- Reserve and Permit -----------------------------------------------------------------------------
+
+
+class ReservePlugin:
+    name = "Reserver"
+
+    def __init__(self, behaviour: dict[str, Any]) -> None:
+        self.behaviour = behaviour
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        action = self.behaviour.get("reserve")
+        if action == "raise":
+            raise RuntimeError("reserve bug")
+        if action == "reject":
+            return Status.unschedulable("no room in the reservation")
+        return None
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        self.behaviour.setdefault("unreserved", []).append(pod.key)
+
+
+class PermitPlugin:
+    name = "Gang"
+
+    def __init__(self, behaviour: dict[str, Any]) -> None:
+        self.behaviour = behaviour
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        action = self.behaviour.get("permit")
+        if action == "reject":
+            return Status.unschedulable("gang incomplete"), 0.0
+        if action == "wait":
+            return Status(Code.Wait), float(self.behaviour.get("timeout", 30.0))
+        return None, 0.0
+
+
+def reserve_permit_env(
+    make_env: MakeEnv, behaviour: dict[str, Any], nodes: Sequence[Mapping[str, Any]]
+) -> CoreEnv:
+    return make_env(
+        nodes,
+        extra_registry={
+            "Reserver": lambda args, handle: ReservePlugin(behaviour),
+            "Gang": lambda args, handle: PermitPlugin(behaviour),
+        },
+        profile=profile_with(reserve=["Reserver"], permit=["Gang"]),
+    )
+
+
+async def test_reserve_rejection_unreserves_forgets_and_parks(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"reserve": "reject"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a", cpu="1"))
+    await env.schedule_next()
+    assert behaviour["unreserved"] == ["default/a"]
+    assert not env.cache.is_assumed("default/a")
+    assert requested_cpu(env.cache, "n1") == 0
+    qpi = env.queue.get("default/a")
+    assert qpi is not None and qpi.unschedulable_plugins == {"Reserver"}
+    env.flush_writes()
+    assert failed_events(env, "a")[0]["note"] == "0/1 nodes are available: 1 no room in the reservation."
+
+
+async def test_reserve_raising_does_not_leak_the_assumed_pod(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"reserve": "raise"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a", cpu="1"))
+    await run_until(env, lambda: env.queue.where("default/a") == "backoff")
+    assert not env.cache.is_assumed("default/a")
+    assert requested_cpu(env.cache, "n1") == 0
+    assert behaviour["unreserved"] == ["default/a"]
+
+    # And the next attempt is a real one, not skipped as "already assumed".
+    behaviour["reserve"] = None
+    env.clock.advance(1.0)
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.rest.bindings() == {"a": "n1"}
+
+
+async def test_permit_rejection_parks_the_pod_with_the_plugin(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "reject"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    assert behaviour["unreserved"] == ["default/a"]
+    qpi = env.queue.get("default/a")
+    assert qpi is not None and qpi.unschedulable_plugins == {"Gang"}
+    env.flush_writes()
+    assert failed_events(env, "a")[0]["note"] == "0/1 nodes are available: 1 gang incomplete."
+
+
+async def test_permit_wait_then_allow_binds(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    waiting = env.sched.waiting_pods["default/a"]
+    assert env.results == []
+    waiting.allow()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.BOUND
+    assert "default/a" not in env.sched.waiting_pods
+
+
+async def test_permit_wait_then_reject_parks_the_pod(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a", cpu="1"))
+    await env.schedule_next()
+    env.sched.waiting_pods["default/a"].reject("Gang", "gang member failed")
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.REJECTED
+    assert not env.cache.is_assumed("default/a")
+    qpi = env.queue.get("default/a")
+    assert qpi is not None and qpi.unschedulable_plugins == {"Gang"}
+    env.flush_writes()
+    assert env.rest.bindings() == {}
+    assert failed_events(env, "a")[0]["note"] == "0/1 nodes are available: 1 gang member failed."
+
+
+async def test_permit_wait_timeout_is_a_rejection_by_the_plugin(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait", "timeout": 0.01}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.REJECTED
+    qpi = env.queue.get("default/a")
+    assert qpi is not None and qpi.unschedulable_plugins == {"Gang"}
+    env.flush_writes()
+    assert failed_events(env, "a")[0]["note"] == (
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 0.01s at plugin Gang."
+    )
+
+
+async def test_pod_of_an_unknown_profile_is_dropped_quietly(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")])
+    env.queue.add(make_pod("a", scheduler_name="not-ours"))
+    await env.schedule_next()
+    assert env.queue.where("default/a") is None
+    env.flush_writes()
+    assert env.rest.calls == []
+
+
+async def test_stop_ends_the_loop(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")])
+    task = asyncio.create_task(env.sched.run())
+    await asyncio.sleep(0)  # let it block in pop()
+    env.sched.stop()
+    await asyncio.wait_for(task, 2.0)
+    assert env.queue.closed and env.sched.stopping
