@@ -28,6 +28,7 @@ from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EventRecorder
+from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
@@ -77,7 +78,7 @@ class SchedulerApp:
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.configuration = load_configuration(self.kubeconfig)
         conn = config.client_connection
-        pool_size = max(16, config.parallelism)
+        pool_size = max(16, config.parallelism) + 64
         self.rest = RestClient(self.configuration, qps=conn.qps, burst=conn.burst, pool_size=pool_size)
         self.api = SchedulerApi(self.rest)
         self.clock = time.time
@@ -110,7 +111,9 @@ class SchedulerApp:
     def _build_frameworks(self) -> dict[str, Framework]:
         frameworks: dict[str, Framework] = {}
         for profile in self.config.profiles:
-            handle = FrameworkHandle(profile.scheduler_name, self._snapshot, self.api, self.clock)
+            handle = FrameworkHandle(
+                profile.scheduler_name, self._snapshot, self.api, self.clock, self._waiting_pods
+            )
             resolved = resolve_profile(
                 profile, self.registry, DEFAULT_MULTIPOINT, plugin_points(self.registry, handle)
             )
@@ -132,6 +135,9 @@ class SchedulerApp:
         if self.scheduler is None:
             raise RuntimeError("no snapshot before the scheduler starts")
         return self.scheduler.snapshot
+
+    def _waiting_pods(self) -> Mapping[str, WaitingPodHandle]:
+        return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     def _merged_hints(self) -> dict[str, list[ClusterEventWithHint]]:
         merged: dict[str, list[ClusterEventWithHint]] = {}
@@ -188,7 +194,7 @@ class SchedulerApp:
 
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
-                loop, on_done, max_workers=max(1, self.config.parallelism), may_bind=self.may_bind
+                loop, on_done, max_workers=64, may_bind=self.may_bind
             )
 
         self.scheduler = Scheduler(
@@ -204,7 +210,12 @@ class SchedulerApp:
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
         # managedFields are never read by a scheduler; dropping them halves the memory per pod.
         self.factory = InformerFactory(self.transport, transform=strip_managed_fields)
-        handlers = EventHandlers(queue=self.queue, cache=self.cache, profiles=self.frameworks.keys())
+        handlers = EventHandlers(
+            queue=self.queue,
+            cache=self.cache,
+            profiles=self.frameworks.keys(),
+            on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+        )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(
             on_add=handlers.on_node_add, on_update=handlers.on_node_update, on_delete=handlers.on_node_delete

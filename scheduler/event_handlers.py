@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from informers import DeletedFinalStateUnknown
@@ -54,7 +54,16 @@ def _conditions(status: Obj) -> dict[str, str]:
 
 
 class EventHandlers:
-    def __init__(self, *, queue: SchedulingQueue, cache: SchedulerCache, profiles: Collection[str]) -> None:
+    def __init__(
+        self,
+        *,
+        queue: SchedulingQueue,
+        cache: SchedulerCache,
+        profiles: Collection[str],
+        on_pending_pod_deleted: Callable[[str, str], None] | None = None,
+    ) -> None:
+        # Rejects the pod if it waits at Permit, as upstream's deletePodFromSchedulingQueue does.
+        self.on_pending_pod_deleted = on_pending_pod_deleted
         self.queue = queue
         self.cache = cache
         self.profiles = frozenset(profiles)
@@ -102,6 +111,11 @@ class EventHandlers:
             metrics.observe_event_handling("AssignedPodDelete", time.perf_counter() - start)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
+            if self.on_pending_pod_deleted is not None:
+                meta = pod.get("metadata") or {}
+                self.on_pending_pod_deleted(
+                    f"{meta.get('namespace', '')}/{meta.get('name', '')}", "pod deleted"
+                )
             metrics.observe_event_handling("UnscheduledPodDelete", time.perf_counter() - start)
 
     # --- nodes --------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
-from scheduler.framework.handle import SnapshotLister
+from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
 
@@ -38,7 +38,9 @@ class FrameworkHandle:
         snapshot: Callable[[], Snapshot],
         api: SchedulerApi | None,
         clock: Callable[[], float],
+        waiting_pods: Callable[[], Mapping[str, WaitingPodHandle]] = dict,
     ) -> None:
+        self._waiting_pods = waiting_pods
         self._profile_name = profile_name
         self._snapshot = snapshot
         self._api = api
@@ -59,6 +61,12 @@ class FrameworkHandle:
         if self._api is None:
             raise RuntimeError("this handle has no API connection")
         self._api.bind(namespace, name, uid, node_name)
+
+    def get_waiting_pod(self, key: str) -> WaitingPodHandle | None:
+        return self._waiting_pods().get(key)
+
+    def waiting_pods(self) -> Sequence[WaitingPodHandle]:
+        return list(self._waiting_pods().values())
 
     def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
         raise NotImplementedError(f"no informer for {resource!r} is available to plugins yet")

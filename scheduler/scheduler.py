@@ -92,7 +92,15 @@ class Scheduler:
     def stopping(self) -> bool:
         return self._stopping
 
+    def reject_waiting_pod(self, key: str, message: str) -> None:
+        waiting = self.waiting_pods.get(key)
+        if waiting is not None:
+            waiting.reject("", message)
+
     def stop(self) -> None:
+        # Pods held at Permit would otherwise keep binding threads (and shutdown) waiting.
+        for waiting in list(self.waiting_pods.values()):
+            waiting.reject("", "scheduler is shutting down")
         self._stopping = True
         self.queue.close()
 

@@ -22,6 +22,14 @@ class SnapshotLister(Protocol):
         ...
 
 
+class WaitingPodHandle(Protocol):
+    """A pod held at Permit (upstream's framework.WaitingPod)."""
+
+    def allow(self) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
 class Handle(Protocol):
     """Given to plugin factories. Binding-time plugins may call ``bind_pod`` (blocking, thread-safe)."""
 
@@ -36,6 +44,12 @@ class Handle(Protocol):
     def bind_pod(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         """POST pods/{name}/binding. Raises BindingConflict or ApiError on failure."""
         ...
+
+    def get_waiting_pod(self, key: str) -> WaitingPodHandle | None:
+        """The pod ``namespace/name`` if it waits at Permit; a Permit plugin allows or rejects it here."""
+        ...
+
+    def waiting_pods(self) -> Sequence[WaitingPodHandle]: ...
 
     def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
         """A lister for an informer the plugin asked for (e.g. "persistentvolumeclaims")."""

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from scheduler.binding import Outcome
-from scheduler.cache import SchedulerCache
+from scheduler.binding import Outcome, WaitingPod
+from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.event_handlers import EventHandlers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.profiles import FrameworkHandle
 from scheduler.scheduler import POD_SPEC_PLUGIN
 from tests.unit.test_core_fakes import (
     PROFILE,
@@ -595,3 +596,40 @@ async def test_stop_ends_the_loop(make_env: MakeEnv) -> None:
     env.sched.stop()
     await asyncio.wait_for(task, 2.0)
     assert env.queue.closed and env.sched.stopping
+
+
+async def test_stop_releases_pods_waiting_at_permit(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait", "timeout": 600.0}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    env.sched.stop()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.REJECTED
+    assert env.rest.bindings() == {}
+
+
+async def test_deleting_a_pod_waiting_at_permit_rejects_it(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait", "timeout": 600.0}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    pod = make_pod("a")
+    env.queue.add(pod)
+    await env.schedule_next()
+    handlers = EventHandlers(
+        queue=env.queue,
+        cache=env.cache,
+        profiles=[PROFILE],
+        on_pending_pod_deleted=env.sched.reject_waiting_pod,
+    )
+    handlers.on_pod_delete(pod)
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.REJECTED
+    assert env.rest.bindings() == {}
+
+
+def test_handle_exposes_waiting_pods_to_permit_plugins() -> None:
+    waiting = WaitingPod(PodInfo(make_pod("a")), 600.0)
+    handle = FrameworkHandle(PROFILE, Snapshot, None, lambda: 0.0, lambda: {"default/a": waiting})
+    assert handle.get_waiting_pod("default/a") is waiting
+    assert handle.get_waiting_pod("default/b") is None
+    assert handle.waiting_pods() == [waiting]
