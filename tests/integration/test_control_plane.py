@@ -200,7 +200,7 @@ def test_separate_control_plane_runs_kube_scheduler_restarts_and_leaves_nothing(
         assert plane.server == server
         # Same etcd, same serving cert: the old client still works and the data survived.
         assert _read_pod(core_v1, "default", "by-kube-scheduler")["spec"]["nodeName"] == node
-        client.close()  # type: ignore[no-untyped-call]
+        client.close()
 
         pids = plane.pids()
         assert set(pids) == {"etcd", "kube-apiserver", "kube-scheduler-1"}

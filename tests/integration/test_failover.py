@@ -24,8 +24,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 from scheduler.leaderelection import KubeLeaseClient
-from tests.integration.scheduler_process import SchedulerProcess, scheduler_config, wait_for
 from tests.integration.test_deploy import apply_deploy, service_account_kubeconfig
 from tests.integration.workload import (
     RUN_LABEL,

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from devcluster.nodes import create_nodes, make_node
-from tests.integration.scheduler_process import REPO, SchedulerProcess, scheduler_config, wait_for
+from devcluster.py_scheduler import REPO, SchedulerProcess, scheduler_config, wait_for
 from tests.integration.workload import (
     RUN_LABEL,
     create_pods,

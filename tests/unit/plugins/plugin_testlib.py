@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 
@@ -167,6 +168,12 @@ class FakeHandle:
         if self._bind is not None:
             self._bind(namespace, name, uid, node_name)
         self.bound.append((namespace, name, uid, node_name))
+
+    def get_waiting_pod(self, key: str) -> WaitingPodHandle | None:
+        return None
+
+    def waiting_pods(self) -> Sequence[WaitingPodHandle]:
+        return []
 
     def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
         return lambda: ()
