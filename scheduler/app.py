@@ -325,6 +325,7 @@ class SchedulerApp:
             self._loop_heartbeat = time.monotonic()
             for kind, size in self.cache.sizes().items():
                 metrics.set_cache_size(kind, size)
+            metrics.set_unschedulable_pods(self.queue.unschedulable_counts())
             await asyncio.sleep(1.0)
 
     async def _flush_events(self) -> None:

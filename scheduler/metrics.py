@@ -18,7 +18,7 @@ children are memoised per label tuple.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final, TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
@@ -226,6 +226,19 @@ def observe_permit_wait(result: str, seconds: float) -> None:
 def set_cache_size(kind: str, value: int) -> None:
     """``kind`` is ``nodes``, ``pods`` or ``assumed_pods`` as in kube-scheduler's cache."""
     _child(CACHE_SIZE, kind).set(value)
+
+
+def set_unschedulable_pods(counts: Mapping[tuple[str, str], int]) -> None:
+    """Set the gauge from a fresh count per (plugin, profile); pairs that went away drop to 0."""
+    for labels in list(_unschedulable_seen - counts.keys()):
+        _child(UNSCHEDULABLE_PODS, *labels).set(0)
+    for labels, count in counts.items():
+        _child(UNSCHEDULABLE_PODS, *labels).set(count)
+    _unschedulable_seen.clear()
+    _unschedulable_seen.update(counts)
+
+
+_unschedulable_seen: set[tuple[str, str]] = set()
 
 
 def unschedulable_pod_added(plugin: str, profile: str) -> None:

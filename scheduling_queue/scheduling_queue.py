@@ -209,6 +209,17 @@ class SchedulingQueue:
         """(active, backoff, unschedulable, gated); read by the metrics collector at scrape time."""
         return len(self._active), len(self._backoff), len(self._unschedulable), len(self._gated)
 
+    def unschedulable_counts(self) -> dict[tuple[str, str], int]:
+        """Unschedulable pods per (rejecting plugin, schedulerName): ``scheduler_unschedulable_pods``."""
+        counts: dict[tuple[str, str], int] = {}
+        for plugin, pods in self._unschedulable_by_plugin.items():
+            if plugin == _NO_REJECTOR:
+                continue
+            for qpi in pods.values():
+                key = (plugin, qpi.pod.get("spec", {}).get("schedulerName") or "default-scheduler")
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
     def pending_pods(self) -> dict[str, list[Pod]]:
         """Pods by sub-queue, for debugging; ``active`` and ``backoff`` are in pop / expiry order."""
         return {
