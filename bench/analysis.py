@@ -65,11 +65,19 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        fields = dict(data)
+        fields["placement"] = Placement(**fields["placement"])
+        fields["timeline"] = [tuple(point) for point in fields.get("timeline") or ()]
+        return cls(**fields)
 
-def throughput(record: RunRecord) -> tuple[float, float, float]:
+
+def throughput(record: RunRecord, counted: frozenset[str] | None = None) -> tuple[float, float, float]:
     """(overall pods/s, steady pods/s, duration): first create sent to last bind seen; the steady
-    rate counts the binds between the 10th and the 90th percentile of bind times."""
-    times = sorted(record.bound.values())
+    rate counts the binds between the 10th and the 90th percentile of bind times. Only pods in
+    ``counted`` count, if given: churn deletes some pods before or after their bind, at random."""
+    times = sorted(t for name, t in record.bound.items() if counted is None or name in counted)
     if not times:
         return 0.0, 0.0, 0.0
     duration = times[-1] - record.create_start

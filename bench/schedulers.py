@@ -56,11 +56,18 @@ class Contestant(Protocol):
     def stop(self) -> None: ...
 
 
-def _wait(condition: Any, timeout: float, what: str, alive: Any) -> None:
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def _wait(condition: Any, timeout: float, what: str, alive: Any, log: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not alive():
-            raise RuntimeError(f"{what}: the process exited")
+            raise RuntimeError(f"{what}: the process exited; log {log}:\n{_tail(log)}")
         if condition():
             return
         time.sleep(0.1)
@@ -160,7 +167,7 @@ class PyScheduler:
             self._proc = subprocess.Popen(
                 self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
             )
-        _wait(self._ready, 120.0, f"py-scheduler /readyz (log {self.log_path})", self._alive)
+        _wait(self._ready, 120.0, "py-scheduler /readyz", self._alive, self.log_path)
 
     def start_py_spy(self, out: Path) -> None:
         """Sample whichever thread holds the GIL until stop() (py-spy must be on PATH): where the
@@ -170,7 +177,7 @@ class PyScheduler:
             raise RuntimeError("py-spy is not on PATH")
         self._spy = subprocess.Popen(
             [spy, "record", "--pid", str(self.pid), "--rate", "100", "--format", "raw", "--output", str(out),
-             "--gil", "--threads", "--nonblocking"],
+             "--gil", "--threads"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
 
@@ -253,7 +260,7 @@ class TrivialBinder:
                 argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
             )
         alive = lambda: self._proc is not None and self._proc.poll() is None  # noqa: E731
-        _wait(self._ready_file.exists, 60.0, f"trivial binder (log {self.log_path})", alive)
+        _wait(self._ready_file.exists, 60.0, "trivial binder", alive, self.log_path)
 
     @property
     def pid(self) -> int:

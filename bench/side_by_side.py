@@ -119,6 +119,12 @@ async def _measure(
         }
         pods = (await client.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
         nodes = (await client.list("/api/v1/nodes"))["items"]
+        events = (await client.list(f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events"))["items"]
+        for event in events:
+            reason = str(event.get("reason") or "")
+            usage[f"events/{reason}"] = usage.get(f"events/{reason}", 0) + 1
+            series = (event.get("series") or {}).get("count")
+            usage[f"occurrences/{reason}"] = usage.get(f"occurrences/{reason}", 0) + (series or 1)
         return record, usage, pods, nodes
 
 
@@ -165,7 +171,7 @@ def run_one(
             contestant.stop()
             if profiler and kind == schedulers.PY:
                 notes.append(f"profiled with {profiler} (slower than unprofiled)")
-    tput, steady, duration = analysis.throughput(record)
+    tput, steady, duration = analysis.throughput(record, workload.expect_bound())
     lat = analysis.latencies_ms(record)
     placement = analysis.check_placement(workload, pods, nodes)
     result = analysis.RunResult(
@@ -193,6 +199,24 @@ def run_one(
         notes=notes,
         timeline=analysis.timeline(record),
     )
+    event_counts = ", ".join(
+        f"{int(count)} {key.removeprefix('events/')}"
+        + (
+            f" ({int(usage['occurrences/' + key.removeprefix('events/')])} occurrences)"
+            if "Failed" in key
+            else ""
+        )
+        for key, count in sorted(usage.items())
+        if key.startswith("events/")
+    )
+    if event_counts:
+        result.notes.append(f"Events written: {event_counts}")
+    scheduled_events = int(usage.get("events/Scheduled", 0))
+    if kind != schedulers.CEILING and scheduled_events < len(record.bound):
+        # Deferred writes would flatter the scheduler: the apiserver does that work after the clock.
+        result.notes.append(
+            f"Scheduled events lag: {scheduled_events} written for {len(record.bound)} bound pods"
+        )
     if record.timed_out:
         result.notes.append(f"timed out after {timeout:.0f}s with {len(record.bound)} pods bound")
     if record.create_errors:
@@ -213,15 +237,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
     parser.add_argument("--timeout", type=float, default=0.0, help="per-run seconds (default: by size)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of basic per scheduler; the median is reported"
+    )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
     parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
     parser.add_argument("--raw", type=Path, help="raw JSON output (default next to --out, .raw.json)")
+    parser.add_argument("--render-only", type=Path, metavar="RAW", help="re-render a raw JSON file; no runs")
     return parser.parse_args(argv)
+
+
+def render_only(raw: Path, out: Path) -> int:
+    """Re-render the markdown from a raw JSON file (after editing the optimisation log, say)."""
+    data = json.loads(raw.read_text())
+    results = [analysis.RunResult.from_json(r) for r in data["results"]]
+    out.write_text(
+        report.render(
+            results, settings=data["settings"], descriptions=data["descriptions"], skipped=data["skipped"]
+        )
+    )
+    print(out.read_text())
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     args = parse_args(argv)
+    if args.render_only is not None:
+        return render_only(args.render_only, args.out or args.render_only.with_suffix("").with_suffix(".md"))
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     kinds = [SCHEDULER_KEYS[k.strip()] for k in args.schedulers.split(",") if k.strip()]
     out = args.out or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
@@ -236,21 +279,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         workload = workloads.build(name, quick=args.quick)
         descriptions[name] = workload.description
-        if name == workloads.LARGE and _free_gib() < LARGE_MIN_FREE_GIB:
-            skipped[name] = f"this machine has {_free_gib():.1f} GiB free; large needs {LARGE_MIN_FREE_GIB}"
-            continue
+        if name == workloads.LARGE:
+            free = _free_gib()
+            if free < LARGE_MIN_FREE_GIB:
+                skipped[name] = f"this machine has {free:.1f} GiB free; large needs {LARGE_MIN_FREE_GIB}"
+                continue
+            descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
         run_kinds = [schedulers.CEILING] if name == workloads.CEILING else kinds
-        for kind in run_kinds:
-            results.append(
-                run_one(
-                    workload,
-                    kind,
-                    timeout=_timeout(workload, args.timeout),
-                    concurrency=args.concurrency,
-                    profiler=args.profile,
-                    profile_dir=profile_dir,
+        repeat = args.repeat if name == workloads.BASIC else 1
+        # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
+        for _ in range(repeat):
+            for kind in run_kinds:
+                results.append(
+                    run_one(
+                        workload,
+                        kind,
+                        timeout=_timeout(workload, args.timeout),
+                        concurrency=args.concurrency,
+                        profiler=args.profile,
+                        profile_dir=profile_dir,
+                    )
                 )
-            )
     settings = {
         "Kubernetes": f"{k8s_version()} (kube-apiserver, etcd, kube-scheduler built by devcluster)",
         "control plane": f"fresh per run; priority and fairness off; max-requests-inflight {MAX_INFLIGHT}, "
@@ -258,12 +307,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers",
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
-        "mode": "quick" if args.quick else "full",
+        "mode": ("quick" if args.quick else "full")
+        + f"; basic run {args.repeat}x per scheduler, alternating, "
+        "median (by throughput) reported",
         "wall time": f"{time.monotonic() - started:.0f}s",
     }
     out.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(
+        json.dumps(
+            {
+                "settings": settings,
+                "descriptions": descriptions,
+                "skipped": skipped,
+                "results": [r.to_json() for r in results],
+            },
+            indent=1,
+            default=str,
+        )
+    )
     out.write_text(report.render(results, settings=settings, descriptions=descriptions, skipped=skipped))
-    raw.write_text(json.dumps([r.to_json() for r in results], indent=1, default=str))
     text = out.read_text()
     print(text)
     return 0 if all(r.placement.ok and not r.timed_out for r in results) else 1

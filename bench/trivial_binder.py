@@ -30,7 +30,8 @@ MAX_IN_FLIGHT = 64
 def _client_from_kubeconfig(path: str) -> BenchClient:
     configuration: Any = k8s_client.Configuration()
     k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
-    token = configuration.api_key["authorization"].removeprefix("Bearer ").strip()
+    header = configuration.get_api_key_with_prefix("BearerToken", alias="authorization") or ""
+    token = header.removeprefix("Bearer ").strip()
     return BenchClient(configuration.host, token, configuration.ssl_ca_cert, connections=MAX_IN_FLIGHT + 4)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:

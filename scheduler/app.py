@@ -23,11 +23,11 @@ from kubernetes import client as k8s_client
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from scheduler import metrics
 from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool
+from scheduler.binding import BINDING_WORKERS, BindingPool
 from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.event_handlers import EventHandlers
-from scheduler.events import EventRecorder
+from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
@@ -78,7 +78,8 @@ class SchedulerApp:
         self.kubeconfig = kubeconfig or config.client_connection.kubeconfig or None
         self.configuration = load_configuration(self.kubeconfig)
         conn = config.client_connection
-        pool_size = max(16, config.parallelism) + 64
+        # A connection for every binding thread and event writer, so none is opened per request.
+        pool_size = max(16, config.parallelism, BINDING_WORKERS) + EVENT_WRITERS
         self.rest = RestClient(self.configuration, qps=conn.qps, burst=conn.burst, pool_size=pool_size)
         self.api = SchedulerApi(self.rest)
         self.clock = time.time
@@ -194,7 +195,10 @@ class SchedulerApp:
 
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
-                loop, on_done, max_workers=64, may_bind=self.may_bind
+                loop,
+                on_done,
+                max_workers=max(BINDING_WORKERS, self.config.parallelism),
+                may_bind=self.may_bind,
             )
 
         self.scheduler = Scheduler(

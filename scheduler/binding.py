@@ -25,6 +25,11 @@ from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
 
+# Upstream binds every pod in a goroutine of its own, limited only by the client's qps. Threads cost
+# more, but a binding thread mostly waits for the API server: with too few of them, binds queue
+# behind other clients' requests (a flood of pod creations) while the scheduling cycle sits idle.
+BINDING_WORKERS = 64
+
 
 class WaitingPod:
     """A pod held at Permit. Plugins allow or reject it from the loop; a binding thread waits on it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -15,6 +16,11 @@ from scheduler.logs import setup_logging
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 log = logging.getLogger("scheduler.cli")
+
+# Young-generation threshold of the cyclic GC (CPython's default: 700 allocations). Watch events
+# arrive as fresh acyclic JSON dicts, refcounting frees them, and yet at the default the collector
+# ran ~700 times in a 5,000-pod run, ~8% of the scheduler's CPU. At 50,000 it runs a dozen times.
+GC_GEN0_THRESHOLD = 50_000
 
 
 def _bool(text: str) -> bool:
@@ -69,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"py-scheduler: {err}", file=sys.stderr)
         return 1
+    gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
     return asyncio.run(_run(app))
 
 

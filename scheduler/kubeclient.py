@@ -1,9 +1,9 @@
 """Connection settings and a lean synchronous REST client for the scheduler's few writes.
 
 The kubernetes client loads the kubeconfig (or in-cluster config) for us: auth plugins, certificates
-and token refresh stay its job. Requests go straight through urllib3 with raw JSON bodies, because the
-generated API methods build model objects we never use and, for bindings, raise after a successful POST
-(kubernetes-client/python issue #547).
+and token refresh stay its job. Requests go straight through a small http.client connection pool
+(``scheduler.httppool``) with raw JSON bodies, because the generated API methods build model objects we
+never use and, for bindings, raise after a successful POST (kubernetes-client/python issue #547).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
+
+from scheduler.httppool import ConnectionPool
 
 
 def load_configuration(kubeconfig: str | None) -> Any:
@@ -69,27 +70,46 @@ class RateLimiter:
         return delay
 
 
+# How long a bearer token read from the configuration is reused. Reading it runs the kubeconfig
+# loader's refresh hook, which re-applies the whole config and re-reads the proxy environment: tens of
+# microseconds per request, for a token that exec plugins and projected tokens renew in minutes.
+TOKEN_REFRESH_SECONDS = 10.0
+USER_AGENT = "py-scheduler"
+
+
 class RestClient:
     """Blocking JSON requests against the API server, safe to share between threads."""
 
-    def __init__(self, configuration: Any, *, qps: float = 50.0, burst: int = 100, pool_size: int = 16):
+    def __init__(
+        self,
+        configuration: Any,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        pool_size: int = 16,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self._configuration = configuration
+        self._clock = clock
+        # (Authorization header or None, monotonic time it was read); replaced whole, so threads may
+        # race to refresh it without a lock.
+        self._token: tuple[str | None, float] | None = None
         self.host: str = configuration.host.rstrip("/")
         self.limiter = RateLimiter(qps, burst)
-        pool_args: dict[str, Any] = {"maxsize": pool_size, "block": False}
-        if self.host.startswith("https"):
-            pool_args["cert_reqs"] = "CERT_REQUIRED" if configuration.verify_ssl else "CERT_NONE"
-            pool_args["ca_certs"] = configuration.ssl_ca_cert
-            if configuration.cert_file:
-                pool_args["cert_file"] = configuration.cert_file
-                pool_args["key_file"] = configuration.key_file
-            if configuration.tls_server_name:
-                pool_args["server_hostname"] = configuration.tls_server_name
-        self._pool = urllib3.PoolManager(num_pools=4, **pool_args)
+        self._pool = ConnectionPool(configuration, maxsize=pool_size)
+
+    def _authorization(self) -> str | None:
+        now = self._clock()
+        cached = self._token
+        if cached is not None and now - cached[1] < TOKEN_REFRESH_SECONDS:
+            return cached[0]
+        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+        self._token = (token or None, now)
+        return token or None
 
     def _headers(self, content_type: str) -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        token = self._authorization()
         if token:
             headers["Authorization"] = token
         return headers
@@ -103,18 +123,10 @@ class RestClient:
         content_type: str = "application/json",
         timeout: float = 30.0,
     ) -> tuple[int, bytes]:
-        """One request; returns (status, body bytes). Network errors raise urllib3's exceptions."""
+        """One request; returns (status, body bytes). Network errors raise a urllib3 ``HTTPError``."""
         self.limiter.wait()
         payload = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        response = self._pool.request(
-            method,
-            self.host + path,
-            body=payload,
-            headers=self._headers(content_type),
-            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout),
-            retries=False,
-        )
-        return response.status, response.data
+        return self._pool.request(method, path, payload, self._headers(content_type), timeout)
 
     def close(self) -> None:
         self._pool.clear()

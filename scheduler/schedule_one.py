@@ -111,7 +111,7 @@ class SchedulingAlgorithm:
         pod: PodInfo,
         all_nodes: Sequence[NodeInfo],
         snapshot: Snapshot,
-    ) -> tuple[list[NodeInfo], Diagnosis]:
+    ) -> tuple[Sequence[NodeInfo], Diagnosis]:
         diagnosis = Diagnosis()
         pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
         if status is not None:
@@ -138,7 +138,7 @@ class SchedulingAlgorithm:
 
         num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
         plugins = fwk.filter_plugins_for(state)
-        feasible: list[NodeInfo] = []
+        feasible: Sequence[NodeInfo] = []
         count = len(nodes)
         start = 0 if restricted else self.next_start_node_index % count
         processed = 0
@@ -163,13 +163,14 @@ class SchedulingAlgorithm:
         else:
             run_filters = fwk.run_filters
             node_to_status = diagnosis.node_to_status
+            feasible = passing = []
             for i in range(count):
                 node = nodes[(start + i) % count]
                 processed += 1
                 node_status = run_filters(state, pod, node, plugins)
                 if node_status is None:
-                    feasible.append(node)
-                    if len(feasible) >= num_to_find:
+                    passing.append(node)
+                    if len(passing) >= num_to_find:
                         break
                 elif node_status.code is Code.Error:
                     raise FilterError(node_status, node.name)
@@ -206,7 +207,7 @@ class SchedulingAlgorithm:
             diagnosis.unschedulable_plugins.add(status.plugin)
 
     def _prioritize(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]
+        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> list[int] | IntArray:
         if not fwk.has_score_plugins():
             return [1] * len(nodes)
@@ -215,7 +216,7 @@ class SchedulingAlgorithm:
             raise PreScoreError(status)
         return fwk.run_score_array(state, pod, nodes)
 
-    def _select_host(self, nodes: list[NodeInfo], scores: Sequence[int] | IntArray) -> str:
+    def _select_host(self, nodes: Sequence[NodeInfo], scores: Sequence[int] | IntArray) -> str:
         """The best-scoring node; ties broken uniformly at random (upstream samples a reservoir, which
         picks each tied node with the same probability)."""
         values = np.asarray(scores)

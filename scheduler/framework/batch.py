@@ -13,7 +13,7 @@ to its per-node code; both paths give the same answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, overload
 
 import numpy as np
@@ -40,11 +40,35 @@ _INT_COLUMNS = (
 )
 _BOOL_COLUMNS = ("tainted", "unschedulable")
 
+# The label-code column of this pseudo key holds node names (matchFields on metadata.name).
+NAME_KEY = "\x00metadata.name"
+
+TaintKey = tuple[tuple[Any, Any, Any], ...]
+
+
+def _taint_key(taints: Sequence[Mapping[str, Any]]) -> TaintKey:
+    return tuple((t.get("key"), t.get("value"), t.get("effect")) for t in taints)
+
 
 class NodeColumns:
-    """One row per snapshot position. ``infos`` holds the NodeInfo of each row."""
+    """One row per snapshot position. ``infos`` holds the NodeInfo of each row.
 
-    __slots__ = ("infos", *_INT_COLUMNS, *_BOOL_COLUMNS)
+    ``num_tainted`` and ``num_unschedulable`` count the rows with those flags, so plugins can skip
+    the per-node look at taints and cordons when no node has any.
+    """
+
+    __slots__ = (
+        "_label_codes",
+        "_label_vocabulary",
+        "_taint_vocabulary",
+        "infos",
+        "num_tainted",
+        "num_unschedulable",
+        "taint_code",
+        "taint_sets",
+        *_INT_COLUMNS,
+        *_BOOL_COLUMNS,
+    )
 
     infos: npt.NDArray[np.object_]
     alloc_cpu: IntArray  # millicores
@@ -59,6 +83,10 @@ class NodeColumns:
     num_pods: IntArray
     tainted: BoolArray  # any taint at all
     unschedulable: BoolArray  # spec.unschedulable
+    # Nodes with the same taints share a code (0: no taints); taint_sets[code] is one such list, so a
+    # plugin judges each distinct set of taints once per pod instead of once per node.
+    taint_code: IntArray
+    taint_sets: list[Sequence[Mapping[str, Any]]]
 
     def __init__(self, infos: Sequence[NodeInfo]) -> None:
         size = len(infos)
@@ -67,6 +95,14 @@ class NodeColumns:
             setattr(self, name, np.zeros(size, dtype=np.int64))
         for name in _BOOL_COLUMNS:
             setattr(self, name, np.zeros(size, dtype=np.bool_))
+        self.num_tainted = 0
+        self.num_unschedulable = 0
+        self.taint_code = np.zeros(size, dtype=np.int64)
+        self.taint_sets = [()]
+        self._taint_vocabulary: dict[TaintKey, int] = {(): 0}
+        # Label key -> code per row (0: no such label), built on first use; value -> code per key.
+        self._label_codes: dict[str, IntArray] = {}
+        self._label_vocabulary: dict[str, dict[str, int]] = {}
         for position, info in enumerate(infos):
             self.set(position, info)
 
@@ -89,26 +125,128 @@ class NodeColumns:
         self.nz_cpu[position] = non_zero.milli_cpu
         self.nz_mem[position] = non_zero.memory
         self.num_pods[position] = len(info.pods)
-        self.tainted[position] = bool(info.taints)
-        self.unschedulable[position] = info.unschedulable
+        tainted = bool(info.taints)
+        self.num_tainted += tainted - bool(self.tainted[position])
+        self.tainted[position] = tainted
+        unschedulable = bool(info.unschedulable)
+        self.num_unschedulable += unschedulable - bool(self.unschedulable[position])
+        self.unschedulable[position] = unschedulable
+        self.taint_code[position] = self._taint_code(info.taints) if tainted else 0
+        for key, codes in self._label_codes.items():
+            codes[position] = self._code(key, _label(info, key))
+
+    def _taint_code(self, taints: Sequence[Mapping[str, Any]]) -> int:
+        key = _taint_key(taints)
+        code = self._taint_vocabulary.get(key)
+        if code is None:
+            code = self._taint_vocabulary[key] = len(self.taint_sets)
+            self.taint_sets.append(taints)
+        return code
+
+    def _code(self, key: str, value: str | None) -> int:
+        if value is None:
+            return 0
+        vocabulary = self._label_vocabulary[key]
+        code = vocabulary.get(value)
+        if code is None:
+            code = vocabulary[value] = len(vocabulary) + 1
+        return code
+
+    def label_codes(self, key: str) -> IntArray:
+        """Per row, a code for the node's value of label ``key`` (0: the node has no such label).
+        ``NAME_KEY`` gives the node names. Equal values have equal codes."""
+        codes = self._label_codes.get(key)
+        if codes is None:
+            self._label_vocabulary[key] = {}
+            codes = np.fromiter(
+                (self._code(key, _label(info, key)) for info in self.infos), dtype=np.int64, count=len(self)
+            )
+            self._label_codes[key] = codes
+        return codes
+
+    def label_code(self, key: str, value: str) -> int:
+        """The code of ``value`` for label ``key``; -1 if no node has that value (matches no row)."""
+        self.label_codes(key)
+        return self._label_vocabulary[key].get(value, -1)
 
 
-class NodeSubset(list[NodeInfo]):
-    """NodeInfos at ``positions`` of a snapshot whose facts are in ``columns``, in that order."""
+def _label(info: NodeInfo, key: str) -> str | None:
+    if key == NAME_KEY:
+        return info.name
+    return info.labels.get(key)
 
-    __slots__ = ("columns", "positions")
+
+class NodeSubset(Sequence[NodeInfo]):
+    """The NodeInfos at ``positions`` of a snapshot whose facts are in ``columns``, in that order.
+
+    Batch plugins read arrays through ``gather`` (each gathered once per subset) and never need the
+    NodeInfo objects, so the list of them is built only when something indexes or iterates it.
+    """
+
+    __slots__ = ("_gathered", "_infos", "columns", "positions")
 
     def __init__(self, columns: NodeColumns, positions: IntArray) -> None:
-        super().__init__(columns.infos[positions].tolist())
         self.columns = columns
         self.positions = positions
+        self._infos: list[NodeInfo] | None = None
+        self._gathered: dict[str, Any] = {}
+
+    def _list(self) -> list[NodeInfo]:
+        if self._infos is None:
+            self._infos = self.columns.infos[self.positions].tolist()
+        return self._infos
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @overload
+    def __getitem__(self, index: int) -> NodeInfo: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodeInfo]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeInfo | list[NodeInfo]:
+        if self._infos is None and not isinstance(index, slice):
+            # One node (the selected host, say): no need to build the whole list.
+            info: NodeInfo = self.columns.infos[self.positions[index]]
+            return info
+        return self._list()[index]
+
+    def __iter__(self) -> Iterator[NodeInfo]:
+        return iter(self._list())
+
+    def __repr__(self) -> str:
+        return f"NodeSubset({len(self)} nodes)"
+
+    def gather(self, column: str) -> npt.NDArray[Any]:
+        """``columns.<column>`` at this subset's positions (computed once, then shared: read-only)."""
+        values = self._gathered.get(column)
+        if values is None:
+            values = self._gathered[column] = getattr(self.columns, column)[self.positions]
+        result: npt.NDArray[Any] = values
+        return result
+
+    def label_codes(self, key: str) -> IntArray:
+        """``columns.label_codes(key)`` at this subset's positions."""
+        cache_key = "label/" + key
+        values = self._gathered.get(cache_key)
+        if values is None:
+            values = self._gathered[cache_key] = self.columns.label_codes(key)[self.positions]
+        result: IntArray = values
+        return result
+
+    def all_positive(self, column: str) -> bool:
+        """Whether every node of the subset has a positive value in ``column``."""
+        key = column + "/all_positive"
+        known = self._gathered.get(key)
+        if known is None:
+            known = self._gathered[key] = bool((self.gather(column) > 0).all())
+        return bool(known)
 
 
-def columns_of(nodes: Sequence[NodeInfo]) -> tuple[NodeColumns, IntArray] | None:
-    """The columns and positions behind ``nodes`` if it is a NodeSubset, else None (per-node path)."""
-    if isinstance(nodes, NodeSubset):
-        return nodes.columns, nodes.positions
-    return None
+def as_subset(nodes: Sequence[NodeInfo]) -> NodeSubset | None:
+    """``nodes`` if it is a NodeSubset (columns available), else None (per-node path)."""
+    return nodes if isinstance(nodes, NodeSubset) else None
 
 
 class MaskedStatuses(Sequence["Status | None"]):
@@ -117,11 +255,13 @@ class MaskedStatuses(Sequence["Status | None"]):
     The scheduling cycle reads ``ok`` directly and builds statuses only for the nodes it reports.
     """
 
-    __slots__ = ("_status_of", "ok")
+    __slots__ = ("_status_of", "all_ok", "ok")
 
-    def __init__(self, ok: BoolArray, status_of: Callable[[int], Status]) -> None:
+    def __init__(self, ok: BoolArray, status_of: Callable[[int], Status], *, all_ok: bool = False) -> None:
         self.ok = ok
         self._status_of = status_of
+        # Known to pass every node: the Filter loop can skip combining this mask.
+        self.all_ok = all_ok
 
     def __len__(self) -> int:
         return len(self.ok)
@@ -146,7 +286,7 @@ def all_pass(count: int) -> MaskedStatuses:
     def never(index: int) -> Status:
         raise IndexError(index)
 
-    return MaskedStatuses(np.ones(count, dtype=np.bool_), never)
+    return MaskedStatuses(np.ones(count, dtype=np.bool_), never, all_ok=True)
 
 
 def ok_mask(statuses: Sequence[Status | None]) -> BoolArray:
@@ -159,11 +299,13 @@ def ok_mask(statuses: Sequence[Status | None]) -> BoolArray:
 
 
 def per_node_statuses(
-    nodes: Sequence[NodeInfo], check: Callable[[NodeInfo], Status | None], candidates: Iterable[int]
+    nodes: Sequence[NodeInfo], check: Callable[[NodeInfo], Status | None], candidates: Sequence[int]
 ) -> MaskedStatuses:
     """Runs ``check`` only on the ``candidates`` indices; every other node passes."""
     ok = np.ones(len(nodes), dtype=np.bool_)
     failed: dict[int, Status] = {}
+    if not candidates:
+        return MaskedStatuses(ok, failed.__getitem__, all_ok=True)
     for index in candidates:
         status = check(nodes[index])
         if status is not None and status.code is not Code.Success:
@@ -174,7 +316,7 @@ def per_node_statuses(
 
 def trunc_div(numerator: IntArray, denominator: int) -> IntArray:
     """Go's integer division (truncates toward zero) for a positive ``denominator``."""
-    quotient: IntArray = np.where(numerator >= 0, numerator // denominator, -((-numerator) // denominator))
+    quotient: IntArray = np.abs(numerator) // denominator * np.sign(numerator)
     return quotient
 
 
@@ -224,6 +366,7 @@ def find_feasible(
     found_parts: list[IntArray] = []
     failures: list[tuple[NodeInfo, Status]] = []
     infos = columns.infos
+    alive: IntArray | slice
     processed = found = 0
     while processed < count and found < num_to_find:
         need = num_to_find - found
@@ -241,36 +384,50 @@ def find_feasible(
                 results.append(statuses)
                 masks.append(ok_mask(statuses))
         if all_batch:
-            alive, cut, rejected = _judge_window(masks, results, need)
+            alive, cut, rejected = _judge_window(masks, results, len(window), need)
         else:
             alive, cut, rejected = _walk_window(plugins, masks, results, subset, need, state, pod)
         processed += cut
-        found += len(alive)
+        found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
         found_parts.append(window[alive])
         for index, plugin_index in rejected:
             judged = results[plugin_index]
             rejection = judged[index] if judged is not None else None
             assert rejection is not None
             failures.append((infos[window[index]], rejection.with_plugin(plugins[plugin_index].name)))
-    positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
+    if len(found_parts) == 1:
+        positions = found_parts[0]
+    else:
+        positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
     return NodeSubset(columns, positions), processed, failures
 
 
 def _judge_window(
-    masks: Sequence[BoolArray | None], results: Sequence[Sequence[Status | None] | None], need: int
-) -> tuple[IntArray, int, list[tuple[int, int]]]:
+    masks: Sequence[BoolArray | None],
+    results: Sequence[Sequence[Status | None] | None],
+    size: int,
+    need: int,
+) -> tuple[IntArray | slice, int, list[tuple[int, int]]]:
     """All plugins are batch plugins: combine their masks. Returns the feasible window indices up to
-    the ``need``-th, the number of nodes processed, and (index, first failing plugin) per rejection."""
-    first_failure: IntArray = np.full(len(masks[0]), -1, dtype=np.int64)  # type: ignore[arg-type]
-    for plugin_index, mask in enumerate(masks):
-        assert mask is not None
+    the ``need``-th (a slice when all pass), the number of nodes processed, and (index, first failing
+    plugin) per rejection."""
+    failing = [
+        (plugin_index, mask)
+        for plugin_index, mask in enumerate(masks)
+        if mask is not None and not getattr(results[plugin_index], "all_ok", False) and not mask.all()
+    ]
+    if not failing:
+        cut = min(need, size)
+        return slice(0, cut), cut, []
+    first_failure: IntArray = np.full(size, -1, dtype=np.int64)
+    for plugin_index, mask in failing:
         first_failure[(first_failure < 0) & ~mask] = plugin_index
     alive: IntArray = np.flatnonzero(first_failure < 0)
     if len(alive) >= need:
         cut = int(alive[need - 1]) + 1
         alive = alive[:need]
     else:
-        cut = len(first_failure)
+        cut = size
     failed = np.flatnonzero(first_failure[:cut] >= 0)
     return alive, cut, list(zip(failed.tolist(), first_failure[failed].tolist(), strict=True))
 

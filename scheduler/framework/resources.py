@@ -153,3 +153,28 @@ def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource
     if overhead:
         total.add(Resource.from_list(overhead))
     return total
+
+
+def pod_requests_and_non_zero(spec: Mapping[str, Any]) -> tuple[Resource, Resource]:
+    """``(pod_requests(spec), pod_requests(spec, non_zero=True))``, in one pass for the usual pod.
+
+    Without init containers, pod-level resources or overhead, both are plain sums over the
+    containers, and the non-zero one differs only by the defaults of containers that omit cpu or
+    memory. Parsed on every new pod version, so it is worth the shortcut.
+    """
+    if spec.get("initContainers") or spec.get("overhead") or (spec.get("resources") or {}).get("requests"):
+        return pod_requests(spec), pod_requests(spec, non_zero=True)
+    total = Resource()
+    missing_cpu = missing_memory = 0
+    for container in spec.get("containers") or ():
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name, quantity in requests.items():
+            total.add_quantity(name, quantity)
+        if CPU not in requests:
+            missing_cpu += 1
+        if MEMORY not in requests:
+            missing_memory += 1
+    non_zero = total.copy()
+    non_zero.milli_cpu += missing_cpu * DEFAULT_MILLI_CPU_REQUEST
+    non_zero.memory += missing_memory * DEFAULT_MEMORY_REQUEST
+    return total, non_zero

@@ -284,8 +284,10 @@ class Framework:
                     raw = [s.score for s in scores]
             weight = self.score_weights.get(plugin.name, 1)
             values_array = _checked_array(plugin.name, nodes, raw)
-            bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
-            if bad.any():
+            if len(values_array) and (
+                values_array.min() < MIN_NODE_SCORE or values_array.max() > MAX_NODE_SCORE
+            ):
+                bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
                 index = int(np.flatnonzero(bad)[0])
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
             totals += values_array * weight

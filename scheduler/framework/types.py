@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from scheduler.framework.quantity import QuantityError
-from scheduler.framework.resources import Resource, pod_requests
+from scheduler.framework.resources import Resource, pod_requests_and_non_zero
 
 T = TypeVar("T")
 
@@ -87,8 +87,7 @@ class PodInfo:
         priority = spec.get("priority")
         self.priority: int = priority if isinstance(priority, int) else 0
         try:
-            self.requests = pod_requests(spec)
-            self.non_zero_requests = pod_requests(spec, non_zero=True)
+            self.requests, self.non_zero_requests = pod_requests_and_non_zero(spec)
             self.host_ports = _host_ports(spec)
         except (QuantityError, TypeError, ValueError, AttributeError) as err:
             raise PodSpecError(f"pod {self.key}: {err}") from err

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework.batch import IntArray
+import numpy as np
+
+from scheduler.framework.batch import IntArray, MaskedStatuses, as_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.status import Status
@@ -25,6 +27,7 @@ from scheduler.plugins.helper.nodeselector import (
     required_node_affinity,
     required_terms_raw,
 )
+from scheduler.plugins.helper.nodeselector_batch import preferred_scores, required_mask, selector_mask
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
@@ -152,6 +155,30 @@ class NodeAffinity:
             return Status.unschedulable(ERR_REASON_POD, resolvable=False)
         return None
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        subset = as_subset(nodes)
+        required: RequiredNodeAffinity | None = state.get(PRE_FILTER_STATE_KEY)
+        if required is None:
+            required = pod_required_affinity(pod)
+        enforced = (
+            selector_mask(self.added_node_selector, subset)
+            if subset is not None and self.added_node_selector is not None
+            else None
+        )
+        matched = required_mask(required, subset) if subset is not None else None
+        if matched is None or (self.added_node_selector is not None and enforced is None):
+            return [self.filter(state, pod, node) for node in nodes]
+        pod_status = Status.unschedulable(ERR_REASON_POD, resolvable=False)
+        if enforced is None:
+            return MaskedStatuses(matched, lambda index: pod_status)
+        enforced_status = Status.unschedulable(ERR_REASON_ENFORCED, resolvable=False)
+        added_ok = enforced
+        return MaskedStatuses(
+            added_ok & matched, lambda index: pod_status if added_ok[index] else enforced_status
+        )
+
     # --- Score ------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -175,6 +202,25 @@ class NodeAffinity:
         if preferred is not None:
             total += preferred.score(node.labels, node.name)
         return total, None
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        subset = as_subset(nodes)
+        if PRE_SCORE_STATE_KEY in state:
+            preferred: PreferredTerms | None = state.read(PRE_SCORE_STATE_KEY)
+        else:
+            preferred = pod_preferred_affinity(pod)
+        if subset is not None:
+            total: IntArray | None = np.zeros(len(subset), dtype=np.int64)
+            for terms in (self.added_preferred, preferred):
+                if terms is None or total is None:
+                    continue
+                scores = preferred_scores(terms, subset)
+                total = None if scores is None else total + scores
+            if total is not None:
+                return total
+        return [self.score(state, pod, node)[0] for node in nodes]
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)

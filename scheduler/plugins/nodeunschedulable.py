@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework.batch import MaskedStatuses, all_pass, columns_of, per_node_statuses
+from scheduler.framework.batch import MaskedStatuses, all_pass, as_subset, per_node_statuses
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -58,14 +58,15 @@ class NodeUnschedulable:
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Sequence[Status | None]:
-        found = columns_of(nodes)
-        if found is None:
+        subset = as_subset(nodes)
+        if subset is None:
             candidates = [i for i, node in enumerate(nodes) if node.unschedulable]
             return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), candidates)
-        columns, positions = found
-        cordoned = columns.unschedulable[positions]
+        if not subset.columns.num_unschedulable:
+            return all_pass(len(subset))
+        cordoned = subset.gather("unschedulable")
         if not cordoned.any() or _tolerates_unschedulable(pod_tolerations(pod)):
-            return all_pass(len(positions))
+            return all_pass(len(subset))
         status = Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)
         return MaskedStatuses(~cordoned, lambda index: status)
 

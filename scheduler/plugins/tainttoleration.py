@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, columns_of, per_node_statuses
+from scheduler.framework.batch import (
+    IntArray,
+    MaskedStatuses,
+    NodeSubset,
+    all_pass,
+    as_subset,
+    per_node_statuses,
+)
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.status import Status
@@ -51,13 +58,28 @@ def _count_intolerable_prefer_no_schedule(
 
 
 def _tainted(nodes: Sequence[NodeInfo]) -> list[int]:
-    """Indices of the nodes with any taint."""
-    found = columns_of(nodes)
-    if found is None:
-        return [i for i, node in enumerate(nodes) if node.taints]
-    columns, positions = found
-    indices: list[int] = np.flatnonzero(columns.tainted[positions]).tolist()
-    return indices
+    """Indices of the nodes with any taint (per-node path)."""
+    return [i for i, node in enumerate(nodes) if node.taints]
+
+
+def _per_taint_set(
+    subset: NodeSubset, judge: Callable[[Sequence[Mapping[str, Any]]], int]
+) -> IntArray | None:
+    """``judge(taints)`` for every node of ``subset``, calling it once per distinct set of taints;
+    None when no node of the subset has taints (``judge(())`` is not asked)."""
+    if not subset.columns.num_tainted:
+        return None
+    codes = subset.gather("taint_code")
+    present = np.unique(codes)
+    if len(present) == 1 and present[0] == 0:
+        return None
+    taint_sets = subset.columns.taint_sets
+    verdicts = np.zeros(int(present[-1]) + 1, dtype=np.int64)
+    for code in present.tolist():
+        if code:
+            verdicts[code] = judge(taint_sets[code])
+    result: IntArray = verdicts[codes]
+    return result
 
 
 class TaintToleration:
@@ -84,8 +106,17 @@ class TaintToleration:
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Sequence[Status | None]:
-        # Only tainted nodes can fail; the columns say which those are.
-        return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), _tainted(nodes))
+        subset = as_subset(nodes)
+        if subset is None:
+            return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), _tainted(nodes))
+        tolerations = pod_tolerations(pod)
+        untolerated = _per_taint_set(
+            subset, lambda taints: find_untolerated_taint(taints, tolerations) is not None
+        )
+        if untolerated is None or not untolerated.any():
+            return all_pass(len(subset))
+        status = Status.unschedulable(ERR_REASON_UNTOLERATED, resolvable=False)
+        return MaskedStatuses(untolerated == 0, lambda index: status)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, _prefer_no_schedule_tolerations(pod_tolerations(pod)))
@@ -102,10 +133,19 @@ class TaintToleration:
     def score_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Sequence[int] | IntArray:
-        scores = np.zeros(len(nodes), dtype=np.int64)
-        for index in _tainted(nodes):
-            scores[index] = self.score(state, pod, nodes[index])[0]
-        return scores
+        subset = as_subset(nodes)
+        if subset is None:
+            scores = np.zeros(len(nodes), dtype=np.int64)
+            for index in _tainted(nodes):
+                scores[index] = self.score(state, pod, nodes[index])[0]
+            return scores
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            tolerations = _prefer_no_schedule_tolerations(pod_tolerations(pod))
+        counts = _per_taint_set(
+            subset, lambda taints: _count_intolerable_prefer_no_schedule(taints, tolerations)
+        )
+        return np.zeros(len(subset), dtype=np.int64) if counts is None else counts
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)

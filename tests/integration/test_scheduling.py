@@ -145,11 +145,16 @@ def test_pods_for_other_schedulers_are_left_alone(
     pods = {p["metadata"]["name"]: p for p in list_pods(core_v1, namespace)}
     assert not pods["by-nobody"]["spec"].get("nodeName")
     assert condition(pods["by-nobody"], "PodScheduled") is None, "nobody touched the orphan pod"
-    events = list_events(core_v1, namespace)
-    sources = {
-        e["involvedObject"]["name"]: e.get("reportingComponent") or e["source"].get("component")
-        for e in events if e["reason"] == "Scheduled"
-    }  # fmt: skip
+
+    def scheduled_sources() -> dict[str, str] | None:
+        sources = {
+            e["involvedObject"]["name"]: e.get("reportingComponent") or e["source"].get("component")
+            for e in list_events(core_v1, namespace) if e["reason"] == "Scheduled"
+        }  # fmt: skip
+        return sources if len(sources) == 2 else None
+
+    # Events are written off the binding path, so they may trail the binds.
+    sources = wait_for(scheduled_sources, 20, "two Scheduled events")
     assert sources == {"by-default": "default-scheduler", "by-us": "py-scheduler"}
 
 

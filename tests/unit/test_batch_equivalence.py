@@ -17,9 +17,11 @@ from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.framework.batch import NodeSubset, ok_mask
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BatchScoreExtensions, BatchScorePlugin, ScoreExtensions
+from scheduler.framework.resources import pod_requests, pod_requests_and_non_zero
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
+from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.schedule_one import SchedulingAlgorithm, num_feasible_nodes_to_find
 from tests.unit.test_core_fakes import PROFILE, build_frameworks
 
@@ -51,11 +53,52 @@ def _node(rng: random.Random, i: int) -> dict[str, Any]:
             "name": f"n{i:03d}",
             "uid": f"node-{i}",
             "resourceVersion": "1",
-            "labels": {"kubernetes.io/hostname": f"n{i:03d}", "zone": rng.choice(["a", "b", "c"])},
+            "labels": {
+                "kubernetes.io/hostname": f"n{i:03d}",
+                "zone": rng.choice(["a", "b", "c"]),
+                **({"disk": rng.choice(["ssd", "hdd"])} if rng.random() < 0.6 else {}),
+                **({"rank": str(rng.randrange(10))} if rng.random() < 0.5 else {}),
+            },
         },
         "spec": spec,
         "status": {"allocatable": alloc, "capacity": dict(alloc)},
     }
+
+
+def _requirement(rng: random.Random) -> dict[str, Any]:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return {"key": "zone", "operator": "In", "values": rng.sample(["a", "b", "c", "z"], 2)}
+    if kind == 1:
+        return {"key": "disk", "operator": "NotIn", "values": ["hdd"]}
+    if kind == 2:
+        return {"key": "disk", "operator": rng.choice(["Exists", "DoesNotExist"])}
+    if kind == 3:
+        return {"key": "rank", "operator": rng.choice(["Gt", "Lt"]), "values": [str(rng.randrange(10))]}
+    if kind == 4:
+        return {"key": "missing", "operator": "NotIn", "values": ["x"]}
+    return {"key": "zone", "operator": "In", "values": ["b"]}
+
+
+def _term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {"matchExpressions": [_requirement(rng) for _ in range(rng.randrange(1, 3))]}
+    if rng.random() < 0.1:
+        term["matchFields"] = [
+            {"key": "metadata.name", "operator": rng.choice(["In", "NotIn"]), "values": ["n001"]}
+        ]
+    return term
+
+
+def _affinity(rng: random.Random) -> dict[str, Any]:
+    affinity: dict[str, Any] = {}
+    if rng.random() < 0.25:
+        terms = [_term(rng) for _ in range(rng.randrange(1, 3))]
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+    if rng.random() < 0.25:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randrange(1, 100), "preference": _term(rng)} for _ in range(rng.randrange(1, 3))
+        ]
+    return affinity
 
 
 def _pod(rng: random.Random, name: str, node_name: str = "") -> dict[str, Any]:
@@ -82,6 +125,9 @@ def _pod(rng: random.Random, name: str, node_name: str = "") -> dict[str, Any]:
         spec["tolerations"] = [{"operator": "Exists"}]
     if rng.random() < 0.2:
         spec["nodeSelector"] = {"zone": rng.choice(["a", "b"])}
+    affinity = _affinity(rng)
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
     return {
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": "1"},
         "spec": spec,
@@ -222,3 +268,47 @@ def test_columns_follow_the_cache_through_snapshot_updates() -> None:
     for field in ("alloc_cpu", "req_cpu", "req_mem", "nz_cpu", "nz_mem", "num_pods", "tainted"):
         assert getattr(kept, field).tolist() == getattr(fresh, field).tolist(), field
     assert [info.name for info in kept.infos] == [info.name for info in snapshot.node_infos()]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_node_affinity_with_added_affinity_matches_per_node(seed: int) -> None:
+    _, snapshot, _, rng = _cluster(seed, nodes=80)
+    columns = snapshot.columns()
+    everything = NodeSubset(columns, np.arange(len(columns), dtype=np.int64))
+    added = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_term(rng)]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 7, "preference": _term(rng)}],
+    }
+    plugin = NodeAffinity({"addedAffinity": added})
+    for attempt in range(10):
+        pod = PodInfo(_pod(rng, f"p{attempt}"))
+        state = CycleState()
+        plugin.pre_filter(state, pod, everything)
+        statuses = plugin.filter_nodes(state, pod, everything)
+        for index, node in enumerate(everything):
+            assert _key(statuses[index]) == _key(plugin.filter(state, pod, node)), node.name
+        if plugin.pre_score(state, pod, everything) is None:
+            got = np.asarray(plugin.score_nodes(state, pod, everything)).tolist()
+            assert got == [plugin.score(state, pod, node)[0] for node in everything]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_pass_pod_requests_match_the_general_rules(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(50):
+        containers = []
+        for i in range(rng.randrange(0, 4)):
+            requests = {
+                name: rng.choice(values)
+                for name, values in (("cpu", ["0", "100m", "2"]), ("memory", ["0", "64Mi"]), (EXT, ["1"]))
+                if rng.random() < 0.6
+            }
+            containers.append({"name": f"c{i}", "resources": {"requests": requests}})
+        spec: dict[str, Any] = {"containers": containers}
+        if rng.random() < 0.2:
+            spec["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]
+        if rng.random() < 0.1:
+            spec["overhead"] = {"cpu": "10m"}
+        plain, non_zero = pod_requests_and_non_zero(spec)
+        assert plain == pod_requests(spec)
+        assert non_zero == pod_requests(spec, non_zero=True)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, MaskedStatuses, columns_of
+from scheduler.framework.batch import IntArray, MaskedStatuses, as_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.resources import Resource as ResourceVector
 from scheduler.framework.status import Code, Status
@@ -115,23 +115,22 @@ def insufficient_resources_batch(
 
     None when ``nodes`` carries no columns or the pod asks for scalar resources (per-node path).
     """
-    found = columns_of(nodes)
-    if found is None or request.scalars:
+    subset = as_subset(nodes)
+    if subset is None or request.scalars:
         return None
-    columns, positions = found
-    bits: IntArray = (columns.num_pods[positions] >= columns.alloc_pods[positions]).astype(np.int64)
-    unresolvable: IntArray = np.zeros(len(positions), dtype=np.int64)
+    bits: IntArray = (subset.gather("num_pods") >= subset.gather("alloc_pods")).astype(np.int64)
+    unresolvable: IntArray = np.zeros(len(subset), dtype=np.int64)
     if request.empty:
         return bits, unresolvable
     for bit, wanted, allocatable, requested in (
-        (2, request.milli_cpu, columns.alloc_cpu, columns.req_cpu),
-        (4, request.memory, columns.alloc_mem, columns.req_mem),
-        (8, request.ephemeral_storage, columns.alloc_eph, columns.req_eph),
+        (2, request.milli_cpu, "alloc_cpu", "req_cpu"),
+        (4, request.memory, "alloc_mem", "req_mem"),
+        (8, request.ephemeral_storage, "alloc_eph", "req_eph"),
     ):
         if wanted <= 0:
             continue
-        capacity = allocatable[positions]
-        short = wanted > capacity - requested[positions]
+        capacity = subset.gather(allocatable)
+        short = wanted > capacity - subset.gather(requested)
         bits |= short * bit
         unresolvable |= short & (wanted > capacity)
     return bits, unresolvable

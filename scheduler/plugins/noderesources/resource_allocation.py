@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, columns_of
+from scheduler.framework.batch import IntArray, as_subset
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -226,29 +226,26 @@ class ResourceAllocationScorer:
     ) -> IntArray | None:
         """``score`` for every node of a NodeSubset at once, or None when only the per-node path can
         answer: no columns, no array scorer, a scalar resource, or a node without some resource."""
-        found = columns_of(nodes)
-        if found is None or self.array_scorer is None or len(entries) != len(self.resources) or not entries:
+        subset = as_subset(nodes)
+        if subset is None or self.array_scorer is None or len(entries) != len(self.resources) or not entries:
             return None
-        columns, positions = found
         requested: list[IntArray] = []
         allocated: list[IntArray] = []
         allocatable: list[IntArray] = []
         for _, kind, _, pod_request in entries:
             if kind == _KIND_CPU:
-                capacity = columns.alloc_cpu[positions]
-                in_use = (columns.req_cpu if self.use_requested else columns.nz_cpu)[positions]
+                capacity_column, used_column = "alloc_cpu", "req_cpu" if self.use_requested else "nz_cpu"
             elif kind == _KIND_MEMORY:
-                capacity = columns.alloc_mem[positions]
-                in_use = (columns.req_mem if self.use_requested else columns.nz_mem)[positions]
+                capacity_column, used_column = "alloc_mem", "req_mem" if self.use_requested else "nz_mem"
             elif kind == _KIND_EPHEMERAL:
-                capacity = columns.alloc_eph[positions]
-                in_use = columns.req_eph[positions]
+                capacity_column, used_column = "alloc_eph", "req_eph"
             else:
                 return None
-            if not capacity.all():
+            if not subset.all_positive(capacity_column):
                 # A resource some node lacks drops out of that node's mean: per-node arithmetic.
                 return None
-            allocatable.append(capacity)
+            in_use = subset.gather(used_column)
+            allocatable.append(subset.gather(capacity_column))
             allocated.append(in_use)
             requested.append(in_use + pod_request)
         return self.array_scorer(requested, allocated, allocatable)
