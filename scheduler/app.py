@@ -25,7 +25,7 @@ from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.binding import BINDING_WORKERS, BindingPool
 from scheduler.cache import PodInfoCache, SchedulerCache
-from scheduler.config import SchedulerConfig, resolve_profile
+from scheduler.config import SchedulerConfig
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.framework.handle import WaitingPodHandle
@@ -34,12 +34,11 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT
-from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
-from scheduler.scheduler import POD_SPEC_PLUGIN, Scheduler
+from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
+from scheduler.scheduler import Scheduler
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Pod, Resource
+from scheduling_queue.types import Pod
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class SchedulerApp:
             clock=_WallClock(),
             less=first.queue_sort_less(),
             pre_enqueue=self._pre_enqueue,
-            hints=self._merged_hints(),
+            hints=queue_hints(self.frameworks),
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
         )
@@ -110,27 +109,10 @@ class SchedulerApp:
 
     # --- construction -------------------------------------------------------------------------
     def _build_frameworks(self) -> dict[str, Framework]:
-        frameworks: dict[str, Framework] = {}
-        for profile in self.config.profiles:
-            handle = FrameworkHandle(
-                profile.scheduler_name, self._snapshot, self.api, self.clock, self._waiting_pods
-            )
-            resolved = resolve_profile(
-                profile, self.registry, DEFAULT_MULTIPOINT, plugin_points(self.registry, handle)
-            )
-            percentage = resolved.percentage_of_nodes_to_score
-            if percentage is None:
-                percentage = self.config.percentage_of_nodes_to_score
-            frameworks[resolved.scheduler_name] = build_framework(
-                resolved.scheduler_name,
-                resolved.plugins,
-                registry=self.registry,
-                plugin_args=resolved.plugin_args,
-                score_weights=resolved.score_weights,
-                percentage_of_nodes_to_score=percentage,
-                handle=handle,
-            )
-        return frameworks
+        def handle_for(profile_name: str) -> FrameworkHandle:
+            return FrameworkHandle(profile_name, self._snapshot, self.api, self.clock, self._waiting_pods)
+
+        return build_frameworks(self.config, self.registry, handle_for)
 
     def _snapshot(self) -> Any:
         if self.scheduler is None:
@@ -139,19 +121,6 @@ class SchedulerApp:
 
     def _waiting_pods(self) -> Mapping[str, WaitingPodHandle]:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
-
-    def _merged_hints(self) -> dict[str, list[ClusterEventWithHint]]:
-        merged: dict[str, list[ClusterEventWithHint]] = {}
-        for fwk in self.frameworks.values():
-            for plugin, events in fwk.events_to_register().items():
-                merged.setdefault(plugin, events)
-        # A pod whose spec could not be read is retried when the pod itself is updated.
-        merged[POD_SPEC_PLUGIN] = [
-            ClusterEventWithHint(
-                ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate")
-            )
-        ]
-        return merged
 
     def _pre_enqueue(self, pod: Pod) -> str:
         fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")

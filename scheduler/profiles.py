@@ -8,9 +8,13 @@ from typing import Any
 from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
+from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
+from scheduler.plugins.registry import DEFAULT_MULTIPOINT
+from scheduler.scheduler import POD_SPEC_PLUGIN
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 
 # config point name -> PluginSet attribute
 POINT_ATTRS: dict[str, str] = {
@@ -136,3 +140,41 @@ def plugin_points(
         return memo[name]
 
     return implements
+
+
+def build_frameworks(
+    config: SchedulerConfig,
+    registry: Mapping[str, PluginFactory],
+    handle_for: Callable[[str], FrameworkHandle],
+) -> dict[str, Framework]:
+    """One Framework per configured profile, keyed by schedulerName."""
+    frameworks: dict[str, Framework] = {}
+    for profile in config.profiles:
+        handle = handle_for(profile.scheduler_name)
+        resolved = resolve_profile(profile, registry, DEFAULT_MULTIPOINT, plugin_points(registry, handle))
+        percentage = resolved.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = config.percentage_of_nodes_to_score
+        frameworks[resolved.scheduler_name] = build_framework(
+            resolved.scheduler_name,
+            resolved.plugins,
+            registry=registry,
+            plugin_args=resolved.plugin_args,
+            score_weights=resolved.score_weights,
+            percentage_of_nodes_to_score=percentage,
+            handle=handle,
+        )
+    return frameworks
+
+
+def queue_hints(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEventWithHint]]:
+    """The queue's hint registrations: every profile's plugins, plus the pod-spec pseudo plugin."""
+    merged: dict[str, list[ClusterEventWithHint]] = {}
+    for fwk in frameworks.values():
+        for plugin, events in fwk.events_to_register().items():
+            merged.setdefault(plugin, events)
+    # A pod whose spec could not be read is retried when the pod itself is updated.
+    merged[POD_SPEC_PLUGIN] = [
+        ClusterEventWithHint(ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate"))
+    ]
+    return merged

@@ -12,9 +12,10 @@ from informers import DeletedFinalStateUnknown
 from scheduler.cache import SchedulerCache
 from scheduler.event_handlers import EventHandlers, node_update_actions
 from scheduler.framework.types import PodInfo
+from scheduler.profiles import queue_hints
 from scheduling_queue import FakeClock, SchedulingQueue
 from scheduling_queue.types import ActionType, QueuedPodInfo
-from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod, merged_hints
+from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
 
 
 class Env:
@@ -22,7 +23,7 @@ class Env:
         self.clock = FakeClock()
         self.cache = SchedulerCache()
         frameworks = build_frameworks(self.cache.snapshot, None, self.clock.now)
-        self.queue = SchedulingQueue(clock=self.clock, hints=merged_hints(frameworks))
+        self.queue = SchedulingQueue(clock=self.clock, hints=queue_hints(frameworks))
         self.handlers = EventHandlers(queue=self.queue, cache=self.cache, profiles=[PROFILE])
 
     def make_unschedulable(self, pod: dict[str, Any], *plugins: str) -> QueuedPodInfo:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from scheduler.cache import SchedulerCache
-from scheduler.config import load_config, resolve_profile
+from scheduler.config import load_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
+from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.profiles import FrameworkHandle, build_frameworks
 from scheduler.schedule_one import SchedulingAlgorithm
 
 CONFIG = """
@@ -42,18 +42,10 @@ def test_example_plugin_loads_by_path_and_steers_placement(tmp_path: Path) -> No
         cache.add_node(_node(f"plain-{i}", {}))
     cache.add_node(_node("fast", {"example.com/fast-disk": "true"}))
     snapshot = cache.snapshot()
-    handle = FrameworkHandle("py-scheduler", lambda: snapshot, None, lambda: 0.0)
-    resolved = resolve_profile(config.profiles[0], config.registry, DEFAULT_MULTIPOINT, plugin_points(
-        config.registry, handle))  # fmt: skip
-    fwk = build_framework(
-        "py-scheduler",
-        resolved.plugins,
-        registry=config.registry,
-        plugin_args=resolved.plugin_args,
-        score_weights=resolved.score_weights,
-        percentage_of_nodes_to_score=None,
-        handle=handle,
+    frameworks = build_frameworks(
+        config, config.registry, lambda name: FrameworkHandle(name, lambda: snapshot, None, lambda: 0.0)
     )
+    fwk = frameworks["py-scheduler"]
     assert "PreferLabel" in [p.name for p in fwk.plugins.score]
     pod = PodInfo({
         "metadata": {"name": "p", "namespace": "default", "uid": "u1", "resourceVersion": "1"},

@@ -16,18 +16,18 @@ from typing import Any
 
 import orjson
 
+from scheduler import profiles
 from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
-from scheduler.config import parse_config, resolve_profile
+from scheduler.config import parse_config
 from scheduler.events import EventRecorder
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_framework, plugin_points
-from scheduler.scheduler import POD_SPEC_PLUGIN, Scheduler
+from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.profiles import FrameworkHandle, queue_hints
+from scheduler.scheduler import Scheduler
 from scheduling_queue import FakeClock, SchedulingQueue
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 
 PROFILE = "py-scheduler"
 
@@ -194,36 +194,11 @@ def build_frameworks(
     if percentage_of_nodes_to_score is not None:
         doc["percentageOfNodesToScore"] = percentage_of_nodes_to_score
     cfg = parse_config(doc, registry=registry)
-    frameworks: dict[str, Framework] = {}
-    for prof in cfg.profiles:
-        handle = FrameworkHandle(prof.scheduler_name, snapshot, api, clock)
-        resolved = resolve_profile(
-            prof, cfg.registry, DEFAULT_MULTIPOINT, plugin_points(cfg.registry, handle)
-        )
-        percentage = resolved.percentage_of_nodes_to_score
-        if percentage is None:
-            percentage = cfg.percentage_of_nodes_to_score
-        frameworks[resolved.scheduler_name] = build_framework(
-            resolved.scheduler_name,
-            resolved.plugins,
-            registry=cfg.registry,
-            plugin_args=resolved.plugin_args,
-            score_weights=resolved.score_weights,
-            percentage_of_nodes_to_score=percentage,
-            handle=handle,
-        )
-    return frameworks
 
+    def handle_for(profile_name: str) -> FrameworkHandle:
+        return FrameworkHandle(profile_name, snapshot, api, clock)
 
-def merged_hints(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEventWithHint]]:
-    merged: dict[str, list[ClusterEventWithHint]] = {}
-    for fwk in frameworks.values():
-        for plugin, events in fwk.events_to_register().items():
-            merged.setdefault(plugin, events)
-    merged[POD_SPEC_PLUGIN] = [
-        ClusterEventWithHint(ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate"))
-    ]
-    return merged
+    return profiles.build_frameworks(cfg, cfg.registry, handle_for)
 
 
 # --- a whole scheduler, fakes at the seams ----------------------------------------------------------
@@ -256,7 +231,7 @@ class CoreEnv:
         self.frameworks = build_frameworks(
             self._snapshot, self.api, self.clock.now, profile=profile, extra_registry=extra_registry
         )
-        self.queue = SchedulingQueue(clock=self.clock, hints=merged_hints(self.frameworks))
+        self.queue = SchedulingQueue(clock=self.clock, hints=queue_hints(self.frameworks))
         self.recorder = EventRecorder(self.api, reporting_instance="test-instance", clock=self.clock.now)
         self.results: list[BindingResult] = []
         self.delivered_on: list[threading.Thread] = []
