@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from scheduling_queue.types import Pod, QueueingHint
+from scheduling_queue.scheduling_queue import SchedulingQueue
+from scheduling_queue.types import Pod, QueuedPodInfo, QueueingHint
 
 
 def make_pod(
@@ -83,3 +84,17 @@ async def wait_until(cond: Callable[[], bool], timeout: float = 2.0) -> None:
         # Polling is the point: the conditions are arbitrary queue states, not events to await.
         while not cond():  # noqa: ASYNC110
             await asyncio.sleep(0)
+
+
+def pop(q: SchedulingQueue) -> QueuedPodInfo:
+    """The next pod, which must be there (tests drive the queue without awaiting)."""
+    qpi = q.pop_nowait()
+    assert qpi is not None
+    return qpi
+
+
+def fail(q: SchedulingQueue, qpi: QueuedPodInfo, *plugins: str, pending: tuple[str, ...] = ()) -> None:
+    """End an attempt as the scheduler does when ``plugins`` rejected the pod (none: an error)."""
+    qpi.unschedulable_plugins = set(plugins)
+    qpi.pending_plugins = set(pending)
+    q.add_unschedulable_if_not_present(qpi)

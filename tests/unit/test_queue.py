@@ -22,25 +22,13 @@ from scheduling_queue import (
     SchedulingQueue,
     scheduling_gates_pre_enqueue,
 )
-from scheduling_queue.testing import make_pod, queue_always, wait_until, with_changes
+from scheduling_queue.testing import fail, make_pod, pop, queue_always, wait_until, with_changes
 
 NODE_ADD = ClusterEvent(Resource.Node, ActionType.Add)
 
 
 def new_queue(clock: FakeClock, **kwargs: Any) -> SchedulingQueue:
     return SchedulingQueue(clock=clock, **kwargs)
-
-
-def pop(q: SchedulingQueue) -> QueuedPodInfo:
-    qpi = q.pop_nowait()
-    assert qpi is not None
-    return qpi
-
-
-def fail(q: SchedulingQueue, qpi: QueuedPodInfo, *plugins: str, pending: tuple[str, ...] = ()) -> None:
-    qpi.unschedulable_plugins = set(plugins)
-    qpi.pending_plugins = set(pending)
-    q.add_unschedulable_if_not_present(qpi)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from scheduling_queue import (
     SchedulingQueue,
 )
 from scheduling_queue.hints import AFTER_BACKOFF, IMMEDIATELY, SKIP, HintRegistry
-from scheduling_queue.testing import make_pod, queue_always, skip_always, with_changes
+from scheduling_queue.testing import fail, make_pod, pop, queue_always, skip_always, with_changes
 
 NODE_ADD = ClusterEvent(Resource.Node, ActionType.Add)
 NODE_LABEL = ClusterEvent(Resource.Node, ActionType.UpdateNodeLabel)
@@ -41,18 +41,6 @@ class Spy:
         name = pod["metadata"]["name"]
         self.calls.append((name, old, new))
         return self.answers.get(name, QueueingHint.Queue)
-
-
-def pop(q: SchedulingQueue) -> QueuedPodInfo:
-    qpi = q.pop_nowait()
-    assert qpi is not None
-    return qpi
-
-
-def fail(q: SchedulingQueue, qpi: QueuedPodInfo, *plugins: str, pending: tuple[str, ...] = ()) -> None:
-    qpi.unschedulable_plugins = set(plugins)
-    qpi.pending_plugins = set(pending)
-    q.add_unschedulable_if_not_present(qpi)
 
 
 def unschedulable(

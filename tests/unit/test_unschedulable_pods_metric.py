@@ -6,7 +6,7 @@ from prometheus_client import REGISTRY
 
 from scheduler import metrics
 from scheduling_queue import FakeClock, SchedulingQueue
-from scheduling_queue.testing import make_pod
+from scheduling_queue.testing import fail, make_pod, pop
 
 
 def _gauge(plugin: str, profile: str) -> float | None:
@@ -15,12 +15,9 @@ def _gauge(plugin: str, profile: str) -> float | None:
 
 def test_counts_per_rejecting_plugin_and_profile_then_drop_to_zero() -> None:
     queue = SchedulingQueue(clock=FakeClock())
-    for name, plugins in (("a", {"NodeResourcesFit"}), ("b", {"NodeResourcesFit", "TaintToleration"})):
+    for name, plugins in (("a", ("NodeResourcesFit",)), ("b", ("NodeResourcesFit", "TaintToleration"))):
         queue.add(make_pod(name))
-        qpi = queue.pop_nowait()
-        assert qpi is not None
-        qpi.unschedulable_plugins = set(plugins)
-        queue.add_unschedulable_if_not_present(qpi)
+        fail(queue, pop(queue), *plugins)
     counts = queue.unschedulable_counts()
     profile = next(iter(counts))[1]
     assert counts == {("NodeResourcesFit", profile): 2, ("TaintToleration", profile): 1}
