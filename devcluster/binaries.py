@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 VERSION_FILE = Path(__file__).resolve().parent / "K8S_VERSION"
-BINARIES = ("kube-apiserver", "kube-scheduler", "kubectl", "etcd")
+BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd")
 BUILD_HINT = "run `make control-plane` (or `bash devcluster/build.sh`) to build them"
 
 

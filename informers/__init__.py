@@ -54,14 +54,18 @@ from informers.objects import (
 )
 from informers.reflector import Reflector, ReflectorSink
 from informers.resource import (
+    CSI_DRIVERS,
     CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     NAMESPACES,
     NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     PODS,
+    PRIORITY_CLASSES,
     REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
@@ -78,7 +82,9 @@ from informers.store import (
 from informers.transport import AsyncTransport, Transport
 
 __all__ = [
+    "CSI_DRIVERS",
     "CSI_NODES",
+    "CSI_STORAGE_CAPACITIES",
     "NAMESPACES",
     "NAMESPACE_INDEX",
     "NODES",
@@ -87,7 +93,9 @@ __all__ = [
     "PERSISTENT_VOLUME_CLAIMS",
     "PODS",
     "POD_DISRUPTION_BUDGETS",
+    "PRIORITY_CLASSES",
     "REAL_CLOCK",
+    "REPLICATION_CONTROLLERS",
     "REPLICA_SETS",
     "SERVICES",
     "STATEFUL_SETS",

@@ -58,3 +58,19 @@ STATEFUL_SETS = ResourceSpec(
 POD_DISRUPTION_BUDGETS = ResourceSpec(
     group="policy", version="v1", plural="poddisruptionbudgets", namespaced=True, kind="PodDisruptionBudget"
 )
+REPLICATION_CONTROLLERS = ResourceSpec(
+    group="", version="v1", plural="replicationcontrollers", namespaced=True, kind="ReplicationController"
+)
+CSI_DRIVERS = ResourceSpec(
+    group="storage.k8s.io", version="v1", plural="csidrivers", namespaced=False, kind="CSIDriver"
+)
+CSI_STORAGE_CAPACITIES = ResourceSpec(
+    group="storage.k8s.io",
+    version="v1",
+    plural="csistoragecapacities",
+    namespaced=True,
+    kind="CSIStorageCapacity",
+)
+PRIORITY_CLASSES = ResourceSpec(
+    group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
+)

@@ -32,6 +32,7 @@ from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
+from scheduler.informer_listers import InformerListers
 from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
@@ -84,6 +85,8 @@ class SchedulerApp:
         self.clock = time.time
         self.cache = SchedulerCache()
         self.pod_infos = PodInfoCache()
+        # Plugins ask for listers while frameworks are built; their informers start with the others.
+        self.listers = InformerListers()
         self.frameworks = self._build_frameworks()
         first = next(iter(self.frameworks.values()))
         self.queue = SchedulingQueue(
@@ -110,7 +113,14 @@ class SchedulerApp:
     # --- construction -------------------------------------------------------------------------
     def _build_frameworks(self) -> dict[str, Framework]:
         def handle_for(profile_name: str) -> FrameworkHandle:
-            return FrameworkHandle(profile_name, self._snapshot, self.api, self.clock, self._waiting_pods)
+            return FrameworkHandle(
+                profile_name,
+                self._snapshot,
+                self.api,
+                self.clock,
+                self._waiting_pods,
+                listers=self.listers.lister,
+            )
 
         return build_frameworks(self.config, self.registry, handle_for)
 
@@ -197,6 +207,8 @@ class SchedulerApp:
         pods.add_event_handler(
             on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
         )
+        for spec, informer in self.listers.start(self.factory).items():
+            handlers.watch_other_kind(spec, informer)
         self.factory.start()
         background = [
             loop.create_task(self._heartbeat(), name="heartbeat"),

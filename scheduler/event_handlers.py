@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from informers import DeletedFinalStateUnknown
+from informers import DeletedFinalStateUnknown, ResourceSpec, SharedInformer
 from scheduler import metrics
 from scheduler.cache import SchedulerCache
 from scheduling_queue import SchedulingQueue
@@ -136,3 +136,40 @@ class EventHandlers:
 
     def on_node_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         self.cache.remove_node(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    # --- kinds plugins list -------------------------------------------------------------------
+    def watch_other_kind(self, spec: ResourceSpec, informer: SharedInformer) -> None:
+        """Changes of a kind a plugin lists wake the pods whose rejecting plugins registered for it.
+
+        Kinds with no upstream event resource (Namespace, Service, ReplicaSet...) only feed listers:
+        upstream's plugins register no events for them either.
+        """
+        resource = _EVENT_RESOURCES.get(spec.kind)
+        if resource is None:
+            return
+        add = ClusterEvent(resource, ActionType.Add)
+        update = ClusterEvent(resource, ActionType.Update)
+        delete = ClusterEvent(resource, ActionType.Delete)
+
+        def on_add(obj: Obj, is_initial_list: bool = False) -> None:
+            self.queue.move_all_to_active_or_backoff(add, None, obj)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            self.queue.move_all_to_active_or_backoff(update, old, new)
+
+        def on_delete(obj: Obj | DeletedFinalStateUnknown) -> None:
+            gone = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+            self.queue.move_all_to_active_or_backoff(delete, gone, None)
+
+        informer.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+
+
+# API kind -> the event resource upstream's plugins register for (framework.EventResource).
+_EVENT_RESOURCES: dict[str, Resource] = {
+    "PersistentVolume": Resource.PersistentVolume,
+    "PersistentVolumeClaim": Resource.PersistentVolumeClaim,
+    "StorageClass": Resource.StorageClass,
+    "CSINode": Resource.CSINode,
+    "CSIDriver": Resource.CSIDriver,
+    "CSIStorageCapacity": Resource.CSIStorageCapacity,
+}

@@ -11,7 +11,9 @@ from scheduler.cache import Snapshot
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
+from scheduler.framework.listers import Lister, ResourceSpec, StaticLister
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
+from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
 from scheduler.scheduler import POD_SPEC_PLUGIN
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
@@ -43,7 +45,9 @@ class FrameworkHandle:
         api: SchedulerApi | None,
         clock: Callable[[], float],
         waiting_pods: Callable[[], Mapping[str, WaitingPodHandle]] = dict,
+        listers: Callable[[ResourceSpec], Lister] | None = None,
     ) -> None:
+        self._listers = listers
         self._waiting_pods = waiting_pods
         self._profile_name = profile_name
         self._snapshot = snapshot
@@ -72,8 +76,11 @@ class FrameworkHandle:
     def waiting_pods(self) -> Sequence[WaitingPodHandle]:
         return list(self._waiting_pods().values())
 
-    def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
-        raise NotImplementedError(f"no informer for {resource!r} is available to plugins yet")
+    def lister(self, resource: ResourceSpec) -> Lister:
+        if self._listers is None:
+            # A handle without informers (tests, simulate without a cluster) lists nothing.
+            return StaticLister()
+        return self._listers(resource)
 
 
 def instantiate(
@@ -125,6 +132,7 @@ def build_framework(
         percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         observe_point=observe_point,
         observe_plugin=metrics.observe_plugin,
+        guard=UnsupportedFieldGuard(registry.keys()),
     )
 
 
@@ -173,8 +181,11 @@ def queue_hints(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEv
     for fwk in frameworks.values():
         for plugin, events in fwk.events_to_register().items():
             merged.setdefault(plugin, events)
-    # A pod whose spec could not be read is retried when the pod itself is updated.
-    merged[POD_SPEC_PLUGIN] = [
-        ClusterEventWithHint(ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate"))
-    ]
+    # A pod whose spec could not be read, or that uses a field this build cannot honour, is retried
+    # when the pod itself is updated.
+    pod_updated = ClusterEventWithHint(
+        ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate")
+    )
+    merged[POD_SPEC_PLUGIN] = [pod_updated]
+    merged[UNSUPPORTED_FIELDS_PLUGIN] = [pod_updated]
     return merged

@@ -41,6 +41,8 @@ _RESOURCE_LABELS: dict[Resource, str] = {
     Resource.PersistentVolumeClaim: "PersistentVolumeClaim",
     Resource.StorageClass: "storage.k8s.io/StorageClass",
     Resource.CSINode: "storage.k8s.io/CSINode",
+    Resource.CSIDriver: "storage.k8s.io/CSIDriver",
+    Resource.CSIStorageCapacity: "storage.k8s.io/CSIStorageCapacity",
     Resource.WildCard: "*",
 }
 

@@ -62,6 +62,8 @@ class Resource(enum.StrEnum):
     PersistentVolumeClaim = "PersistentVolumeClaim"
     StorageClass = "StorageClass"
     CSINode = "CSINode"
+    CSIDriver = "CSIDriver"
+    CSIStorageCapacity = "CSIStorageCapacity"
     WildCard = "*"
 
 

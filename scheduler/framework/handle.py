@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
+from scheduler.framework.listers import Lister, ResourceSpec
 from scheduler.framework.types import NodeInfo
 
 
@@ -51,6 +52,8 @@ class Handle(Protocol):
 
     def waiting_pods(self) -> Sequence[WaitingPodHandle]: ...
 
-    def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
-        """A lister for an informer the plugin asked for (e.g. "persistentvolumeclaims")."""
+    def lister(self, resource: ResourceSpec) -> Lister:
+        """An informer-backed lister of ``resource`` (e.g. ``NAMESPACES``). Ask for it in the plugin's
+        factory: the scheduler starts that informer because a plugin asked, and waits for it to sync
+        before the first cycle."""
         ...

@@ -43,6 +43,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduler.framework.unsupported import UnsupportedFieldGuard
 from scheduling_queue.types import (
     ActionType,
     ClusterEvent,
@@ -111,8 +112,11 @@ class Framework:
         observe_point: PointObserver = _noop_point,
         observe_plugin: PluginObserver = _noop_plugin,
         rng: random.Random | None = None,
+        guard: UnsupportedFieldGuard | None = None,
     ) -> None:
         self.profile_name = profile_name
+        # Refuses pods using fields no plugin of this build implements (see framework/unsupported.py).
+        self.guard = guard
         self.plugins = plugins
         self.score_weights = dict(score_weights)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
@@ -178,6 +182,11 @@ class Framework:
         result: PreFilterResult | None = None
         status: Status | None = None
         narrowing: list[str] = []
+        if self.guard is not None:
+            status = self.guard.check(pod)
+            if status is not None:
+                self._observe_point("PreFilter", _status_label(status), time.perf_counter() - start)
+                return None, status
         for plugin in self.plugins.pre_filter:
             plugin_result, plugin_status = plugin.pre_filter(state, pod, nodes)
             if plugin_status is not None and plugin_status.code is not Code.Success:

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import WaitingPodHandle
+from scheduler.framework.listers import ResourceSpec, StaticLister
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 
@@ -148,8 +149,13 @@ class FakeHandle:
         self,
         nodes: Sequence[NodeInfo] = (),
         bind: Callable[[str, str, str, str], None] | None = None,
+        objects: Mapping[ResourceSpec, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         self._snapshot = FakeSnapshot(nodes)
+        # Listers over fixed objects per kind; a kind not given lists nothing.
+        self.listers: dict[ResourceSpec, StaticLister] = {
+            spec: StaticLister(objs) for spec, objs in (objects or {}).items()
+        }
         self._bind = bind
         self.bound: list[tuple[str, str, str, str]] = []
 
@@ -175,8 +181,8 @@ class FakeHandle:
     def waiting_pods(self) -> Sequence[WaitingPodHandle]:
         return []
 
-    def object_store(self, resource: str) -> Callable[[], Sequence[Mapping[str, Any]]]:
-        return lambda: ()
+    def lister(self, resource: ResourceSpec) -> StaticLister:
+        return self.listers.setdefault(resource, StaticLister())
 
 
 def run_filter(plugin: Any, pod_dict: Mapping[str, Any], info: NodeInfo) -> Status | None:

@@ -1,0 +1,89 @@
+"""Read-only listers of other API kinds for plugins (upstream's ``SharedInformerFactory`` listers).
+
+A plugin asks its Handle for a lister at construction: ``handle.lister(NAMESPACES)``. The scheduler starts
+an informer for that kind only because some enabled plugin asked, and scheduling begins only once it has
+synced, so a lister never answers from a half-filled store during a cycle. Objects are the raw JSON dicts
+of the watch: treat them as read-only.
+
+Unit tests give plugins a :class:`StaticLister` (or a ``FakeHandle`` built on it) at the same seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from informers.resource import (
+    CSI_NODES,
+    NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    STORAGE_CLASSES,
+    ResourceSpec,
+)
+
+KubeObject = Mapping[str, Any]
+
+__all__ = [
+    "CSI_NODES",
+    "NAMESPACES",
+    "PERSISTENT_VOLUMES",
+    "PERSISTENT_VOLUME_CLAIMS",
+    "POD_DISRUPTION_BUDGETS",
+    "REPLICATION_CONTROLLERS",
+    "REPLICA_SETS",
+    "SERVICES",
+    "STATEFUL_SETS",
+    "STORAGE_CLASSES",
+    "KubeObject",
+    "Lister",
+    "ResourceSpec",
+    "StaticLister",
+    "object_key",
+]
+
+
+class Lister(Protocol):
+    """The objects of one kind, as the scheduler's informer last saw them."""
+
+    def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
+        """All objects, or those of ``namespace`` (ignored for cluster-scoped kinds)."""
+        ...
+
+    def get(self, name: str, namespace: str = "") -> KubeObject | None:
+        """One object by name (and namespace, for namespaced kinds), or None."""
+        ...
+
+
+def object_key(name: str, namespace: str = "") -> str:
+    """The store key of an object: ``namespace/name``, or ``name`` for cluster-scoped kinds."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+class StaticLister:
+    """A Lister over a fixed list of objects: for unit tests and for simulate's read-only snapshots."""
+
+    def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
+        self._by_key: dict[str, KubeObject] = {}
+        for obj in objects:
+            self.add(obj)
+
+    def add(self, obj: KubeObject) -> None:
+        meta = obj.get("metadata") or {}
+        self._by_key[object_key(meta.get("name", ""), meta.get("namespace", ""))] = obj
+
+    def delete(self, name: str, namespace: str = "") -> None:
+        self._by_key.pop(object_key(name, namespace), None)
+
+    def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
+        if namespace is None:
+            return list(self._by_key.values())
+        return [o for o in self._by_key.values() if (o.get("metadata") or {}).get("namespace") == namespace]
+
+    def get(self, name: str, namespace: str = "") -> KubeObject | None:
+        return self._by_key.get(object_key(name, namespace))

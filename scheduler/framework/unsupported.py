@@ -1,0 +1,92 @@
+"""Fail closed: refuse pods that use a spec feature no plugin of this build implements.
+
+kube-scheduler honours these fields through plugins py-scheduler may not have yet. Placing such a pod as
+if the field were absent is the worst thing a scheduler can do (a claim never provisioned, a device never
+allocated, a gang split up), so the framework rejects it before PreFilter, UnschedulableAndUnresolvable,
+naming the field and the missing plugin. The pod shows a FailedScheduling Event and ``PodScheduled=False``
+and is retried when its spec changes.
+
+The guard is about this build, not about a user's configuration: a field is guarded only while the plugin
+that implements it is absent from the registry (in-tree plus out-of-tree). A user who disables a plugin
+that exists gets upstream's behaviour, the constraint not enforced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.status import Status
+from scheduler.framework.types import PodInfo
+
+# The pseudo plugin named in the status: its only queueing hint is an update of the pod itself.
+UNSUPPORTED_FIELDS_PLUGIN = "UnsupportedPodFields"
+
+Spec = Mapping[str, Any]
+
+
+def _volumes_with(*sources: str) -> Callable[[Spec], bool]:
+    def uses(spec: Spec) -> bool:
+        return any(source in volume for volume in spec.get("volumes") or () for source in sources)
+
+    return uses
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedField:
+    """``field`` (as users know it) is honoured only by ``plugin``; ``used(spec)`` says a pod uses it."""
+
+    field: str
+    plugin: str
+    used: Callable[[Spec], bool]
+
+
+GUARDED_FIELDS: tuple[GuardedField, ...] = (
+    GuardedField("persistentVolumeClaim volumes", "VolumeBinding", _volumes_with("persistentVolumeClaim")),
+    GuardedField("ephemeral volumes", "VolumeBinding", _volumes_with("ephemeral")),
+    GuardedField(
+        "gcePersistentDisk, awsElasticBlockStore, rbd or iscsi volumes",
+        "VolumeRestrictions",
+        _volumes_with("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"),
+    ),
+    GuardedField(
+        "csi, azureDisk or cinder volumes", "NodeVolumeLimits", _volumes_with("csi", "azureDisk", "cinder")
+    ),
+    GuardedField("resourceClaims", "DynamicResources", lambda spec: bool(spec.get("resourceClaims"))),
+    GuardedField("schedulingGroup", "GangScheduling", lambda spec: bool(spec.get("schedulingGroup"))),
+)
+
+
+def unsupported_message(field: str, plugin: str) -> str:
+    return f"pod uses {field}, which py-scheduler does not support yet ({plugin})"
+
+
+class UnsupportedFieldGuard:
+    """Checks a pod against the fields whose plugins are missing from ``available_plugins``."""
+
+    __slots__ = ("_guarded",)
+
+    def __init__(
+        self, available_plugins: Collection[str], guarded: tuple[GuardedField, ...] = GUARDED_FIELDS
+    ) -> None:
+        self._guarded = tuple(g for g in guarded if g.plugin not in available_plugins)
+
+    @property
+    def guarded(self) -> tuple[GuardedField, ...]:
+        return self._guarded
+
+    def check(self, pod: PodInfo) -> Status | None:
+        """UnschedulableAndUnresolvable naming the first unsupported field the pod uses, else None."""
+        if not self._guarded:
+            return None
+        message = pod.derived("unsupported-fields", self._first_unsupported)
+        if message is None:
+            return None
+        return Status.unschedulable(message, resolvable=False).with_plugin(UNSUPPORTED_FIELDS_PLUGIN)
+
+    def _first_unsupported(self, pod: PodInfo) -> str | None:
+        for guarded in self._guarded:
+            if guarded.used(pod.spec):
+                return unsupported_message(guarded.field, guarded.plugin)
+        return None

@@ -1,0 +1,69 @@
+"""Informer-backed listers handed to plugins through the Handle.
+
+Frameworks are built (and plugins ask for listers) before the informer factory exists, so a lister is
+first a promise: ``InformerListers.lister(spec)`` records the kind and returns a lister that reads the
+informer's store once :meth:`InformerListers.start` has created it. Scheduling starts only after every
+informer has synced, so plugins never see the empty store of the promise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from informers import NAMESPACE_INDEX, InformerFactory, ResourceSpec, SharedInformer, index_by_namespace
+from informers.store import Indexer
+from scheduler.framework.listers import KubeObject, object_key
+
+
+class InformerLister:
+    """A Lister over one informer's store (thread-safe reads: the store takes its own lock)."""
+
+    __slots__ = ("_store", "spec")
+
+    def __init__(self, spec: ResourceSpec) -> None:
+        self.spec = spec
+        self._store: Indexer | None = None
+
+    def bind(self, informer: SharedInformer) -> None:
+        self._store = informer.store
+
+    def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
+        store = self._store
+        if store is None:
+            return []
+        if namespace is None or not self.spec.namespaced:
+            return store.list()
+        return store.by_index(NAMESPACE_INDEX, namespace)
+
+    def get(self, name: str, namespace: str = "") -> KubeObject | None:
+        store = self._store
+        if store is None:
+            return None
+        return store.get(object_key(name, namespace if self.spec.namespaced else ""))
+
+
+class InformerListers:
+    """The kinds plugins asked for, one lister (and later one informer) per kind."""
+
+    def __init__(self) -> None:
+        self._listers: dict[ResourceSpec, InformerLister] = {}
+
+    def lister(self, spec: ResourceSpec) -> InformerLister:
+        found = self._listers.get(spec)
+        if found is None:
+            found = self._listers[spec] = InformerLister(spec)
+        return found
+
+    @property
+    def kinds(self) -> list[ResourceSpec]:
+        return list(self._listers)
+
+    def start(self, factory: InformerFactory) -> dict[ResourceSpec, SharedInformer]:
+        """Creates the informer of every requested kind and binds its lister; the caller starts them."""
+        informers: dict[ResourceSpec, SharedInformer] = {}
+        for spec, lister in self._listers.items():
+            indexers = {NAMESPACE_INDEX: index_by_namespace} if spec.namespaced else None
+            informer = factory.informer_for(spec, indexers=indexers)
+            lister.bind(informer)
+            informers[spec] = informer
+        return informers
