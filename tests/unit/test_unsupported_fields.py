@@ -1,0 +1,81 @@
+"""The fail-closed guard: fields no plugin of this build implements refuse the pod, naming them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import Framework, PluginSet
+from scheduler.framework.status import Code
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
+from tests.unit.plugins.plugin_testlib import node, pod
+
+
+def _pod(**spec: Any) -> PodInfo:
+    return PodInfo(pod("p", extra_spec=spec))
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "plugin"),
+    [
+        (
+            {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}]},
+            "persistentVolumeClaim",
+            "VolumeBinding",
+        ),
+        (
+            {"volumes": [{"name": "d", "ephemeral": {"volumeClaimTemplate": {}}}]},
+            "ephemeral",
+            "VolumeBinding",
+        ),
+        ({"volumes": [{"name": "d", "csi": {"driver": "x"}}]}, "csi", "NodeVolumeLimits"),
+        ({"volumes": [{"name": "d", "rbd": {"image": "x"}}]}, "rbd", "VolumeRestrictions"),
+        (
+            {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]},
+            "resourceClaims",
+            "DynamicResources",
+        ),
+        ({"schedulingGroup": {"podGroupName": "g"}}, "schedulingGroup", "GangScheduling"),
+    ],
+)
+def test_guard_names_field_and_missing_plugin(spec: dict[str, Any], field: str, plugin: str) -> None:
+    status = UnsupportedFieldGuard(available_plugins=()).check(_pod(**spec))
+    assert status is not None
+    assert status.code is Code.UnschedulableAndUnresolvable
+    assert status.plugin == UNSUPPORTED_FIELDS_PLUGIN
+    assert field in status.message() and f"({plugin})" in status.message()
+    assert "does not support yet" in status.message()
+
+
+def test_plain_volumes_pass_and_available_plugins_lift_the_guard() -> None:
+    plain = _pod(volumes=[{"name": "d", "emptyDir": {}}, {"name": "c", "configMap": {"name": "x"}}])
+    assert UnsupportedFieldGuard(available_plugins=()).check(plain) is None
+    pvc = _pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}])
+    assert UnsupportedFieldGuard(available_plugins={"VolumeBinding"}).check(pvc) is None
+
+
+def test_framework_rejects_at_prefilter_before_any_plugin_runs() -> None:
+    calls: list[str] = []
+
+    class Recorder:
+        name = "Recorder"
+
+        def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Any) -> tuple[None, None]:
+            calls.append(pod.key)
+            return None, None
+
+    fwk = Framework(
+        "py-scheduler",
+        PluginSet(pre_filter=[Recorder()]),
+        score_weights={},
+        guard=UnsupportedFieldGuard(available_plugins=()),
+    )
+    claim = _pod(resourceClaims=[{"name": "gpu", "resourceClaimName": "c"}])
+    _, status = fwk.run_pre_filter(CycleState(), claim, [NodeInfo(node("n1"))])
+    assert status is not None and status.code is Code.UnschedulableAndUnresolvable
+    assert calls == []
+    _, status = fwk.run_pre_filter(CycleState(), _pod(), [NodeInfo(node("n1"))])
+    assert status is None and calls == ["default/p"]
