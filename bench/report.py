@@ -193,9 +193,14 @@ def render(
         out.append("")
     if OPTIMISATION_LOG.exists():
         out += [OPTIMISATION_LOG.read_text().rstrip(), ""]
-    tput, p99 = ratios(results)
-    out.append(f"throughput ratio py-scheduler/kube-scheduler (basic): {tput:.2f}")
-    out.append(f"p99 latency ratio py-scheduler/kube-scheduler (basic): {p99:.2f}")
+    for name in workloads:
+        if name == CEILING_WORKLOAD:
+            continue
+        tput, p99 = ratios(results, name)
+        if math.isnan(tput):
+            continue
+        out.append(f"throughput ratio py-scheduler/kube-scheduler ({name}): {tput:.2f}")
+        out.append(f"p99 latency ratio py-scheduler/kube-scheduler ({name}): {p99:.2f}")
     return "\n".join(out) + "\n"
 
 

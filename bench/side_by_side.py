@@ -35,7 +35,7 @@ from devcluster.nodes import create_nodes
 log = logging.getLogger("bench")
 
 RESULTS = Path(__file__).resolve().parent / "results"
-NAMESPACE = "bench"
+NAMESPACE = workloads.MEASURED_NAMESPACE
 WARMUP_NAMESPACE = "bench-warmup"
 MAX_INFLIGHT = 4000
 MAX_MUTATING_INFLIGHT = 2000
@@ -82,6 +82,24 @@ async def _warm_up(client: BenchClient, scheduler_name: str, timeout: float = 12
     raise TimeoutError(f"{scheduler_name} did not bind the warm-up pod in {timeout:.0f}s")
 
 
+async def _place_init_pods(
+    client: BenchClient, workload: workloads.Workload, scheduler_name: str, timeout: float, concurrency: int
+) -> None:
+    """Upstream's initPods: created and bound by the same scheduler before the clock starts."""
+    await client.create_namespace(workloads.INIT_NAMESPACE)
+    record = RunRecord()
+    watch = BindingWatch(client, workloads.INIT_NAMESPACE, record)
+    await watch.start()
+    bodies = workload.bodies(scheduler_name, init=True)
+    await create_pods(client, workloads.INIT_NAMESPACE, bodies, record, concurrency=concurrency)
+    names = frozenset(name for name, _ in bodies)
+    done = await watch.wait_for(names, timeout)
+    await watch.stop()
+    if not done:
+        raise TimeoutError(f"{scheduler_name}: {len(names) - len(record.bound)} init pods still pending")
+    log.info("%d init pods bound", len(names))
+
+
 async def _measure(
     cp: ControlPlane,
     contestant: schedulers.Contestant,
@@ -94,6 +112,8 @@ async def _measure(
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
         await _warm_up(client, contestant.scheduler_name)
+        if workload.init_pods:
+            await _place_init_pods(client, workload, contestant.scheduler_name, timeout, concurrency)
         bodies = workload.bodies(contestant.scheduler_name)
         record = RunRecord()
         watch = BindingWatch(client, NAMESPACE, record)

@@ -23,7 +23,24 @@ BASIC = "basic"
 LARGE = "large"
 MIXED = "mixed"
 CEILING = "ceiling"
-ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING)
+# scheduler_perf's pod-relationship cases (test/integration/scheduler_perf/{affinity,topology_spreading}).
+TOPOLOGY_SPREADING = "TopologySpreading"
+PREFERRED_TOPOLOGY_SPREADING = "PreferredTopologySpreading"
+POD_ANTI_AFFINITY = "PodAntiAffinity"
+POD_AFFINITY = "PodAffinity"
+PREFERRED_AFFINITY = "PreferredAffinity"
+CONSTRAINT_WORKLOADS = (
+    TOPOLOGY_SPREADING,
+    PREFERRED_TOPOLOGY_SPREADING,
+    POD_ANTI_AFFINITY,
+    POD_AFFINITY,
+    PREFERRED_AFFINITY,
+)
+ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS)
+# Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
+INIT_NAMESPACE = "bench-init"
+MEASURED_NAMESPACE = "bench"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,8 @@ class Workload:
     churn: list[Churn] = field(default_factory=list)
     # Pods no node can take, whatever the placement of the others.
     expect_unschedulable: frozenset[str] = frozenset()
+    # Created and bound before the clock starts (upstream's initPods), in INIT_NAMESPACE.
+    init_pods: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def pod_names(self) -> list[str]:
@@ -55,10 +74,10 @@ class Workload:
     def expect_bound(self) -> frozenset[str]:
         return frozenset(self.pod_names) - self.expect_unschedulable - self.deleted()
 
-    def bodies(self, scheduler_name: str) -> list[tuple[str, bytes]]:
+    def bodies(self, scheduler_name: str, *, init: bool = False) -> list[tuple[str, bytes]]:
         """(name, JSON body) per pod, serialised up front so the clock never pays for it."""
         out = []
-        for pod in self.pods:
+        for pod in self.init_pods if init else self.pods:
             spec = dict(pod["spec"])
             spec["schedulerName"] = scheduler_name
             out.append((pod["metadata"]["name"], orjson.dumps({**pod, "spec": spec})))
@@ -210,7 +229,112 @@ def mixed(nodes: int = 1000, pods: int = 3000, churn_every: int = 10, churn_lag:
     )
 
 
+def _upstream_pod(name: str, labels: Mapping[str, str], spec_extra: Mapping[str, Any]) -> dict[str, Any]:
+    """scheduler_perf's pod-default.yaml shape (100m CPU, 500 MiB) with one port, plus ``spec_extra``."""
+    body = pod(name, "100m", "500Mi", labels=labels)
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    body["spec"].update(spec_extra)
+    return body
+
+
+def _term(labels: Mapping[str, str], topology_key: str) -> dict[str, Any]:
+    return {
+        "labelSelector": {"matchLabels": dict(labels)},
+        "topologyKey": topology_key,
+        "namespaces": [MEASURED_NAMESPACE, INIT_NAMESPACE],
+    }
+
+
+def _spread(labels: Mapping[str, str], when: str) -> dict[str, Any]:
+    constraint = {
+        "maxSkew": 5,
+        "topologyKey": ZONE_LABEL,
+        "whenUnsatisfiable": when,
+        "labelSelector": {"matchLabels": dict(labels)},
+    }
+    return {"topologySpreadConstraints": [constraint]}
+
+
+def constraint_workload(name: str, nodes: int, init: int, measure: int) -> Workload:
+    """One of scheduler_perf's affinity / spreading cases at this machine's size.
+
+    Nodes are node-default.yaml (4 CPU, 32 GiB, 110 pods); init pods are bound before the clock
+    starts and count for every constraint, as upstream's initPods do.
+    """
+    zones: tuple[str, ...] = ()
+    template: dict[str, Any] = {}
+    init_template: dict[str, Any] | None = None
+    labels: dict[str, str] = {}
+    if name in (TOPOLOGY_SPREADING, PREFERRED_TOPOLOGY_SPREADING):
+        zones = ("moon-1", "moon-2", "moon-3")
+        labels = {"color": "blue"}
+        when = "DoNotSchedule" if name == TOPOLOGY_SPREADING else "ScheduleAnyway"
+        template, init_template = _spread(labels, when), {}
+    elif name == POD_ANTI_AFFINITY:
+        labels = {"color": "green"}
+        term = _term(labels, HOSTNAME_LABEL)
+        template = {
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        }
+    elif name == POD_AFFINITY:
+        zones = ("zone1",)
+        labels = {"color": "blue"}
+        term = _term(labels, ZONE_LABEL)
+        template = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+    elif name == PREFERRED_AFFINITY:
+        labels = {"color": "red"}
+        weighted = {"weight": 1, "podAffinityTerm": _term(labels, HOSTNAME_LABEL)}
+        template = {
+            "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
+        }
+    else:
+        raise ValueError(f"unknown constraint workload {name!r}")
+    node_list = [
+        make_node(
+            f"node-{i:05d}",
+            cpu="4",
+            memory="32Gi",
+            pods=110,
+            labels={ZONE_LABEL: zones[i % len(zones)]} if zones else None,
+        )
+        for i in range(nodes)
+    ]
+    init_spec = template if init_template is None else init_template
+    init_labels = labels if init_template is None else {}
+    what = {
+        TOPOLOGY_SPREADING: "maxSkew 5 over 3 zones, DoNotSchedule",
+        PREFERRED_TOPOLOGY_SPREADING: "maxSkew 5 over 3 zones, ScheduleAnyway",
+        POD_ANTI_AFFINITY: "required anti-affinity on hostname to each other",
+        POD_AFFINITY: "required affinity on zone to each other (one zone)",
+        PREFERRED_AFFINITY: "preferred affinity on hostname to each other",
+    }[name]
+    return Workload(
+        name=name,
+        description=(
+            f"scheduler_perf's {name} shape: {nodes} nodes (4 CPU, 32 GiB, 110 pods), {init} init pods "
+            f"bound before the clock, then {measure} measured pods (100m CPU, 500 MiB) with {what}"
+        ),
+        nodes=node_list,
+        pods=[_upstream_pod(f"pod-{i:05d}", labels, template) for i in range(measure)],
+        init_pods=[_upstream_pod(f"init-{i:05d}", init_labels, init_spec) for i in range(init)],
+    )
+
+
+# (nodes, init pods, measured pods) per constraint workload, full and quick. Sized for two cores:
+# upstream's 5,000-node cases scaled to 1,000 nodes, anti-affinity kept below one pod per node.
+CONSTRAINT_SIZES: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] = {
+    TOPOLOGY_SPREADING: ((1000, 1000, 1000), (300, 300, 300)),
+    PREFERRED_TOPOLOGY_SPREADING: ((1000, 1000, 1000), (300, 300, 300)),
+    POD_ANTI_AFFINITY: ((1000, 200, 500), (300, 50, 200)),
+    POD_AFFINITY: ((1000, 500, 1000), (300, 100, 300)),
+    PREFERRED_AFFINITY: ((1000, 500, 1000), (300, 100, 300)),
+}
+
+
 def build(name: str, *, quick: bool = False) -> Workload:
+    if name in CONSTRAINT_SIZES:
+        full, small = CONSTRAINT_SIZES[name]
+        return constraint_workload(name, *(small if quick else full))
     if name == BASIC:
         return basic(500, 1000) if quick else basic()
     if name == LARGE:

@@ -1,4 +1,5 @@
-"""The real local control plane: etcd + kube-apiserver (+ kube-scheduler on demand) on loopback ports.
+"""The real local control plane: etcd + kube-apiserver (+ kube-controller-manager and kube-scheduler on
+demand) on loopback ports.
 
 Used by the integration tests (one per session), ``make cluster``, the demo and the benchmarks.
 Each component runs in its own process group and logs to ``<run_dir>/logs/<component>.log``; every
@@ -37,6 +38,20 @@ _RUN_MARKER = ".devcluster-run"
 _PORT_RETRIES = 3
 ETCD = "etcd"
 APISERVER = "kube-apiserver"
+CONTROLLER_MANAGER = "kube-controller-manager"
+# The controllers tests and demos rely on: workloads (Deployments, ReplicaSets, StatefulSets, Jobs) and
+# their garbage collection, the PV binder, PDB status and DRA claims from templates. Left out on purpose:
+# node lifecycle (there are no kubelets; it would taint every node NotReady) and cloud controllers.
+DEFAULT_CONTROLLERS = (
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "job-controller",
+    "garbage-collector-controller",
+    "persistentvolume-binder-controller",
+    "disruption-controller",
+    "resourceclaim-controller",
+)
 SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 ADMIN_USER = "devcluster-admin"
@@ -338,6 +353,65 @@ class ControlPlane:
             what=lambda: f"{name} /healthz on https://127.0.0.1:{port}",
             timeout=timeout or self.start_timeout,
         )
+
+    # ----- kube-controller-manager -----
+
+    def start_controller_manager(
+        self,
+        controllers: Sequence[str] = DEFAULT_CONTROLLERS,
+        extra_args: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> ManagedProcess:
+        """Run the real kube-controller-manager with ``controllers`` (idempotent while it runs).
+
+        Started on demand: tests that create Deployments, StatefulSets, PVCs or PDBs need it, the rest
+        do not pay for it.
+        """
+        self._require_running_etcd()
+        current = self._procs.get(CONTROLLER_MANAGER)
+        if current is not None and current.running():
+            return current
+        if not self.kubeconfig.exists():
+            raise RuntimeError("kube-apiserver has not been started: no kubeconfig yet")
+        cert_dir = self.run_dir / "kube-controller-manager-certs"
+        port = 0
+
+        def build() -> list[str]:
+            nonlocal port
+            port = free_port()
+            return [
+                str(self.binaries_dir / CONTROLLER_MANAGER),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--controllers={','.join(controllers)}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={cert_dir}",
+                # No extension-apiserver-authentication ConfigMap to look up; health needs no auth.
+                "--authentication-skip-lookup=true",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+                # Tests want controllers to react at once, not after client-side throttling.
+                "--kube-api-qps=500",
+                "--kube-api-burst=1000",
+                "--concurrent-deployment-syncs=10",
+                "--concurrent-replicaset-syncs=10",
+                "--v=1",
+                *extra_args,
+            ]
+
+        tls = unverified_tls()
+        return self._launch(
+            CONTROLLER_MANAGER,
+            build,
+            ready=lambda: http_get(f"https://127.0.0.1:{port}/healthz", context=tls)[0] == 200,
+            what=lambda: f"kube-controller-manager /healthz on https://127.0.0.1:{port}",
+            timeout=timeout or self.start_timeout,
+        )
+
+    def stop_controller_manager(self) -> None:
+        proc = self._procs.get(CONTROLLER_MANAGER)
+        if proc is not None:
+            proc.stop(grace=10.0)
 
     # ----- internals -----
 

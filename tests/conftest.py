@@ -42,6 +42,13 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="session")
+def controller_manager(control_plane: ControlPlane) -> ControlPlane:
+    """The session's control plane with kube-controller-manager running (Deployments, PV binder...)."""
+    control_plane.start_controller_manager()
+    return control_plane
+
+
+@pytest.fixture(scope="session")
 def kubeconfig(control_plane: ControlPlane) -> str:
     return str(control_plane.kubeconfig)
 
