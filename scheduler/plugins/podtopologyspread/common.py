@@ -189,15 +189,30 @@ def count_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: 
     """
     if selector.empty or selector.matches_nothing:
         return 0
+    requirements = selector.requirements
     count = 0
     for pod in pods:
+        if pod.namespace != namespace:
+            continue
         meta = pod.pod.get("metadata") or {}
         # Terminating pods are about to leave their domain (kubernetes#87621).
-        if pod.namespace != namespace or meta.get("deletionTimestamp") is not None:
+        if meta.get("deletionTimestamp") is not None:
             continue
-        if selector.matches(meta.get("labels") or {}):
+        labels = meta.get("labels") or {}
+        for requirement in requirements:
+            if not requirement.matches(labels):
+                break
+        else:
             count += 1
     return count
+
+
+def selector_identity(selector: LabelSelector) -> tuple[Any, ...]:
+    """Equal for selectors that match the same pods by construction, so their counts can be shared."""
+    return (
+        selector.matches_nothing,
+        tuple((r.key, int(r.op), tuple(sorted(r.values)), r.number) for r in selector.requirements),
+    )
 
 
 def any_selector_matches(constraints: Sequence[SpreadConstraint], labels: Mapping[str, str]) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from scheduler.plugins.podtopologyspread.common import (
     count_matching,
     labels_of,
     node_has_all_keys,
+    selector_identity,
 )
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -59,16 +61,18 @@ def domain_counts(
     affinity = pod_required_affinity(pod) if needs_policies else None
     tolerations = pod_tolerations(pod) if needs_policies else ()
     namespace = pod.namespace
+    # Constraints often have equal selectors (a zone and a hostname constraint on the same app): count
+    # each distinct selector once per node.
+    identities = [selector_identity(c.selector) for c in constraints]
     for node in nodes:
         labels = node.labels
         if not node_has_all_keys(labels, constraints):
             continue
-        # Constraints often share a selector (system defaults do): count each selector once per node.
-        by_selector: dict[int, int] = {}
+        by_selector: dict[tuple[Any, ...], int] = {}
         for index, constraint in enumerate(constraints):
             if affinity is not None and not constraint.includes_node(node, affinity, tolerations):
                 continue
-            key = id(constraint.selector)
+            key = identities[index]
             matched = by_selector.get(key)
             if matched is None:
                 matched = by_selector[key] = (
