@@ -13,6 +13,7 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -28,6 +29,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_AFFINITY: NodeAffinity,
     names.NODE_PORTS: NodePorts,
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
+    names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
@@ -44,8 +46,9 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.NODE_AFFINITY, 2),
     (names.NODE_PORTS, 0),
     (names.NODE_RESOURCES_FIT, 1),
-    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-    # PodTopologySpread (2), InterPodAffinity (2) and DefaultPreemption come here.
+    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
+    (names.POD_TOPOLOGY_SPREAD, 2),
+    # Upstream's InterPodAffinity (2) and DefaultPreemption come here.
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),

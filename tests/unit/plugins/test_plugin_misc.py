@@ -121,6 +121,13 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_AFFINITY: (PreFilterPlugin, FilterPlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions),
     names.NODE_PORTS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.NODE_RESOURCES_FIT: (PreFilterPlugin, FilterPlugin, ScorePlugin, EnqueueExtensions),
+    names.POD_TOPOLOGY_SPREAD: (
+        PreFilterPlugin,
+        FilterPlugin,
+        ScorePlugin,
+        ScoreExtensions,
+        EnqueueExtensions,
+    ),
     names.NODE_RESOURCES_BALANCED_ALLOCATION: (ScorePlugin,),
     names.IMAGE_LOCALITY: (ScorePlugin,),
     names.DEFAULT_BINDER: (BindPlugin,),
@@ -140,7 +147,12 @@ def test_registry_builds_every_plugin_with_empty_args(name: str) -> None:
     "name",
     sorted(
         set(IN_TREE_REGISTRY)
-        - {names.NODE_AFFINITY, names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION}
+        - {
+            names.NODE_AFFINITY,
+            names.NODE_RESOURCES_FIT,
+            names.NODE_RESOURCES_BALANCED_ALLOCATION,
+            names.POD_TOPOLOGY_SPREAD,
+        }
     ),
 )
 def test_plugins_without_args_reject_args(name: str) -> None:
@@ -160,6 +172,7 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("NodeAffinity", 2),
         ("NodePorts", 0),
         ("NodeResourcesFit", 1),
+        ("PodTopologySpread", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", 0),

@@ -1,0 +1,300 @@
+"""PodTopologySpread (``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``, with
+``filtering.go``, ``scoring.go`` and ``common.go``; v1.36).
+
+Feature gates as in v1.36: NodeInclusionPolicyInPodTopologySpread is GA (policies honoured),
+MatchLabelKeysInPodTopologySpread is on (the scheduler merges matchLabelKeys into the selector),
+SchedulerQueueingHints is GA (pods also wake on a toleration change of their own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework.batch import IntArray, as_subset
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
+from scheduler.framework.runtime import PluginError
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.errors import PluginArgsError
+from scheduler.plugins.helper.hints import pod_info, safe_hint
+from scheduler.plugins.helper.nodeselector import SelectorError
+from scheduler.plugins.podtopologyspread.args import SYSTEM_DEFAULTING, parse_args
+from scheduler.plugins.podtopologyspread.common import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    SpreadConstraint,
+    any_selector_matches,
+    has_own_constraints,
+    labels_of,
+    node_has_all_keys,
+    own_constraints,
+    parse_constraints,
+)
+from scheduler.plugins.podtopologyspread.defaults import (
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    ControllerListers,
+    default_constraints,
+)
+from scheduler.plugins.podtopologyspread.filtering import (
+    FilterState,
+    build_filter_state,
+    filter_node,
+    filter_subset,
+)
+from scheduler.plugins.podtopologyspread.scoring import (
+    ScoreState,
+    build_score_state,
+    ignored_mask,
+    normalize,
+    normalize_array,
+    score_node,
+    score_subset,
+)
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+PRE_FILTER_STATE_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
+PRE_SCORE_STATE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+
+
+class PodTopologySpread:
+    """Spreads pods matching a selector evenly across topology domains (zones, hostnames...).
+
+    Filter enforces ``DoNotSchedule`` constraints: ``maxSkew``, ``minDomains``, ``nodeAffinityPolicy``
+    (default Honor), ``nodeTaintsPolicy`` (default Ignore), ``matchLabelKeys``; a node without a
+    constraint's topology key is UnschedulableAndUnresolvable. Score prefers, for ``ScheduleAnyway``
+    constraints, the domains with fewer matching pods.
+
+    Args (``PodTopologySpreadArgs``): ``defaultingType`` System (default: hostname maxSkew 3 and zone
+    maxSkew 5, ScheduleAnyway) or List with ``defaultConstraints``; they apply to pods without
+    constraints of their own that a Service, ReplicationController, ReplicaSet or StatefulSet selects.
+    """
+
+    name = names.POD_TOPOLOGY_SPREAD
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        parsed = parse_args(args)
+        self.system_defaulted = parsed.defaulting_type == SYSTEM_DEFAULTING
+        self.default_constraints: tuple[Mapping[str, Any], ...] = (
+            SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else parsed.default_constraints
+        )
+        try:
+            # Catches what validation does not look at (minDomains, policies) before any pod meets it.
+            parse_constraints(list(self.default_constraints), {}, DO_NOT_SCHEDULE, "defaultConstraints")
+            parse_constraints(list(self.default_constraints), {}, SCHEDULE_ANYWAY, "defaultConstraints")
+        except SelectorError as err:
+            raise PluginArgsError(self.name, "", str(err)) from None
+        self._handle = handle
+        # Only a profile that defaults constraints watches Services and controllers.
+        self._listers: ControllerListers | None = None
+        if self.default_constraints:
+            if handle is None:
+                raise ValueError(f"{self.name}: default constraints need a Handle for the listers")
+            self._listers = ControllerListers(
+                handle.lister(SERVICES),
+                handle.lister(REPLICATION_CONTROLLERS),
+                handle.lister(REPLICA_SETS),
+                handle.lister(STATEFUL_SETS),
+            )
+
+    def constraints(self, pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
+        """The pod's own constraints for ``action``, or the defaulted ones (``getConstraints``)."""
+        if has_own_constraints(pod):
+            return own_constraints(pod, action)
+        if self._listers is None:
+            return ()
+        return default_constraints(pod, self.default_constraints, action, self._listers)
+
+    # --- Filter -----------------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        constraints = self.constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, build_filter_state(pod, constraints, nodes))
+        return None, None
+
+    def _filter_state(self, state: CycleState) -> FilterState | Status:
+        filter_state: FilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if filter_state is None:
+            return Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        return filter_state
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        filter_state = self._filter_state(state)
+        if isinstance(filter_state, Status):
+            return filter_state
+        return filter_node(filter_state, node)
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        filter_state = self._filter_state(state)
+        if isinstance(filter_state, Status):
+            return [filter_state] * len(nodes)
+        subset = as_subset(nodes)
+        if subset is None:
+            return [filter_node(filter_state, node) for node in nodes]
+        return filter_subset(filter_state, subset)
+
+    # --- Score ------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        all_nodes = self._handle.snapshot.node_infos() if self._handle is not None else nodes
+        if not all_nodes:
+            return Status.skip()
+        constraints = self.constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return Status.skip()
+        # Only the pod's own constraints, or configured List defaults, need every key on a node: with
+        # the system defaults a node without a zone label still spreads by hostname.
+        require_all = has_own_constraints(pod) or not self.system_defaulted
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            build_score_state(pod, constraints, nodes, all_nodes, require_all_topologies=require_all),
+        )
+        return None
+
+    def _score_state(self, state: CycleState) -> ScoreState:
+        score_state: ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if score_state is None:
+            status = Status.as_error(f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+            raise PluginError(status.with_plugin(self.name))
+        return score_state
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        score_state: ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if score_state is None:
+            return 0, Status.as_error(f'reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        return score_node(score_state, pod, node), None
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        score_state = self._score_state(state)
+        subset = as_subset(nodes)
+        if subset is not None:
+            return score_subset(score_state, pod, subset)
+        if score_state.ignored:
+            ignored_mask(score_state, nodes)
+        return [score_node(score_state, pod, node) for node in nodes]
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        score_state: ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if score_state is not None:
+            normalize(score_state, scores)
+        return None
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        score_state: ScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if score_state is None:
+            return scores
+        return normalize_array(score_state, scores)
+
+    # --- Queueing hints ---------------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        pod_actions = ActionType.Add | ActionType.UpdatePodLabel | ActionType.UpdatePodToleration
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, pod_actions | ActionType.Delete),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    Resource.Node,
+                    ActionType.Add
+                    | ActionType.Delete
+                    | ActionType.UpdateNodeLabel
+                    | ActionType.UpdateNodeTaint,
+                ),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_pod_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if (new_obj is not None and not _involved(new_obj, pod)) or (
+            old_obj is not None and not _involved(old_obj, pod)
+        ):
+            return QueueingHint.Skip
+        constraints = self.constraints(pod_info(pod), DO_NOT_SCHEDULE)
+        if new_obj is not None and old_obj is not None:
+            if (
+                _uid(new_obj) == _uid(pod)
+                and _tolerations(new_obj) != _tolerations(old_obj)
+                and any(c.honor_node_taints for c in constraints)
+            ):
+                # A new toleration may let a tainted node count as a domain again.
+                return QueueingHint.Queue
+            old_labels, new_labels = labels_of(old_obj), labels_of(new_obj)
+            if old_labels == new_labels:
+                return QueueingHint.Skip
+            changed = any(
+                c.selector.matches(old_labels) != c.selector.matches(new_labels) for c in constraints
+            )
+            return QueueingHint.Queue if changed else QueueingHint.Skip
+        changed_pod = new_obj if new_obj is not None else old_obj
+        matches = any_selector_matches(constraints, labels_of(changed_pod))
+        return QueueingHint.Queue if matches else QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        constraints = self.constraints(pod_info(pod), DO_NOT_SCHEDULE)
+        old_matching = old_obj is not None and node_has_all_keys(_node_labels(old_obj), constraints)
+        new_matching = new_obj is not None and node_has_all_keys(_node_labels(new_obj), constraints)
+        if old_obj is not None and new_obj is not None:
+            if old_matching != new_matching:
+                return QueueingHint.Queue
+            if new_matching:
+                old_labels, new_labels = _node_labels(old_obj), _node_labels(new_obj)
+                key_changed = any(
+                    old_labels.get(c.topology_key, "") != new_labels.get(c.topology_key, "")
+                    for c in constraints
+                )
+                if key_changed or _taints(old_obj) != _taints(new_obj):
+                    return QueueingHint.Queue
+            return QueueingHint.Skip
+        if new_obj is not None:
+            return QueueingHint.Queue if new_matching else QueueingHint.Skip
+        return QueueingHint.Queue if old_matching else QueueingHint.Skip
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _involved(incoming: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """``involvedInTopologySpreading``: the pod itself, or a placed (or nominated) pod of its namespace."""
+    if _uid(incoming) == _uid(pod):
+        return True
+    spec = incoming.get("spec") or {}
+    status = incoming.get("status") or {}
+    if not spec.get("nodeName") and not status.get("nominatedNodeName"):
+        return False
+    namespace = (incoming.get("metadata") or {}).get("namespace", "")
+    return bool(namespace == (pod.get("metadata") or {}).get("namespace", ""))
+
+
+def _tolerations(pod: Mapping[str, Any]) -> list[Any]:
+    # Semantic equality: a missing list equals an empty one.
+    return list((pod.get("spec") or {}).get("tolerations") or [])
+
+
+def _node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    return (node.get("metadata") or {}).get("labels") or {}
+
+
+def _taints(node: Mapping[str, Any]) -> list[Any]:
+    return list((node.get("spec") or {}).get("taints") or [])
