@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.cache.snapshot import Snapshot
-from scheduler.framework.batch import IntArray, find_feasible, first_nodes
+from scheduler.filter_loop import find_feasible, first_nodes
+from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
@@ -142,7 +143,7 @@ class SchedulingAlgorithm:
         count = len(nodes)
         start = 0 if restricted else self.next_start_node_index % count
         processed = 0
-        columns = None if restricted else snapshot.columns()
+        columns = None if restricted else snapshot.columns(fwk.node_columns)
         if columns is not None and len(columns) == count:
             # All nodes of the snapshot: filter (and later score) them as arrays.
             if plugins:

@@ -19,7 +19,7 @@ from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, 
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.runtime import Framework, PluginError
+from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
 from scheduler.schedule_one import FitError, SchedulingAlgorithm, SchedulingError
@@ -58,7 +58,8 @@ class Scheduler:
         self.cache = cache
         self.pod_infos = pod_infos
         self.recorder = recorder
-        self.snapshot = Snapshot()
+        # Exactly the node columns the enabled plugins of all profiles read (conflicts stop startup).
+        self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
         self.algorithm = SchedulingAlgorithm()
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.clock = clock

@@ -279,19 +279,18 @@ class SchedulerCache:
             if info.generation <= since:
                 break
             if info.node is not None:
-                snapshot._put(info.clone())
-        if snapshot._tree_version != self._tree_version:
+                snapshot.put(info.clone())
+        if snapshot.tree_version != self._tree_version:
             names = self._tree.list()
-            missing = snapshot._relist(names)
+            missing = snapshot.relist(names, self._tree_version)
             if missing:
                 # Unreachable if generations are right; recover rather than drop nodes.
                 log.error("snapshot lacked nodes %s; re-cloning them", missing)
                 for name in missing:
-                    snapshot._put(self._nodes[name].clone())
-                snapshot._relist(names)
-            snapshot._tree_version = self._tree_version
+                    snapshot.put(self._nodes[name].clone())
+                snapshot.relist(names, self._tree_version)
         snapshot.generation = self._generation
-        snapshot._image_num_nodes = self._image_counts
+        snapshot.share_image_counts(self._image_counts)
         self._images_shared = True
 
     def snapshot(self) -> Snapshot:

@@ -2,25 +2,39 @@
 
 A Snapshot holds clones of the cache's NodeInfos, so a scheduling cycle reads a consistent state while
 informer events keep changing the cache. ``SchedulerCache.update_snapshot`` refreshes it in place,
-re-cloning only the nodes changed since ``generation``. Only the cache writes to a Snapshot.
+re-cloning only the nodes changed since ``generation``, through the operations under "updates".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from scheduler.framework.batch import NodeColumns
+from scheduler.cache.columns import NodeColumns
+from scheduler.framework.columns import ColumnSpec, merge_column_specs
 from scheduler.framework.types import NodeInfo
 
 _NO_IMAGES: Mapping[str, int] = {}
 
 
 class Snapshot:
-    """Implements ``SnapshotLister``. Nodes are listed in the cache's zone-interleaved order."""
+    """Implements ``SnapshotLister``. Nodes are listed in the cache's zone-interleaved order.
 
-    __slots__ = ("_columns", "_image_num_nodes", "_index", "_list", "_map", "_tree_version", "generation")
+    ``column_specs`` are the node columns to keep (every enabled plugin's ``node_columns()``); a cycle
+    may ask for more through ``columns(required)``, and those are kept from then on.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = (
+        "_column_specs",
+        "_columns",
+        "_image_num_nodes",
+        "_index",
+        "_list",
+        "_map",
+        "_tree_version",
+        "generation",
+    )
+
+    def __init__(self, column_specs: Iterable[ColumnSpec] = ()) -> None:
         self._map: dict[str, NodeInfo] = {}
         self._list: list[NodeInfo] = []
         self._index: dict[str, int] = {}
@@ -30,6 +44,7 @@ class Snapshot:
         self._tree_version = -1
         # The cache generation this snapshot reflects.
         self.generation = 0
+        self._column_specs = merge_column_specs([("the snapshot", tuple(column_specs))])
         # Built on first use after the list changes, then kept up to date row by row.
         self._columns: NodeColumns | None = None
 
@@ -51,18 +66,26 @@ class Snapshot:
         """The node's position in ``node_infos()``; it changes only when nodes are added or removed."""
         return self._index.get(node_name)
 
-    def columns(self) -> NodeColumns:
-        """The nodes' numbers as arrays aligned with ``node_infos()``, for batch Filter/Score plugins."""
+    def columns(self, required: Sequence[ColumnSpec] = ()) -> NodeColumns:
+        """The nodes' columns, aligned with ``node_infos()``, for batch Filter/Score plugins: the
+        snapshot's own specs plus ``required`` (a profile's columns; built once, then kept)."""
         if self._columns is None:
-            self._columns = NodeColumns(self._list)
+            self._columns = NodeColumns(self._list, self._column_specs)
+        if required:
+            self._columns.require(required)
         return self._columns
 
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self._list)}, gen={self.generation})"
 
-    # -- written by SchedulerCache only --------------------------------------------------------------
+    # -- updates (SchedulerCache.update_snapshot) ----------------------------------------------------
 
-    def _put(self, info: NodeInfo) -> None:
+    @property
+    def tree_version(self) -> int:
+        """The cache's node-tree version the node list was built from (-1: never built)."""
+        return self._tree_version
+
+    def put(self, info: NodeInfo) -> None:
         """Stores a fresh clone; if the node is already listed, it takes over the same position."""
         self._map[info.name] = info
         position = self._index.get(info.name)
@@ -71,8 +94,9 @@ class Snapshot:
             if self._columns is not None:
                 self._columns.set(position, info)
 
-    def _relist(self, names: Sequence[str]) -> list[str]:
-        """Rebuilds the list in ``names`` order, dropping nodes not named; returns names with no entry."""
+    def relist(self, names: Sequence[str], tree_version: int) -> list[str]:
+        """Rebuilds the list in ``names`` order (the cache's tree at ``tree_version``), dropping nodes
+        not named; returns the names that have no stored NodeInfo."""
         missing: list[str] = []
         node_list: list[NodeInfo] = []
         for name in names:
@@ -86,5 +110,13 @@ class Snapshot:
             self._map = {name: info for name, info in self._map.items() if name in keep}
         self._list = node_list
         self._index = {info.name: position for position, info in enumerate(node_list)}
-        self._columns = None
+        self._tree_version = tree_version
+        if self._columns is not None:
+            # Rows moved: rebuild on next use, keeping every column asked for so far.
+            self._column_specs = self._columns.specs
+            self._columns = None
         return missing
+
+    def share_image_counts(self, counts: Mapping[str, int]) -> None:
+        """Nodes per image, shared with the cache (which copies before its next change)."""
+        self._image_num_nodes = counts

@@ -1,9 +1,71 @@
-"""The scheduling framework: plugin protocols, Status, CycleState, PodInfo/NodeInfo."""
+"""The scheduling framework, and everything a plugin author needs from one import.
 
+``from scheduler.framework import ...`` gives Status/Code, CycleState, PodInfo/NodeInfo, the plugin
+protocols, the queueing-hint types (ClusterEvent, ActionType, Resource, ClusterEventWithHint,
+QueueingHint), the Handle and its listers, and the vectorised fast path: node column specs
+(NodeColumn, InternedColumn), NodeSubset and MaskedStatuses.
+
+``Resource`` is the kind of a cluster event (``Resource.Node``), as plugins register events far more
+often than they build resource vectors; the resource vector is ``ResourceVector``.
+"""
+
+from scheduler.framework.columns import (
+    NAME_KEY,
+    BoolArray,
+    ColumnConflictError,
+    ColumnSpec,
+    IntArray,
+    InternedColumn,
+    NodeColumn,
+    NodeSubset,
+    as_subset,
+)
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.handle import Handle, SnapshotLister
-from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE, PluginFactory
-from scheduler.framework.resources import Resource, pod_requests
+from scheduler.framework.handle import Handle, SnapshotLister, WaitingPodHandle
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScoreExtensions,
+    BatchScorePlugin,
+    BindPlugin,
+    ColumnarPlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PluginFactory,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from scheduler.framework.listers import (
+    CSI_NODES,
+    NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
+    SERVICES,
+    STATEFUL_SETS,
+    STORAGE_CLASSES,
+    KubeObject,
+    Lister,
+    ResourceSpec,
+    StaticLister,
+    object_key,
+)
+from scheduler.framework.masked import MaskedStatuses, all_pass, ok_mask, per_node_statuses
+from scheduler.framework.resources import Resource as ResourceVector
+from scheduler.framework.resources import pod_requests
 from scheduler.framework.status import Code, Status, code_of, is_success
 from scheduler.framework.types import (
     Diagnosis,
@@ -15,26 +77,90 @@ from scheduler.framework.types import (
     PodSpecError,
     PreFilterResult,
 )
+from scheduling_queue.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueuedPodInfo,
+    QueueingHint,
+    QueueingHintFn,
+    Resource,
+)
 
 __all__ = [
+    "CSI_NODES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "NAMESPACES",
+    "NAME_KEY",
+    "PERSISTENT_VOLUMES",
+    "PERSISTENT_VOLUME_CLAIMS",
+    "POD_DISRUPTION_BUDGETS",
+    "REPLICATION_CONTROLLERS",
+    "REPLICA_SETS",
+    "SERVICES",
+    "STATEFUL_SETS",
+    "STORAGE_CLASSES",
+    "ActionType",
+    "BatchFilterPlugin",
+    "BatchScoreExtensions",
+    "BatchScorePlugin",
+    "BindPlugin",
+    "BoolArray",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
+    "ColumnConflictError",
+    "ColumnSpec",
+    "ColumnarPlugin",
     "CycleState",
     "Diagnosis",
+    "EnqueueExtensions",
+    "FilterPlugin",
     "Handle",
     "HostPort",
     "ImageStateSummary",
+    "IntArray",
+    "InternedColumn",
+    "KubeObject",
+    "Lister",
+    "MaskedStatuses",
+    "NodeColumn",
     "NodeInfo",
     "NodeScore",
+    "NodeSubset",
+    "PermitPlugin",
+    "Plugin",
     "PluginFactory",
     "PodInfo",
     "PodSpecError",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterPlugin",
     "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "QueuedPodInfo",
+    "QueueingHint",
+    "QueueingHintFn",
+    "ReservePlugin",
     "Resource",
+    "ResourceSpec",
+    "ResourceVector",
+    "ScoreExtensions",
+    "ScorePlugin",
     "SnapshotLister",
+    "StaticLister",
     "Status",
+    "WaitingPodHandle",
+    "all_pass",
+    "as_subset",
     "code_of",
     "is_success",
+    "object_key",
+    "ok_mask",
+    "per_node_statuses",
     "pod_requests",
 ]

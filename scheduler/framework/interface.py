@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.columns import ColumnSpec
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
@@ -65,6 +66,17 @@ class BatchFilterPlugin(Plugin, Protocol):
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Sequence[Status | None]: ...
+
+
+@runtime_checkable
+class ColumnarPlugin(Plugin, Protocol):
+    """Optional, with the batch methods: the node columns they read (``scheduler.framework.columns``).
+
+    Called once when the framework is built; the snapshot then keeps exactly the columns of the
+    enabled plugins, and a plugin reads them from the NodeSubset it is given (``nodes.gather(spec)``).
+    """
+
+    def node_columns(self) -> Sequence[ColumnSpec]: ...
 
 
 @runtime_checkable

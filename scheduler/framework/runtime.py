@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray
+from scheduler.framework.columns import ColumnSpec, IntArray, merge_column_specs
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
@@ -26,6 +26,7 @@ from scheduler.framework.interface import (
     BatchScoreExtensions,
     BatchScorePlugin,
     BindPlugin,
+    ColumnarPlugin,
     EnqueueExtensions,
     FilterPlugin,
     PermitPlugin,
@@ -135,6 +136,14 @@ class Framework:
         self._array_normalizers: dict[str, BatchScoreExtensions] = {
             p.name: p for p in plugins.score if isinstance(p, BatchScoreExtensions)
         }
+        # (owner, specs) per plugin that declares node columns, and their merge: what the snapshot must
+        # keep for this profile. Two plugins declaring one name differently fail here, at startup.
+        self.column_declarations: tuple[tuple[str, tuple[ColumnSpec, ...]], ...] = tuple(
+            (f"plugin {p.name} of profile {profile_name}", tuple(p.node_columns()))
+            for p in self.all_plugins()
+            if isinstance(p, ColumnarPlugin)
+        )
+        self.node_columns: tuple[ColumnSpec, ...] = merge_column_specs(self.column_declarations)
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -399,6 +408,12 @@ class PluginError(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(str(status))
         self.status = status
+
+
+def node_columns_of(frameworks: Iterable[Framework]) -> tuple[ColumnSpec, ...]:
+    """The node columns of every profile, each once; a name declared differently raises
+    ColumnConflictError naming both plugins."""
+    return merge_column_specs(declaration for fwk in frameworks for declaration in fwk.column_declarations)
 
 
 def implemented_points(plugin: Any) -> set[str]:

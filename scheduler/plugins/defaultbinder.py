@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.status import Status
-from scheduler.framework.types import PodInfo
+from scheduler.framework import CycleState, Handle, PodInfo, Status
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 
 class DefaultBinder:

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, PodInfo, Status
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 MB = 1024 * 1024
 # Bounds of the image score range: 90% of images on Docker Hub fall between them.

@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, MaskedStatuses, as_subset
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PodSpecError, PreFilterResult
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    IntArray,
+    MaskedStatuses,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PodSpecError,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
+    as_subset,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint
@@ -29,10 +43,6 @@ from scheduler.plugins.helper.nodeselector import (
 )
 from scheduler.plugins.helper.nodeselector_batch import preferred_scores, required_mask, selector_mask
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

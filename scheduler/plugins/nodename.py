@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo, PreFilterResult
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    Resource,
+    Status,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 ERR_REASON = "node(s) didn't match the requested node name"
 

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.status import Status
-from scheduler.framework.types import DEFAULT_BIND_ALL_HOST_IP, HostPort, NodeInfo, PodInfo, PreFilterResult
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    HostPort,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
+)
+from scheduler.framework.types import DEFAULT_BIND_ALL_HOST_IP
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 PRE_FILTER_STATE_KEY = "PreFilter" + names.NODE_PORTS

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.batch import MaskedStatuses, all_pass, as_subset, per_node_statuses
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo
+import numpy as np
+
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ColumnSpec,
+    CycleState,
+    Handle,
+    MaskedStatuses,
+    NodeColumn,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    Status,
+    all_pass,
+    as_subset,
+    per_node_statuses,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint, uid_of
@@ -20,12 +36,16 @@ from scheduler.plugins.helper.taints import (
     pod_tolerations,
     tolerates_taint,
 )
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+
+# spec.unschedulable per node, with a count so the plugin does nothing while no node is cordoned.
+CORDONED = NodeColumn(
+    names.NODE_UNSCHEDULABLE + "/cordoned",
+    np.bool_,
+    lambda info: bool(info.unschedulable),
+    count_nonzero=True,
+)
 
 
 def _tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
@@ -48,6 +68,9 @@ class NodeUnschedulable:
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())
 
+    def node_columns(self) -> Sequence[ColumnSpec]:
+        return (CORDONED,)
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.unschedulable:
             return None
@@ -62,9 +85,9 @@ class NodeUnschedulable:
         if subset is None:
             candidates = [i for i, node in enumerate(nodes) if node.unschedulable]
             return per_node_statuses(nodes, lambda node: self.filter(state, pod, node), candidates)
-        if not subset.columns.num_unschedulable:
+        if not subset.nonzero_rows(CORDONED):
             return all_pass(len(subset))
-        cordoned = subset.gather("unschedulable")
+        cordoned = subset.gather(CORDONED)
         if not cordoned.any() or _tolerates_unschedulable(pod_tolerations(pod)):
             return all_pass(len(subset))
         status = Status.unschedulable(ERR_REASON_UNSCHEDULABLE, resolvable=False)

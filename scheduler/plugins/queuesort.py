@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from scheduler.framework import Handle, QueuedPodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduling_queue.types import QueuedPodInfo, priority_sort_less
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
+from scheduling_queue.types import priority_sort_less
 
 
 class PrioritySort:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scheduler.framework.interface import PluginFactory
+from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.imagelocality import ImageLocality

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from scheduler.framework.status import Status
-from scheduler.framework.types import PodInfo
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Handle,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    Status,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint, uid_of
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 
 class SchedulingGates:

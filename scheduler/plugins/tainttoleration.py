@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.batch import (
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    ColumnSpec,
+    CycleState,
+    Handle,
     IntArray,
+    InternedColumn,
     MaskedStatuses,
+    NodeInfo,
+    NodeScore,
     NodeSubset,
+    PodInfo,
+    QueueingHint,
+    Resource,
+    Status,
     all_pass,
     as_subset,
     per_node_statuses,
 )
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint, uid_of
@@ -32,10 +42,6 @@ from scheduler.plugins.helper.taints import (
     taint_fields,
     tolerates_taint,
 )
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 PRE_SCORE_STATE_KEY = "PreScore" + names.TAINT_TOLERATION
@@ -57,6 +63,15 @@ def _count_intolerable_prefer_no_schedule(
     return count
 
 
+def _taints_key(taints: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, Any, Any], ...]:
+    return tuple((t.get("key"), t.get("value"), t.get("effect")) for t in taints)
+
+
+# Nodes with equal taints share a code (0: no taints), so the plugin judges each distinct set of
+# taints once per pod instead of once per node.
+TAINTS = InternedColumn(names.TAINT_TOLERATION + "/taints", lambda info: info.taints or None, key=_taints_key)
+
+
 def _tainted(nodes: Sequence[NodeInfo]) -> list[int]:
     """Indices of the nodes with any taint (per-node path)."""
     return [i for i, node in enumerate(nodes) if node.taints]
@@ -67,13 +82,13 @@ def _per_taint_set(
 ) -> IntArray | None:
     """``judge(taints)`` for every node of ``subset``, calling it once per distinct set of taints;
     None when no node of the subset has taints (``judge(())`` is not asked)."""
-    if not subset.columns.num_tainted:
+    if not subset.nonzero_rows(TAINTS):
         return None
-    codes = subset.gather("taint_code")
+    codes = subset.gather(TAINTS)
     present = np.unique(codes)
     if len(present) == 1 and present[0] == 0:
         return None
-    taint_sets = subset.columns.taint_sets
+    taint_sets = subset.distinct(TAINTS)
     verdicts = np.zeros(int(present[-1]) + 1, dtype=np.int64)
     for code in present.tolist():
         if code:
@@ -95,6 +110,9 @@ class TaintToleration:
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())
+
+    def node_columns(self) -> Sequence[ColumnSpec]:
+        return (TAINTS,)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not node.taints:

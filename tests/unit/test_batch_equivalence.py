@@ -1,4 +1,5 @@
-"""The vectorised Filter/Score path (scheduler.framework.batch) gives the per-node path's answers.
+"""The vectorised Filter/Score path (plugin-declared node columns, scheduler.filter_loop) gives the
+per-node path's answers.
 
 Random clusters (taints, cordons, full nodes, extended resources, ephemeral storage) and random pods
 (tolerations, node selectors, host ports, scalar requests) are judged both ways: plugin by plugin, and
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.framework.batch import NodeSubset, ok_mask
+from scheduler.cache.columns import NodeColumns
+from scheduler.framework import InternedColumn, NodeSubset, ok_mask
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BatchScoreExtensions, BatchScorePlugin, ScoreExtensions
 from scheduler.framework.resources import pod_requests, pod_requests_and_non_zero
@@ -224,7 +226,7 @@ def _reference_scores(fwk: Framework, state: CycleState, pod: PodInfo, nodes: li
 @pytest.mark.parametrize("seed", range(8))
 def test_each_batch_plugin_matches_its_per_node_answers(seed: int) -> None:
     _, snapshot, fwk, rng = _cluster(seed, nodes=60)
-    columns = snapshot.columns()
+    columns = snapshot.columns(fwk.node_columns)
     everything = NodeSubset(columns, np.arange(len(columns), dtype=np.int64))
     for attempt in range(10):
         pod = PodInfo(_pod(rng, f"p{attempt}"))
@@ -255,19 +257,38 @@ def test_each_batch_plugin_matches_its_per_node_answers(seed: int) -> None:
 
 
 def test_columns_follow_the_cache_through_snapshot_updates() -> None:
-    cache, snapshot, _, rng = _cluster(3, nodes=40)
-    snapshot.columns()
+    cache, snapshot, fwk, rng = _cluster(3, nodes=40)
+    built = snapshot.columns(fwk.node_columns)
     for j in range(60):
         name = f"n{rng.randrange(40):03d}"
         cache.add_pod(_pod(rng, f"later-{j}", node_name=name))
         if j % 7 == 0:
             cache.remove_pod(_pod(rng, f"existing-{j}", node_name=name))
+        if j % 11 == 0:
+            node = _node(rng, rng.randrange(40))
+            cache.update_node(None, node)
         cache.update_snapshot(snapshot)
-    fresh = cache.snapshot().columns()
-    kept = snapshot.columns()
-    for field in ("alloc_cpu", "req_cpu", "req_mem", "nz_cpu", "nz_mem", "num_pods", "tainted"):
-        assert getattr(kept, field).tolist() == getattr(fresh, field).tolist(), field
+    kept = snapshot.columns(fwk.node_columns)
+    assert kept is built, "updated row by row, not rebuilt"
+    fresh = cache.snapshot().columns(fwk.node_columns)
+    assert fwk.node_columns
+    for spec in fwk.node_columns:
+        if isinstance(spec, InternedColumn):
+            # Codes depend on the order values were first seen: compare what they stand for.
+            key = spec.key or (lambda value: value)
+            assert [key(v) if v is not None else None for v in _decoded(kept, spec)] == [
+                key(v) if v is not None else None for v in _decoded(fresh, spec)
+            ], spec.name
+        else:
+            assert kept.array(spec).tolist() == fresh.array(spec).tolist(), spec.name
+        if isinstance(spec, InternedColumn) or spec.count_nonzero:
+            assert kept.nonzero_rows(spec) == fresh.nonzero_rows(spec), spec.name
     assert [info.name for info in kept.infos] == [info.name for info in snapshot.node_infos()]
+
+
+def _decoded(columns: NodeColumns, spec: InternedColumn) -> list[Any]:
+    values = columns.distinct(spec)
+    return [values[code] for code in columns.array(spec).tolist()]
 
 
 @pytest.mark.parametrize("seed", range(4))

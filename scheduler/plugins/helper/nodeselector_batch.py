@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.framework.batch import NAME_KEY, BoolArray, IntArray, NodeSubset
+from scheduler.framework import NAME_KEY, BoolArray, IntArray, NodeSubset
 from scheduler.plugins.helper.nodeselector import (
     OBJECT_NAME_FIELD,
     FieldRequirement,
@@ -40,10 +40,7 @@ def label_requirement_mask(requirement: LabelRequirement, nodes: NodeSubset) -> 
         return present
     if op is _Op.DOES_NOT_EXIST:
         return ~present
-    columns = nodes.columns
-    wanted = [
-        code for value in requirement.values if (code := columns.label_code(requirement.key, value)) > 0
-    ]
+    wanted = [code for value in requirement.values if (code := nodes.label_code(requirement.key, value)) > 0]
     matched = _equals_any(codes, wanted)
     return matched if op is _Op.IN else ~matched
 
@@ -53,7 +50,7 @@ def field_requirement_mask(requirement: FieldRequirement, nodes: NodeSubset) -> 
         # Any other field reads as "" (see FieldRequirement.matches).
         constant = (requirement.value == "") is requirement.equal
         return np.full(len(nodes), constant, dtype=np.bool_)
-    code = nodes.columns.label_code(NAME_KEY, requirement.value)
+    code = nodes.label_code(NAME_KEY, requirement.value)
     same: BoolArray = nodes.label_codes(NAME_KEY) == code
     return same if requirement.equal else ~same
 
@@ -85,9 +82,8 @@ def selector_mask(selector: NodeSelector, nodes: NodeSubset) -> BoolArray | None
 def required_mask(required: RequiredNodeAffinity, nodes: NodeSubset) -> BoolArray | None:
     """``spec.nodeSelector`` AND the required node affinity, per node; None: use the per-node path."""
     mask = np.ones(len(nodes), dtype=np.bool_)
-    columns = nodes.columns
     for key, value in required.node_selector or ():
-        mask &= nodes.label_codes(key) == columns.label_code(key, value)
+        mask &= nodes.label_codes(key) == nodes.label_code(key, value)
     if required.affinity is not None:
         matched = selector_mask(required.affinity, nodes)
         if matched is None:

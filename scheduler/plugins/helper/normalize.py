@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray
+from scheduler.framework.columns import IntArray
 from scheduler.framework.types import NodeScore
 
 

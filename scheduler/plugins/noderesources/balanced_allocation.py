@@ -4,23 +4,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, trunc_div
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.framework.status import Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework import (
+    MAX_NODE_SCORE,
+    ColumnSpec,
+    CycleState,
+    Handle,
+    IntArray,
+    NodeInfo,
+    PodInfo,
+    Status,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div, go_div_array
 from scheduler.plugins.noderesources.args import parse_balanced_allocation_args
 from scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
-
-if TYPE_CHECKING:
-    from scheduler.framework.handle import Handle
 
 PRE_SCORE_STATE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 
@@ -89,7 +91,7 @@ def balanced_resource_array_scorer(
     with_pod = balanced_resource_score_array(requested, allocatable)
     without_pod = balanced_resource_score_array(allocated, allocatable)
     half = MAX_NODE_SCORE // 2
-    score: IntArray = half + trunc_div(half + with_pod - without_pod, 2)
+    score: IntArray = half + go_div_array(half + with_pod - without_pod, 2)
     return score
 
 
@@ -112,6 +114,9 @@ class NodeResourcesBalancedAllocation:
             use_requested=True,
             array_scorer=balanced_resource_array_scorer,
         )
+
+    def node_columns(self) -> Sequence[ColumnSpec]:
+        return self.scorer.node_columns()
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         requests = self.scorer.pod_requests(pod)

@@ -7,14 +7,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, MaskedStatuses, as_subset
-from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.resources import Resource as ResourceVector
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PodInfo, PreFilterResult
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    ColumnSpec,
+    CycleState,
+    IntArray,
+    MaskedStatuses,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    ResourceVector,
+    Status,
+    as_subset,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint, uid_of
+from scheduler.plugins.noderesources import columns
 from scheduler.plugins.noderesources.args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -33,7 +47,6 @@ from scheduler.plugins.noderesources.resource_allocation import (
     requested_to_capacity_ratio_scorer,
 )
 from scheduler.plugins.noderesources.resource_names import is_extended_resource_name, is_scalar_resource_name
-from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:
     from scheduler.framework.handle import Handle
@@ -48,6 +61,19 @@ _REASON_BITS = (
     (2, "Insufficient cpu"),
     (4, "Insufficient memory"),
     (8, "Insufficient ephemeral-storage"),
+)
+
+
+# What insufficient_resources_batch reads.
+FILTER_COLUMNS: tuple[ColumnSpec, ...] = (
+    columns.NUM_PODS,
+    columns.ALLOCATABLE_PODS,
+    columns.ALLOCATABLE_CPU,
+    columns.REQUESTED_CPU,
+    columns.ALLOCATABLE_MEMORY,
+    columns.REQUESTED_MEMORY,
+    columns.ALLOCATABLE_EPHEMERAL,
+    columns.REQUESTED_EPHEMERAL,
 )
 
 
@@ -118,14 +144,16 @@ def insufficient_resources_batch(
     subset = as_subset(nodes)
     if subset is None or request.scalars:
         return None
-    bits: IntArray = (subset.gather("num_pods") >= subset.gather("alloc_pods")).astype(np.int64)
+    bits: IntArray = (subset.gather(columns.NUM_PODS) >= subset.gather(columns.ALLOCATABLE_PODS)).astype(
+        np.int64
+    )
     unresolvable: IntArray = np.zeros(len(subset), dtype=np.int64)
     if request.empty:
         return bits, unresolvable
     for bit, wanted, allocatable, requested in (
-        (2, request.milli_cpu, "alloc_cpu", "req_cpu"),
-        (4, request.memory, "alloc_mem", "req_mem"),
-        (8, request.ephemeral_storage, "alloc_eph", "req_eph"),
+        (2, request.milli_cpu, columns.ALLOCATABLE_CPU, columns.REQUESTED_CPU),
+        (4, request.memory, columns.ALLOCATABLE_MEMORY, columns.REQUESTED_MEMORY),
+        (8, request.ephemeral_storage, columns.ALLOCATABLE_EPHEMERAL, columns.REQUESTED_EPHEMERAL),
     ):
         if wanted <= 0:
             continue
@@ -207,6 +235,9 @@ class NodeResourcesFit:
             use_requested=False,
             array_scorer=_build_array_scorer(self.args),
         )
+
+    def node_columns(self) -> Sequence[ColumnSpec]:
+        return (*FILTER_COLUMNS, *self.scorer.node_columns())
 
     # --- Filter -----------------------------------------------------------------------------------
 

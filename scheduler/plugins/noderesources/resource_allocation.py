@@ -18,12 +18,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from scheduler.framework.batch import IntArray, as_subset
-from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.framework import MAX_NODE_SCORE, ColumnSpec, IntArray, NodeColumn, NodeInfo, PodInfo, as_subset
 from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.helper.gomath import go_round
 from scheduler.plugins.helper.shape import broken_linear_function
+from scheduler.plugins.noderesources import columns
 from scheduler.plugins.noderesources.resource_names import is_scalar_resource_name
 
 # The score range of a RequestedToCapacityRatio shape point (config.MaxCustomPriorityScore).
@@ -182,6 +181,29 @@ class ResourceAllocationScorer:
         self.array_scorer = array_scorer
         self._kinds = tuple(_kind(r.name) for r in self.resources)
 
+    def _columns_of(self, kind: int) -> tuple[NodeColumn, NodeColumn] | None:
+        """(allocatable, in use) columns of a resource kind; None for scalars (per-node only)."""
+        if kind == _KIND_CPU:
+            return (
+                columns.ALLOCATABLE_CPU,
+                columns.REQUESTED_CPU if self.use_requested else columns.NON_ZERO_CPU,
+            )
+        if kind == _KIND_MEMORY:
+            used = columns.REQUESTED_MEMORY if self.use_requested else columns.NON_ZERO_MEMORY
+            return columns.ALLOCATABLE_MEMORY, used
+        if kind == _KIND_EPHEMERAL:
+            return columns.ALLOCATABLE_EPHEMERAL, columns.REQUESTED_EPHEMERAL
+        return None
+
+    def node_columns(self) -> tuple[ColumnSpec, ...]:
+        """The columns ``score_nodes`` reads for the configured resources (none without an array
+        scorer: it would never read them)."""
+        if self.array_scorer is None:
+            return ()
+        return tuple(
+            column for kind in self._kinds if (pair := self._columns_of(kind)) is not None for column in pair
+        )
+
     def pod_requests(self, pod: PodInfo) -> list[int]:
         """The pod's request of each configured resource (``calculatePodResourceRequestList``)."""
         requests = pod.requests if self.use_requested else pod.non_zero_requests
@@ -233,14 +255,10 @@ class ResourceAllocationScorer:
         allocated: list[IntArray] = []
         allocatable: list[IntArray] = []
         for _, kind, _, pod_request in entries:
-            if kind == _KIND_CPU:
-                capacity_column, used_column = "alloc_cpu", "req_cpu" if self.use_requested else "nz_cpu"
-            elif kind == _KIND_MEMORY:
-                capacity_column, used_column = "alloc_mem", "req_mem" if self.use_requested else "nz_mem"
-            elif kind == _KIND_EPHEMERAL:
-                capacity_column, used_column = "alloc_eph", "req_eph"
-            else:
+            pair = self._columns_of(kind)
+            if pair is None:
                 return None
+            capacity_column, used_column = pair
             if not subset.all_positive(capacity_column):
                 # A resource some node lacks drops out of that node's mean: per-node arithmetic.
                 return None

@@ -1,0 +1,199 @@
+"""The snapshot's node columns: the arrays plugins declared (``scheduler.framework.columns``), kept
+aligned with ``Snapshot.node_infos()`` and updated row by row as nodes change.
+
+Besides the declared columns it holds the node-label codes, a core node fact every selector-like
+plugin reads: built per label key on first use, then kept up to date with the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.columns import (
+    NAME_KEY,
+    ColumnConflictError,
+    ColumnSpec,
+    IntArray,
+    InternedColumn,
+    NodeColumn,
+    column_name,
+)
+from scheduler.framework.types import NodeInfo
+
+
+class _Vocabulary:
+    """Codes of an interned column's values: ``values[code]`` is the value first seen with that code."""
+
+    __slots__ = ("codes", "key", "values")
+
+    def __init__(self, key: Callable[[Any], Hashable] | None) -> None:
+        self.key = key
+        self.codes: dict[Hashable, int] = {}
+        self.values: list[Any] = [None]
+
+    def code(self, value: Any) -> int:
+        if value is None:
+            return 0
+        key = value if self.key is None else self.key(value)
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.values)
+            self.values.append(value)
+        return code
+
+
+# Per declared column, what ``set`` does for one row: (name, array, value-or-code of a NodeInfo, counted).
+_RowUpdate = tuple[str, npt.NDArray[Any], Callable[[NodeInfo], Any], bool]
+
+
+class NodeColumns:
+    """One row per snapshot position; ``infos`` holds the NodeInfo of each row. Implements the
+    framework's ``ColumnStore``: ``array``, ``distinct``, ``nonzero_rows``, ``label_codes``."""
+
+    __slots__ = (
+        "_arrays",
+        "_label_codes",
+        "_label_vocabulary",
+        "_last_required",
+        "_nonzero",
+        "_row_updates",
+        "_specs",
+        "_vocabularies",
+        "infos",
+    )
+
+    def __init__(self, infos: Sequence[NodeInfo], specs: Sequence[ColumnSpec] = ()) -> None:
+        self.infos = np.empty(len(infos), dtype=object)
+        for position, info in enumerate(infos):
+            self.infos[position] = info
+        self._specs: dict[str, ColumnSpec] = {}
+        self._arrays: dict[str, npt.NDArray[Any]] = {}
+        self._nonzero: dict[str, int] = {}
+        self._vocabularies: dict[str, _Vocabulary] = {}
+        self._row_updates: list[_RowUpdate] = []
+        self._last_required: Sequence[ColumnSpec] | None = None
+        # Label key -> code per row (0: no such label), built on first use; value -> code per key.
+        self._label_codes: dict[str, IntArray] = {}
+        self._label_vocabulary: dict[str, dict[str, int]] = {}
+        self.require(specs)
+
+    def __len__(self) -> int:
+        return len(self.infos)
+
+    @property
+    def specs(self) -> tuple[ColumnSpec, ...]:
+        """The declared columns held, in the order they were added."""
+        return tuple(self._specs.values())
+
+    def has(self, column: ColumnSpec | str) -> bool:
+        return column_name(column) in self._arrays
+
+    def require(self, specs: Sequence[ColumnSpec]) -> None:
+        """Builds the columns of ``specs`` not held yet. Cheap when called again with the same specs
+        (the scheduling cycle asks for its profile's columns every time)."""
+        if specs is self._last_required:
+            return
+        for spec in specs:
+            known = self._specs.get(spec.name)
+            if known is None:
+                self._add(spec)
+            elif known is not spec and known != spec:
+                raise ColumnConflictError(f"node column {spec.name!r} is declared twice, differently")
+        self._last_required = specs
+
+    def _add(self, spec: ColumnSpec) -> None:
+        size = len(self.infos)
+        infos = self.infos.tolist()
+        compute: Callable[[NodeInfo], Any]
+        if isinstance(spec, NodeColumn):
+            compute = spec.compute
+            array = np.fromiter(map(compute, infos), dtype=spec.dtype, count=size)
+            counted = spec.count_nonzero
+        else:
+            vocabulary = self._vocabularies[spec.name] = _Vocabulary(spec.key)
+            value_of, code_of = spec.compute, vocabulary.code
+
+            def compute(info: NodeInfo) -> int:
+                return code_of(value_of(info))
+
+            array = np.fromiter(map(compute, infos), dtype=np.int64, count=size)
+            counted = True
+        if counted:
+            self._nonzero[spec.name] = int(np.count_nonzero(array))
+        self._specs[spec.name] = spec
+        self._arrays[spec.name] = array
+        self._row_updates.append((spec.name, array, compute, counted))
+
+    def set(self, position: int, info: NodeInfo) -> None:
+        """Row ``position`` now describes ``info``."""
+        self.infos[position] = info
+        nonzero = self._nonzero
+        for name, array, compute, counted in self._row_updates:
+            value = compute(info)
+            if counted:
+                nonzero[name] += bool(value) - bool(array[position])
+            array[position] = value
+        for key, codes in self._label_codes.items():
+            codes[position] = self._code(key, _label(info, key))
+
+    # -- ColumnStore ---------------------------------------------------------------------------------
+
+    def array(self, column: ColumnSpec | str) -> npt.NDArray[Any]:
+        """The whole column (codes, for an interned one), one entry per row."""
+        name = column_name(column)
+        array = self._arrays.get(name)
+        if array is None:
+            raise KeyError(
+                f"node column {name!r} is not built: no enabled plugin declares it in node_columns()"
+            )
+        return array
+
+    def distinct(self, column: InternedColumn | str) -> Sequence[Any]:
+        """An interned column's kept value per code (index 0: None)."""
+        self.array(column)
+        return self._vocabularies[column_name(column)].values
+
+    def nonzero_rows(self, column: ColumnSpec | str) -> int:
+        """The number of rows with a non-zero value (code), for counted and interned columns."""
+        name = column_name(column)
+        count = self._nonzero.get(name)
+        if count is None:
+            self.array(name)
+            raise KeyError(f"node column {name!r} does not count its non-zero rows (count_nonzero=False)")
+        return count
+
+    def _code(self, key: str, value: str | None) -> int:
+        if value is None:
+            return 0
+        vocabulary = self._label_vocabulary[key]
+        code = vocabulary.get(value)
+        if code is None:
+            code = vocabulary[value] = len(vocabulary) + 1
+        return code
+
+    def label_codes(self, key: str) -> IntArray:
+        """Per row, a code for the node's value of label ``key`` (0: the node has no such label).
+        ``NAME_KEY`` gives the node names. Equal values have equal codes."""
+        codes = self._label_codes.get(key)
+        if codes is None:
+            self._label_vocabulary[key] = {}
+            codes = np.fromiter(
+                (self._code(key, _label(info, key)) for info in self.infos), dtype=np.int64, count=len(self)
+            )
+            self._label_codes[key] = codes
+        return codes
+
+    def label_code(self, key: str, value: str) -> int:
+        """The code of ``value`` for label ``key``; -1 if no node has that value (matches no row)."""
+        self.label_codes(key)
+        return self._label_vocabulary[key].get(value, -1)
+
+
+def _label(info: NodeInfo, key: str) -> str | None:
+    if key == NAME_KEY:
+        return info.name
+    return info.labels.get(key)

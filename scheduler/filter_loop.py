@@ -1,0 +1,198 @@
+"""The Filter loop of a scheduling cycle, run a window of nodes at a time (``findNodesThatPassFilters``).
+
+Batch plugins judge a whole window of the snapshot's columns at once; per-node plugins are called only
+for the nodes the one-node-at-a-time loop would reach, so the outcome is exactly that loop's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, overload
+
+import numpy as np
+
+from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.masked import ok_mask
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo
+
+
+class _Filter(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+class _BatchFilter(Protocol):
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]: ...
+
+
+# The first window is as large as the nodes still needed; later ones follow the rejection rate seen.
+_MIN_WINDOW = 32
+
+
+def find_feasible(
+    columns: ColumnStore,
+    start: int,
+    num_to_find: int,
+    state: CycleState,
+    pod: PodInfo,
+    plugins: Sequence[_Filter],
+    batch_of: Callable[[Any], _BatchFilter | None],
+) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]]]:
+    """The Filter loop of a cycle, run a window of nodes at a time.
+
+    Visits nodes from ``start`` round the snapshot and stops at the ``num_to_find``-th feasible one,
+    with the outcome of the one-node-at-a-time loop: each node's status is that of its first failing
+    plugin, in plugin order. Batch plugins judge a whole window at once (they are pure, so judging a
+    few nodes past the stopping point changes nothing); per-node plugins are called only for nodes
+    the loop reaches, exactly as before. Returns the feasible nodes, how many nodes were processed,
+    and (node, status) for each processed node that failed, in visit order.
+    """
+    count = len(columns)
+    order: IntArray = (np.arange(count, dtype=np.int64) + start) % count
+    batches = [batch_of(plugin) for plugin in plugins]
+    all_batch = all(batch is not None for batch in batches)
+    found_parts: list[IntArray] = []
+    failures: list[tuple[NodeInfo, Status]] = []
+    infos = columns.infos
+    alive: IntArray | slice
+    processed = found = 0
+    while processed < count and found < num_to_find:
+        need = num_to_find - found
+        size = need if processed == 0 else need * processed // max(found, 1)
+        window = order[processed : processed + min(max(size, _MIN_WINDOW), count - processed)]
+        subset = NodeSubset(columns, window)
+        results: list[Sequence[Status | None] | None] = []
+        masks: list[BoolArray | None] = []
+        for batch in batches:
+            if batch is None:
+                results.append(None)
+                masks.append(None)
+            else:
+                statuses = batch.filter_nodes(state, pod, subset)
+                results.append(statuses)
+                masks.append(ok_mask(statuses))
+        if all_batch:
+            alive, cut, rejected = _judge_window(masks, results, len(window), need)
+        else:
+            alive, cut, rejected = _walk_window(plugins, masks, results, subset, need, state, pod)
+        processed += cut
+        found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
+        found_parts.append(window[alive])
+        for index, plugin_index in rejected:
+            judged = results[plugin_index]
+            rejection = judged[index] if judged is not None else None
+            assert rejection is not None
+            failures.append((infos[window[index]], rejection.with_plugin(plugins[plugin_index].name)))
+    if len(found_parts) == 1:
+        positions = found_parts[0]
+    else:
+        positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
+    return NodeSubset(columns, positions), processed, failures
+
+
+def _judge_window(
+    masks: Sequence[BoolArray | None],
+    results: Sequence[Sequence[Status | None] | None],
+    size: int,
+    need: int,
+) -> tuple[IntArray | slice, int, list[tuple[int, int]]]:
+    """All plugins are batch plugins: combine their masks. Returns the feasible window indices up to
+    the ``need``-th (a slice when all pass), the number of nodes processed, and (index, first failing
+    plugin) per rejection."""
+    failing = [
+        (plugin_index, mask)
+        for plugin_index, mask in enumerate(masks)
+        if mask is not None and not getattr(results[plugin_index], "all_ok", False) and not mask.all()
+    ]
+    if not failing:
+        cut = min(need, size)
+        return slice(0, cut), cut, []
+    first_failure: IntArray = np.full(size, -1, dtype=np.int64)
+    for plugin_index, mask in failing:
+        first_failure[(first_failure < 0) & ~mask] = plugin_index
+    alive: IntArray = np.flatnonzero(first_failure < 0)
+    if len(alive) >= need:
+        cut = int(alive[need - 1]) + 1
+        alive = alive[:need]
+    else:
+        cut = size
+    failed = np.flatnonzero(first_failure[:cut] >= 0)
+    return alive, cut, list(zip(failed.tolist(), first_failure[failed].tolist(), strict=True))
+
+
+def _walk_window(
+    plugins: Sequence[_Filter],
+    masks: Sequence[BoolArray | None],
+    results: list[Sequence[Status | None] | None],
+    subset: NodeSubset,
+    need: int,
+    state: CycleState,
+    pod: PodInfo,
+) -> tuple[IntArray, int, list[tuple[int, int]]]:
+    """Some plugins only judge one node at a time: walk the window in order, calling them only for
+    nodes every earlier plugin passed, until ``need`` nodes fit. Their rejections are stored in
+    ``results`` (as dicts by index) for the caller."""
+    ok_lists = [mask.tolist() if mask is not None else None for mask in masks]
+    per_node: dict[int, dict[int, Status]] = {k: {} for k, mask in enumerate(masks) if mask is None}
+    alive: list[int] = []
+    rejected: list[tuple[int, int]] = []
+    cut = len(subset)
+    for index, node in enumerate(subset):
+        failed_at = -1
+        for plugin_index, plugin in enumerate(plugins):
+            ok = ok_lists[plugin_index]
+            if ok is not None:
+                if not ok[index]:
+                    failed_at = plugin_index
+                    break
+                continue
+            status = plugin.filter(state, pod, node)
+            if status is not None and status.code is not Code.Success:
+                per_node[plugin_index][index] = status
+                failed_at = plugin_index
+                break
+        if failed_at < 0:
+            alive.append(index)
+            if len(alive) == need:
+                cut = index + 1
+                break
+        else:
+            rejected.append((index, failed_at))
+    for plugin_index, statuses in per_node.items():
+        results[plugin_index] = _SparseStatuses(statuses, len(subset))
+    return np.asarray(alive, dtype=np.int64), cut, rejected
+
+
+class _SparseStatuses(Sequence["Status | None"]):
+    """Statuses of the nodes a per-node plugin rejected; None for every other index."""
+
+    __slots__ = ("_by_index", "_size")
+
+    def __init__(self, by_index: dict[int, Status], size: int) -> None:
+        self._by_index = by_index
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> Status | None: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Status | None]: ...
+
+    def __getitem__(self, index: int | slice) -> Status | Sequence[Status | None] | None:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        return self._by_index.get(index)
+
+
+def first_nodes(columns: ColumnStore, start: int, how_many: int) -> NodeSubset:
+    """The first ``how_many`` nodes visited from ``start`` (no Filter plugins to run)."""
+    count = len(columns)
+    return NodeSubset(columns, (np.arange(min(how_many, count), dtype=np.int64) + start) % count)

@@ -1,0 +1,38 @@
+"""Node columns shared by the resource plugins (NodeResourcesFit, NodeResourcesBalancedAllocation).
+
+Declared once here, so both plugins hand the framework the same spec objects and each column is kept
+once however many of them are enabled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.framework.columns import NodeColumn
+
+_PREFIX = "noderesources/"
+
+ALLOCATABLE_CPU = NodeColumn(_PREFIX + "allocatable.cpu", np.int64, lambda info: info.allocatable.milli_cpu)
+ALLOCATABLE_MEMORY = NodeColumn(
+    _PREFIX + "allocatable.memory", np.int64, lambda info: info.allocatable.memory
+)
+ALLOCATABLE_EPHEMERAL = NodeColumn(
+    _PREFIX + "allocatable.ephemeral-storage", np.int64, lambda info: info.allocatable.ephemeral_storage
+)
+ALLOCATABLE_PODS = NodeColumn(
+    _PREFIX + "allocatable.pods", np.int64, lambda info: info.allocatable.allowed_pod_number
+)
+# Plain requests of the pods on the node, assumed ones included.
+REQUESTED_CPU = NodeColumn(_PREFIX + "requested.cpu", np.int64, lambda info: info.requested.milli_cpu)
+REQUESTED_MEMORY = NodeColumn(_PREFIX + "requested.memory", np.int64, lambda info: info.requested.memory)
+REQUESTED_EPHEMERAL = NodeColumn(
+    _PREFIX + "requested.ephemeral-storage", np.int64, lambda info: info.requested.ephemeral_storage
+)
+# Non-zero requests: 100m / 200Mi for containers that request none (scoring only).
+NON_ZERO_CPU = NodeColumn(
+    _PREFIX + "non-zero-requested.cpu", np.int64, lambda info: info.non_zero_requested.milli_cpu
+)
+NON_ZERO_MEMORY = NodeColumn(
+    _PREFIX + "non-zero-requested.memory", np.int64, lambda info: info.non_zero_requested.memory
+)
+NUM_PODS = NodeColumn(_PREFIX + "pods", np.int64, lambda info: len(info.pods))
