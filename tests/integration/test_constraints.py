@@ -6,6 +6,7 @@ Deployments; the real kube-scheduler runs beside py-scheduler throughout.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -92,6 +93,10 @@ def _placement(core_v1: Any, namespace: str) -> tuple[list[dict[str, Any]], list
     pods = [p for p in list_pods(core_v1, namespace) if not p["metadata"].get("deletionTimestamp")]
     bound = [p for p in pods if p["spec"].get("nodeName")]
     return bound, [p for p in pods if not p["spec"].get("nodeName")]
+
+
+def _bound_in(core_v1: Any, namespace: str) -> list[dict[str, Any]]:
+    return _placement(core_v1, namespace)[0]
 
 
 def _failed_message(core_v1: Any, namespace: str, pod: str) -> str:
@@ -424,7 +429,7 @@ def test_side_by_side_random_constraints_both_schedulers_keep_every_hard_constra
 
             outcomes = {}
             for pool, ns in namespaces.items():
-                pods = wait_for(lambda ns=ns: settled(ns), 90, f"seed {seed}: {pool} pods decided")
+                pods = wait_for(functools.partial(settled, ns), 90, f"seed {seed}: {pool} pods decided")
                 assert _violations(pods, node_labels) == [], f"seed {seed}, {pool}-scheduler"
                 outcomes[pool] = pods
             bound = {
@@ -476,7 +481,7 @@ def test_single_feasible_node_cases_match_kube_scheduler(
             )
             anchor["metadata"]["labels"]["app"] = "anchor"
             core_v1.create_namespaced_pod(ns, body=anchor, _preload_content=False)
-            wait_for(lambda ns=ns: _placement(core_v1, ns)[0], 60, f"{pool} anchor bound")
+            wait_for(functools.partial(_bound_in, core_v1, ns), 60, f"{pool} anchor bound")
             follower = make_pod(
                 "follower", run_id, scheduler_name=scheduler_name, node_selector={"pool": pool}
             )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework.batch import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
+from scheduler.framework import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.helper.taints import pod_tolerations

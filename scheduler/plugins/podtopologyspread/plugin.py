@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework.batch import IntArray, as_subset
+from scheduler.framework import IntArray, as_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.framework.runtime import PluginError

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.batch import BoolArray, IntArray, NodeSubset
+from scheduler.framework import BoolArray, IntArray, NodeSubset
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins.helper.gomath import go_round

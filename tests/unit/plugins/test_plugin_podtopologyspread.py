@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.framework.batch import NodeColumns, NodeSubset, ok_mask
+from scheduler.cache.columns import NodeColumns
+from scheduler.framework import NodeSubset, ok_mask
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.framework.status import Code
