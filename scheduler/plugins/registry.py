@@ -7,6 +7,7 @@ from scheduler.framework.interface import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
@@ -28,6 +29,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_AFFINITY: NodeAffinity,
     names.NODE_PORTS: NodePorts,
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
+    names.INTER_POD_AFFINITY: InterPodAffinity,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
@@ -44,8 +46,10 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.NODE_AFFINITY, 2),
     (names.NODE_PORTS, 0),
     (names.NODE_RESOURCES_FIT, 1),
-    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone,
-    # PodTopologySpread (2), InterPodAffinity (2) and DefaultPreemption come here.
+    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone and
+    # PodTopologySpread (2) come here.
+    (names.INTER_POD_AFFINITY, 2),
+    # Upstream's DefaultPreemption comes here.
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),
