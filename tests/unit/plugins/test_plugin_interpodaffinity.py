@@ -1,0 +1,631 @@
+"""InterPodAffinity: upstream's table tests (``interpodaffinity/filtering_test.go``, ``scoring_test.go``,
+``plugin_test.go``, v1.36), names kept so each case can be traced, plus NodeInfo/Snapshot list upkeep and
+the equivalence of the batch paths with the per-node ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
+from scheduler.plugins.interpodaffinity import InterPodAffinity
+from scheduler.plugins.interpodaffinity.filtering import (
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+)
+from tests.unit.plugins.ipa_testlib import (
+    BOTH,
+    PREF,
+    REQ,
+    P,
+    everything,
+    expr,
+    n,
+    setup,
+    term,
+)
+
+AFF = (Code.UnschedulableAndUnresolvable, ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+ANTI = (Code.Unschedulable, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+EXIST = (Code.Unschedulable, ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+SKIP = "skip"
+
+Want = tuple[Code, str] | None
+
+
+def _as_want(status: Status | None) -> Want:
+    if status is None or status.code is Code.Success:
+        return None
+    return status.code, status.message()
+
+
+def run_filters(
+    pod_dict: dict[str, Any], pods: list[dict[str, Any]], nodes: list[dict[str, Any]], **kwargs: Any
+) -> tuple[Status | None, list[Want]]:
+    """PreFilter then Filter on every node, per node and batched; asserts both paths agree."""
+    plugin, snapshot = setup(nodes, pods, **kwargs)
+    state = CycleState()
+    pod_info = PodInfo(pod_dict)
+    _, pre_status = plugin.pre_filter(state, pod_info, snapshot.node_infos())
+    if pre_status is not None:
+        return pre_status, []
+    infos = [snapshot.get(nd["metadata"]["name"]) for nd in nodes]
+    per_node = [_as_want(plugin.filter(state, pod_info, info)) for info in infos if info is not None]
+    subset = everything(snapshot)
+    batched = plugin.filter_nodes(state, pod_info, subset)
+    by_name = {subset[i].name: _as_want(batched[i]) for i in range(len(subset))}
+    assert [by_name[nd["metadata"]["name"]] for nd in nodes] == per_node
+    return None, per_node
+
+
+# --- TestRequiredAffinitySingleNode -----------------------------------------------------------------
+
+POD_LABEL = {"service": "securityscan"}
+POD_LABEL2 = {"security": "S1"}
+LABELS1 = {"region": "r1", "zone": "z11"}
+
+
+def _existing() -> dict[str, Any]:
+    return P().labels(POD_LABEL).node("node1").obj()
+
+
+def _two_terms(last_in: str) -> P:
+    return (
+        P()
+        .labels(POD_LABEL2)
+        .affinity_term(term("region", expr("service", "Exists"), expr("wrongkey", "DoesNotExist")))
+        .affinity_term(term("region", expr("service", "In", last_in), expr("service", "NotIn", "WrongValue")))
+    )
+
+
+SVC_IN = expr("service", "In", "securityscan", "value2")
+TEAM1 = {"matchExpressions": [expr("team", "In", "team1")]}
+
+SINGLE_NODE_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Want]] = [
+    (
+        "A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods",
+        P().obj(),
+        [],
+        SKIP,
+        None,
+    ),
+    (
+        "satisfies with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using In operator that "
+        "matches the existing pod",
+        P().labels(POD_LABEL2).affinity_in("service", "region", ["securityscan", "value2"], REQ).obj(),
+        [_existing()],
+        None,
+        None,
+    ),
+    (
+        "satisfies the pod with requiredDuringSchedulingIgnoredDuringExecution in PodAffinity using not in "
+        "operator in labelSelector that matches the existing pod",
+        P().labels(POD_LABEL2).affinity_not_in("service", "region", ["securityscan3", "value3"], REQ).obj(),
+        [_existing()],
+        None,
+        None,
+    ),
+    (
+        "Does not satisfy the PodAffinity with labelSelector because of diff Namespace",
+        P().labels(POD_LABEL2).affinity_term(term("", SVC_IN, namespaces=["DiffNameSpace"])).obj(),
+        [P().namespace("ns").label("service", "securityscan").node("node1").obj()],
+        None,
+        AFF,
+    ),
+    (
+        "Doesn't satisfy the PodAffinity because of unmatching labelSelector with the existing pod",
+        P().labels(POD_LABEL).affinity_in("service", "", ["antivirusscan", "value2"], REQ).obj(),
+        [_existing()],
+        None,
+        AFF,
+    ),
+    (
+        "satisfies the PodAffinity with different label Operators in multiple RequiredDuringSchedulingIgnoredDuringExecution ",
+        _two_terms("securityscan").obj(),
+        [_existing()],
+        None,
+        None,
+    ),
+    (
+        "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the "
+        "node because one of the matchExpression item don't match.",
+        _two_terms("securityscan2").obj(),
+        [_existing()],
+        None,
+        AFF,
+    ),
+    (
+        "satisfies the PodAffinity and PodAntiAffinity with the existing pod",
+        P()
+        .labels(POD_LABEL2)
+        .affinity_in("service", "region", ["securityscan", "value2"], REQ)
+        .anti_in("service", "node", ["antivirusscan", "value2"], REQ)
+        .obj(),
+        [_existing()],
+        None,
+        None,
+    ),
+    (
+        "satisfies the PodAffinity and PodAntiAffinity and PodAntiAffinity symmetry with the existing pod",
+        P()
+        .labels(POD_LABEL2)
+        .affinity_in("service", "region", ["securityscan", "value2"], REQ)
+        .anti_in("service", "node", ["antivirusscan", "value2"], REQ)
+        .obj(),
+        [
+            P()
+            .node("node1")
+            .labels(POD_LABEL)
+            .anti_in("service", "node", ["antivirusscan", "value2"], REQ)
+            .obj()
+        ],
+        None,
+        None,
+    ),
+    (
+        "satisfies the PodAffinity but doesn't satisfy the PodAntiAffinity with the existing pod",
+        P()
+        .labels(POD_LABEL2)
+        .affinity_in("service", "region", ["securityscan", "value2"], REQ)
+        .anti_in("service", "zone", ["securityscan", "value2"], REQ)
+        .obj(),
+        [_existing()],
+        None,
+        ANTI,
+    ),
+    (
+        "satisfies the PodAffinity and PodAntiAffinity but doesn't satisfy PodAntiAffinity symmetry with the "
+        "existing pod",
+        P()
+        .labels(POD_LABEL)
+        .affinity_in("service", "region", ["securityscan", "value2"], REQ)
+        .anti_in("service", "node", ["antivirusscan", "value2"], REQ)
+        .obj(),
+        [
+            P()
+            .labels(POD_LABEL)
+            .node("node1")
+            .anti_in("service", "zone", ["securityscan", "value2"], REQ)
+            .obj()
+        ],
+        None,
+        EXIST,
+    ),
+    (
+        "pod matches its own Label in PodAffinity and that matches the existing pod Labels",
+        P().labels(POD_LABEL).affinity_not_in("service", "region", ["securityscan", "value2"], REQ).obj(),
+        [P().label("service", "securityscan").node("node2").obj()],
+        None,
+        AFF,
+    ),
+    (
+        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. "
+        "doesn't satisfy PodAntiAffinity symmetry with the existing pod",
+        P().labels(POD_LABEL).obj(),
+        [
+            P()
+            .node("node1")
+            .labels(POD_LABEL)
+            .anti_in("service", "zone", ["securityscan", "value2"], REQ)
+            .obj()
+        ],
+        None,
+        EXIST,
+    ),
+    (
+        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. "
+        "satisfy PodAntiAffinity symmetry with the existing pod",
+        P().labels(POD_LABEL).obj(),
+        [
+            P()
+            .node("node1")
+            .labels(POD_LABEL)
+            .anti_not_in("service", "zone", ["securityscan", "value2"], REQ)
+            .obj()
+        ],
+        SKIP,
+        None,
+    ),
+    (
+        "satisfies the PodAntiAffinity with existing pod but doesn't satisfy PodAntiAffinity symmetry with "
+        "incoming pod",
+        P()
+        .labels(POD_LABEL)
+        .anti_exists("service", "region", REQ)
+        .anti_exists("security", "region", REQ)
+        .obj(),
+        [P().node("node1").labels(POD_LABEL2).anti_exists("security", "zone", REQ).obj()],
+        None,
+        ANTI,
+    ),
+    (
+        "PodAntiAffinity symmetry check a1: incoming pod and existing pod partially match each other on "
+        "AffinityTerms",
+        P().labels(POD_LABEL).anti_exists("service", "zone", REQ).anti_exists("security", "zone", REQ).obj(),
+        [P().node("node1").labels(POD_LABEL2).anti_exists("security", "zone", REQ).obj()],
+        None,
+        ANTI,
+    ),
+    (
+        "PodAntiAffinity symmetry check a2: incoming pod and existing pod partially match each other on "
+        "AffinityTerms",
+        P().labels(POD_LABEL2).anti_exists("security", "zone", REQ).obj(),
+        [
+            P()
+            .node("node1")
+            .labels(POD_LABEL)
+            .anti_exists("service", "zone", REQ)
+            .anti_exists("security", "zone", REQ)
+            .obj()
+        ],
+        None,
+        EXIST,
+    ),
+    (
+        "PodAntiAffinity symmetry check b1: incoming pod and existing pod partially match each other on "
+        "AffinityTerms",
+        P()
+        .labels({"abc": "", "xyz": ""})
+        .anti_exists("abc", "zone", REQ)
+        .anti_exists("def", "zone", REQ)
+        .obj(),
+        [
+            P()
+            .node("node1")
+            .labels({"def": "", "xyz": ""})
+            .anti_exists("abc", "zone", REQ)
+            .anti_exists("def", "zone", REQ)
+            .obj()
+        ],
+        None,
+        ANTI,
+    ),
+    (
+        "PodAntiAffinity symmetry check b2: incoming pod and existing pod partially match each other on "
+        "AffinityTerms",
+        P()
+        .labels({"def": "", "xyz": ""})
+        .anti_exists("abc", "zone", REQ)
+        .anti_exists("def", "zone", REQ)
+        .obj(),
+        [
+            P()
+            .node("node1")
+            .labels({"abc": "", "xyz": ""})
+            .anti_exists("abc", "zone", REQ)
+            .anti_exists("def", "zone", REQ)
+            .obj()
+        ],
+        None,
+        ANTI,
+    ),
+    (
+        "affinity with NamespaceSelector",
+        P().labels(POD_LABEL2).affinity_term(term("region", SVC_IN, namespace_selector=TEAM1)).obj(),
+        [P().namespace("subteam1.team1").labels(POD_LABEL).node("node1").obj()],
+        None,
+        None,
+    ),
+    (
+        "affinity with non-matching NamespaceSelector",
+        P().labels(POD_LABEL2).affinity_term(term("region", SVC_IN, namespace_selector=TEAM1)).obj(),
+        [P().namespace("subteam1.team2").labels(POD_LABEL).node("node1").obj()],
+        None,
+        AFF,
+    ),
+    (
+        "anti-affinity with matching NamespaceSelector",
+        P()
+        .namespace("subteam1.team1")
+        .labels(POD_LABEL2)
+        .anti_affinity_term(term("zone", SVC_IN, namespace_selector=TEAM1))
+        .obj(),
+        [P().namespace("subteam2.team1").labels(POD_LABEL).node("node1").obj()],
+        None,
+        ANTI,
+    ),
+    (
+        "anti-affinity with matching all NamespaceSelector",
+        P()
+        .namespace("subteam1.team1")
+        .labels(POD_LABEL2)
+        .anti_affinity_term(term("zone", SVC_IN, namespace_selector={}))
+        .obj(),
+        [P().namespace("subteam2.team1").labels(POD_LABEL).node("node1").obj()],
+        None,
+        ANTI,
+    ),
+    (
+        "anti-affinity with non-matching NamespaceSelector",
+        P()
+        .namespace("subteam1.team1")
+        .labels(POD_LABEL2)
+        .anti_affinity_term(term("zone", SVC_IN, namespace_selector=TEAM1))
+        .obj(),
+        [P().namespace("subteam1.team2").labels(POD_LABEL).node("node1").obj()],
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod_dict", "pods", "want_pre", "want"),
+    SINGLE_NODE_CASES,
+    ids=[c[0][:90] for c in SINGLE_NODE_CASES],
+)
+def test_required_affinity_single_node(
+    name: str, pod_dict: dict[str, Any], pods: list[dict[str, Any]], want_pre: Any, want: Want
+) -> None:
+    pre_status, statuses = run_filters(pod_dict, pods, [n("node1", LABELS1)])
+    if want_pre == SKIP:
+        assert pre_status is not None and pre_status.code is Code.Skip
+        return
+    assert pre_status is None
+    assert statuses == [want]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod_dict"),
+    [
+        (
+            "PodAffinity fails PreFilter with an invalid affinity label syntax",
+            P()
+            .labels(POD_LABEL)
+            .affinity_in("service", "region", ["{{.bad-value.}}"], REQ)
+            .affinity_in("service", "node", ["antivirusscan", "value2"], REQ)
+            .obj(),
+        ),
+        (
+            "PodAntiAffinity fails PreFilter with an invalid antiaffinity label syntax",
+            P()
+            .labels(POD_LABEL)
+            .affinity_in("service", "region", ["foo"], REQ)
+            .affinity_in("service", "node", ["{{.bad-value.}}"], REQ)
+            .obj(),
+        ),
+    ],
+)
+def test_invalid_selector_fails_pre_filter(name: str, pod_dict: dict[str, Any]) -> None:
+    pre_status, _ = run_filters(pod_dict, [], [n("node1", LABELS1)])
+    assert pre_status is not None
+    assert pre_status.code is Code.UnschedulableAndUnresolvable
+    assert pre_status.message().startswith("parsing pod: requiredAffinityTerms: ")
+    assert 'Invalid value: "{{.bad-value.}}"' in pre_status.message()
+
+
+# --- TestRequiredAffinityMultipleNodes --------------------------------------------------------------
+
+RG_CHINA = {"region": "China"}
+RG_CHINA_AZ1 = {"region": "China", "az": "az1"}
+RG_INDIA = {"region": "India"}
+
+
+def _abc(name: str, zone: str) -> dict[str, Any]:
+    return n(name, {"region": "r1", "zone": zone, "hostname": name})
+
+
+MULTI_NODE_CASES: list[
+    tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], Any, list[Want]]
+] = [
+    (
+        "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them "
+        "has an existing pod that matches the affinity rules",
+        P().affinity_in("foo", "region", ["bar"], REQ).obj(),
+        [P("p1").node("node1").labels({"foo": "bar"}).obj()],
+        [n("node1", RG_CHINA), n("node2", RG_CHINA_AZ1), n("node3", RG_INDIA)],
+        None,
+        [None, None, AFF],
+    ),
+    (
+        "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of "
+        "the collection should not be blocked from being scheduled onto any node, even there's no existing pod "
+        "that matches the rule anywhere.",
+        P()
+        .labels({"foo": "bar", "service": "securityscan"})
+        .affinity_in("foo", "zone", ["bar"], REQ)
+        .affinity_in("service", "zone", ["securityscan"], REQ)
+        .obj(),
+        [P("p1").node("nodeA").labels({"foo": "bar"}).obj()],
+        [n("nodeA", {"zone": "az1", "hostname": "h1"}), n("nodeB", {"zone": "az2", "hostname": "h2"})],
+        None,
+        [None, None],
+    ),
+    (
+        "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+        P()
+        .labels({"foo": "bar", "service": "securityscan"})
+        .affinity_in("foo", "zone", ["bar"], REQ)
+        .affinity_in("service", "zone", ["securityscan"], REQ)
+        .obj(),
+        [P("p1").node("nodeA").labels({"foo": "bar"}).obj()],
+        [
+            n("nodeA", {"zoneLabel": "az1", "hostname": "h1"}),
+            n("nodeB", {"zoneLabel": "az2", "hostname": "h2"}),
+        ],
+        None,
+        [AFF, AFF],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
+        "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
+        P().anti_in("foo", "region", ["abc"], REQ).obj(),
+        [P().node("nodeA").labels({"foo": "abc"}).obj()],
+        [
+            n("nodeA", {"region": "r1", "hostname": "nodeA"}),
+            n("nodeB", {"region": "r1", "hostname": "nodeB"}),
+        ],
+        None,
+        [ANTI, ANTI],
+    ),
+    (
+        "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a pod.",
+        P().anti_in("foo", "region", ["abc"], REQ).anti_in("service", "zone", ["securityscan"], REQ).obj(),
+        [P().node("nodeA").labels({"foo": "abc", "service": "securityscan"}).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [ANTI, ANTI],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
+        "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
+        P().anti_in("foo", "region", ["abc"], REQ).obj(),
+        [P().node("nodeA").labels({"foo": "abc"}).obj()],
+        [n("nodeA", RG_CHINA), n("nodeB", RG_CHINA_AZ1), n("nodeC", RG_INDIA)],
+        None,
+        [ANTI, ANTI, None],
+    ),
+    (
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
+        "pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC "
+        "(NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
+        P().namespace("NS1").labels({"foo": "123"}).anti_in("foo", "region", ["bar"], REQ).obj(),
+        [
+            P().node("nodeA").namespace("NS1").labels({"foo": "bar"}).obj(),
+            P().node("nodeC").namespace("NS2").anti_in("foo", "region", ["123"], REQ).obj(),
+        ],
+        [n("nodeA", RG_CHINA), n("nodeB", RG_CHINA_AZ1), n("nodeC", RG_INDIA)],
+        None,
+        [ANTI, ANTI, None],
+    ),
+    (
+        "Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey, labelSelector "
+        "of the term is firstly checked, and then topologyKey of the term is also checked",
+        P().label("foo", "").obj(),
+        [P().node("nodeA").anti_exists("foo", "invalid-node-label", REQ).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z1")],
+        SKIP,
+        [],
+    ),
+    (
+        "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey matches",
+        P().node("nodeA").anti_exists("foo", "invalid-node-label", REQ).obj(),
+        [P().node("nodeA").labels({"foo": ""}).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z1")],
+        None,
+        [None, None],
+    ),
+    (
+        "Test existing pod's anti-affinity: incoming pod wouldn't considered as a fit as it violates each "
+        "existingPod's terms on all nodes",
+        P().label("foo", "").label("bar", "").obj(),
+        [
+            P().node("nodeA").anti_exists("foo", "zone", REQ).obj(),
+            P().node("nodeA").anti_exists("bar", "region", REQ).obj(),
+        ],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [EXIST, EXIST],
+    ),
+    (
+        "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one "
+        "anti-affinity rule of existingPod",
+        P().anti_exists("foo", "zone", REQ).anti_exists("bar", "region", REQ).obj(),
+        [P().node("nodeA").labels({"foo": ""}).obj(), P().node("nodeB").labels({"bar": ""}).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [ANTI, ANTI],
+    ),
+    (
+        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "single term match - case when one term has invalid topologyKey",
+        P().label("foo", "").label("bar", "").obj(),
+        [
+            P()
+            .node("nodeA")
+            .anti_exists("foo", "invalid-node-label", REQ)
+            .anti_exists("bar", "zone", REQ)
+            .obj()
+        ],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [EXIST, None],
+    ),
+    (
+        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "single term match - case when one term has invalid topologyKey",
+        P().anti_exists("foo", "invalid-node-label", REQ).anti_exists("bar", "zone", REQ).obj(),
+        [P("podA").node("nodeA").labels({"foo": "", "bar": ""}).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [ANTI, None],
+    ),
+    (
+        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "single term match - case when all terms have valid topologyKey",
+        P().label("foo", "").label("bar", "").obj(),
+        [P().node("nodeA").anti_exists("foo", "region", REQ).anti_exists("bar", "zone", REQ).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [EXIST, EXIST],
+    ),
+    (
+        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "single term match - case when all terms have valid topologyKey",
+        P().anti_exists("foo", "region", REQ).anti_exists("bar", "zone", REQ).obj(),
+        [P().node("nodeA").labels({"foo": "", "bar": ""}).obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [ANTI, ANTI],
+    ),
+    (
+        "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term "
+        "matches incoming pod, so incoming pod can only be scheduled to nodeC",
+        P().label("foo", "").label("bar", "").obj(),
+        [
+            P().node("nodeA").anti_exists("foo", "zone", REQ).anti_exists("labelA", "zone", REQ).obj(),
+            P().node("nodeB").anti_exists("bar", "zone", REQ).anti_exists("labelB", "zone", REQ).obj(),
+        ],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2"), _abc("nodeC", "z3")],
+        None,
+        [EXIST, EXIST, None],
+    ),
+    (
+        "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all "
+        "topologyKeys match",
+        P().affinity_exists("foo", "region", REQ).affinity_exists("bar", "zone", REQ).obj(),
+        [P("pod1").labels({"foo": "", "bar": ""}).node("nodeA").obj()],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z1")],
+        None,
+        [None, None],
+    ),
+    (
+        "Test incoming pod's affinity: firstly check if all affinityTerms match, and then check if all "
+        "topologyKeys match, and the match logic should be satisfied on the same pod",
+        P().affinity_exists("foo", "region", REQ).affinity_exists("bar", "zone", REQ).obj(),
+        [
+            P("pod1").node("nodeA").labels({"foo": ""}).obj(),
+            P("pod2").node("nodeB").labels({"bar": ""}).obj(),
+        ],
+        [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
+        None,
+        [AFF, AFF],
+    ),
+]
+
+NS1 = [{"metadata": {"name": "NS1"}}]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod_dict", "pods", "nodes", "want_pre", "want"),
+    MULTI_NODE_CASES,
+    ids=[c[0][:90] for c in MULTI_NODE_CASES],
+)
+def test_required_affinity_multiple_nodes(
+    name: str,
+    pod_dict: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    want_pre: Any,
+    want: list[Want],
+) -> None:
+    pre_status, statuses = run_filters(pod_dict, pods, nodes, namespaces=NS1)
+    if want_pre == SKIP:
+        assert pre_status is not None and pre_status.code is Code.Skip
+        return
+    assert pre_status is None
+    assert statuses == want
