@@ -629,3 +629,427 @@ def test_required_affinity_multiple_nodes(
         return
     assert pre_status is None
     assert statuses == want
+
+
+# --- TestPreferredAffinity ----------------------------------------------------------------------------
+
+RG_AZ1 = {"az": "az1"}
+RG_AZ2 = {"az": "az2"}
+S1 = {"security": "S1"}
+S2 = {"security": "S2"}
+TEAM1_SEL = {"matchExpressions": [expr("team", "In", "team1")]}
+
+
+def weighted(weight: int, raw_term: dict[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "podAffinityTerm": raw_term}
+
+
+def preferred_affinity(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+def preferred_anti(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": list(terms)}}
+
+
+STAY_WITH_S1_IN_REGION = preferred_affinity(weighted(5, term("region", expr("security", "In", "S1"))))
+STAY_WITH_S2_IN_REGION = preferred_affinity(weighted(6, term("region", expr("security", "In", "S2"))))
+AFFINITY3 = preferred_affinity(
+    weighted(8, term("region", expr("security", "NotIn", "S1"), expr("security", "In", "S2"))),
+    weighted(2, term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist"))),
+)
+HARD_AFFINITY = {
+    "podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            term("region", expr("security", "In", "S1", "value2")),
+            term("region", expr("security", "Exists"), expr("wrongkey", "DoesNotExist")),
+        ]
+    }
+}
+AWAY_FROM_S1_IN_AZ = preferred_anti(weighted(5, term("az", expr("security", "In", "S1"))))
+AWAY_FROM_S2_IN_AZ = preferred_anti(weighted(5, term("az", expr("security", "In", "S2"))))
+STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ = {
+    **preferred_affinity(weighted(8, term("region", expr("security", "In", "S1")))),
+    **preferred_anti(weighted(5, term("az", expr("security", "In", "S2")))),
+}
+AFFINITY_NAMESPACE_SELECTOR = preferred_affinity(
+    weighted(
+        5,
+        term(
+            "region",
+            expr("security", "In", "S1"),
+            namespaces=["subteam2.team2"],
+            namespace_selector=TEAM1_SEL,
+        ),
+    )
+)
+ANTI_AFFINITY_NAMESPACE_SELECTOR = preferred_anti(
+    weighted(
+        5,
+        term(
+            "region",
+            expr("security", "In", "S1"),
+            namespaces=["subteam2.team2"],
+            namespace_selector=TEAM1_SEL,
+        ),
+    )
+)
+INVALID_AFFINITY_LABELS = preferred_affinity(
+    weighted(8, term("region", expr("security", "In", "{{.bad-value.}}")))
+)
+INVALID_ANTI_AFFINITY_LABELS = preferred_anti(
+    weighted(5, term("az", expr("security", "In", "{{.bad-value.}}")))
+)
+
+
+def pp(
+    labels: dict[str, str] | None = None,
+    affinity: dict[str, Any] | None = None,
+    node_name: str = "",
+    namespace: str = "",
+) -> dict[str, Any]:
+    builder = P().labels(labels or {}).namespace(namespace).node(node_name)
+    if affinity is not None:
+        builder.raw_affinity(affinity)
+    return builder.obj()
+
+
+def _nodes(*pairs: tuple[str, dict[str, str]]) -> list[dict[str, Any]]:
+    return [n(name, labels) for name, labels in pairs]
+
+
+THREE_NODES = _nodes(("node1", RG_CHINA), ("node2", RG_INDIA), ("node3", RG_AZ1))
+MAX = 100
+
+# (name, pod, pods, nodes, expected scores or status (code, message part), ignorePreferredTermsOfExistingPods)
+PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], Any, bool]] = [
+    ("all nodes are same priority as Affinity is nil", pp(S1), [], THREE_NODES, (Code.Skip, ""), False),
+    (
+        "Affinity: pod that matches topology key & pods in nodes will get high score comparing to others"
+        "which doesn't match either pods in nodes or in topology key",
+        pp(S1, STAY_WITH_S1_IN_REGION),
+        [pp(S1, node_name="node1"), pp(S2, node_name="node2"), pp(S1, node_name="node3")],
+        THREE_NODES,
+        [MAX, 0, 0],
+        False,
+    ),
+    (
+        "All the nodes that have the same topology key & label value with one of them has an existing pod that "
+        "match the affinity rules, have the same score",
+        pp(None, STAY_WITH_S1_IN_REGION),
+        [pp(S1, node_name="node1")],
+        _nodes(("node1", RG_CHINA), ("node2", RG_CHINA_AZ1), ("node3", RG_INDIA)),
+        [MAX, MAX, 0],
+        False,
+    ),
+    (
+        "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has "
+        "more matches will get high score",
+        pp(S1, STAY_WITH_S2_IN_REGION),
+        [pp(S2, node_name=f"node{i}") for i in (1, 1, 2, 3, 4, 5)],
+        _nodes(
+            ("node1", RG_CHINA),
+            ("node2", RG_INDIA),
+            ("node3", RG_CHINA),
+            ("node4", RG_CHINA),
+            ("node5", RG_INDIA),
+        ),
+        [MAX, 0, MAX, MAX, 0],
+        False,
+    ),
+    (
+        "Affinity: different Label operators and values for pod affinity scheduling preference, including some "
+        "match failures ",
+        pp(S1, AFFINITY3),
+        [pp(S1, node_name="node1"), pp(S2, node_name="node2"), pp(S1, node_name="node3")],
+        THREE_NODES,
+        [20, MAX, 0],
+        False,
+    ),
+    (
+        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity "
+        "symmetry",
+        pp(S2),
+        [pp(S1, STAY_WITH_S1_IN_REGION, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
+        THREE_NODES,
+        [0, MAX, 0],
+        False,
+    ),
+    (
+        "Affinity symmetry with namespace selector",
+        pp(S1, namespace="subteam1.team1"),
+        [pp(S1, AFFINITY_NAMESPACE_SELECTOR, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
+        THREE_NODES,
+        [MAX, 0, 0],
+        False,
+    ),
+    (
+        "AntiAffinity symmetry with namespace selector",
+        pp(S1, namespace="subteam1.team1"),
+        [pp(S1, ANTI_AFFINITY_NAMESPACE_SELECTOR, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
+        THREE_NODES,
+        [0, MAX, MAX],
+        False,
+    ),
+    (
+        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        pp(S1),
+        [pp(S1, HARD_AFFINITY, "node1"), pp(S2, HARD_AFFINITY, "node2")],
+        THREE_NODES,
+        [MAX, MAX, 0],
+        False,
+    ),
+    (
+        "Anti Affinity: pod that does not match existing pods in node will get high score ",
+        pp(S1, AWAY_FROM_S1_IN_AZ),
+        [pp(S1, node_name="node1"), pp(S2, node_name="node2")],
+        _nodes(("node1", RG_AZ1), ("node2", RG_CHINA)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Anti Affinity: pod that does not match topology key & match the pods in nodes will get higher score "
+        "comparing to others ",
+        pp(S1, AWAY_FROM_S1_IN_AZ),
+        [pp(S1, node_name="node1"), pp(S1, node_name="node2")],
+        _nodes(("node1", RG_AZ1), ("node2", RG_CHINA)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Anti Affinity: one node has more matching pods comparing to other node, so the node which has more "
+        "unmatches will get high score",
+        pp(S1, AWAY_FROM_S1_IN_AZ),
+        [pp(S1, node_name="node1"), pp(S1, node_name="node1"), pp(S2, node_name="node2")],
+        _nodes(("node1", RG_AZ1), ("node2", RG_INDIA)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Anti Affinity symmetry: the existing pods in node which has anti affinity match will get high score",
+        pp(S2),
+        [pp(S1, AWAY_FROM_S2_IN_AZ, "node1"), pp(S2, AWAY_FROM_S1_IN_AZ, "node2")],
+        _nodes(("node1", RG_AZ1), ("node2", RG_AZ2)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod "
+        "affinity & anti affinity",
+        pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [pp(S1, node_name="node1"), pp(S1, node_name="node2")],
+        _nodes(("node1", RG_CHINA), ("node2", RG_AZ1)),
+        [MAX, 0],
+        False,
+    ),
+    (
+        "Affinity and Anti Affinity: considering both affinity and anti-affinity, the pod to schedule and "
+        "existing pods have the same labels",
+        pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [pp(S1, node_name=f"node{i}") for i in (1, 1, 2, 3, 3, 4, 5)],
+        _nodes(
+            ("node1", RG_CHINA_AZ1),
+            ("node2", RG_INDIA),
+            ("node3", RG_CHINA),
+            ("node4", RG_CHINA),
+            ("node5", RG_INDIA),
+        ),
+        [MAX, 0, MAX, MAX, 0],
+        False,
+    ),
+    (
+        "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution "
+        "in both pod affinity & anti affinity & symmetry",
+        pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
+        [
+            pp(S1, node_name="node1"),
+            pp(S2, node_name="node2"),
+            pp(None, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ, "node3"),
+            pp(None, AWAY_FROM_S1_IN_AZ, "node4"),
+        ],
+        _nodes(("node1", RG_CHINA), ("node2", RG_AZ1), ("node3", RG_INDIA), ("node4", RG_AZ2)),
+        [MAX, 0, MAX, 0],
+        False,
+    ),
+    (
+        "Avoid panic when partial nodes in a topology don't have pods with affinity",
+        pp(S1),
+        [pp(S1, node_name="node1"), pp(None, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ, "node2")],
+        _nodes(("node1", RG_CHINA), ("node2", RG_CHINA)),
+        [0, 0],
+        False,
+    ),
+    (
+        "invalid Affinity fails PreScore",
+        pp(None, INVALID_AFFINITY_LABELS),
+        [],
+        _nodes(("node1", RG_CHINA), ("node2", RG_CHINA)),
+        (Code.Error, 'Invalid value: "{{.bad-value.}}"'),
+        False,
+    ),
+    (
+        "invalid AntiAffinity fails PreScore",
+        pp(None, INVALID_ANTI_AFFINITY_LABELS),
+        [],
+        _nodes(("node1", RG_CHINA), ("node2", RG_CHINA)),
+        (Code.Error, 'Invalid value: "{{.bad-value.}}"'),
+        False,
+    ),
+    (
+        "Affinity with pods matching NamespaceSelector",
+        pp(S1, AFFINITY_NAMESPACE_SELECTOR, namespace="subteam1.team1"),
+        [
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team2"),
+            pp(S1, node_name="node2", namespace="subteam2.team1"),
+        ],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        [MAX, 0],
+        False,
+    ),
+    (
+        "Affinity with pods matching both NamespaceSelector and Namespaces fields",
+        pp(S1, AFFINITY_NAMESPACE_SELECTOR, namespace="subteam1.team1"),
+        [
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam2.team2"),
+            pp(S1, node_name="node2", namespace="subteam2.team1"),
+        ],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        [MAX, 0],
+        False,
+    ),
+    (
+        "Anti-affinity with pods matching NamespaceSelector",
+        pp(S1, ANTI_AFFINITY_NAMESPACE_SELECTOR, namespace="subteam1.team1"),
+        [
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team2"),
+            pp(S1, node_name="node2", namespace="subteam2.team1"),
+        ],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Anti-affinity with pods matching both NamespaceSelector and Namespaces fields",
+        pp(S1, ANTI_AFFINITY_NAMESPACE_SELECTOR, namespace="subteam1.team1"),
+        [
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam1.team1"),
+            pp(S1, node_name="node1", namespace="subteam2.team2"),
+            pp(S1, node_name="node2", namespace="subteam2.team1"),
+        ],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        [0, MAX],
+        False,
+    ),
+    (
+        "Ignore preferred terms of existing pods",
+        pp(S2),
+        [pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        (Code.Skip, ""),
+        True,
+    ),
+    (
+        "Do not ignore preferred terms of existing pods",
+        pp(S2),
+        [pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
+        _nodes(("node1", RG_CHINA), ("node2", RG_INDIA)),
+        [0, MAX],
+        False,
+    ),
+    ("No nodes to score", pp(S2), [], [], (Code.Skip, ""), False),
+]
+
+
+def run_scores(
+    pod_dict: dict[str, Any], pods: list[dict[str, Any]], nodes: list[dict[str, Any]], args: dict[str, Any]
+) -> Status | list[int]:
+    """PreScore, Score and NormalizeScore per node and batched; asserts both paths agree."""
+    plugin, snapshot = setup(nodes, pods, args=args)
+    state = CycleState()
+    pod_info = PodInfo(pod_dict)
+    status = plugin.pre_score(state, pod_info, snapshot.node_infos())
+    if status is not None:
+        return status
+    infos = [info for nd in nodes if (info := snapshot.get(nd["metadata"]["name"])) is not None]
+    scores = []
+    for info in infos:
+        value, score_status = plugin.score(state, pod_info, info)
+        assert score_status is None
+        scores.append(NodeScore(info.name, value))
+    assert plugin.normalize_score(state, pod_info, scores) is None
+    subset = everything(snapshot)
+    batched = plugin.normalize_score_array(state, pod_info, plugin.score_nodes(state, pod_info, subset))
+    by_name = {subset[i].name: int(batched[i]) for i in range(len(subset))}
+    assert [by_name[info.name] for info in infos] == [s.score for s in scores]
+    return [s.score for s in scores]
+
+
+@pytest.mark.parametrize(
+    ("name", "pod_dict", "pods", "nodes", "want", "ignore"),
+    PREFERRED_CASES,
+    ids=[c[0][:90] for c in PREFERRED_CASES],
+)
+def test_preferred_affinity(
+    name: str,
+    pod_dict: dict[str, Any],
+    pods: list[dict[str, Any]],
+    nodes: list[dict[str, Any]],
+    want: Any,
+    ignore: bool,
+) -> None:
+    got = run_scores(
+        pod_dict, pods, nodes, {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": ignore}
+    )
+    if isinstance(want, tuple):
+        assert isinstance(got, Status)
+        assert got.code is want[0]
+        assert want[1] in got.message()
+    else:
+        assert got == want
+
+
+# --- TestPreferredAffinityWithHardPodAffinitySymmetricWeight ----------------------------------------
+
+HARD_POD_AFFINITY = {
+    "podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            term(
+                "region",
+                expr("service", "In", "S1"),
+                namespaces=["", "subteam2.team2"],
+                namespace_selector=TEAM1_SEL,
+            )
+        ]
+    }
+}
+SERVICE_S1 = {"service": "S1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace", "weight", "want"),
+    [
+        ("with default weight", "", 1, [MAX, MAX, 0]),
+        ("with zero weight", "", 0, (Code.Skip, "")),
+        ("with no matching namespace", "subteam1.team2", 1, (Code.Skip, "")),
+        ("with matching NamespaceSelector", "subteam1.team1", 1, [MAX, MAX, 0]),
+        ("with matching Namespaces", "subteam2.team2", 1, [MAX, MAX, 0]),
+    ],
+)
+def test_preferred_affinity_with_hard_pod_affinity_symmetric_weight(
+    name: str, namespace: str, weight: int, want: Any
+) -> None:
+    pods = [pp(None, HARD_POD_AFFINITY, "node1"), pp(None, HARD_POD_AFFINITY, "node2")]
+    got = run_scores(
+        pp(SERVICE_S1, namespace=namespace), pods, THREE_NODES, {"hardPodAffinityWeight": weight}
+    )
+    if isinstance(want, tuple):
+        assert isinstance(got, Status) and got.code is want[0]
+    else:
+        assert got == want
