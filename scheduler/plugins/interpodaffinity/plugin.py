@@ -342,6 +342,8 @@ class InterPodAffinity:
             return QueueingHint.Skip
         target = pod_info(pod)
         terms = pod_affinity_terms(target)
+        if terms.error is not None:
+            return QueueingHint.Queue  # as upstream, a hint that cannot read the terms queues the pod
         affinity, anti = terms.required_affinity, terms.required_anti_affinity
         if old_obj is not None and new_obj is not None:
             if not _matches_all_raw(affinity, old_obj) and _matches_all_raw(affinity, new_obj):
@@ -353,8 +355,10 @@ class InterPodAffinity:
             return QueueingHint.Queue if _matches_all_raw(affinity, new_obj) else QueueingHint.Skip
         if _matches_all_raw(anti, old_obj):
             return QueueingHint.Queue
-        deleted_anti = pod_affinity_terms(pod_info(old_obj)).required_anti_affinity
-        if matches_all(deleted_anti, target.namespace, pod_labels(target)):
+        deleted = pod_affinity_terms(pod_info(old_obj))
+        if deleted.error is not None:
+            return QueueingHint.Queue
+        if matches_all(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
             return QueueingHint.Queue
         return QueueingHint.Skip
 
@@ -363,6 +367,8 @@ class InterPodAffinity:
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         terms = pod_affinity_terms(pod_info(pod))
+        if terms.error is not None:
+            return QueueingHint.Queue  # as upstream, a hint that cannot read the terms queues the pod
         new_labels = _node_labels(new_obj)
         old_labels = _node_labels(old_obj) if old_obj is not None else None
         for term in terms.required_affinity:

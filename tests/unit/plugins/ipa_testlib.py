@@ -1,4 +1,4 @@
-"""Builders for the InterPodAffinity tests, in the spirit of upstream's ``st.MakePod().PodAffinityIn(...)``."""
+"""Builders for the InterPodAffinity tests, after upstream's ``st.MakePod().PodAffinityIn(...)``."""
 
 from __future__ import annotations
 

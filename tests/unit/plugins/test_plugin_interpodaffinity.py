@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
+from scheduler.framework.types import NodeScore, PodInfo
+from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
 )
+from scheduling_queue.types import ActionType, QueueingHint, Resource
 from tests.unit.plugins.ipa_testlib import (
-    BOTH,
-    PREF,
     REQ,
     P,
     everything,
@@ -28,6 +29,7 @@ from tests.unit.plugins.ipa_testlib import (
     setup,
     term,
 )
+from tests.unit.plugins.plugin_testlib import FakeHandle
 
 AFF = (Code.UnschedulableAndUnresolvable, ERR_REASON_AFFINITY_RULES_NOT_MATCH)
 ANTI = (Code.Unschedulable, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
@@ -87,7 +89,8 @@ TEAM1 = {"matchExpressions": [expr("team", "In", "team1")]}
 
 SINGLE_NODE_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Want]] = [
     (
-        "A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing pods",
+        "A pod that has no required pod affinity scheduling rules can schedule onto a node with no existing "
+        "pods",
         P().obj(),
         [],
         SKIP,
@@ -124,14 +127,16 @@ SINGLE_NODE_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Wa
         AFF,
     ),
     (
-        "satisfies the PodAffinity with different label Operators in multiple RequiredDuringSchedulingIgnoredDuringExecution ",
+        "satisfies the PodAffinity with different label Operators in multiple "
+        "RequiredDuringSchedulingIgnoredDuringExecution ",
         _two_terms("securityscan").obj(),
         [_existing()],
         None,
         None,
     ),
     (
-        "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto the "
+        "The labelSelector requirements(items of matchExpressions) are ANDed, the pod cannot schedule onto "
+        "the "
         "node because one of the matchExpression item don't match.",
         _two_terms("securityscan2").obj(),
         [_existing()],
@@ -203,7 +208,8 @@ SINGLE_NODE_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Wa
         AFF,
     ),
     (
-        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. "
+        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity "
+        "constraints. "
         "doesn't satisfy PodAntiAffinity symmetry with the existing pod",
         P().labels(POD_LABEL).obj(),
         [
@@ -217,7 +223,8 @@ SINGLE_NODE_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Wa
         EXIST,
     ),
     (
-        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity constraints. "
+        "verify that PodAntiAffinity from existing pod is respected when pod has no AntiAffinity "
+        "constraints. "
         "satisfy PodAntiAffinity symmetry with the existing pod",
         P().labels(POD_LABEL).obj(),
         [
@@ -413,7 +420,8 @@ MULTI_NODE_CASES: list[
     tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], Any, list[Want]]
 ] = [
     (
-        "A pod can be scheduled onto all the nodes that have the same topology key & label value with one of them "
+        "A pod can be scheduled onto all the nodes that have the same topology key & label value with one "
+        "of them "
         "has an existing pod that matches the affinity rules",
         P().affinity_in("foo", "region", ["bar"], REQ).obj(),
         [P("p1").node("node1").labels({"foo": "bar"}).obj()],
@@ -422,8 +430,10 @@ MULTI_NODE_CASES: list[
         [None, None, AFF],
     ),
     (
-        "The affinity rule is to schedule all of the pods of this collection to the same zone. The first pod of "
-        "the collection should not be blocked from being scheduled onto any node, even there's no existing pod "
+        "The affinity rule is to schedule all of the pods of this collection to the same zone. The first "
+        "pod of "
+        "the collection should not be blocked from being scheduled onto any node, even there's no existing "
+        "pod "
         "that matches the rule anywhere.",
         P()
         .labels({"foo": "bar", "service": "securityscan"})
@@ -436,7 +446,8 @@ MULTI_NODE_CASES: list[
         [None, None],
     ),
     (
-        "The first pod of the collection can only be scheduled on nodes labelled with the requested topology keys",
+        "The first pod of the collection can only be scheduled on nodes labelled with the requested "
+        "topology keys",
         P()
         .labels({"foo": "bar", "service": "securityscan"})
         .affinity_in("foo", "zone", ["bar"], REQ)
@@ -451,7 +462,8 @@ MULTI_NODE_CASES: list[
         [AFF, AFF],
     ),
     (
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the "
+        "inter "
         "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB.",
         P().anti_in("foo", "region", ["abc"], REQ).obj(),
         [P().node("nodeA").labels({"foo": "abc"}).obj()],
@@ -463,7 +475,8 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI],
     ),
     (
-        "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches a pod.",
+        "This test ensures that anti-affinity matches a pod when any term of the anti-affinity rule matches "
+        "a pod.",
         P().anti_in("foo", "region", ["abc"], REQ).anti_in("service", "zone", ["securityscan"], REQ).obj(),
         [P().node("nodeA").labels({"foo": "abc", "service": "securityscan"}).obj()],
         [_abc("nodeA", "z1"), _abc("nodeB", "z2")],
@@ -471,8 +484,10 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI],
     ),
     (
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
-        "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto nodeC",
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the "
+        "inter "
+        "pod affinity rule. The pod can not be scheduled onto nodeA and nodeB but can be scheduled onto "
+        "nodeC",
         P().anti_in("foo", "region", ["abc"], REQ).obj(),
         [P().node("nodeA").labels({"foo": "abc"}).obj()],
         [n("nodeA", RG_CHINA), n("nodeB", RG_CHINA_AZ1), n("nodeC", RG_INDIA)],
@@ -480,7 +495,8 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI, None],
     ),
     (
-        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the inter "
+        "NodeA and nodeB have same topologyKey and label value. NodeA has an existing pod that matches the "
+        "inter "
         "pod affinity rule. The pod can not be scheduled onto nodeA, nodeB, but can be scheduled onto nodeC "
         "(NodeC has an existing pod that match the inter pod affinity rule but in different namespace)",
         P().namespace("NS1").labels({"foo": "123"}).anti_in("foo", "region", ["bar"], REQ).obj(),
@@ -493,7 +509,8 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI, None],
     ),
     (
-        "Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey, labelSelector "
+        "Test existing pod's anti-affinity: if an existing pod has a term with invalid topologyKey, "
+        "labelSelector "
         "of the term is firstly checked, and then topologyKey of the term is also checked",
         P().label("foo", "").obj(),
         [P().node("nodeA").anti_exists("foo", "invalid-node-label", REQ).obj()],
@@ -502,7 +519,8 @@ MULTI_NODE_CASES: list[
         [],
     ),
     (
-        "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey matches",
+        "Test incoming pod's anti-affinity: even if labelSelector matches, we still check if topologyKey "
+        "matches",
         P().node("nodeA").anti_exists("foo", "invalid-node-label", REQ).obj(),
         [P().node("nodeA").labels({"foo": ""}).obj()],
         [_abc("nodeA", "z1"), _abc("nodeB", "z1")],
@@ -522,7 +540,8 @@ MULTI_NODE_CASES: list[
         [EXIST, EXIST],
     ),
     (
-        "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least violates one "
+        "Test incoming pod's anti-affinity: incoming pod wouldn't considered as a fit as it at least "
+        "violates one "
         "anti-affinity rule of existingPod",
         P().anti_exists("foo", "zone", REQ).anti_exists("bar", "region", REQ).obj(),
         [P().node("nodeA").labels({"foo": ""}).obj(), P().node("nodeB").labels({"bar": ""}).obj()],
@@ -531,7 +550,8 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI],
     ),
     (
-        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's "
+        "counted as a "
         "single term match - case when one term has invalid topologyKey",
         P().label("foo", "").label("bar", "").obj(),
         [
@@ -546,7 +566,8 @@ MULTI_NODE_CASES: list[
         [EXIST, None],
     ),
     (
-        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's "
+        "counted as a "
         "single term match - case when one term has invalid topologyKey",
         P().anti_exists("foo", "invalid-node-label", REQ).anti_exists("bar", "zone", REQ).obj(),
         [P("podA").node("nodeA").labels({"foo": "", "bar": ""}).obj()],
@@ -555,7 +576,8 @@ MULTI_NODE_CASES: list[
         [ANTI, None],
     ),
     (
-        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "Test existing pod's anti-affinity: only when labelSelector and topologyKey both match, it's "
+        "counted as a "
         "single term match - case when all terms have valid topologyKey",
         P().label("foo", "").label("bar", "").obj(),
         [P().node("nodeA").anti_exists("foo", "region", REQ).anti_exists("bar", "zone", REQ).obj()],
@@ -564,7 +586,8 @@ MULTI_NODE_CASES: list[
         [EXIST, EXIST],
     ),
     (
-        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's counted as a "
+        "Test incoming pod's anti-affinity: only when labelSelector and topologyKey both match, it's "
+        "counted as a "
         "single term match - case when all terms have valid topologyKey",
         P().anti_exists("foo", "region", REQ).anti_exists("bar", "zone", REQ).obj(),
         [P().node("nodeA").labels({"foo": "", "bar": ""}).obj()],
@@ -573,7 +596,8 @@ MULTI_NODE_CASES: list[
         [ANTI, ANTI],
     ),
     (
-        "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity term "
+        "Test existing pod's anti-affinity: existingPod on nodeA and nodeB has at least one anti-affinity "
+        "term "
         "matches incoming pod, so incoming pod can only be scheduled to nodeC",
         P().label("foo", "").label("bar", "").obj(),
         [
@@ -734,7 +758,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "All the nodes that have the same topology key & label value with one of them has an existing pod that "
+        "All the nodes that have the same topology key & label value with one of them has an existing pod "
+        "that "
         "match the affinity rules, have the same score",
         pp(None, STAY_WITH_S1_IN_REGION),
         [pp(S1, node_name="node1")],
@@ -743,7 +768,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity: nodes in one region has more matching pods comparing to other region, so the region which has "
+        "Affinity: nodes in one region has more matching pods comparing to other region, so the region "
+        "which has "
         "more matches will get high score",
         pp(S1, STAY_WITH_S2_IN_REGION),
         [pp(S2, node_name=f"node{i}") for i in (1, 1, 2, 3, 4, 5)],
@@ -758,7 +784,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity: different Label operators and values for pod affinity scheduling preference, including some "
+        "Affinity: different Label operators and values for pod affinity scheduling preference, including "
+        "some "
         "match failures ",
         pp(S1, AFFINITY3),
         [pp(S1, node_name="node1"), pp(S2, node_name="node2"), pp(S1, node_name="node3")],
@@ -767,7 +794,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod affinity "
+        "Affinity symmetry: considered only the preferredDuringSchedulingIgnoredDuringExecution in pod "
+        "affinity "
         "symmetry",
         pp(S2),
         [pp(S1, STAY_WITH_S1_IN_REGION, "node1"), pp(S2, STAY_WITH_S2_IN_REGION, "node2")],
@@ -792,7 +820,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity symmetry",
+        "Affinity symmetry: considered RequiredDuringSchedulingIgnoredDuringExecution in pod affinity "
+        "symmetry",
         pp(S1),
         [pp(S1, HARD_AFFINITY, "node1"), pp(S2, HARD_AFFINITY, "node2")],
         THREE_NODES,
@@ -834,7 +863,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in both pod "
+        "Affinity and Anti Affinity: considered only preferredDuringSchedulingIgnoredDuringExecution in "
+        "both pod "
         "affinity & anti affinity",
         pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
         [pp(S1, node_name="node1"), pp(S1, node_name="node2")],
@@ -858,7 +888,8 @@ PREFERRED_CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict
         False,
     ),
     (
-        "Affinity and Anti Affinity and symmetry: considered only preferredDuringSchedulingIgnoredDuringExecution "
+        "Affinity and Anti Affinity and symmetry: considered only "
+        "preferredDuringSchedulingIgnoredDuringExecution "
         "in both pod affinity & anti affinity & symmetry",
         pp(S1, STAY_WITH_S1_IN_REGION_AWAY_FROM_S2_IN_AZ),
         [
@@ -985,7 +1016,8 @@ def run_scores(
         scores.append(NodeScore(info.name, value))
     assert plugin.normalize_score(state, pod_info, scores) is None
     subset = everything(snapshot)
-    batched = plugin.normalize_score_array(state, pod_info, plugin.score_nodes(state, pod_info, subset))
+    raw = np.asarray(plugin.score_nodes(state, pod_info, subset), dtype=np.int64)
+    batched = plugin.normalize_score_array(state, pod_info, raw)
     by_name = {subset[i].name: int(batched[i]) for i in range(len(subset))}
     assert [by_name[info.name] for info in infos] == [s.score for s in scores]
     return [s.score for s in scores]
@@ -1053,3 +1085,337 @@ def test_preferred_affinity_with_hard_pod_affinity_symmetric_weight(
         assert isinstance(got, Status) and got.code is want[0]
     else:
         assert got == want
+
+
+# --- Test_isSchedulableAfterPodChange / Test_isSchedulableAfterNodeChange (plugin_test.go) -------------
+
+Q, S = QueueingHint.Queue, QueueingHint.Skip
+SVC_VALUES = ["securityscan", "value2"]
+
+
+def _target() -> P:
+    return P("p").uid("p")
+
+
+def _other() -> P:
+    return P().uid("other")
+
+
+POD_CHANGE_CASES: list[
+    tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, QueueingHint]
+] = [
+    (
+        "add a pod which matches the pod affinity",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        Q,
+    ),
+    (
+        "add an un-scheduled pod",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        _other().label("service", "securityscan").obj(),
+        S,
+    ),
+    (
+        "add a pod which doesn't match the pod affinity",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        _other().node("fake-node").label("aaa", "a").obj(),
+        S,
+    ),
+    (
+        "update a pod from non-match to match pod affinity",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("aaa", "a").obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        Q,
+    ),
+    (
+        "the updating pod matches target pod's affinity both before and after label changes",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("service", "value2").obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        S,
+    ),
+    (
+        "update an un-scheduled pod",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().label("aaa", "a").obj(),
+        _other().label("service", "securityscan").obj(),
+        S,
+    ),
+    (
+        "update a pod from match to non-match the pod affinity",
+        _target().affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        _other().node("fake-node").label("aaa", "a").obj(),
+        S,
+    ),
+    (
+        "update a pod from match to non-match pod's affinity - multiple terms case",
+        _target().affinity_exists("aaa", "hostname", REQ).affinity_exists("bbb", "hostname", REQ).obj(),
+        _other().node("fake-node").label("aaa", "a").obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        S,
+    ),
+    (
+        "update a pod from non-match to match pod's affinity - multiple terms case",
+        _target().affinity_exists("aaa", "hostname", REQ).affinity_exists("bbb", "hostname", REQ).obj(),
+        _other().node("fake-node").label("aaa", "a").obj(),
+        _other().node("fake-node").label("aaa", "").label("bbb", "").obj(),
+        Q,
+    ),
+    (
+        "updated pod is the target pod",
+        _target().label("foo", "baz").obj(),
+        _target().label("foo", "bar").obj(),
+        _target().label("foo", "baz").obj(),
+        Q,
+    ),
+    (
+        "modify pod label to change it from satisfying pod anti-affinity to not satisfying anti-affinity",
+        _target().anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        _other().node("fake-node").label("service", "aaaa").obj(),
+        Q,
+    ),
+    (
+        "modify pod label to change it from not satisfying pod anti-affinity to satisfying anti-affinity",
+        _target().anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("service", "bbb").obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        S,
+    ),
+    (
+        "delete a pod which doesn't match pod's anti-affinity",
+        _target().anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("aaa", "a").obj(),
+        None,
+        S,
+    ),
+    (
+        "delete a pod which matches pod's anti-affinity",
+        _target().anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that matches pending pod",
+        P("p").label("service", "securityscan").obj(),
+        P().node("fake-node").anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that doesn't match pending pod",
+        P("p").label("service", "foo").obj(),
+        P().node("fake-node").anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        S,
+    ),
+    (
+        "delete a pod which doesn't match pending pod's anti-affinity and has anti-affinity that doesn't "
+        "match "
+        "pending pod",
+        P("p").anti_in("service", "region", SVC_VALUES, REQ).label("service", "foo").obj(),
+        P().node("fake-node").anti_in("service", "region", SVC_VALUES, REQ).label("service", "foo").obj(),
+        None,
+        S,
+    ),
+    (
+        "delete a nominated pod which doesn't match pod's anti-affinity",
+        P("p").anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        P().nominated("fake-node").label("aaa", "a").obj(),
+        None,
+        S,
+    ),
+    (
+        "delete a nominated pod which matches pod's anti-affinity",
+        P("p").anti_in("service", "region", SVC_VALUES, REQ).obj(),
+        P().nominated("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "old", "new", "want"), POD_CHANGE_CASES, ids=[c[0] for c in POD_CHANGE_CASES]
+)
+def test_is_schedulable_after_pod_change(
+    name: str,
+    target: dict[str, Any],
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+    want: QueueingHint,
+) -> None:
+    plugin, _ = setup([])
+    assert plugin.is_schedulable_after_pod_change(target, old, new) is want
+
+
+def _node(labels: dict[str, str]) -> dict[str, Any]:
+    return n("node-a", labels)
+
+
+def _zone_affinity() -> dict[str, Any]:
+    return P("p").affinity_in("service", "zone", SVC_VALUES, REQ).obj()
+
+
+def _zone_anti() -> dict[str, Any]:
+    return P("p").anti_affinity_term(term("zone", match_labels={"another": "label"})).obj()
+
+
+NODE_CHANGE_CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any], QueueingHint]] = [
+    (
+        "add a new node with matched pod affinity topologyKey",
+        _zone_affinity(),
+        None,
+        _node({"zone": "zone1"}),
+        Q,
+    ),
+    (
+        "add a new node without matched topologyKey",
+        P("p").affinity_in("service", "region", SVC_VALUES, REQ).obj(),
+        None,
+        _node({"zone": "zone1"}),
+        S,
+    ),
+    ("update node label but not topologyKey", _zone_affinity(), _node({"aaa": "a"}), _node({"aaa": "b"}), S),
+    (
+        "update node label that isn't related to the pod affinity",
+        _zone_affinity(),
+        _node({"zone": "zone1"}),
+        _node({"zone": "zone1", "unrelated-label": "unrelated"}),
+        S,
+    ),
+    (
+        "update node with different affinity topologyKey value",
+        _zone_affinity(),
+        _node({"zone": "zone1"}),
+        _node({"zone": "zone2"}),
+        Q,
+    ),
+    (
+        "update node to have the affinity topology label",
+        _zone_affinity(),
+        _node({"aaa": "a"}),
+        _node({"zone": "zone1"}),
+        Q,
+    ),
+    (
+        "add a new node with matched pod anti-affinity topologyKey",
+        _zone_anti(),
+        None,
+        _node({"zone": "zone1"}),
+        Q,
+    ),
+    ("add a new node without matched pod anti-affinity topologyKey", _zone_anti(), None, _node({}), Q),
+    (
+        "update node label that isn't related to the pod anti-affinity",
+        _zone_anti(),
+        _node({"zone": "zone1"}),
+        _node({"zone": "zone1", "unrelated-label": "unrelated"}),
+        S,
+    ),
+    (
+        "update node with different anti-affinity topologyKey value",
+        _zone_anti(),
+        _node({"zone": "zone1"}),
+        _node({"zone": "zone2"}),
+        Q,
+    ),
+    (
+        "update node to have the anti-affinity topology label",
+        _zone_anti(),
+        _node({"aaa": "a"}),
+        _node({"zone": "zone1"}),
+        S,
+    ),
+    (
+        "update node label not to have anti-affinity topology label",
+        _zone_anti(),
+        _node({"zone": "zone1"}),
+        _node({"aaa": "a"}),
+        Q,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "target", "old", "new", "want"), NODE_CHANGE_CASES, ids=[c[0] for c in NODE_CHANGE_CASES]
+)
+def test_is_schedulable_after_node_change(
+    name: str, target: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any], want: QueueingHint
+) -> None:
+    plugin, _ = setup([])
+    assert plugin.is_schedulable_after_node_change(target, old, new) is want
+
+
+def test_events_to_register_as_upstream_with_queueing_hints() -> None:
+    plugin, _ = setup([])
+    events = {(e.event.resource, e.event.action) for e in plugin.events_to_register()}
+    assert events == {
+        (Resource.Pod, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete),
+        (Resource.Node, ActionType.Add | ActionType.UpdateNodeLabel),
+    }
+
+
+def test_hint_on_unreadable_pod_queues_rather_than_raising() -> None:
+    plugin, _ = setup([])
+    broken = P("p").affinity_in("service", "zone", ["{{.bad-value.}}"], REQ).obj()
+    assert plugin.is_schedulable_after_node_change(broken, None, _node({"zone": "a"})) is Q
+
+
+# --- args -------------------------------------------------------------------------------------------
+
+
+def test_args_default() -> None:
+    plugin = InterPodAffinity({}, FakeHandle())
+    assert plugin.hard_pod_affinity_weight == 1
+    assert plugin.ignore_preferred_terms_of_existing_pods is False
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            {"hardPodAffinityWeight": -1},
+            "InterPodAffinity: hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": 101},
+            "InterPodAffinity: hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]",
+        ),
+        (
+            {"hardPodAffinityWeight": "1"},
+            "InterPodAffinity: hardPodAffinityWeight: Invalid value: '1': must be an integer",
+        ),
+        (
+            {"ignorePreferredTermsOfExistingPods": "yes"},
+            "InterPodAffinity: ignorePreferredTermsOfExistingPods: ",
+        ),
+        ({"hardPodAffinityWeigth": 1}, "InterPodAffinity: hardPodAffinityWeigth: unknown field"),
+        ({"kind": "NodeAffinityArgs"}, "InterPodAffinity: kind: "),
+    ],
+)
+def test_args_validated_like_upstream(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(PluginArgsError) as err:
+        InterPodAffinity(args, FakeHandle())
+    assert str(err.value).startswith(message)
+
+
+def test_args_accept_the_full_range_and_kind() -> None:
+    plugin = InterPodAffinity(
+        {
+            "kind": "InterPodAffinityArgs",
+            "hardPodAffinityWeight": 100,
+            "ignorePreferredTermsOfExistingPods": True,
+        },
+        FakeHandle(),
+    )
+    assert plugin.hard_pod_affinity_weight == 100
+    assert plugin.ignore_preferred_terms_of_existing_pods is True
+    assert InterPodAffinity({"hardPodAffinityWeight": 0}, FakeHandle()).hard_pod_affinity_weight == 0
