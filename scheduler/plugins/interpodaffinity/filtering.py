@@ -21,6 +21,8 @@ from scheduler.framework.batch import BoolArray, NodeSubset
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
+    MatchKey,
+    match_key,
     matches_all,
     pod_affinity_terms,
     pod_labels,
@@ -126,24 +128,36 @@ def incoming_affinity_counts(
     anti: TopologyCounts = {}
     if not affinity_terms and not anti_terms:
         return affinity, anti
+    # (matches all affinity terms, anti-affinity terms matched) per namespace and label set: one
+    # workload's pods are judged once.
+    verdicts: dict[MatchKey, tuple[bool, tuple[AffinityTerm, ...]]] = {}
+    nothing: tuple[bool, tuple[AffinityTerm, ...]] = (False, ())
     for node in nodes:
         if not node.pods:
             continue
         node_labels = node.labels
         for existing in node.pods.values():
-            existing_labels = pod_labels(existing)
-            if affinity_terms and matches_all(affinity_terms, existing.namespace, existing_labels):
-                for term in affinity_terms:
-                    topology_value = node_labels.get(term.topology_key)
-                    if topology_value is not None:
-                        pair = (term.topology_key, topology_value)
-                        affinity[pair] = affinity.get(pair, 0) + 1
-            for term in anti_terms:
-                topology_value = node_labels.get(term.topology_key)
-                if topology_value is not None and term.matches(existing.namespace, existing_labels, None):
-                    pair = (term.topology_key, topology_value)
-                    anti[pair] = anti.get(pair, 0) + 1
+            key = match_key(existing)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                namespace, labels = existing.namespace, pod_labels(existing)
+                matched_anti = tuple(t for t in anti_terms if t.matches(namespace, labels, None))
+                verdict = (matches_all(affinity_terms, namespace, labels), matched_anti)
+                verdicts[key] = verdict = nothing if verdict == nothing else verdict
+            if verdict is nothing:
+                continue
+            if verdict[0]:
+                _add(affinity, affinity_terms, node_labels)
+            _add(anti, verdict[1], node_labels)
     return affinity, anti
+
+
+def _add(counts: TopologyCounts, terms: Iterable[AffinityTerm], node_labels: Mapping[str, str]) -> None:
+    for term in terms:
+        topology_value = node_labels.get(term.topology_key)
+        if topology_value is not None:
+            pair = (term.topology_key, topology_value)
+            counts[pair] = counts.get(pair, 0) + 1
 
 
 # --- per node ---------------------------------------------------------------------------------------

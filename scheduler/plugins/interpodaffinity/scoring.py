@@ -22,7 +22,9 @@ from scheduler.framework.batch import IntArray, NodeSubset
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.interpodaffinity.terms import (
+    MatchKey,
     WeightedAffinityTerm,
+    match_key,
     pod_affinity_terms,
     pod_labels,
 )
@@ -40,6 +42,7 @@ class _Scorer:
     """Accumulates the weights of one cycle (upstream's processExistingPod)."""
 
     __slots__ = (
+        "_incoming",
         "hard_weight",
         "labels",
         "namespace",
@@ -64,6 +67,9 @@ class _Scorer:
         self.namespace_labels = namespace_labels
         self.hard_weight = hard_weight
         self.scores: TopologyScore = {}
+        # (topology key, signed weight) of the incoming pod's preferred terms an existing pod matches,
+        # per namespace and label set: one workload's pods are judged once.
+        self._incoming: dict[MatchKey, tuple[tuple[str, int], ...]] = {}
 
     def _add(self, key: str, node_labels: Mapping[str, str], weight: int) -> None:
         value = node_labels.get(key)
@@ -74,17 +80,31 @@ class _Scorer:
             per_value = self.scores[key] = {}
         per_value[value] = per_value.get(value, 0) + weight
 
+    def _incoming_contributions(self, existing: PodInfo) -> tuple[tuple[str, int], ...]:
+        # The incoming pod's terms have their namespace selectors unrolled: no namespace labels needed.
+        namespace, labels = existing.namespace, pod_labels(existing)
+        out = [
+            (w.term.topology_key, w.weight)
+            for w in self.preferred_affinity
+            if w.term.matches(namespace, labels, None)
+        ]
+        out += [
+            (w.term.topology_key, -w.weight)
+            for w in self.preferred_anti_affinity
+            if w.term.matches(namespace, labels, None)
+        ]
+        return tuple(out)
+
     def add_existing(self, existing: PodInfo, node_labels: Mapping[str, str]) -> None:
         if not node_labels:
             return
-        namespace, labels = existing.namespace, pod_labels(existing)
-        # The incoming pod's terms have their namespace selectors unrolled: no namespace labels needed.
-        for weighted in self.preferred_affinity:
-            if weighted.term.matches(namespace, labels, None):
-                self._add(weighted.term.topology_key, node_labels, weighted.weight)
-        for weighted in self.preferred_anti_affinity:
-            if weighted.term.matches(namespace, labels, None):
-                self._add(weighted.term.topology_key, node_labels, -weighted.weight)
+        if self.preferred_affinity or self.preferred_anti_affinity:
+            key = match_key(existing)
+            contributions = self._incoming.get(key)
+            if contributions is None:
+                contributions = self._incoming[key] = self._incoming_contributions(existing)
+            for topology_key, weight in contributions:
+                self._add(topology_key, node_labels, weight)
         if not existing.has_pod_affinity:
             return
         terms = pod_affinity_terms(existing)

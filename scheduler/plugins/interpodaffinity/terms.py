@@ -22,6 +22,7 @@ from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_se
 from scheduler.plugins.helper.nodeselector import SelectorError
 
 _TERMS_KEY = "InterPodAffinity.terms"
+_MATCH_KEY = "InterPodAffinity.matchKey"
 _NO_LABELS: Mapping[str, str] = {}
 
 
@@ -64,6 +65,18 @@ NO_TERMS = PodAffinityTerms()
 def pod_labels(pod: PodInfo) -> Mapping[str, str]:
     labels = (pod.pod.get("metadata") or {}).get("labels")
     return labels if isinstance(labels, Mapping) else _NO_LABELS
+
+
+MatchKey = tuple[str, frozenset[tuple[str, str]]]
+
+
+def match_key(pod: PodInfo) -> MatchKey:
+    """What a term can see of a pod (namespace and labels), hashable and kept per pod version: pods of
+    one workload share it, so a cycle judges a term once per workload instead of once per pod."""
+    key: MatchKey | None = pod.memo.get(_MATCH_KEY)
+    if key is None:
+        key = pod.memo[_MATCH_KEY] = (pod.namespace, frozenset(pod_labels(pod).items()))
+    return key
 
 
 def _term(raw: Any, owner_namespace: str, path: str) -> AffinityTerm:
