@@ -36,7 +36,7 @@ from scheduler.plugins.interpodaffinity.filtering import (
 )
 from scheduler.plugins.interpodaffinity.scoring import (
     PreScoreState,
-    _Scorer,
+    TopologyScorer,
     batch_scores,
     node_score,
     normalize,
@@ -268,7 +268,7 @@ class InterPodAffinity:
             candidates: Iterable[NodeInfo] = self._all_nodes(nodes)
         else:
             candidates = self._nodes_with("pods_with_affinity", self._all_nodes(nodes))
-        scorer = _Scorer(
+        scorer = TopologyScorer(
             pod,
             self._merge_weighted(terms.preferred_affinity),
             self._merge_weighted(terms.preferred_anti_affinity),

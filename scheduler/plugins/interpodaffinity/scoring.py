@@ -38,7 +38,7 @@ class PreScoreState:
     topology_score: TopologyScore = field(default_factory=dict)
 
 
-class _Scorer:
+class TopologyScorer:
     """Accumulates the weights of one cycle (upstream's processExistingPod)."""
 
     __slots__ = (
