@@ -31,6 +31,8 @@ class Snapshot:
         "_list",
         "_map",
         "_tree_version",
+        "_with_affinity",
+        "_with_required_anti_affinity",
         "generation",
     )
 
@@ -47,6 +49,9 @@ class Snapshot:
         self._column_specs = merge_column_specs([("the snapshot", tuple(column_specs))])
         # Built on first use after the list changes, then kept up to date row by row.
         self._columns: NodeColumns | None = None
+        # Nodes hosting pods with pod (anti-)affinity, by name; see have_pods_with_affinity_list().
+        self._with_affinity: dict[str, NodeInfo] = {}
+        self._with_required_anti_affinity: dict[str, NodeInfo] = {}
 
     # -- SnapshotLister ------------------------------------------------------------------------------
 
@@ -75,6 +80,32 @@ class Snapshot:
             self._columns.require(required)
         return self._columns
 
+    # -- nodes hosting pods with pod (anti-)affinity (upstream's HavePodsWith*List) ---------------------
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        """The nodes with at least one pod that has pod affinity or anti-affinity (any kind)."""
+        return list(self._with_affinity.values())
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        """The nodes with at least one pod that has required pod anti-affinity."""
+        return list(self._with_required_anti_affinity.values())
+
+    def _track_pod_affinity(self, info: NodeInfo) -> None:
+        """Kept up to date on every ``_put``, so the lists cost nothing per cycle."""
+        for nodes, present in (
+            (self._with_affinity, bool(info.pods_with_affinity)),
+            (self._with_required_anti_affinity, bool(info.pods_with_required_anti_affinity)),
+        ):
+            if present:
+                nodes[info.name] = info
+            else:
+                nodes.pop(info.name, None)
+
+    def _untrack_pod_affinity(self, keep: Mapping[str, NodeInfo]) -> None:
+        for nodes in (self._with_affinity, self._with_required_anti_affinity):
+            for name in [name for name in nodes if name not in keep]:
+                del nodes[name]
+
     def __repr__(self) -> str:
         return f"Snapshot(nodes={len(self._list)}, gen={self.generation})"
 
@@ -88,6 +119,7 @@ class Snapshot:
     def put(self, info: NodeInfo) -> None:
         """Stores a fresh clone; if the node is already listed, it takes over the same position."""
         self._map[info.name] = info
+        self._track_pod_affinity(info)
         position = self._index.get(info.name)
         if position is not None:
             self._list[position] = info
@@ -108,6 +140,7 @@ class Snapshot:
         if len(self._map) != len(node_list):
             keep = {info.name for info in node_list}
             self._map = {name: info for name, info in self._map.items() if name in keep}
+            self._untrack_pod_affinity(self._map)
         self._list = node_list
         self._index = {info.name: position for position, info in enumerate(node_list)}
         self._tree_version = tree_version

@@ -56,6 +56,8 @@ class PodInfo:
     """A pod plus its parsed requests and ports. Raises PodSpecError on a spec it cannot read."""
 
     __slots__ = (
+        "has_pod_affinity",
+        "has_required_anti_affinity",
         "host_ports",
         "key",
         "memo",
@@ -92,6 +94,15 @@ class PodInfo:
         except (QuantityError, TypeError, ValueError, AttributeError) as err:
             raise PodSpecError(f"pod {self.key}: {err}") from err
         self.memo: dict[str, Any] = {}
+        # Upstream's podWithAffinity / podWithRequiredAntiAffinity: which NodeInfo lists hold the pod.
+        affinity = spec.get("affinity")
+        if not isinstance(affinity, Mapping):
+            affinity = {}
+        anti = affinity.get("podAntiAffinity")
+        self.has_pod_affinity = affinity.get("podAffinity") is not None or anti is not None
+        self.has_required_anti_affinity = bool(
+            isinstance(anti, Mapping) and anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+        )
 
     def derived(self, name: str, build: Callable[[PodInfo], T]) -> T:
         """``build(self)`` computed once for this pod version and kept under ``name``."""
@@ -124,6 +135,8 @@ class NodeInfo:
         "node",
         "non_zero_requested",
         "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
         "requested",
         "taints",
         "unschedulable",
@@ -141,6 +154,10 @@ class NodeInfo:
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.pods: dict[str, PodInfo] = {}
+        # The pods with any pod (anti-)affinity, and those with required anti-affinity (upstream's
+        # PodsWithAffinity / PodsWithRequiredAntiAffinity): InterPodAffinity reads only these.
+        self.pods_with_affinity: dict[str, PodInfo] = {}
+        self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
         # (ip, protocol, port) -> how many pods use it; a count, because two pods may share 0.0.0.0.
         self.used_ports: dict[HostPort, int] = {}
         self.generation = 0
@@ -170,6 +187,10 @@ class NodeInfo:
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.key] = pod
+        if pod.has_pod_affinity:
+            self.pods_with_affinity[pod.key] = pod
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[pod.key] = pod
         self.requested.add(pod.requests)
         self.non_zero_requested.add(pod.non_zero_requests)
         for port in pod.host_ports:
@@ -179,6 +200,8 @@ class NodeInfo:
         pod = self.pods.pop(key, None)
         if pod is None:
             return None
+        self.pods_with_affinity.pop(key, None)
+        self.pods_with_required_anti_affinity.pop(key, None)
         self.requested.subtract(pod.requests)
         self.non_zero_requested.subtract(pod.non_zero_requests)
         for port in pod.host_ports:
@@ -202,6 +225,8 @@ class NodeInfo:
         other.requested = self.requested.copy()
         other.non_zero_requested = self.non_zero_requested.copy()
         other.pods = dict(self.pods)
+        other.pods_with_affinity = dict(self.pods_with_affinity)
+        other.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
         other.used_ports = dict(self.used_ports)
         other.generation = self.generation
         return other

@@ -7,6 +7,7 @@ from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.imagelocality import ImageLocality
+from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
@@ -30,6 +31,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_PORTS: NodePorts,
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
+    names.INTER_POD_AFFINITY: InterPodAffinity,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
@@ -48,7 +50,8 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.NODE_RESOURCES_FIT, 1),
     # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
     (names.POD_TOPOLOGY_SPREAD, 2),
-    # Upstream's InterPodAffinity (2) and DefaultPreemption come here.
+    (names.INTER_POD_AFFINITY, 2),
+    # Upstream's DefaultPreemption comes here.
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),

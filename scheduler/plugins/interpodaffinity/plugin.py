@@ -1,0 +1,401 @@
+"""InterPodAffinity (``pkg/scheduler/framework/plugins/interpodaffinity/plugin.go``, ``filtering.go``,
+``scoring.go``, v1.36).
+
+Filter: the incoming pod's required pod affinity and anti-affinity, and the required anti-affinity of
+the pods already placed, over any topology key. Score: preferred terms in both directions, plus the
+existing pods' required affinity weighted by ``hardPodAffinityWeight``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from scheduler.framework import IntArray, MaskedStatuses, all_pass, as_subset
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.listers import NAMESPACES, Lister
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.labelselector import NOTHING
+from scheduler.plugins.interpodaffinity.filtering import (
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
+    PreFilterState,
+    batch_verdicts,
+    existing_anti_affinity_counts,
+    incoming_affinity_counts,
+    satisfies_existing_pods_anti_affinity,
+    satisfies_pod_affinity,
+    satisfies_pod_anti_affinity,
+)
+from scheduler.plugins.interpodaffinity.scoring import (
+    PreScoreState,
+    TopologyScorer,
+    batch_scores,
+    node_score,
+    normalize,
+    normalize_array,
+)
+from scheduler.plugins.interpodaffinity.terms import (
+    AffinityTerm,
+    WeightedAffinityTerm,
+    matches_all,
+    pod_affinity_terms,
+    pod_labels,
+)
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+if TYPE_CHECKING:
+    from scheduler.framework.handle import Handle
+
+log = logging.getLogger(__name__)
+
+PRE_FILTER_STATE_KEY = "PreFilter" + names.INTER_POD_AFFINITY
+PRE_SCORE_STATE_KEY = "PreScore" + names.INTER_POD_AFFINITY
+
+DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
+MIN_HARD_POD_AFFINITY_WEIGHT = 0
+MAX_HARD_POD_AFFINITY_WEIGHT = 100
+
+_ARGS_FIELDS = ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
+
+
+def _pod_labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _namespace_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _node_labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _matches_all_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> bool:
+    return matches_all(terms, _namespace_of(obj), _pod_labels_of(obj))
+
+
+class InterPodAffinity:
+    """Required and preferred inter-pod (anti-)affinity.
+
+    Args (``InterPodAffinityArgs``): ``hardPodAffinityWeight`` (default 1, 0..100) scores a node for
+    existing pods whose *required* affinity the incoming pod matches; ``ignorePreferredTermsOfExistingPods``
+    (default false) skips scoring for pods without preferred terms of their own.
+
+    Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/`` (v1.36).
+    """
+
+    name = names.INTER_POD_AFFINITY
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        reader = ArgsReader(self.name)
+        top = reader.top(args, "InterPodAffinityArgs", _ARGS_FIELDS)
+        weight = reader.integer(
+            top.get("hardPodAffinityWeight"), "hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        )
+        if not MIN_HARD_POD_AFFINITY_WEIGHT <= weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise reader.error(
+                "hardPodAffinityWeight",
+                f"Invalid value: {weight}: not in valid range "
+                f"[{MIN_HARD_POD_AFFINITY_WEIGHT}, {MAX_HARD_POD_AFFINITY_WEIGHT}]",
+            )
+        ignore = top.get("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            raise reader.error(
+                "ignorePreferredTermsOfExistingPods", f"Invalid value: {ignore!r}: must be a boolean"
+            )
+        self.hard_pod_affinity_weight = weight
+        self.ignore_preferred_terms_of_existing_pods = ignore
+        self._handle = handle
+        # Namespace labels, for namespaceSelector: asked for here so the scheduler starts the informer.
+        self._namespaces: Lister | None = handle.lister(NAMESPACES) if handle is not None else None
+
+    # --- namespaces -------------------------------------------------------------------------------
+
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """The labels of ``namespace``; None (no labels) when it is unknown, as upstream assumes."""
+        if self._namespaces is None:
+            return None
+        obj = self._namespaces.get(namespace)
+        if obj is None:
+            log.debug("namespace %s not found, assuming no namespace labels", namespace)
+            return None
+        labels = (obj.get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, Mapping) else None
+
+    def _widen(self, term: AffinityTerm) -> AffinityTerm:
+        """Upstream's mergeAffinityTermNamespacesIfNotEmpty: a term's non-empty namespaceSelector is
+        unrolled into the names of the namespaces it selects now.
+
+        As upstream (where only a copy's selector is reset), the selector itself stays on the term, so
+        matching still reads it against no labels: ``DoesNotExist`` or ``NotIn`` alone keep matching
+        every namespace.
+        """
+        selector = term.namespace_selector
+        # A missing selector (Nothing) selects no names; an empty one already matches everything.
+        if selector is NOTHING or selector.empty or self._namespaces is None:
+            return term
+        selected = {
+            str((ns.get("metadata") or {}).get("name") or "")
+            for ns in self._namespaces.list()
+            if selector.matches((ns.get("metadata") or {}).get("labels") or {})
+        }
+        return replace(term, namespaces=term.namespaces | selected)
+
+    def _merge_namespaces(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
+        return tuple(self._widen(term) for term in terms)
+
+    def _merge_weighted(self, terms: tuple[WeightedAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
+        return tuple(WeightedAffinityTerm(self._widen(w.term), w.weight) for w in terms)
+
+    # --- snapshot ---------------------------------------------------------------------------------
+
+    def _nodes_with(self, attribute: str, nodes: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
+        """The snapshot's list of nodes hosting such pods; a snapshot without one (a test's, say) is
+        scanned instead."""
+        snapshot = self._handle.snapshot if self._handle is not None else None
+        method: Callable[[], Sequence[NodeInfo]] | None = getattr(snapshot, f"have_{attribute}_list", None)
+        if method is not None:
+            return method()
+        return [node for node in nodes if getattr(node, attribute)]
+
+    def _all_nodes(self, fallback: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
+        if self._handle is None:
+            return fallback
+        return self._handle.snapshot.node_infos()
+
+    # --- PreFilter / Filter -----------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        terms = pod_affinity_terms(pod)
+        if terms.error is not None:
+            return None, Status.unschedulable(f"parsing pod: {terms.error}", resolvable=False)
+        with_anti = self._nodes_with("pods_with_required_anti_affinity", nodes)
+        if not with_anti and not terms.required_affinity and not terms.required_anti_affinity:
+            # Nothing to count and nothing to check: upstream's Skip, without the lister calls.
+            return None, Status.skip()
+        required_affinity = self._merge_namespaces(terms.required_affinity)
+        required_anti = self._merge_namespaces(terms.required_anti_affinity)
+        labels = pod_labels(pod)
+        namespace_labels = self._namespace_labels(pod.namespace)
+        pre = PreFilterState(pod.namespace, labels, required_affinity, required_anti, namespace_labels)
+        pre.existing_anti_affinity_counts = existing_anti_affinity_counts(
+            pod.namespace, labels, namespace_labels, with_anti
+        )
+        pre.affinity_counts, pre.anti_affinity_counts = incoming_affinity_counts(
+            required_affinity, required_anti, nodes
+        )
+        if not pre.existing_anti_affinity_counts and not required_affinity and not required_anti:
+            return None, Status.skip()
+        state.write(PRE_FILTER_STATE_KEY, pre)
+        return None, None
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
+        """PreFilterExtensions.AddPod: count ``to_add`` as if it ran on ``node``."""
+        pre: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if pre is None:
+            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        pre.update_with_pod(to_add, node.labels, 1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """PreFilterExtensions.RemovePod: stop counting ``to_remove`` on ``node``."""
+        pre: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if pre is None:
+            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        pre.update_with_pod(to_remove, node.labels, -1)
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        pre: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if pre is None:
+            return Status.as_error(f"reading {PRE_FILTER_STATE_KEY!r} from cycleState: not found")
+        labels = node.labels
+        if not satisfies_pod_affinity(pre, labels):
+            return Status.unschedulable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, resolvable=False)
+        if not satisfies_pod_anti_affinity(pre, labels):
+            return Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+        if not satisfies_existing_pods_anti_affinity(pre, labels):
+            return Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+        return None
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        subset = as_subset(nodes)
+        pre: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if subset is None or pre is None:
+            return [self.filter(state, pod, node) for node in nodes]
+        affinity_ok, anti_ok, existing_ok = batch_verdicts(pre, subset)
+        ok = affinity_ok & anti_ok & existing_ok
+        if ok.all():
+            return all_pass(len(subset))
+        affinity = Status.unschedulable(ERR_REASON_AFFINITY_RULES_NOT_MATCH, resolvable=False)
+        anti = Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+        existing = Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+
+        def status_of(index: int) -> Status:
+            if not affinity_ok[index]:
+                return affinity
+            return anti if not anti_ok[index] else existing
+
+        return MaskedStatuses(ok, status_of)
+
+    # --- PreScore / Score -------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        terms = pod_affinity_terms(pod)
+        has_constraints = bool(
+            terms.preferred_affinity or terms.preferred_anti_affinity
+        ) or _has_raw_preferred(pod)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return Status.skip()
+        if terms.error is not None:
+            # PreFilter rejects such a pod first; reaching here means Filter was disabled.
+            return Status.as_error(f"failed to parse pod: {terms.error}")
+        if has_constraints:
+            candidates: Iterable[NodeInfo] = self._all_nodes(nodes)
+        else:
+            candidates = self._nodes_with("pods_with_affinity", self._all_nodes(nodes))
+        scorer = TopologyScorer(
+            pod,
+            self._merge_weighted(terms.preferred_affinity),
+            self._merge_weighted(terms.preferred_anti_affinity),
+            self._namespace_labels(pod.namespace),
+            self.hard_pod_affinity_weight,
+        )
+        scorer.add_nodes(candidates, all_pods=has_constraints)
+        if not scorer.scores:
+            return Status.skip()
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(scorer.scores))
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre is None:
+            return 0, Status.as_error(f"failed to read {PRE_SCORE_STATE_KEY!r} from cycleState")
+        return node_score(pre.topology_score, node.labels), None
+
+    def score_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[int] | IntArray:
+        subset = as_subset(nodes)
+        pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if subset is None or pre is None:
+            return [self.score(state, pod, node)[0] for node in nodes]
+        return batch_scores(pre.topology_score, subset)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre is None:
+            return Status.as_error(f"failed to read {PRE_SCORE_STATE_KEY!r} from cycleState")
+        if not pre.topology_score:
+            return None
+        for entry, value in zip(scores, normalize([s.score for s in scores]), strict=True):
+            entry.score = value
+        return None
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if pre is None or not pre.topology_score:
+            return scores
+        return normalize_array(scores)
+
+    # --- Queueing hints ---------------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            # Delete: a pod whose anti-affinity (or the target's) blocked may be gone. UpdatePodLabel:
+            # labels that matched may no longer match. Add: a pod the target has affinity to arrived.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete),
+                self.is_schedulable_after_pod_change,
+            ),
+            # Queueing hints are on: no UpdateNodeTaint registration, as upstream.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeLabel),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_pod_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if old_obj is not None and new_obj is not None and uid_of(new_obj) == uid_of(pod):
+            # The target's own labels changed: some existing pod's anti-affinity may no longer apply.
+            return QueueingHint.Queue
+        if (new_obj is not None and not is_assigned_or_nominated(new_obj)) or (
+            old_obj is not None and not is_assigned_or_nominated(old_obj)
+        ):
+            return QueueingHint.Skip
+        target = pod_info(pod)
+        terms = pod_affinity_terms(target)
+        if terms.error is not None:
+            return QueueingHint.Queue  # as upstream, a hint that cannot read the terms queues the pod
+        affinity, anti = terms.required_affinity, terms.required_anti_affinity
+        if old_obj is not None and new_obj is not None:
+            if not _matches_all_raw(affinity, old_obj) and _matches_all_raw(affinity, new_obj):
+                return QueueingHint.Queue
+            if _matches_all_raw(anti, old_obj) and not _matches_all_raw(anti, new_obj):
+                return QueueingHint.Queue
+            return QueueingHint.Skip
+        if new_obj is not None:
+            return QueueingHint.Queue if _matches_all_raw(affinity, new_obj) else QueueingHint.Skip
+        if _matches_all_raw(anti, old_obj):
+            return QueueingHint.Queue
+        deleted = pod_affinity_terms(pod_info(old_obj))
+        if deleted.error is not None:
+            return QueueingHint.Queue
+        if matches_all(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
+            return QueueingHint.Queue
+        return QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        terms = pod_affinity_terms(pod_info(pod))
+        if terms.error is not None:
+            return QueueingHint.Queue  # as upstream, a hint that cannot read the terms queues the pod
+        new_labels = _node_labels(new_obj)
+        old_labels = _node_labels(old_obj) if old_obj is not None else None
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if old_labels is None:
+                if key in new_labels:
+                    return QueueingHint.Queue  # a node with the topology key was added
+                continue
+            if key in new_labels and (key not in old_labels or old_labels[key] != new_labels[key]):
+                return QueueingHint.Queue  # the node gained the key, or moved to another domain
+        for term in terms.required_anti_affinity:
+            if old_labels is None:
+                # Any new node may be one without the key, or in a domain free of hated pods.
+                return QueueingHint.Queue
+            key = term.topology_key
+            if key in old_labels and (key not in new_labels or old_labels[key] != new_labels[key]):
+                return QueueingHint.Queue  # the node lost the key, or moved to another domain
+        return QueueingHint.Skip
+
+
+def _has_raw_preferred(pod: PodInfo) -> bool:
+    """Upstream tests the spec's lists, not the parsed terms (which are empty after a parse error)."""
+    affinity = pod.spec.get("affinity")
+    if not isinstance(affinity, Mapping):
+        return False
+    for section in ("podAffinity", "podAntiAffinity"):
+        part = affinity.get(section)
+        if isinstance(part, Mapping) and part.get("preferredDuringSchedulingIgnoredDuringExecution"):
+            return True
+    return False
