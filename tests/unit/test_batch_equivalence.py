@@ -93,6 +93,10 @@ def _affinity(rng: random.Random) -> dict[str, Any]:
     affinity: dict[str, Any] = {}
     if rng.random() < 0.25:
         terms = [_term(rng) for _ in range(rng.randrange(1, 3))]
+        if rng.random() < 0.3:
+            # A term the API server accepts but that does not parse: it matches nothing (lazy error).
+            bad = {"key": "rank", "operator": rng.choice(["Gt", "Lt"]), "values": ["1_0"]}
+            terms.insert(rng.randrange(len(terms) + 1), {"matchExpressions": [bad]})
         affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     if rng.random() < 0.25:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
