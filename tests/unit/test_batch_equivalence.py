@@ -313,6 +313,7 @@ def test_one_pass_pod_requests_match_the_general_rules(seed: int) -> None:
             spec["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]
         if rng.random() < 0.1:
             spec["overhead"] = {"cpu": "10m"}
-        plain, non_zero = pod_requests_and_non_zero(spec)
-        assert plain == pod_requests(spec)
-        assert non_zero == pod_requests(spec, non_zero=True)
+        pod = {"spec": spec}
+        plain, non_zero = pod_requests_and_non_zero(pod)
+        assert plain == pod_requests(pod)
+        assert non_zero == pod_requests(pod, non_zero=True)

@@ -10,6 +10,7 @@ import numpy as np
 from scheduler.framework.batch import IntArray, MaskedStatuses, as_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.resources import Resource as ResourceVector
+from scheduler.framework.resources import pod_requests
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo, PreFilterResult
 from scheduler.plugins import names
@@ -21,7 +22,6 @@ from scheduler.plugins.noderesources.args import (
     FitArgs,
     parse_fit_args,
 )
-from scheduler.plugins.noderesources.effective_requests import effective_requests
 from scheduler.plugins.noderesources.resource_allocation import (
     ArrayScorer,
     ResourceAllocationScorer,
@@ -299,7 +299,7 @@ class NodeResourcesFit:
         if not (new_obj.get("spec") or {}).get("nodeName"):
             return QueueingHint.Skip
         target = pod_info(pod).requests
-        if _scaled_down(target, effective_requests(old_obj), effective_requests(new_obj)):
+        if _scaled_down(target, pod_requests(old_obj), pod_requests(new_obj)):
             return QueueingHint.Queue
         return QueueingHint.Skip
 
