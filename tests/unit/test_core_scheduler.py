@@ -638,3 +638,25 @@ def test_handle_exposes_waiting_pods_to_permit_plugins() -> None:
     assert handle.get_waiting_pod("default/a") is waiting
     assert handle.get_waiting_pod("default/b") is None
     assert handle.waiting_pods() == [waiting]
+
+
+# --- nomination on failure (upstream clearNominatedNode) --------------------------------------------
+
+
+async def test_failure_without_post_filter_clears_the_nomination(make_env: MakeEnv) -> None:
+    """No PostFilter plugin ran, so upstream patches nominatedNodeName to "" and drops the pod from
+    the nominator; a pod with no nomination gets no nominatedNodeName in its patch."""
+    env = make_env([make_node("n1", cpu="1")])
+    nominated = make_pod("nominated", cpu="4")
+    nominated["status"] = {"nominatedNodeName": "n1"}
+    plain = make_pod("plain", cpu="4")
+    env.queue.add(nominated)
+    env.queue.add(plain)
+    assert env.queue.nominator.nominated_node_for(nominated) == "n1"
+    await env.schedule_next()
+    await env.schedule_next()
+    env.flush_writes()
+    assert env.queue.nominator.nominated_node_for(nominated) == ""
+    patches = {c.path.rsplit("/", 2)[-2]: c.body["status"] for c in env.rest.status_patches()}
+    assert patches["nominated"]["nominatedNodeName"] == ""
+    assert "nominatedNodeName" not in patches["plain"]
