@@ -201,14 +201,13 @@ class PyScheduler:
         from scheduler.cache import Snapshot
         from scheduler.config import load_config, resolve_profile
         from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
-        from scheduler.profiles import FrameworkHandle, plugin_points
+        from scheduler.profiles import FrameworkHandle, PluginInstances
 
         config = load_config(str(self.config_path), registry=IN_TREE_REGISTRY)
         profile = config.profiles[0]
         handle = FrameworkHandle(profile.scheduler_name, Snapshot, None, time.time)
-        resolved = resolve_profile(
-            profile, IN_TREE_REGISTRY, DEFAULT_MULTIPOINT, plugin_points(IN_TREE_REGISTRY, handle)
-        )
+        plugins = PluginInstances(IN_TREE_REGISTRY, profile.args_for, handle)
+        resolved = resolve_profile(profile, IN_TREE_REGISTRY, DEFAULT_MULTIPOINT, plugins.implements)
         weights = resolved.score_weights
         return {
             "multiPoint": [

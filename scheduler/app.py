@@ -30,6 +30,7 @@ from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
+from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.informer_listers import InformerListers
@@ -96,6 +97,7 @@ class SchedulerApp:
             hints=queue_hints(self.frameworks),
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
+            pod_requests=pod_request_amounts,
         )
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         self.scheduler: Scheduler | None = None

@@ -83,18 +83,35 @@ class FrameworkHandle:
         return self._listers(resource)
 
 
-def instantiate(
-    names: Sequence[str],
-    registry: Mapping[str, PluginFactory],
-    plugin_args: Mapping[str, Mapping[str, Any]],
-    handle: FrameworkHandle,
-) -> dict[str, Plugin]:
-    """One instance per plugin name, shared by every extension point it is enabled at."""
-    plugins: dict[str, Plugin] = {}
-    for name in names:
-        if name not in plugins:
-            plugins[name] = registry[name](plugin_args.get(name, {}), handle)
-    return plugins
+class PluginInstances:
+    """Each plugin of one profile, built once with its real args (upstream's NewFramework).
+
+    Resolving a profile needs a plugin's extension points, which are read from the instance itself;
+    the framework then uses those very instances. Building a throwaway instance with ``{}`` args just
+    to learn its points would fail for a plugin whose factory requires args, and would run every
+    factory's side effects (listers, threads) twice.
+    """
+
+    def __init__(
+        self,
+        registry: Mapping[str, PluginFactory],
+        args_for: Callable[[str], Mapping[str, Any] | None],
+        handle: FrameworkHandle,
+    ) -> None:
+        self._registry = registry
+        self._args_for = args_for
+        self._handle = handle
+        self._instances: dict[str, Plugin] = {}
+
+    def get(self, name: str) -> Plugin:
+        plugin = self._instances.get(name)
+        if plugin is None:
+            plugin = self._instances[name] = self._registry[name](self._args_for(name) or {}, self._handle)
+        return plugin
+
+    def implements(self, name: str) -> set[str]:
+        """The extension points of the plugin: the ``implements`` callback of ``resolve_profile``."""
+        return implemented_points(self.get(name))
 
 
 def build_framework(
@@ -102,13 +119,12 @@ def build_framework(
     points: Mapping[str, Sequence[str]],
     *,
     registry: Mapping[str, PluginFactory],
-    plugin_args: Mapping[str, Mapping[str, Any]],
+    plugins: PluginInstances,
     score_weights: Mapping[str, int],
     percentage_of_nodes_to_score: int | None,
-    handle: FrameworkHandle,
 ) -> Framework:
-    all_names = [name for names in points.values() for name in names]
-    instances = instantiate(all_names, registry, plugin_args, handle)
+    # One instance per plugin name, shared by every extension point it is enabled at.
+    instances = {name: plugins.get(name) for names in points.values() for name in names}
     plugin_set = PluginSet()
     for point, names in points.items():
         attr = POINT_ATTRS[point]
@@ -136,20 +152,6 @@ def build_framework(
     )
 
 
-def plugin_points(
-    registry: Mapping[str, PluginFactory], handle: FrameworkHandle
-) -> Callable[[str], set[str]]:
-    """``implements(name)``: the extension points a registered plugin has (built once with no args)."""
-    memo: dict[str, set[str]] = {}
-
-    def implements(name: str) -> set[str]:
-        if name not in memo:
-            memo[name] = implemented_points(registry[name]({}, handle))
-        return memo[name]
-
-    return implements
-
-
 def build_frameworks(
     config: SchedulerConfig,
     registry: Mapping[str, PluginFactory],
@@ -158,8 +160,8 @@ def build_frameworks(
     """One Framework per configured profile, keyed by schedulerName."""
     frameworks: dict[str, Framework] = {}
     for profile in config.profiles:
-        handle = handle_for(profile.scheduler_name)
-        resolved = resolve_profile(profile, registry, DEFAULT_MULTIPOINT, plugin_points(registry, handle))
+        plugins = PluginInstances(registry, profile.args_for, handle_for(profile.scheduler_name))
+        resolved = resolve_profile(profile, registry, DEFAULT_MULTIPOINT, plugins.implements)
         percentage = resolved.percentage_of_nodes_to_score
         if percentage is None:
             percentage = config.percentage_of_nodes_to_score
@@ -167,10 +169,9 @@ def build_frameworks(
             resolved.scheduler_name,
             resolved.plugins,
             registry=registry,
-            plugin_args=resolved.plugin_args,
+            plugins=plugins,
             score_weights=resolved.score_weights,
             percentage_of_nodes_to_score=percentage,
-            handle=handle,
         )
     return frameworks
 

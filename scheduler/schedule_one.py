@@ -138,6 +138,9 @@ class SchedulingAlgorithm:
             nodes = [n for name in pre_result.node_names if (n := snapshot.get(name)) is not None]
 
         num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
+        if not fwk.has_score_plugins():
+            # Nothing to rank by (and no extenders here): upstream stops at the first feasible node.
+            num_to_find = 1
         plugins = fwk.filter_plugins_for(state)
         feasible: Sequence[NodeInfo] = []
         count = len(nodes)

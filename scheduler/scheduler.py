@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
 POD_SPEC_PLUGIN = "PodSpecValidation"
+# Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.
+CLEAR_NOMINATION = ""
 
 
 @dataclass(slots=True)
@@ -265,8 +267,11 @@ class Scheduler:
         err: FitError,
         start: float,
     ) -> None:
-        nominated: str | None = None
-        if fwk.plugins.post_filter:
+        # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
+        # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
+        # None (ModeNoop) leaves it alone.
+        nominated: str | None = CLEAR_NOMINATION
+        if fwk.plugins.post_filter and (err.num_all_nodes or err.diagnosis.node_to_status):
             nominated, post_status = fwk.run_post_filter(state, pod, err.diagnosis.node_to_status)
             if post_status is not None and post_status.reasons:
                 err.diagnosis.post_filter_msg = post_status.message()
@@ -303,7 +308,8 @@ class Scheduler:
             log.warning("error scheduling %s: %s", qpi.key, text)
         if attempt_metric and start is not None:
             metrics.observe_attempt(result, profile, time.perf_counter() - start)
-        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=None)
+        # Every other failure clears the nomination upstream (clearNominatedNode).
+        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=CLEAR_NOMINATION)
 
     def _requeue_and_report(
         self,
@@ -314,7 +320,15 @@ class Scheduler:
         message: str,
         nominated: str | None,
     ) -> None:
+        """``nominated``: upstream's NominatingInfo. None is ModeNoop (leave it); a name, or
+        CLEAR_NOMINATION, is ModeOverride: the nominator learns it now, and the status patch carries it
+        only when it differs from the pod's current ``status.nominatedNodeName`` (as ``updatePod``)."""
         self.queue.add_unschedulable_if_not_present(qpi)
+        if nominated is not None:
+            self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
+            current = (qpi.pod.get("status") or {}).get("nominatedNodeName") or ""
+            if current == nominated:
+                nominated = None
         controller = fwk.profile_name if fwk is not None else "py-scheduler"
         self.recorder.event(
             qpi.pod,

@@ -7,11 +7,10 @@ Mirrors ``pkg/scheduler/framework/events.go`` and ``types.go`` (``ClusterEvent.L
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from scheduling_queue.types import ActionType, ClusterEvent, Pod, Resource
+from scheduling_queue.types import ActionType, ClusterEvent, Pod, PodRequestsFn, Resource
 
 # Labels of the special, non-resource events (upstream's framework constants, same strings).
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
@@ -97,84 +96,28 @@ def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
 
 # --- pod update classification -------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
+
+def _milli(amount: Any) -> int:
+    # Upstream compares MilliValue(): thousandths, rounded up.
+    return -((-amount * 1000) // 1)  # type: ignore[no-any-return]
 
 
-def _quantity(value: Any) -> float | None:
-    """Parse a resource quantity well enough to compare two of them; None when unparseable."""
-    if isinstance(value, int | float):
-        return float(value)
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY.match(value.strip())
-    if m is None or m.group(2) not in _SUFFIX:
-        return None
-    try:
-        return float(m.group(1)) * _SUFFIX[m.group(2)]
-    except ValueError:
-        return None
+def _scaled_down(new: Pod, old: Pod, requests: PodRequestsFn | None) -> bool:
+    """Upstream ``extractPodScaleDown``: some resource of the old requests shrank or went away.
 
-
-def _add_requests(total: dict[str, float], container: Mapping[str, Any]) -> None:
-    requests = (container.get("resources") or {}).get("requests") or {}
-    for name, raw in requests.items():
-        q = _quantity(raw)
-        total[name] = total.get(name, 0.0) + (q if q is not None else float("inf"))
-
-
-def pod_requests(pod: Pod) -> dict[str, float]:
-    """Effective requests as ``k8s.io/component-helpers/resource.PodRequests`` computes them.
-
-    Regular containers and sidecars (init containers with ``restartPolicy: Always``) add up; a regular
-    init container only needs its own request plus the sidecars started before it; overhead is added.
+    Without a ``requests`` function (a queue built without one) no update counts as a scale-down.
     """
-    spec = pod.get("spec") or {}
-    total: dict[str, float] = {}
-    for c in spec.get("containers") or ():
-        _add_requests(total, c)
-    sidecars: dict[str, float] = {}
-    init_peak: dict[str, float] = {}
-    for c in spec.get("initContainers") or ():
-        if c.get("restartPolicy") == "Always":
-            _add_requests(sidecars, c)
-            continue
-        own: dict[str, float] = dict(sidecars)
-        _add_requests(own, c)
-        for name, q in own.items():
-            init_peak[name] = max(init_peak.get(name, 0.0), q)
-    for name, q in sidecars.items():
-        total[name] = total.get(name, 0.0) + q
-    for name, q in init_peak.items():
-        total[name] = max(total.get(name, 0.0), q)
-    for name, raw in (spec.get("overhead") or {}).items():
-        overhead = _quantity(raw)
-        total[name] = total.get(name, 0.0) + (overhead if overhead is not None else float("inf"))
-    return total
-
-
-def _scaled_down(new: Pod, old: Pod) -> bool:
-    new_req = pod_requests(new)
-    for name, old_q in pod_requests(old).items():
+    if requests is None:
+        return False
+    try:
+        new_req = requests(new)
+        old_req = requests(old)
+    except ValueError:
+        # A request nobody can read: assume it may have shrunk rather than strand a pod.
+        return True
+    for name, old_q in old_req.items():
         new_q = new_req.get(name)
-        if new_q is None or old_q > new_q:
+        if new_q is None or _milli(old_q) > _milli(new_q):
             return True
     return False
 
@@ -191,18 +134,21 @@ def _status(pod: Pod) -> Mapping[str, Any]:
     return pod.get("status") or {}
 
 
-def pod_scheduling_properties_change(new: Pod, old: Pod) -> list[ClusterEvent]:
+def pod_scheduling_properties_change(
+    new: Pod, old: Pod, requests: PodRequestsFn | None = None
+) -> list[ClusterEvent]:
     """The ``UpdatePodXYZ`` events one pod update stands for (upstream's ``PodSchedulingPropertiesChange``).
 
     The resource is ``AssignedPod`` when the new pod has a node, else ``UnscheduledPod``. When nothing
     more specific changed the result is one ``UpdateOther`` event, which only plugins registered for the
-    general ``Update`` hear.
+    general ``Update`` hear. ``requests`` computes a pod's requests (the scheduler's PodRequests);
+    without it no ``UpdatePodScaleDown`` is reported.
     """
     resource = Resource.AssignedPod if _spec(new).get("nodeName") else Resource.UnscheduledPod
     actions: list[ActionType] = []
     if (_meta(new).get("labels") or {}) != (_meta(old).get("labels") or {}):
         actions.append(ActionType.UpdatePodLabel)
-    if _scaled_down(new, old):
+    if _scaled_down(new, old, requests):
         actions.append(ActionType.UpdatePodScaleDown)
     if not _spec(new).get("schedulingGates") and _spec(old).get("schedulingGates"):
         actions.append(ActionType.UpdatePodSchedulingGatesEliminated)

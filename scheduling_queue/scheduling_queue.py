@@ -45,6 +45,7 @@ from scheduling_queue.types import (
     ClusterEvent,
     ClusterEventWithHint,
     Pod,
+    PodRequestsFn,
     PreEnqueueCheck,
     QueuedPodInfo,
     QueueSortLess,
@@ -111,6 +112,8 @@ class SchedulingQueue:
         initial_backoff / max_backoff: ``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds``.
         max_in_unschedulable: ``podMaxInUnschedulablePodsDuration`` in seconds.
         sleep: async sleep used by :meth:`run`'s periodic flushers; tests pass ``FakeClock.sleep``.
+        pod_requests: a pod's requests (``scheduler.framework.resources.pod_request_amounts``), to
+            tell which pod updates are ``UpdatePodScaleDown``; without it none are.
     """
 
     def __init__(
@@ -126,6 +129,7 @@ class SchedulingQueue:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+        pod_requests: PodRequestsFn | None = None,
     ) -> None:
         if initial_backoff < 0 or max_backoff < initial_backoff:
             raise ValueError("need 0 <= initial_backoff <= max_backoff")
@@ -141,6 +145,7 @@ class SchedulingQueue:
         self._sleep = sleep
         self._backoff_flush_interval = backoff_flush_interval
         self._unschedulable_flush_interval = unschedulable_flush_interval
+        self._pod_requests = pod_requests
 
         self._seq = 0
         self._active_heap: list[Entry] = []
@@ -294,7 +299,7 @@ class SchedulingQueue:
         rec = self._in_flight.live(key)
         if rec is not None:
             rec.latest = new
-            for event in pod_scheduling_properties_change(new, old):
+            for event in pod_scheduling_properties_change(new, old, self._pod_requests):
                 self._in_flight.record(event, old, new)
             self.nominator.update_nominated_pod(old, new)
             return
@@ -319,7 +324,7 @@ class SchedulingQueue:
             self.nominator.update_nominated_pod(old, new)
             if not is_pod_updated(old, new):
                 return
-            for event in pod_scheduling_properties_change(new, old):
+            for event in pod_scheduling_properties_change(new, old, self._pod_requests):
                 strategy = self._hints.strategy(found, event, old, new)
                 if strategy != SKIP:
                     self._remove_unschedulable(key)
@@ -331,7 +336,7 @@ class SchedulingQueue:
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
-            label = event_label(pod_scheduling_properties_change(new, old)[0])
+            label = event_label(pod_scheduling_properties_change(new, old, self._pod_requests)[0])
             if self._move_to_active(found, label):
                 self._wake()
             return
@@ -524,7 +529,9 @@ class SchedulingQueue:
 
     def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
         """A bound pod changed; ``event`` defaults to each ``UpdatePodXYZ`` the change stands for."""
-        events = [event] if event is not None else pod_scheduling_properties_change(new, old)
+        events = (
+            [event] if event is not None else pod_scheduling_properties_change(new, old, self._pod_requests)
+        )
         for ev in events:
             self.move_all_to_active_or_backoff(ev, old, new)
 

@@ -141,6 +141,9 @@ class QueueSortLess(Protocol):
 
 # pre_enqueue(pod) -> "" when the pod may enter activeQ, else the name of the plugin that gates it.
 PreEnqueueCheck = Callable[[Pod], str]
+# A pod's requests by resource name, as exact numbers (the scheduler's PodRequests). The queue
+# cannot read quantities itself: it must not import the scheduler, which owns that one implementation.
+PodRequestsFn = Callable[[Pod], Mapping[str, Any]]
 
 
 class Clock(Protocol):

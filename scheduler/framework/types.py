@@ -89,7 +89,7 @@ class PodInfo:
         priority = spec.get("priority")
         self.priority: int = priority if isinstance(priority, int) else 0
         try:
-            self.requests, self.non_zero_requests = pod_requests_and_non_zero(spec)
+            self.requests, self.non_zero_requests = pod_requests_and_non_zero(pod)
             self.host_ports = _host_ports(spec)
         except (QuantityError, TypeError, ValueError, AttributeError) as err:
             raise PodSpecError(f"pod {self.key}: {err}") from err

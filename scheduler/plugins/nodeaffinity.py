@@ -161,6 +161,8 @@ class NodeAffinity:
         required: RequiredNodeAffinity | None = state.get(PRE_FILTER_STATE_KEY)
         if required is None:
             required = pod_required_affinity(pod)
+        # Upstream ignores the lazy parse error here ("backwards compatibility"): a pod whose only
+        # terms fail to parse is unschedulable with the plain reason, not an error.
         if not required.matches(node.labels, node.name):
             return Status.unschedulable(ERR_REASON_POD, resolvable=False)
         return None
@@ -259,13 +261,18 @@ class NodeAffinity:
         ):
             return QueueingHint.Skip
         required = pod_required_affinity(pod_info(pod))
-        if not required.matches(new_labels, new_name):
+        # As upstream, a lazy term parse error (only reported when no term matched) answers Queue.
+        matched, error = required.match(new_labels, new_name)
+        if error is not None:
+            return QueueingHint.Queue
+        if not matched:
             return QueueingHint.Skip
         if old_obj is None:
             return QueueingHint.Queue
         old_labels, old_name = _labels_and_name(old_obj)
+        was_matched, error = required.match(old_labels, old_name)
         # It matched before too: the change did not help this pod.
-        return QueueingHint.Skip if required.matches(old_labels, old_name) else QueueingHint.Queue
+        return QueueingHint.Skip if was_matched and error is None else QueueingHint.Queue
 
 
 def _labels_and_name(node: Mapping[str, Any]) -> tuple[Mapping[str, str], str]:

@@ -95,6 +95,10 @@ def _affinity(rng: random.Random) -> dict[str, Any]:
     affinity: dict[str, Any] = {}
     if rng.random() < 0.25:
         terms = [_term(rng) for _ in range(rng.randrange(1, 3))]
+        if rng.random() < 0.3:
+            # A term the API server accepts but that does not parse: it matches nothing (lazy error).
+            bad = {"key": "rank", "operator": rng.choice(["Gt", "Lt"]), "values": ["1_0"]}
+            terms.insert(rng.randrange(len(terms) + 1), {"matchExpressions": [bad]})
         affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
     if rng.random() < 0.25:
         affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
@@ -330,6 +334,7 @@ def test_one_pass_pod_requests_match_the_general_rules(seed: int) -> None:
             spec["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": "3"}}}]
         if rng.random() < 0.1:
             spec["overhead"] = {"cpu": "10m"}
-        plain, non_zero = pod_requests_and_non_zero(spec)
-        assert plain == pod_requests(spec)
-        assert non_zero == pod_requests(spec, non_zero=True)
+        pod = {"spec": spec}
+        plain, non_zero = pod_requests_and_non_zero(pod)
+        assert plain == pod_requests(pod)
+        assert non_zero == pod_requests(pod, non_zero=True)

@@ -302,6 +302,27 @@ def test_percentage_of_nodes_to_score_limits_the_search() -> None:
     assert setup.algorithm.next_start_node_index == 200
 
 
+def test_profile_without_score_plugins_takes_the_first_feasible_node() -> None:
+    """Upstream findNodesThatPassFilters: no Score plugin (and no extender) means numNodesToFind = 1,
+    so the first feasible node from the round-robin start wins instead of a random one of many."""
+    nodes = [make_node(f"n{i:03d}", unschedulable=i < 3) for i in range(10)]
+    profile = {
+        "schedulerName": PROFILE,
+        "plugins": {"filter": {"enabled": [{"name": "Spy"}]}, "score": {"disabled": [{"name": "*"}]}},
+    }
+    setup = Setup(nodes, extra={"Spy": lambda args, handle: SpyFilter()}, profile=profile)
+    assert not setup.fwk.has_score_plugins()
+    order = [info.name for info in setup.snapshot.node_infos()]
+    spy: SpyFilter = setup.plugin("Spy")
+    first = setup.schedule(make_pod("a"))
+    # The three cordoned nodes are rejected, the fourth is taken; the search stops there.
+    assert (first.node_name, first.evaluated_nodes, first.feasible_nodes) == (order[3], 4, 1)
+    assert spy.seen == order[3:4]
+    assert setup.algorithm.next_start_node_index == 4
+    second = setup.schedule(make_pod("b"))
+    assert (second.node_name, second.evaluated_nodes) == (order[4], 1)
+
+
 def test_single_feasible_node_skips_scoring() -> None:
     class ExplodingScore:
         name = "Explode"

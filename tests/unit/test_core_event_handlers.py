@@ -11,6 +11,7 @@ import pytest
 from informers import DeletedFinalStateUnknown
 from scheduler.cache import SchedulerCache
 from scheduler.event_handlers import EventHandlers, node_update_actions
+from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.types import PodInfo
 from scheduler.profiles import queue_hints
 from scheduling_queue import FakeClock, SchedulingQueue
@@ -23,7 +24,9 @@ class Env:
         self.clock = FakeClock()
         self.cache = SchedulerCache()
         frameworks = build_frameworks(self.cache.snapshot, None, self.clock.now)
-        self.queue = SchedulingQueue(clock=self.clock, hints=queue_hints(frameworks))
+        self.queue = SchedulingQueue(
+            clock=self.clock, hints=queue_hints(frameworks), pod_requests=pod_request_amounts
+        )
         self.handlers = EventHandlers(queue=self.queue, cache=self.cache, profiles=[PROFILE])
 
     def make_unschedulable(self, pod: dict[str, Any], *plugins: str) -> QueuedPodInfo:

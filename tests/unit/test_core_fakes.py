@@ -23,6 +23,7 @@ from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
 from scheduler.config import parse_config
 from scheduler.events import EventRecorder
 from scheduler.framework.interface import PluginFactory
+from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.profiles import FrameworkHandle, queue_hints
@@ -231,7 +232,9 @@ class CoreEnv:
         self.frameworks = build_frameworks(
             self._snapshot, self.api, self.clock.now, profile=profile, extra_registry=extra_registry
         )
-        self.queue = SchedulingQueue(clock=self.clock, hints=queue_hints(self.frameworks))
+        self.queue = SchedulingQueue(
+            clock=self.clock, hints=queue_hints(self.frameworks), pod_requests=pod_request_amounts
+        )
         self.recorder = EventRecorder(self.api, reporting_instance="test-instance", clock=self.clock.now)
         self.results: list[BindingResult] = []
         self.delivered_on: list[threading.Thread] = []

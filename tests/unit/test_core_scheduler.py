@@ -359,14 +359,17 @@ async def test_a_recreated_namesake_is_not_dropped_while_the_old_pod_binds(make_
 # --- bad pods and bad plugins never stop the loop ---------------------------------------------------
 
 
-def _operator_affinity(operator: str) -> dict[str, Any]:
+def _operator_affinity(operator: str, *, required: bool = False) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": "zone", "operator": operator, "values": ["a"]}]}
+    if required:
+        # A required term's parse error is lazy (upstream): the term just matches no node.
+        return {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        }
+    # Preferred terms are parsed strictly: the error fails the attempt.
     return {
         "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "zone", "operator": operator, "values": ["a"]}]}
-                ]
-            }
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": term}]
         }
     }
 
@@ -390,11 +393,12 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
         make_pod("bad-quantity", cpu="1.5.3"),
         make_pod("bad-operator", affinity=_operator_affinity("Sometimes")),
         make_pod("missing-node", node_selector={"kubernetes.io/hostname": "nope"}),
+        make_pod("bad-required-term", affinity=_operator_affinity("Sometimes", required=True)),
         make_pod("good-2", cpu="1"),
     ]
     for pod in pods:
         env.queue.add(pod)
-    bad = ("bad-quantity", "bad-operator", "missing-node")
+    bad = ("bad-quantity", "bad-operator", "missing-node", "bad-required-term")
     await run_until(
         env,
         lambda: (
@@ -407,9 +411,10 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
     quantity = failed_events(env, "bad-quantity")[0]["note"]
     assert "1.5.3" in quantity
     assert "Sometimes" in failed_events(env, "bad-operator")[0]["note"]
-    assert failed_events(env, "missing-node")[0]["note"] == (
-        "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
-    )
+    for name in ("missing-node", "bad-required-term"):
+        assert failed_events(env, name)[0]["note"] == (
+            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+        )
     for name in ("bad-quantity", "bad-operator"):
         qpi = env.queue.get(f"default/{name}")
         assert qpi is not None and qpi.unschedulable_plugins == {POD_SPEC_PLUGIN}
@@ -633,3 +638,25 @@ def test_handle_exposes_waiting_pods_to_permit_plugins() -> None:
     assert handle.get_waiting_pod("default/a") is waiting
     assert handle.get_waiting_pod("default/b") is None
     assert handle.waiting_pods() == [waiting]
+
+
+# --- nomination on failure (upstream clearNominatedNode) --------------------------------------------
+
+
+async def test_failure_without_post_filter_clears_the_nomination(make_env: MakeEnv) -> None:
+    """No PostFilter plugin ran, so upstream patches nominatedNodeName to "" and drops the pod from
+    the nominator; a pod with no nomination gets no nominatedNodeName in its patch."""
+    env = make_env([make_node("n1", cpu="1")])
+    nominated = make_pod("nominated", cpu="4")
+    nominated["status"] = {"nominatedNodeName": "n1"}
+    plain = make_pod("plain", cpu="4")
+    env.queue.add(nominated)
+    env.queue.add(plain)
+    assert env.queue.nominator.nominated_node_for(nominated) == "n1"
+    await env.schedule_next()
+    await env.schedule_next()
+    env.flush_writes()
+    assert env.queue.nominator.nominated_node_for(nominated) == ""
+    patches = {c.path.rsplit("/", 2)[-2]: c.body["status"] for c in env.rest.status_patches()}
+    assert patches["nominated"]["nominatedNodeName"] == ""
+    assert "nominatedNodeName" not in patches["plain"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler.framework.resources import pod_request_amounts
 from scheduling_queue import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_FORCE_ACTIVATE,
@@ -18,7 +19,6 @@ from scheduling_queue import (
     is_pod_updated,
     pod_scheduling_properties_change,
 )
-from scheduling_queue.events import pod_requests
 from scheduling_queue.testing import make_pod, with_changes
 
 
@@ -81,7 +81,7 @@ def test_event_matching(registered: ClusterEvent, incoming: ClusterEvent, expect
 
 
 def actions(new: dict[str, object], old: dict[str, object]) -> list[ActionType]:
-    return [e.action for e in pod_scheduling_properties_change(new, old)]
+    return [e.action for e in pod_scheduling_properties_change(new, old, pod_request_amounts)]
 
 
 def test_pod_change_classification() -> None:
@@ -121,22 +121,3 @@ def test_is_pod_updated_ignores_status_and_bookkeeping() -> None:
     assert is_pod_updated(pod, with_changes(pod, metadata={"annotations": {"a": "b"}}))
     assert is_pod_updated(pod, with_changes(pod, spec={"priority": 3}))
     assert is_pod_updated(pod, with_changes(pod, status={"resourceClaimStatuses": []}))
-
-
-def test_pod_requests_count_init_containers_sidecars_and_overhead() -> None:
-    pod = make_pod("a")
-    pod["spec"] = {
-        "containers": [
-            {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
-            {"resources": {"requests": {"cpu": "500m"}}},
-        ],
-        "initContainers": [
-            {"restartPolicy": "Always", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
-            {"resources": {"requests": {"cpu": "3", "memory": "1Ki"}}},
-        ],
-        "overhead": {"cpu": "10m", "memory": "1k"},
-    }
-    req = pod_requests(pod)
-    # max(1 + 0.5 + 0.1 sidecar, 0.1 sidecar + 3 init) + overhead
-    assert req["cpu"] == pytest.approx(3.1 + 0.01)
-    assert req["memory"] == pytest.approx(2**30 + 128 * 2**20 + 1000)

@@ -9,8 +9,12 @@ requirement semantics of ``k8s.io/apimachinery/pkg/labels/selector.go``:
   base-10 int64 and never match a label that is missing or not a number;
 * ``matchFields`` supports only ``metadata.name`` meaningfully, with ``In``/``NotIn`` and one value.
 
-Where upstream records a parse error and treats the term as non-matching, this module raises
-``SelectorError`` naming the field: the pod cannot be read as written, and saying so beats silence.
+Parse errors follow upstream's two modes. A pod's *required* terms are lazy
+(``NewLazyErrorNodeSelector``): a term that cannot be parsed (a ``Gt`` value like ``"1_0"``, a bad
+label value...) matches no node, the other terms still count, and the error is only reported when no
+term matched (``NodeSelector.match``). The API server accepts such pods, so rejecting them whole would
+strand pods kube-scheduler places. Everything else is strict (``NewNodeSelector``,
+``NewPreferredSchedulingTerms``): any term error raises ``SelectorError`` naming the field.
 """
 
 from __future__ import annotations
@@ -152,17 +156,26 @@ def parse_field_requirement(raw: Any, path: str) -> FieldRequirement:
 
 
 class NodeSelectorTerm:
-    """One term: all label requirements and all field requirements must match."""
+    """One term: all label requirements and all field requirements must match.
 
-    __slots__ = ("fields", "labels")
+    A term with a parse ``error`` matches nothing (upstream's ``nodeSelectorTerm.parseErrs``).
+    """
+
+    __slots__ = ("error", "fields", "labels")
 
     def __init__(
-        self, labels: tuple[LabelRequirement, ...] | None, fields: tuple[FieldRequirement, ...] | None
+        self,
+        labels: tuple[LabelRequirement, ...] | None,
+        fields: tuple[FieldRequirement, ...] | None,
+        error: str | None = None,
     ) -> None:
         self.labels = labels
         self.fields = fields
+        self.error = error
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
+        if self.error is not None:
+            return False
         if self.labels is not None:
             for requirement in self.labels:
                 if not requirement.matches(labels):
@@ -198,27 +211,44 @@ def parse_term(raw: Any, path: str) -> NodeSelectorTerm | None:
     return NodeSelectorTerm(label_reqs, field_reqs)
 
 
-class NodeSelector:
-    """Terms ORed together (``v1.NodeSelector``)."""
+def _parse_term_lazy(raw: Any, path: str) -> NodeSelectorTerm | None:
+    """As ``parse_term``, but a parse error is kept on the term instead of raised."""
+    try:
+        return parse_term(raw, path)
+    except SelectorError as err:
+        return NodeSelectorTerm(None, None, str(err))
 
-    __slots__ = ("terms",)
+
+class NodeSelector:
+    """Terms ORed together (``v1.NodeSelector``); terms with parse errors match nothing."""
+
+    __slots__ = ("errors", "terms")
 
     def __init__(self, terms: tuple[NodeSelectorTerm, ...]) -> None:
         self.terms = terms
+        self.errors = tuple(term.error for term in terms if term.error is not None)
 
     def matches(self, labels: Mapping[str, str], node_name: str) -> bool:
         return any(term.matches(labels, node_name) for term in self.terms)
 
+    def match(self, labels: Mapping[str, str], node_name: str) -> tuple[bool, str | None]:
+        """Upstream's ``LazyErrorNodeSelector.Match``: the parse errors only when no term matched."""
+        if self.matches(labels, node_name):
+            return True, None
+        return False, "; ".join(self.errors) if self.errors else None
 
-def parse_node_selector(raw: Any, path: str) -> NodeSelector:
+
+def parse_node_selector(raw: Any, path: str, *, lazy: bool = False) -> NodeSelector:
+    """The selector; ``lazy`` keeps term parse errors on the terms (see the module docstring)."""
     if not isinstance(raw, Mapping):
         raise SelectorError(f"{path}: Invalid value: must be an object")
     terms_raw = raw.get("nodeSelectorTerms") or []
     if not isinstance(terms_raw, list):
         raise SelectorError(f"{path}.nodeSelectorTerms: Invalid value: must be a list")
+    parse = _parse_term_lazy if lazy else parse_term
     terms = []
     for i, term_raw in enumerate(terms_raw):
-        term = parse_term(term_raw, f"{path}.nodeSelectorTerms[{i}]")
+        term = parse(term_raw, f"{path}.nodeSelectorTerms[{i}]")
         if term is not None:
             terms.append(term)
     return NodeSelector(tuple(terms))
@@ -251,9 +281,11 @@ def parse_preferred_terms(raw: Any, path: str) -> PreferredTerms:
         weight = item.get("weight") or 0
         if not isinstance(weight, int) or isinstance(weight, bool):
             raise SelectorError(f"{item_path}.weight: Invalid value: {weight!r}: must be an integer")
+        # Upstream skips zero-weight terms before parsing them: their errors are never reported.
+        if weight == 0:
+            continue
         term = parse_term(item.get("preference") or {}, f"{item_path}.preference")
-        # Upstream skips zero-weight and empty terms before looking at them further.
-        if weight != 0 and term is not None:
+        if term is not None:
             terms.append((term, weight))
     return PreferredTerms(tuple(terms))
 
@@ -278,9 +310,22 @@ class RequiredNodeAffinity:
             return self.affinity.matches(labels, node_name)
         return True
 
+    def match(self, labels: Mapping[str, str], node_name: str) -> tuple[bool, str | None]:
+        """Upstream's ``RequiredNodeAffinity.Match``: (matched, lazy parse error if none matched)."""
+        if self.node_selector is not None:
+            for key, value in self.node_selector:
+                if labels.get(key) != value:
+                    return False, None
+        if self.affinity is not None:
+            return self.affinity.match(labels, node_name)
+        return True, None
+
 
 def required_node_affinity(spec: Mapping[str, Any]) -> RequiredNodeAffinity:
-    """The pod's required node affinity. Raises SelectorError with a ``spec.``-rooted path."""
+    """The pod's required node affinity, term errors lazy (upstream ``GetRequiredNodeAffinity``).
+
+    Raises SelectorError (``spec.``-rooted path) only for shapes the API server never lets through.
+    """
     selector_raw = spec.get("nodeSelector")
     node_selector: tuple[tuple[str, str], ...] | None = None
     if selector_raw:
@@ -290,7 +335,7 @@ def required_node_affinity(spec: Mapping[str, Any]) -> RequiredNodeAffinity:
     required = _node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution")
     affinity = (
         parse_node_selector(
-            required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            required, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", lazy=True
         )
         if required is not None
         else None

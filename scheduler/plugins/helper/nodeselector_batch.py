@@ -56,6 +56,9 @@ def field_requirement_mask(requirement: FieldRequirement, nodes: NodeSubset) -> 
 
 
 def term_mask(term: NodeSelectorTerm, nodes: NodeSubset) -> BoolArray | None:
+    if term.error is not None:
+        # A term that failed to parse matches nothing (see NodeSelectorTerm).
+        return np.zeros(len(nodes), dtype=np.bool_)
     mask = np.ones(len(nodes), dtype=np.bool_)
     for requirement in term.labels or ():
         matched = label_requirement_mask(requirement, nodes)

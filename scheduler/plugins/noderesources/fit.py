@@ -25,6 +25,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint, uid_of
@@ -35,7 +36,6 @@ from scheduler.plugins.noderesources.args import (
     FitArgs,
     parse_fit_args,
 )
-from scheduler.plugins.noderesources.effective_requests import effective_requests
 from scheduler.plugins.noderesources.resource_allocation import (
     ArrayScorer,
     ResourceAllocationScorer,
@@ -330,7 +330,7 @@ class NodeResourcesFit:
         if not (new_obj.get("spec") or {}).get("nodeName"):
             return QueueingHint.Skip
         target = pod_info(pod).requests
-        if _scaled_down(target, effective_requests(old_obj), effective_requests(new_obj)):
+        if _scaled_down(target, pod_requests(old_obj), pod_requests(new_obj)):
             return QueueingHint.Queue
         return QueueingHint.Skip
 

@@ -19,7 +19,15 @@ from typing import NamedTuple
 import numpy as np
 
 from scheduler.framework import MAX_NODE_SCORE, ColumnSpec, IntArray, NodeColumn, NodeInfo, PodInfo, as_subset
-from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.framework.resources import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    NON_ZERO_DEFAULTS,
+    Resource,
+    pod_level_requests,
+    pod_request_amounts,
+)
 from scheduler.plugins.helper.gomath import go_round
 from scheduler.plugins.helper.shape import broken_linear_function
 from scheduler.plugins.noderesources import columns
@@ -33,6 +41,22 @@ MAX_UTILIZATION = 100
 Scorer = Callable[[list[int], list[int], list[int]], int]
 # The same over many nodes at once: one array per resource, every capacity non-zero.
 ArrayScorer = Callable[[list[IntArray], list[IntArray], list[IntArray]], IntArray]
+
+
+def _scoring_non_zero(pod: PodInfo) -> Resource:
+    return Resource.from_amounts(pod_request_amounts(pod.pod, non_missing=NON_ZERO_DEFAULTS))
+
+
+def scoring_non_zero_requests(pod: PodInfo) -> Resource:
+    """The non-zero requests upstream's ``calculatePodResourceRequest`` scores with.
+
+    It gives every container the cpu/memory defaults it lacks, even when pod-level requests are set;
+    ``PodInfo.non_zero_requests`` (the node's accounting) only defaults a resource missing at both
+    levels. The two differ only for pods with pod-level requests, so only those pay for a second pass.
+    """
+    if pod_level_requests(pod.spec) is None:
+        return pod.non_zero_requests
+    return pod.derived("noderesources.scoring_non_zero", _scoring_non_zero)
 
 
 class ResourceSpec(NamedTuple):
@@ -206,7 +230,7 @@ class ResourceAllocationScorer:
 
     def pod_requests(self, pod: PodInfo) -> list[int]:
         """The pod's request of each configured resource (``calculatePodResourceRequestList``)."""
-        requests = pod.requests if self.use_requested else pod.non_zero_requests
+        requests = pod.requests if self.use_requested else scoring_non_zero_requests(pod)
         return [requests.get(r.name) for r in self.resources]
 
     def entries(self, pod_requests: Sequence[int]) -> tuple[tuple[int, int, str, int], ...]:

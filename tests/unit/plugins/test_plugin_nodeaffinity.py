@@ -11,7 +11,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.plugins.errors import PluginArgsError
-from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodeaffinity import NodeAffinity, pod_required_affinity
 from scheduling_queue.types import ActionType, QueueingHint, Resource
 from tests.unit.plugins.plugin_testlib import node, node_info, pod, pre_score_code, run_filter, run_score
 
@@ -294,30 +294,76 @@ def test_added_affinity_filter() -> None:
     assert status.reasons == [REASON_ENFORCED]
 
 
-@pytest.mark.parametrize(
-    ("affinity", "message"),
-    [
-        (required(term([expr("foo", "Like", "bar")])), 'operator: Unsupported value: "Like"'),
-        (required(term([expr("foo", "Gt", "ten")])), "the value must be an integer"),
-        (required(term([expr("foo", "Gt", "1", "2")])), "exactly one value is required"),
-        (required(term([expr("foo", "In")])), "values set can't be empty"),
-        (required(term([expr("foo", "Exists", "x")])), "values set must be empty"),
-        (required(term([expr("foo", "NotIn", "invalid value: ___@#$%^")])), "values[0]: Invalid value"),
-        (
-            required(term(fields=[name_field("Exists")])),
-            'matchFields[0].operator: Unsupported value: "Exists"',
-        ),
-        (required(term(fields=[name_field("In", "a", "b")])), "must have one element"),
-        (preferred((2, term([expr("invalid key", "In", "bar")]))), 'key: Invalid value: "invalid key"'),
-    ],
-)
-def test_bad_affinity_is_a_pod_spec_error(affinity: dict[str, Any], message: str) -> None:
+BAD_REQUIRED_TERMS: list[tuple[dict[str, Any], str]] = [
+    (term([expr("foo", "Like", "bar")]), 'operator: Unsupported value: "Like"'),
+    (term([expr("foo", "Gt", "ten")]), "the value must be an integer"),
+    # Go's ParseInt(s, 10, 64) takes no digit separators and nothing beyond int64.
+    (term([expr("foo", "Gt", "1_0")]), "the value must be an integer"),
+    (term([expr("foo", "Lt", "9223372036854775808")]), "the value must be an integer"),
+    (term([expr("foo", "Gt", "1", "2")]), "exactly one value is required"),
+    (term([expr("foo", "In")]), "values set can't be empty"),
+    (term([expr("foo", "Exists", "x")]), "values set must be empty"),
+    (term([expr("foo", "NotIn", "invalid value: ___@#$%^")]), "values[0]: Invalid value"),
+    (term(fields=[name_field("Exists")]), 'matchFields[0].operator: Unsupported value: "Exists"'),
+    # PreFilter still narrows to the raw names (as upstream); Filter then rejects the broken term.
+    (term(fields=[name_field("In", "n", "b")]), "must have one element"),
+    # One bad requirement spoils its whole term, even next to a good one.
+    (term([expr("foo", "In", "bar"), expr("foo", "Gt", "abc")]), "the value must be an integer"),
+]
+
+
+@pytest.mark.parametrize(("bad_term", "message"), BAD_REQUIRED_TERMS)
+def test_required_term_parse_error_is_lazy(bad_term: dict[str, Any], message: str) -> None:
+    """Upstream's LazyErrorNodeSelector: a term that fails to parse matches no node, the others still
+    count, and Filter reports the plain reason (the parse error is ignored there)."""
     plugin = NodeAffinity({})
-    bad = PodInfo(pod("bad", affinity=affinity))
+    labelled = node_info(node("n", labels={"foo": "bar", "zone": "a"}))
+    alone = pod("bad", affinity=required(bad_term))
+    status = run_filter(plugin, alone, labelled)
+    assert status is not None
+    assert status.code is Code.UnschedulableAndUnresolvable
+    assert status.reasons == [REASON_POD]
+    # Without PreFilter (Filter's fallback) the same.
+    status = plugin.filter(CycleState(), PodInfo(alone), labelled)
+    assert status is not None
+    assert status.reasons == [REASON_POD]
+    # A good term after the bad one places the pod.
+    with_good = pod("bad", affinity=required(bad_term, term([expr("zone", "In", "a")])))
+    assert run_filter(plugin, with_good, labelled) is None
+    # The error is reported (lazily) only when no term matched.
+    parsed = PodInfo(alone)
+    matched, error = pod_required_affinity(parsed).match({"foo": "bar"}, "n")
+    assert not matched
+    assert error is not None
+    assert message in error
+    assert "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution" in error
+    assert pod_required_affinity(PodInfo(with_good)).match({"zone": "a"}, "n") == (True, None)
+
+
+def test_required_term_parse_error_hint_queues() -> None:
+    """Upstream's hint returns Queue (with the error) when Match reports the lazy error."""
+    hint = node_hint({})
+    bad = pod(affinity=required(term([expr("foo", "Gt", "1_0")])))
+    assert hint(bad, None, node("n")) is QueueingHint.Queue
+    # A matching good term wins over the error: Queue for an add, Skip when it matched before.
+    mixed = pod(affinity=required(term([expr("foo", "Gt", "1_0")]), term([expr("zone", "In", "a")])))
+    assert hint(mixed, None, node("n", labels={"zone": "a"})) is QueueingHint.Queue
+    labelled = node("n", labels={"zone": "a"})
+    assert hint(mixed, labelled, node("n", labels={"zone": "a", "x": "y"})) is QueueingHint.Skip
+
+
+def test_bad_preferred_term_is_a_pod_spec_error() -> None:
+    """Preferred terms stay strict (NewPreferredSchedulingTerms): PreScore fails with the error."""
+    plugin = NodeAffinity({})
+    bad = PodInfo(pod("bad", affinity=preferred((2, term([expr("invalid key", "In", "bar")])))))
     with pytest.raises(PodSpecError, match=r"pod default/bad: spec\.affinity\.nodeAffinity") as caught:
-        plugin.pre_filter(CycleState(), bad, [])
         plugin.pre_score(CycleState(), bad, [])
-    assert message in str(caught.value)
+    assert 'key: Invalid value: "invalid key"' in str(caught.value)
+    # A zero-weight term is not looked at, so its error is not reported.
+    zero = PodInfo(pod("zero", affinity=preferred((0, term([expr("foo", "Gt", "1_0")])))))
+    status = plugin.pre_score(CycleState(), zero, [])
+    assert status is not None
+    assert status.code is Code.Skip
 
 
 # --- Score --------------------------------------------------------------------------------------

@@ -1,0 +1,322 @@
+"""The one PodRequests (``scheduler.framework.resources``): cases ported from component-helpers
+``resource/helpers_test.go`` (TestPodResourceRequests, TestPodLevelResourceRequests) and the
+scheduler's non-zero accounting (``PodInfo.CalculateResource``, ``getNonMissingContainerRequests``)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from scheduler.framework.quantity import parse_quantity
+from scheduler.framework.resources import (
+    Resource,
+    pod_request_amounts,
+    pod_requests,
+    pod_requests_and_non_zero,
+)
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.noderesources.resource_allocation import scoring_non_zero_requests
+
+INFEASIBLE = [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]
+ALWAYS = "Always"
+
+
+def container(name: str, requests: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "resources": {"requests": requests} if requests else {}}
+    out.update(extra)
+    return out
+
+
+def status(name: str, requests: dict[str, str] | None = None, allocated: dict[str, str] | None = None) -> Any:
+    out: dict[str, Any] = {"name": name}
+    if requests is not None:
+        out["resources"] = {"requests": requests}
+    if allocated is not None:
+        out["allocatedResources"] = allocated
+    return out
+
+
+def make_pod(
+    containers: list[Any] = (),  # type: ignore[assignment]
+    init: list[Any] = (),  # type: ignore[assignment]
+    statuses: list[Any] = (),  # type: ignore[assignment]
+    init_statuses: list[Any] = (),  # type: ignore[assignment]
+    conditions: list[Any] = (),  # type: ignore[assignment]
+    pod_level: dict[str, str] | None = None,
+    overhead: dict[str, str] | None = None,
+    pod_status_extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": list(containers)}
+    if init:
+        spec["initContainers"] = list(init)
+    if pod_level is not None:
+        spec["resources"] = {"requests": pod_level}
+    if overhead is not None:
+        spec["overhead"] = overhead
+    pod_status: dict[str, Any] = {
+        "containerStatuses": list(statuses),
+        "initContainerStatuses": list(init_statuses),
+        "conditions": list(conditions),
+        **(pod_status_extra or {}),
+    }
+    return {
+        "metadata": {"name": "p", "namespace": "default", "uid": "u", "resourceVersion": "1"},
+        "spec": spec,
+        "status": pod_status,
+    }
+
+
+def amounts(**quantities: str) -> dict[str, Fraction]:
+    return {name.replace("_", "-"): parse_quantity(q) for name, q in quantities.items()}
+
+
+# TestPodResourceRequests (the UseStatusResources cases; the scheduler always passes true).
+RESIZE_CASES: list[tuple[str, dict[str, Any], dict[str, Fraction]]] = [
+    (
+        "resized, infeasible",
+        make_pod(
+            [container("c1", {"cpu": "4"})], statuses=[status("c1", {"cpu": "2"})], conditions=INFEASIBLE
+        ),
+        amounts(cpu="2"),
+    ),
+    (
+        "resized, infeasible & in-progress",
+        make_pod(
+            [container("c1", {"cpu": "6"})],
+            statuses=[status("c1", {"cpu": "2"}, {"cpu": "4"})],
+            conditions=INFEASIBLE,
+        ),
+        amounts(cpu="4"),
+    ),
+    (
+        "resized, no resize status",
+        make_pod([container("c1", {"cpu": "4"})], statuses=[status("c1", {"cpu": "2"})]),
+        amounts(cpu="4"),
+    ),
+    (
+        "resized: per-resource 3-way maximum",
+        make_pod(
+            [container("c1", {"cpu": "30m", "memory": "20M", "ephemeral-storage": "10G"})],
+            statuses=[
+                status(
+                    "c1",
+                    {"cpu": "10m", "memory": "30M", "ephemeral-storage": "20G"},
+                    {"cpu": "20m", "memory": "10M", "ephemeral-storage": "30G"},
+                )
+            ],
+        ),
+        amounts(cpu="30m", memory="30M", ephemeral_storage="30G"),
+    ),
+    (
+        "resized, restartable init container, infeasible",
+        make_pod(
+            init=[container("s1", {"cpu": "4"}, restartPolicy=ALWAYS)],
+            init_statuses=[status("s1", {"cpu": "2"})],
+            conditions=INFEASIBLE,
+        ),
+        amounts(cpu="2"),
+    ),
+    (
+        "resized, restartable init container, no resize status",
+        make_pod(
+            init=[container("s1", {"cpu": "4"}, restartPolicy=ALWAYS)],
+            init_statuses=[status("s1", {"cpu": "2"})],
+        ),
+        amounts(cpu="4"),
+    ),
+    (
+        "allocated without actuated resources is ignored (cs.Resources == nil)",
+        make_pod([container("c1", {"cpu": "1"})], statuses=[status("c1", None, {"cpu": "3"})]),
+        amounts(cpu="1"),
+    ),
+    (
+        "an ordinary init container's status is not used",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            init=[container("i1", {"cpu": "2"})],
+            init_statuses=[status("i1", {"cpu": "5"}, {"cpu": "5"})],
+        ),
+        amounts(cpu="2"),
+    ),
+    (
+        "regular container with empty requests, but status with non-empty requests",
+        make_pod([container("c1")], statuses=[status("c1", {"cpu": "1"}, {"cpu": "1"})]),
+        amounts(cpu="1"),
+    ),
+    (
+        "restartable-init, init and regular",
+        make_pod(
+            [container("c1", {"cpu": "1", "memory": "1Gi"}), container("c2", {"cpu": "500m"})],
+            init=[
+                container("s1", {"cpu": "100m", "memory": "128Mi"}, restartPolicy=ALWAYS),
+                container("i1", {"cpu": "3", "memory": "1Ki"}),
+            ],
+            overhead={"cpu": "10m", "memory": "1k"},
+        ),
+        # max(1 + 0.5 + 0.1 sidecar, 0.1 sidecar + 3 init) + overhead
+        {"cpu": Fraction("3.11"), "memory": Fraction(2**30 + 128 * 2**20 + 1000)},
+    ),
+]
+
+
+@pytest.mark.parametrize(("pod", "expected"), [c[1:] for c in RESIZE_CASES], ids=[c[0] for c in RESIZE_CASES])
+def test_pod_requests_with_status_resources(pod: dict[str, Any], expected: dict[str, Fraction]) -> None:
+    assert pod_request_amounts(pod) == expected
+    assert pod_requests(pod) == Resource.from_amounts(expected)
+    assert pod_requests_and_non_zero(pod)[0] == Resource.from_amounts(expected)
+
+
+def test_pod_requests_without_status_ignore_it() -> None:
+    """ "resized, infeasible, but don't use status"."""
+    pod = make_pod(
+        [container("c1", {"cpu": "4"})], statuses=[status("c1", {"cpu": "2"})], conditions=INFEASIBLE
+    )
+    assert pod_request_amounts(pod, use_status=False) == amounts(cpu="4")
+
+
+# TestPodLevelResourceRequests (SkipPodLevelResources false: PodLevelResources is on by default).
+POD_LEVEL_CASES: list[tuple[str, dict[str, Any], dict[str, Fraction]]] = [
+    ("pod level memory", make_pod(pod_level={"memory": "2Mi"}), amounts(memory="2Mi")),
+    (
+        "pod level memory and container level cpu",
+        make_pod([container("c", {"cpu": "2m"})], pod_level={"memory": "2Mi"}),
+        amounts(memory="2Mi", cpu="2m"),
+    ),
+    (
+        "pod level unsupported resources set at both levels",
+        make_pod([container("c", {"storage": "3Mi"})], pod_level={"storage": "2Mi"}),
+        amounts(storage="3Mi"),
+    ),
+    (
+        "pod level unsupported resources set at pod-level",
+        make_pod([container("c", {"memory": "3Mi"})], pod_level={"storage": "2Mi"}),
+        amounts(memory="3Mi"),
+    ),
+    (
+        "both container-level and pod-level",
+        make_pod([container("c", {"memory": "3Mi", "cpu": "2m"})], pod_level={"memory": "6Mi", "cpu": "8m"}),
+        amounts(memory="6Mi", cpu="8m"),
+    ),
+    (
+        "pod-level resources, container-level resources, init and sidecar",
+        make_pod(
+            [container("c", {"memory": "3Mi", "cpu": "2m"})],
+            init=[
+                container("i", {"memory": "5Mi", "cpu": "4m"}),
+                container("s", {"memory": "2Mi", "cpu": "1m"}, restartPolicy=ALWAYS),
+            ],
+            pod_level={"memory": "18Mi", "cpu": "18m"},
+        ),
+        amounts(memory="18Mi", cpu="18m"),
+    ),
+    (
+        "hugepage request single page size",
+        make_pod(pod_level={"memory": "10Mi", "hugepages-2Mi": "2Mi"}),
+        amounts(memory="10Mi", hugepages_2Mi="2Mi"),
+    ),
+    (
+        "container-level and pod-level hugepages, single page size",
+        make_pod([container("c", {"hugepages-2Mi": "6Mi"})], pod_level={"cpu": "1", "hugepages-2Mi": "10Mi"}),
+        amounts(cpu="1", hugepages_2Mi="10Mi"),
+    ),
+    (
+        "hugepages multiple page sizes between pod-level and container-level",
+        make_pod(
+            [container("c", {"memory": "4Mi", "hugepages-1Gi": "1Gi"})],
+            pod_level={"cpu": "1", "hugepages-2Mi": "10Mi"},
+        ),
+        amounts(cpu="1", memory="4Mi", hugepages_2Mi="10Mi", hugepages_1Gi="1Gi"),
+    ),
+    (
+        "pod-level requests with status resources (InPlacePodLevelResourcesVerticalScaling)",
+        make_pod(
+            [container("c", {"cpu": "1"})],
+            pod_level={"cpu": "2", "memory": "1Gi"},
+            pod_status_extra={
+                "resources": {"requests": {"cpu": "3"}},
+                "allocatedResources": {"memory": "2Gi"},
+            },
+        ),
+        amounts(cpu="3", memory="2Gi"),
+    ),
+    (
+        "pod-level overhead is added after the override",
+        make_pod(pod_level={"cpu": "1"}, overhead={"cpu": "250m"}),
+        amounts(cpu="1250m"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"), [c[1:] for c in POD_LEVEL_CASES], ids=[c[0] for c in POD_LEVEL_CASES]
+)
+def test_pod_level_requests(pod: dict[str, Any], expected: dict[str, Fraction]) -> None:
+    assert pod_request_amounts(pod) == expected
+
+
+# Non-zero accounting: PodInfo.CalculateResource's Non0CPU / Non0Mem.
+NON_ZERO_CASES: list[tuple[str, dict[str, Any], int, int]] = [
+    ("no requests: defaults per container", make_pod([container("a"), container("b")]), 200, 2 * 200 * 2**20),
+    ("explicit zero is kept", make_pod([container("a", {"cpu": "0", "memory": "0"})]), 0, 0),
+    (
+        "pod-level memory only, no container cpu: cpu defaults per container",
+        make_pod([container("a"), container("b")], pod_level={"memory": "1Gi"}),
+        200,
+        2**30,
+    ),
+    (
+        "pod-level memory only, one container has cpu: no cpu default (requests has cpu)",
+        make_pod([container("a", {"cpu": "200m"}), container("b")], pod_level={"memory": "1Gi"}),
+        200,
+        2**30,
+    ),
+    (
+        "pod-level cpu and memory: no defaults at all",
+        make_pod([container("a")], pod_level={"cpu": "50m", "memory": "64Mi"}),
+        50,
+        64 * 2**20,
+    ),
+    (
+        "status resources count for the defaults too",
+        make_pod([container("a")], statuses=[status("a", {"cpu": "300m"}, {"cpu": "300m"})]),
+        300,
+        200 * 2**20,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("pod", "milli_cpu", "memory"), [c[1:] for c in NON_ZERO_CASES], ids=[c[0] for c in NON_ZERO_CASES]
+)
+def test_non_zero_requests(pod: dict[str, Any], milli_cpu: int, memory: int) -> None:
+    non_zero = pod_requests(pod, non_zero=True)
+    assert (non_zero.milli_cpu, non_zero.memory) == (milli_cpu, memory)
+    assert pod_requests_and_non_zero(pod)[1] == non_zero
+    info = PodInfo(pod)
+    assert (info.non_zero_requests.milli_cpu, info.non_zero_requests.memory) == (milli_cpu, memory)
+
+
+def test_scorer_non_zero_defaults_every_container_even_with_pod_level_requests() -> None:
+    """calculatePodResourceRequest passes the defaults unconditionally; pod-level values then win."""
+    pod = PodInfo(make_pod([container("a", {"cpu": "200m"}), container("b")], pod_level={"memory": "1Gi"}))
+    assert pod.non_zero_requests.milli_cpu == 200
+    assert scoring_non_zero_requests(pod).milli_cpu == 300
+    assert scoring_non_zero_requests(pod).memory == 2**30
+
+
+def test_assigned_pod_counts_at_its_resized_requests_on_the_node() -> None:
+    """A running pod being resized up holds max(spec, actuated, allocated) on its node."""
+    node = NodeInfo({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}}})
+    pod = make_pod([container("c", {"cpu": "1"})], statuses=[status("c", {"cpu": "2"}, {"cpu": "3"})])
+    pod["spec"]["nodeName"] = "n"
+    node.add_pod(PodInfo(pod))
+    assert node.requested.milli_cpu == 3000
+
+
+def test_exact_sums_round_once_like_quantities() -> None:
+    """Upstream adds Quantities and rounds once in Value(); per-container rounding would overcount."""
+    pod = make_pod([container("a", {"memory": "0.5"}), container("b", {"memory": "0.5"})])
+    assert pod_requests(pod).memory == 1
+    assert pod_requests_and_non_zero(pod)[0].memory == 1
