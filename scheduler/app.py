@@ -26,6 +26,7 @@ from scheduler.api import SchedulerApi
 from scheduler.binding import BINDING_WORKERS, BindingPool
 from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.config import SchedulerConfig
+from scheduler.cycle import Scheduler
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.framework.handle import WaitingPodHandle
@@ -37,7 +38,6 @@ from scheduler.informer_listers import InformerListers
 from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
-from scheduler.scheduler import Scheduler
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod

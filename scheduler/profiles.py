@@ -9,13 +9,13 @@ from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
 from scheduler.config import SchedulerConfig, resolve_profile
+from scheduler.cycle import POD_SPEC_PLUGIN
 from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.listers import Lister, ResourceSpec, StaticLister
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
-from scheduler.scheduler import POD_SPEC_PLUGIN
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 
 # config point name -> PluginSet attribute

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.cache.columns import NodeColumns
 from scheduler.framework import InternedColumn, NodeSubset, ok_mask
@@ -24,7 +25,6 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins.nodeaffinity import NodeAffinity
-from scheduler.schedule_one import SchedulingAlgorithm, num_feasible_nodes_to_find
 from tests.unit.test_core_fakes import PROFILE, build_frameworks
 
 EXT = "example.com/gpu"

@@ -1,4 +1,4 @@
-"""The scheduling algorithm (``scheduler.schedule_one``): how many nodes to look at, where to start, what
+"""The scheduling algorithm (``scheduler.algorithm``): how many nodes to look at, where to start, what
 to tell the user when nothing fits, and how ties are broken. Mirrors upstream's ``schedule_one_test.go``.
 """
 
@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
+from scheduler.algorithm import (
+    FitError,
+    PreFilterError,
+    SchedulingAlgorithm,
+    num_feasible_nodes_to_find,
+)
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo, PreFilterResult
-from scheduler.schedule_one import (
-    FitError,
-    PreFilterError,
-    SchedulingAlgorithm,
-    num_feasible_nodes_to_find,
-)
 from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
 
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"

@@ -21,13 +21,13 @@ from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
 from scheduler.config import parse_config
+from scheduler.cycle import Scheduler
 from scheduler.events import EventRecorder
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.profiles import FrameworkHandle, queue_hints
-from scheduler.scheduler import Scheduler
 from scheduling_queue import FakeClock, SchedulingQueue
 
 PROFILE = "py-scheduler"

@@ -17,12 +17,12 @@ import pytest
 
 from scheduler.binding import Outcome, WaitingPod
 from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cycle import POD_SPEC_PLUGIN
 from scheduler.event_handlers import EventHandlers
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.profiles import FrameworkHandle
-from scheduler.scheduler import POD_SPEC_PLUGIN
 from tests.unit.test_core_fakes import (
     PROFILE,
     CoreEnv,

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.framework import (
     ColumnConflictError,
@@ -29,7 +30,6 @@ from scheduler.framework.runtime import Framework, node_columns_of
 from scheduler.plugins import names
 from scheduler.plugins.noderesources import columns as resource_columns
 from scheduler.plugins.tainttoleration import TAINTS
-from scheduler.schedule_one import SchedulingAlgorithm
 from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
 
 computed: list[str] = []

@@ -1,4 +1,5 @@
-"""The Scheduler: one scheduling cycle at a time on the event loop, bindings in the pool.
+"""The scheduling cycle (ScheduleOne): pop, run the algorithm, assume, Reserve, Permit, hand off to the
+binding pool; and what happens after, success or failure. One cycle at a time on the event loop.
 
 Mirrors ``pkg/scheduler/schedule_one.go`` (ScheduleOne, schedulingCycle, handleSchedulingFailure) and the
 outcome reporting users know: a ``Scheduled`` Event on success; on failure a ``FailedScheduling`` Event
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import metrics
+from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
@@ -22,7 +24,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
-from scheduler.schedule_one import FitError, SchedulingAlgorithm, SchedulingError
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 

@@ -1,7 +1,7 @@
 """The scheduling algorithm of one attempt: filter, score, select (``pkg/scheduler/schedule_one.go``).
 
 Pure and synchronous: it reads a snapshot and a framework and returns a node name or raises FitError.
-Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.scheduler``.
+Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycle``.
 """
 
 from __future__ import annotations
