@@ -116,28 +116,35 @@ def _leaves(values: dict[str, Any], prefix: str = "") -> Iterator[str]:
             yield path
 
 
-def _schema_keys(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
+def _schema_keys(schema: dict[str, Any], prefix: str = "", *, follow_refs: bool) -> Iterator[str]:
     for key, ref in schema.get("properties", {}).items():
         path = f"{prefix}{key}"
-        sub = _resolve(ref)
         yield path
+        if "$ref" in ref and not follow_refs:
+            continue  # a Kubernetes or KubeSchedulerConfiguration type: values.yaml shows only some fields
+        sub = _resolve(ref)
         if sub.get("additionalProperties") is False:
-            yield from _schema_keys(sub, f"{path}.")
+            yield from _schema_keys(sub, f"{path}.", follow_refs=follow_refs)
+
+
+def _covered(key: str, keys: set[str]) -> bool:
+    return any(k == key or k.startswith(key + ".") for k in keys)
 
 
 def test_values_yaml_and_schema_describe_the_same_keys() -> None:
     in_values = set(_leaves(VALUES))
-    in_schema = set(_schema_keys(SCHEMA)) - {"global"}  # helm's, for parent charts
-    undocumented = {k for k in in_schema if not any(v == k or v.startswith(k + ".") for v in in_values)}
+    chart_keys = set(_schema_keys(SCHEMA, follow_refs=False)) - {"global"}  # helm's, for parent charts
+    undocumented = {k for k in chart_keys if not _covered(k, in_values)}
     assert not undocumented, f"schema keys missing from values.yaml: {sorted(undocumented)}"
     # Free-form maps (labels, requests...) have leaves below a schema key; others must be in the schema.
-    unchecked = {v for v in in_values if not any(v == k or v.startswith(k + ".") for k in in_schema)}
+    all_keys = set(_schema_keys(SCHEMA, follow_refs=True))
+    unchecked = {v for v in in_values if not any(v == k or v.startswith(k + ".") for k in all_keys)}
     assert not unchecked, f"values.yaml keys the schema does not know: {sorted(unchecked)}"
 
 
 def test_all_values_file_sets_every_key() -> None:
     everything_set = set(_leaves(yaml.safe_load(ALL_VALUES.read_text())))
-    missing = {k for k in _leaves(VALUES) if not any(v == k or v.startswith(k + ".") for v in everything_set)}
+    missing = {k for k in _leaves(VALUES) if not _covered(k, everything_set)}
     assert not missing, f"ci/all-values.yaml does not exercise {sorted(missing)}"
 
 
@@ -375,6 +382,15 @@ def test_all_values_monitoring(everything: list[dict[str, Any]]) -> None:
 # --- switches and guards ---------------------------------------------------------------------------
 
 
+def test_min_available_replaces_max_unavailable() -> None:
+    pdb = only(template(set_values={"podDisruptionBudget.minAvailable": "1"}), "PodDisruptionBudget")
+    assert "maxUnavailable" not in pdb["spec"]
+    assert pdb["spec"]["minAvailable"] == 1
+    assert "PodDisruptionBudget" not in {
+        o["kind"] for o in template(set_values={"podDisruptionBudget.enabled": "false"})
+    }
+
+
 def test_hard_anti_affinity_and_none() -> None:
     hard = pod_spec(template(set_values={"podAntiAffinity": "hard"}))["affinity"]["podAntiAffinity"]
     [term] = hard["requiredDuringSchedulingIgnoredDuringExecution"]
@@ -420,7 +436,6 @@ def test_config_change_rolls_the_pods() -> None:
     [
         ({"serviceAccount.create": "false"}, "serviceAccount.name is required"),
         ({"leaderElection.resourceName": "kube-scheduler"}, "must not be kube-scheduler"),
-        ({"podDisruptionBudget.minAvailable": "1"}, "not both"),
         (
             {"metrics.service.enabled": "false", "metrics.serviceMonitor.enabled": "true"},
             "needs metrics.service",
