@@ -1,6 +1,6 @@
 """The Grafana dashboard: its shape, its kustomize component, and the PromQL reader the live check uses.
 
-tests/integration/test_grafana_dashboard.py checks every selector against a real py-scheduler scrape.
+tests/integration/test_dashboard_metrics.py checks every selector against a real py-scheduler scrape.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """deploy/helm/py-scheduler rendered with the pinned helm (no cluster): versions, schema, where values land.
 
-tests/integration/test_helm.py compares the default rendering with the kustomize base and applies it.
+tests/integration/test_helm_deploy.py compares the default rendering with the kustomize base and applies it.
 """
 
 from __future__ import annotations
