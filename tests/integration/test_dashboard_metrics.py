@@ -11,19 +11,25 @@ fits nowhere. Then, for every selector in the dashboard's PromQL (panels and var
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from devcluster.binaries import require_binaries
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 from tests.grafana import Selector, dashboard_selectors, load_dashboard
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
 
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SCHEDULER_NAME = "py-scheduler-dashboard"
 RECORDED_SUFFIXES = ("_total", "_count", "_bucket", "_sum")
 
@@ -69,6 +75,28 @@ def problems(samples: list[Sample], selectors: list[Selector]) -> list[str]:
         elif selector.metric.endswith(RECORDED_SUFFIXES) and not any(v > 0 for v in matching):
             found.append(f"{selector}: registered but never recorded (all zero)")
     return found
+
+
+def test_kustomize_component_builds_the_dashboard_configmap(tmp_path: Path) -> None:
+    overlay = tmp_path / "with-dashboard"
+    overlay.mkdir()
+    base = os.path.relpath(DEPLOY / "base", overlay)  # kustomize refuses absolute paths
+    component = os.path.relpath(DEPLOY / "components" / "grafana-dashboard", overlay)
+    (overlay / "kustomization.yaml").write_text(json.dumps({"resources": [base], "components": [component]}))
+    kubectl = require_binaries(names=("kubectl",)) / "kubectl"
+    result = subprocess.run(
+        [str(kubectl), "kustomize", str(overlay)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    [config_map] = [
+        o
+        for o in yaml.safe_load_all(result.stdout)
+        if o and o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("py-scheduler-dashboard")
+    ]
+    assert config_map["metadata"]["name"] == "py-scheduler-dashboard"  # no hash suffix
+    assert config_map["metadata"]["namespace"] == "py-scheduler"
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(config_map["data"]["py-scheduler.json"]) == load_dashboard()
 
 
 @pytest.fixture
