@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PY_SCHEDULER_CACHE ?= $(HOME)/.cache/py-scheduler
 
-.PHONY: all venv control-plane test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
+.PHONY: all venv control-plane helm test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
 
 all: test
 
@@ -23,20 +23,30 @@ venv: $(STAMP)
 control-plane:
 	bash devcluster/build.sh
 
-test: venv control-plane
+# The helm CLI (devcluster/HELM_VERSION), built the same way; `make lint` and the chart tests use it.
+HELM := $(PY_SCHEDULER_CACHE)/helm-$(shell cat devcluster/HELM_VERSION)/helm
+CHART := deploy/helm/py-scheduler
+helm:
+	bash devcluster/build_helm.sh
+
+test: venv control-plane helm
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-test-unit: venv
+test-unit: venv helm
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
-test-integration: venv control-plane
+test-integration: venv control-plane helm
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
-lint: venv
+lint: venv helm
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/hadolint Dockerfile
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/all-values.yaml
+	$(HELM) template py-scheduler $(CHART) -n py-scheduler >/dev/null
+	$(HELM) template py-scheduler $(CHART) -n py-scheduler -f $(CHART)/ci/all-values.yaml >/dev/null
 
 demo: venv control-plane
 	$(PY) -m devcluster.demo

@@ -1,0 +1,88 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "py-scheduler.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Object name: the release name if it already contains the chart name, else <release>-<chart>. */}}
+{{- define "py-scheduler.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "py-scheduler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "py-scheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: scheduler
+{{- end }}
+
+{{- define "py-scheduler.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "py-scheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "py-scheduler.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "py-scheduler.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "py-scheduler.leaseName" -}}
+{{- $name := default (include "py-scheduler.fullname" .) .Values.leaderElection.resourceName }}
+{{- if eq $name "kube-scheduler" }}
+{{- fail "leaderElection.resourceName must not be kube-scheduler: the two schedulers would share one lease" }}
+{{- end }}
+{{- $name }}
+{{- end }}
+
+{{- define "py-scheduler.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository $tag }}
+{{- end }}
+{{- end }}
+
+{{/* The KubeSchedulerConfiguration, as YAML. Null values are left out, so py-scheduler defaults them. */}}
+{{- define "py-scheduler.config" -}}
+{{- $cfg := dict "apiVersion" "kubescheduler.config.k8s.io/v1" "kind" "KubeSchedulerConfiguration" }}
+{{- $sc := .Values.schedulerConfig }}
+{{- range $key := list "percentageOfNodesToScore" "podInitialBackoffSeconds" "podMaxBackoffSeconds" "parallelism" }}
+{{- if not (kindIs "invalid" (index $sc $key)) }}
+{{- $_ := set $cfg $key (index $sc $key) }}
+{{- end }}
+{{- end }}
+{{- $conn := dict }}
+{{- range $key, $value := $sc.clientConnection }}
+{{- if not (kindIs "invalid" $value) }}
+{{- $_ := set $conn $key $value }}
+{{- end }}
+{{- end }}
+{{- if $conn }}
+{{- $_ := set $cfg "clientConnection" $conn }}
+{{- end }}
+{{- $le := .Values.leaderElection }}
+{{- if $le.enabled }}
+{{- $_ := set $cfg "leaderElection" (dict "leaderElect" true "leaseDuration" $le.leaseDuration "renewDeadline" $le.renewDeadline "retryPeriod" $le.retryPeriod "resourceName" (include "py-scheduler.leaseName" .) "resourceNamespace" $le.resourceNamespace) }}
+{{- else }}
+{{- $_ := set $cfg "leaderElection" (dict "leaderElect" false) }}
+{{- end }}
+{{- $_ := set $cfg "profiles" .Values.profiles }}
+{{- if .Values.extenders }}
+{{- $_ := set $cfg "extenders" .Values.extenders }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}
