@@ -10,12 +10,18 @@ Heaps use ``heapq`` with lazy deletion: a sub-queue's dict maps each pod key to 
 and entries that no longer match are skipped when they surface (and compacted away when they pile up).
 With the default PrioritySort the entry is ``(-priority, timestamp, seq, qpi)`` so heapq compares plain
 tuples; any other QueueSort wraps the pod in a key whose ``__lt__`` calls the profile's ``less``.
+
+Backoff follows v1.36 with SchedulerPopFromBackoffQ (beta, on): expiries are truncated to 1-second
+ordering windows and a pod backs off while its window has not passed; pods rejected by plugins wait in a
+heap ordered by window, then by QueueSort, and are popped from there when activeQ is empty; pods that
+failed with an error wait in a separate heap by expiry that is never popped early.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from heapq import heapify, heappop, heappush
 from types import MappingProxyType
@@ -65,6 +71,10 @@ DEFAULT_POD_INITIAL_BACKOFF = 1.0
 DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
 BACKOFF_FLUSH_INTERVAL = 1.0
+# Upstream's backoffQOrderingWindowDuration.
+BACKOFF_ORDERING_WINDOW = 1.0
+# The incoming-pods metric's event label for a pod taken from backoffQ (framework.PopFromBackoffQ).
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 _POD_ADD = event_label(EVENT_UNSCHEDULED_POD_ADD)
@@ -151,7 +161,9 @@ class SchedulingQueue:
         self._active_heap: list[Entry] = []
         self._active: dict[str, Entry] = {}
         self._active_stale = 0
+        # Rejected pods (popped early when activeQ is empty) and error pods (never popped early).
         self._backoff_heap: list[Entry] = []
+        self._error_backoff_heap: list[Entry] = []
         self._backoff: dict[str, Entry] = {}
         self._backoff_stale = 0
         self._unschedulable: dict[str, QueuedPodInfo] = {}
@@ -229,7 +241,9 @@ class SchedulingQueue:
         """Pods by sub-queue, for debugging; ``active`` and ``backoff`` are in pop / expiry order."""
         return {
             ACTIVE: [e[-1].pod for e in sorted(self._active.values())],
-            BACKOFF: [e[-1].pod for e in sorted(self._backoff.values())],
+            BACKOFF: [
+                e[-1].pod for e in sorted(self._backoff.values(), key=lambda e: (e[0], e[-1].timestamp))
+            ],
             UNSCHEDULABLE: [q.pod for q in self._unschedulable.values()],
             GATED: [q.pod for q in self._gated.values()],
             IN_FLIGHT: [r.latest or r.qpi.pod for r in self._in_flight.all_live()],
@@ -250,7 +264,12 @@ class SchedulingQueue:
         return min(self._initial_backoff * 2.0 ** min(attempts - 1, 64), self._max_backoff)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(qpi.attempts)
+        """When the pod stops backing off: the end of the 1 s ordering window its backoff expires in
+        (upstream aligns expiries to the window and backs off while that window is not over)."""
+        duration = self.backoff_duration(qpi.attempts)
+        if duration <= 0:
+            return 0.0
+        return math.floor(qpi.timestamp + duration) + BACKOFF_ORDERING_WINDOW
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         return self.backoff_expiry(qpi) > self._now()
@@ -392,12 +411,13 @@ class SchedulingQueue:
         """
         if self._closed:
             return None
-        backoff_heap = self._backoff_heap
-        if backoff_heap and backoff_heap[0][0] <= self._now():
+        now = self._now()
+        backoff_heap, error_heap = self._backoff_heap, self._error_backoff_heap
+        if (backoff_heap and backoff_heap[0][0] <= now) or (error_heap and error_heap[0][0] <= now):
             self.flush_backoff_completed()
         active = self._active
         if not active:
-            return None
+            return self._pop_backoff()
         heap = self._active_heap
         while True:
             entry = heappop(heap)
@@ -410,6 +430,22 @@ class SchedulingQueue:
         qpi.attempts += 1
         self._in_flight.start(qpi)
         return qpi
+
+    def _pop_backoff(self) -> QueuedPodInfo | None:
+        """activeQ is empty: take the head of the rejected pods' backoff heap rather than idle
+        (upstream's SchedulerPopFromBackoffQ). Pods that failed with an error are never taken early."""
+        heap, backoff = self._backoff_heap, self._backoff
+        while heap:
+            entry = heappop(heap)
+            qpi: QueuedPodInfo = entry[-1]
+            if backoff.get(qpi.key) is entry:
+                del backoff[qpi.key]
+                self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
+                qpi.attempts += 1
+                self._in_flight.start(qpi)
+                return qpi
+            self._backoff_stale -= 1
+        return None
 
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
         """Requeue a pod after a failed attempt and end its in-flight state.
@@ -544,17 +580,17 @@ class SchedulingQueue:
     def flush_backoff_completed(self) -> None:
         """Move pods whose backoff expired to activeQ (every 1 s in :meth:`run`, and before a pop)."""
         now = self._now()
-        heap = self._backoff_heap
         backoff = self._backoff
         activated = False
-        while heap and heap[0][0] <= now:
-            entry = heappop(heap)
-            qpi: QueuedPodInfo = entry[-1]
-            if backoff.get(qpi.key) is not entry:
-                self._backoff_stale -= 1
-                continue
-            del backoff[qpi.key]
-            activated |= self._move_to_active(qpi, BACKOFF_COMPLETE)
+        for heap in (self._backoff_heap, self._error_backoff_heap):
+            while heap and heap[0][0] <= now:
+                entry = heappop(heap)
+                qpi: QueuedPodInfo = entry[-1]
+                if backoff.get(qpi.key) is not entry:
+                    self._backoff_stale -= 1
+                    continue
+                del backoff[qpi.key]
+                activated |= self._move_to_active(qpi, BACKOFF_COMPLETE)
         if activated:
             self._wake()
 
@@ -651,9 +687,23 @@ class SchedulingQueue:
     def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
         seq = self._seq
         self._seq = seq + 1
-        entry: Entry = (self.backoff_expiry(qpi), seq, qpi)
-        self._backoff[qpi.key] = entry
-        heappush(self._backoff_heap, entry)
+        expiry = self.backoff_expiry(qpi)
+        entry: Entry
+        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+            # An error: backs off in full, by expiry alone.
+            entry = (expiry, seq, qpi)
+            heappush(self._error_backoff_heap, entry)
+            self._backoff[qpi.key] = entry
+        else:
+            # Same window: the order activeQ would give, so an early pop takes the pod it would.
+            if self._default_sort:
+                entry = (expiry, -_priority(qpi.pod), qpi.timestamp, seq, qpi)
+            else:
+                entry = (expiry, _LessKey(qpi, self._less), seq, qpi)
+            heappush(self._backoff_heap, entry)
+            self._backoff[qpi.key] = entry
+            # A pop waiting on an empty activeQ may take this pod now.
+            self._wake()
         self._incoming[(BACKOFF, label)] += 1
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str) -> str:
@@ -773,5 +823,7 @@ class SchedulingQueue:
         if self._backoff_stale > _COMPACT_MIN and self._backoff_stale > len(self._backoff):
             backoff = self._backoff
             self._backoff_heap = [e for e in self._backoff_heap if backoff.get(e[-1].key) is e]
+            self._error_backoff_heap = [e for e in self._error_backoff_heap if backoff.get(e[-1].key) is e]
             heapify(self._backoff_heap)
+            heapify(self._error_backoff_heap)
             self._backoff_stale = 0

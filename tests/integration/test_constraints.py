@@ -302,10 +302,18 @@ def test_pods_using_unsupported_fields_get_a_clear_failed_scheduling(
     core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
     message = wait_for(lambda: _failed_message(core_v1, namespace, "guarded"), 30, "FailedScheduling")
     assert "which py-scheduler does not support yet" in message and f"({plugin})" in message
-    fresh = orjson.loads(core_v1.read_namespaced_pod("guarded", namespace, _preload_content=False).data)
-    assert not fresh["spec"].get("nodeName")
-    conditions = {c["type"]: c for c in fresh["status"].get("conditions") or ()}
-    assert conditions["PodScheduled"]["status"] == "False"
+
+    def unscheduled_condition() -> dict[str, Any] | None:
+        fresh = orjson.loads(core_v1.read_namespaced_pod("guarded", namespace, _preload_content=False).data)
+        assert not fresh["spec"].get("nodeName")
+        for condition in fresh["status"].get("conditions") or ():
+            if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                return dict(condition)
+        return None
+
+    # The Event and the status patch are separate writes: wait for the condition too.
+    condition = wait_for(unscheduled_condition, 30, "PodScheduled=False")
+    assert "which py-scheduler does not support yet" in condition["message"]
 
 
 # --- side by side with kube-scheduler --------------------------------------------------------------

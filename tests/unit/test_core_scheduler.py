@@ -349,7 +349,7 @@ async def test_a_recreated_namesake_is_not_dropped_while_the_old_pod_binds(make_
     await env.wait_bindings(1)
     assert env.results[0].outcome is Outcome.CONFLICT
     gate.then = (201, b"{}")
-    env.clock.advance(1.0)
+    env.clock.advance(2.0)  # an error's 1 s backoff, to the end of its ordering window
     await env.schedule_next()
     await env.wait_bindings(2)
     assert env.results[1].outcome is Outcome.BOUND
@@ -523,7 +523,7 @@ async def test_reserve_raising_does_not_leak_the_assumed_pod(make_env: MakeEnv) 
 
     # And the next attempt is a real one, not skipped as "already assumed".
     behaviour["reserve"] = None
-    env.clock.advance(1.0)
+    env.clock.advance(2.0)  # an error's 1 s backoff, to the end of its ordering window
     await env.schedule_next()
     await env.wait_bindings(1)
     assert env.rest.bindings() == {"a": "n1"}

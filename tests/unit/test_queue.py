@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 import pytest
@@ -174,16 +175,19 @@ def test_invalid_backoff_settings_are_rejected(clock: FakeClock) -> None:
 
 
 def test_error_failure_backs_off_exactly_per_attempt(clock: FakeClock) -> None:
-    """1 s, 2 s, 4 s, 8 s, then the 10 s cap; never released a tick early."""
+    """1 s, 2 s, 4 s, 8 s, then the 10 s cap, to the end of the 1 s ordering window the expiry falls in
+    (upstream's backoffQOrderingWindowDuration); never released a tick early."""
     q = new_queue(clock)
     q.add(make_pod("a"))
+    clock.advance(0.25)  # off the window boundary, so the rounding shows
     for expected in (1.0, 2.0, 4.0, 8.0, 10.0, 10.0):
         qpi = pop(q)
         failed_at = clock.now()
         fail(q, qpi)  # no plugins: an error
         assert q.where("default/a") == BACKOFF
-        assert q.backoff_expiry(qpi) == failed_at + expected
-        clock.advance(expected - 0.001)
+        assert q.backoff_expiry(qpi) == math.floor(failed_at + expected) + 1.0
+        waited = q.backoff_expiry(qpi) - failed_at
+        clock.advance(waited - 0.001)
         q.flush_backoff_completed()
         assert q.pop_nowait() is None
         assert q.where("default/a") == BACKOFF
@@ -197,6 +201,8 @@ def test_pop_flushes_completed_backoff(clock: FakeClock) -> None:
     q.add(make_pod("a"))
     fail(q, pop(q))
     clock.advance(1.0)
+    assert q.pop_nowait() is None  # an error pod is never taken from backoffQ early
+    clock.advance(1.0)  # the end of the window its 1 s backoff expires in
     qpi = q.pop_nowait()  # no flusher ran
     assert qpi is not None and qpi.attempts == 2
 
@@ -240,6 +246,9 @@ def test_unschedulable_timeout_respects_remaining_backoff(clock: FakeClock) -> N
     q.flush_unschedulable_leftover()
     assert q.where("default/a") == BACKOFF
     clock.advance(2)
+    q.flush_backoff_completed()
+    assert q.where("default/a") == BACKOFF  # 8 s are over, but not the window they end in
+    clock.advance(1)
     q.flush_backoff_completed()
     assert q.where("default/a") == ACTIVE
 
@@ -470,7 +479,10 @@ async def test_run_flushes_on_the_injected_sleep(clock: FakeClock) -> None:
     fail(q, pop(q), "NodeAffinity")
     runner = asyncio.create_task(q.run())
     await wait_until(lambda: clock.sleepers == 2)
-    clock.advance(1)  # backoff flusher wakes; the error pod's 1 s backoff is over
+    clock.advance(1)  # backoff flusher wakes; the error pod's 1 s backoff is over, its window not yet
+    await wait_until(lambda: clock.sleepers == 2)
+    assert q.where("default/err") == BACKOFF
+    clock.advance(1)
     await wait_until(lambda: q.where("default/err") == ACTIVE)
     got = await q.pop()
     assert got is not None and got.key == "default/err"

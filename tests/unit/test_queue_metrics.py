@@ -65,8 +65,8 @@ def test_incoming_and_pending_metrics() -> None:
         "gated": base_pending["gated"] + 1,
     }
     q.move_all_to_active_or_backoff(node_add, None, {"metadata": {"name": "n"}})  # "rej" -> backoff
-    clock.advance(1.0)
-    q.flush_backoff_completed()  # "err" and "rej" complete
+    clock.advance(2.0)
+    q.flush_backoff_completed()  # "err" and "rej" complete (1 s, to the end of its window)
     clock.advance(301.0)
     q.flush_unschedulable_leftover()  # "other"
 

@@ -8,6 +8,7 @@ pod that no other ready pod precedes under PrioritySort.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hypothesis import settings
@@ -134,6 +135,7 @@ class QueueMachine(RuleBasedStateMachine):
     def pop(self) -> None:
         now = self.clock.now()
         ready: dict[str, QueuedPodInfo] = {}
+        early: dict[str, QueuedPodInfo] = {}
         for key in self.alive:
             where = self.q.where(key)
             record = self.q.get(key)
@@ -142,14 +144,32 @@ class QueueMachine(RuleBasedStateMachine):
             ):
                 assert record is not None
                 ready[key] = record
+            elif (
+                where == BACKOFF
+                and record is not None
+                and (record.unschedulable_plugins or record.pending_plugins)
+            ):
+                # SchedulerPopFromBackoffQ: a rejected (not errored) pod may be taken early.
+                early[key] = record
         qpi = self.q.pop_nowait()
-        if not ready:
+        if not ready and not early:
             assert qpi is None
             return
         assert qpi is not None
-        assert qpi.key in ready and ready[qpi.key] is qpi
-        for other in ready.values():
-            assert not priority_sort_less(other, qpi), f"{other.key} should pop before {qpi.key}"
+        if ready:
+            assert qpi.key in ready and ready[qpi.key] is qpi
+            for other in ready.values():
+                assert not priority_sort_less(other, qpi), f"{other.key} should pop before {qpi.key}"
+        else:
+            # Only with activeQ empty, and the head of backoffQ: earliest window, then QueueSort.
+            assert qpi.key in early and early[qpi.key] is qpi
+            mine = self.expiry[qpi.key]
+            for other in early.values():
+                theirs = self.expiry[other.key]
+                assert theirs > mine or (theirs == mine and not priority_sort_less(other, qpi)), (
+                    f"{other.key} should pop from backoffQ before {qpi.key}"
+                )
+            self.prev_where[qpi.key] = None  # left backoff early, by design
         self.attempts[qpi.key] += 1
         assert qpi.attempts == self.attempts[qpi.key]
         assert qpi.pod is self.alive[qpi.key]
@@ -165,7 +185,8 @@ class QueueMachine(RuleBasedStateMachine):
         qpi.unschedulable_plugins = set(unschedulable)
         qpi.pending_plugins = set(pending)
         self.q.add_unschedulable_if_not_present(qpi)
-        self.expiry[key] = self.clock.now() + min(2.0 ** (self.attempts[key] - 1), 10.0)
+        # Upstream's numbers, to the end of the 1 s ordering window the backoff expires in.
+        self.expiry[key] = math.floor(self.clock.now() + min(2.0 ** (self.attempts[key] - 1), 10.0)) + 1.0
         assert self.q.where(key) in (ACTIVE, BACKOFF, UNSCHEDULABLE)
         assert qpi.pod is self.alive[key]
 
