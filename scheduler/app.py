@@ -178,6 +178,7 @@ class SchedulerApp:
                 on_done,
                 max_workers=max(BINDING_WORKERS, self.config.parallelism),
                 may_bind=self.may_bind,
+                before_bind=self.recorder.before_bind,
             )
 
         self.scheduler = Scheduler(
@@ -207,6 +208,8 @@ class SchedulerApp:
         pods.add_event_handler(
             on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
         )
+        # A deleted pod's Events and condition patch waiting for a retry are dropped, not kept.
+        pods.add_event_handler(on_delete=self._forget_pod_writes)
         for spec, informer in self.listers.start(self.factory).items():
             handlers.watch_other_kind(spec, informer)
         self.factory.start()
@@ -313,10 +316,19 @@ class SchedulerApp:
             metrics.set_unschedulable_pods(self.queue.unschedulable_counts())
             await asyncio.sleep(1.0)
 
+    def _forget_pod_writes(self, obj: Any) -> None:
+        pod = getattr(obj, "obj", obj)  # a DeletedFinalStateUnknown tombstone carries the last state
+        if isinstance(pod, Mapping):
+            self.recorder.forget_pod((pod.get("metadata") or {}).get("uid", ""))
+
     async def _flush_events(self) -> None:
+        ticks = 0
         while True:
-            await asyncio.sleep(30.0)
-            self.recorder.flush_series()
+            await asyncio.sleep(1.0)
+            self.recorder.retry_due()
+            ticks += 1
+            if ticks % 30 == 0:
+                self.recorder.flush_series()
 
     def request_stop(self) -> None:
         """Thread-safe: begin an orderly shutdown (SIGTERM)."""
