@@ -97,10 +97,13 @@ class BindingPool:
         *,
         max_workers: int = 16,
         may_bind: Callable[[], bool] = lambda: True,
+        before_bind: Callable[[str], object] = lambda uid: None,
     ) -> None:
         self._loop = loop
         self._on_done = on_done
         self._may_bind = may_bind
+        # Orders the pod's PodScheduled=False patch of an earlier attempt before this Binding.
+        self._before_bind = before_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
         self._idle = asyncio.Event()
@@ -142,6 +145,7 @@ class BindingPool:
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR
                 return BindingResult(task, outcome, status)
+            self._before_bind(pod.uid)
             if not self._may_bind():
                 return BindingResult(task, Outcome.ABANDONED)
             start = time.perf_counter()
