@@ -106,6 +106,7 @@ class BindingPool:
         self._before_bind = before_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
+        self._closed = False
         self._idle = asyncio.Event()
         self._idle.set()
         self.max_workers = max_workers
@@ -132,6 +133,11 @@ class BindingPool:
         self._in_flight -= 1
         if self._in_flight == 0:
             self._idle.set()
+        if self._closed:
+            # Arrived after shutdown gave up waiting: the queue and recorder are closed, and the
+            # informers of the next leader will see whatever the API server made of it.
+            log.info("binding result for %s after shutdown: %s", result.task.pod.key, result.outcome.value)
+            return
         self._on_done(result)
 
     def _bind(self, task: BindingTask) -> BindingResult:
@@ -176,4 +182,5 @@ class BindingPool:
         return True
 
     def shutdown(self) -> None:
+        self._closed = True
         self._executor.shutdown(wait=False, cancel_futures=True)
