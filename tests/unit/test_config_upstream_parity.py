@@ -137,3 +137,15 @@ def test_verdict_matches_kube_scheduler(name: str) -> None:
     body, upstream, _ = CASES[name]
     assert accepted(body) is upstream
 
+
+def test_a_wrong_typed_value_is_echoed_bounded() -> None:
+    """Issue 11: a whole list where a number belongs was echoed into the error in full."""
+    huge = "[" + ", ".join(str(i) for i in range(100_000)) + "]"
+    with pytest.raises(ConfigError) as info:
+        parse_config(
+            HEADER + f"parallelism: {huge}\nprofiles: [{{schedulerName: {'x' * 5000}, plugins: 7}}]\n"
+        )
+    message = str(info.value)
+    assert "parallelism: Invalid value: [0,1,2," in message
+    assert "more characters)" in message
+    assert len(message) < 1500
