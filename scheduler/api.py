@@ -13,6 +13,7 @@ from urllib.parse import quote
 import orjson
 import urllib3
 
+from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class SchedulerApi:
     ) -> bytes:
         try:
             status, data = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
+        except ConnectionFailed as err:  # its text already names the request
+            raise ApiError(0, str(err), retryable=True) from err
         except urllib3.exceptions.HTTPError as err:
             raise ApiError(0, f"{method} {path}: {err}", retryable=True) from err
         if 200 <= status < 300:

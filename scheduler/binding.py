@@ -154,6 +154,8 @@ class BindingPool:
             self._before_bind(pod.uid)
             if not self._may_bind():
                 return BindingResult(task, Outcome.ABANDONED)
+            # -v 4: every Binding sent, after the leadership check (the partition test reads these).
+            log.debug("sending binding of %s to %s", pod.key, node)
             start = time.perf_counter()
             status = fwk.run_bind(state, pod, node)
             seconds = time.perf_counter() - start
