@@ -236,7 +236,8 @@ class SchedulerApp:
             if scheduling.done() and scheduling.exception() is not None:
                 log.error("scheduling loop died: %s", scheduling.exception())
                 self._exit_code = 1
-            await asyncio.wait({scheduling}, timeout=5)
+            # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
+            await asyncio.wait({scheduling}, timeout=1)
             stop_wait.cancel()
             return self._exit_code
         finally:
