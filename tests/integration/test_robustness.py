@@ -151,6 +151,9 @@ def test_sigterm_with_etcd_frozen_ends_within_the_grace_period_without_a_traceba
     lease = f"robust-{uuid.uuid4().hex[:8]}"
     add_nodes(api_client, run_id, 10)
     cfg = copy.deepcopy(scheduler_config(leader_elect=True, lease_name=lease))  # default 15/10/2 s
+    if busy:
+        # A low client rate keeps bindings queued and on the wire when etcd freezes.
+        cfg["clientConnection"] = {"qps": 10, "burst": 10}
     proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, cfg).start()
     processes.append(proc)
     proc.wait_ready(60)
@@ -172,6 +175,8 @@ def test_sigterm_with_etcd_frozen_ends_within_the_grace_period_without_a_traceba
     print(f"SIGTERM with etcd frozen ({'busy' if busy else 'idle'}): exited {code} after {took:.1f}s")
     assert code == 0, proc.log_tail()
     assert_no_traceback(proc)
+    if busy:  # the drain really did meet bindings that could not finish
+        assert "bindings still in flight at shutdown" in proc.log_path.read_text(errors="replace")
 
 
 # --- a partitioned leader ---------------------------------------------------------------------------
