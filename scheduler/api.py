@@ -13,11 +13,13 @@ from urllib.parse import quote
 import orjson
 import urllib3
 
+from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+DEFAULT_TIMEOUT = 30.0
 
 
 class ApiError(Exception):
@@ -48,10 +50,18 @@ class SchedulerApi:
         self.rest = rest
 
     def _call(
-        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> bytes:
         try:
-            status, data = self.rest.request(method, path, body, content_type=content_type)
+            status, data = self.rest.request(method, path, body, content_type=content_type, timeout=timeout)
+        except ConnectionFailed as err:  # its text already names the request
+            raise ApiError(0, str(err), retryable=True) from err
         except urllib3.exceptions.HTTPError as err:
             raise ApiError(0, f"{method} {path}: {err}", retryable=True) from err
         if 200 <= status < 300:
@@ -86,22 +96,31 @@ class SchedulerApi:
         pod: Mapping[str, Any] = orjson.loads(data)
         return pod
 
-    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def patch_pod_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         """Strategic-merge patch of pods/status (conditions merge by type, as upstream's PatchPodStatus)."""
         self._call(
             "PATCH",
             f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/status",
             patch,
             content_type="application/strategic-merge-patch+json",
+            timeout=timeout,
         )
 
-    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
-        self._call("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events", event)
+    def create_event(
+        self, namespace: str, event: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events"
+        self._call("POST", path, event, timeout=timeout)
 
-    def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def patch_event(
+        self, namespace: str, name: str, patch: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
         self._call(
             "PATCH",
             f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
             patch,
             content_type="application/merge-patch+json",
+            timeout=timeout,
         )

@@ -14,11 +14,9 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from kubernetes import client as k8s_client
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from scheduler import metrics
@@ -36,7 +34,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.informer_listers import InformerListers
 from scheduler.kubeclient import RestClient, load_configuration
-from scheduler.leaderelection import LeaderElector
+from scheduler.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
@@ -46,6 +44,9 @@ log = logging.getLogger(__name__)
 
 ACTIVE_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 LOOP_STALL_LIMIT = 30.0
+# SIGTERM: in-flight bindings get this long (the README promises it), every later step a few seconds.
+SHUTDOWN_DRAIN_SECONDS = 10.0
+SHUTDOWN_STEP_SECONDS = 3.0
 
 
 @dataclass
@@ -111,6 +112,9 @@ class SchedulerApp:
         self._exit_code = 0
         self._loop_heartbeat = time.monotonic()
         self._synced = False
+        self.lease_rest: RestClient | None = None
+        # Replaced by tests; in the product it ends the process at once (see _start_elector).
+        self._on_leadership_lost: Callable[[int], None] = exit_now
 
     # --- construction -------------------------------------------------------------------------
     def _build_frameworks(self) -> dict[str, Framework]:
@@ -172,7 +176,7 @@ class SchedulerApp:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         self._loop = loop
-        self._start_server()
+        self.start_serving()
 
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
@@ -180,6 +184,7 @@ class SchedulerApp:
                 on_done,
                 max_workers=max(BINDING_WORKERS, self.config.parallelism),
                 may_bind=self.may_bind,
+                before_bind=self.recorder.before_bind,
             )
 
         self.scheduler = Scheduler(
@@ -209,6 +214,8 @@ class SchedulerApp:
         pods.add_event_handler(
             on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
         )
+        # A deleted pod's Events and condition patch waiting for a retry are dropped, not kept.
+        pods.add_event_handler(on_delete=self._forget_pod_writes)
         for spec, informer in self.listers.start(self.factory).items():
             handlers.watch_other_kind(spec, informer)
         self.factory.start()
@@ -231,7 +238,8 @@ class SchedulerApp:
             if scheduling.done() and scheduling.exception() is not None:
                 log.error("scheduling loop died: %s", scheduling.exception())
                 self._exit_code = 1
-            await asyncio.wait({scheduling}, timeout=5)
+            # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
+            await asyncio.wait({scheduling}, timeout=1)
             stop_wait.cancel()
             return self._exit_code
         finally:
@@ -264,8 +272,14 @@ class SchedulerApp:
         leading.cancel()
         return self._leading.is_set() and not self._stop.is_set()
 
+    def start_serving(self) -> None:
+        """Bind the health and metrics server (the CLI calls this first, so a port in use, a bad
+        address or missing TLS files stop start-up with one line). Idempotent."""
+        if self.server is None:
+            self._start_server()
+
     def _start_server(self) -> None:
-        if self.serving.port <= 0 and self.serving.port != 0:
+        if self.serving.port < 0:
             return
         self.server = HealthServer(
             self.serving.bind_address,
@@ -287,15 +301,22 @@ class SchedulerApp:
             loop.call_soon_threadsafe(self._leading.set)
 
         def stopped() -> None:
-            # Called from the elector thread. Bindings already check is_leader(); stop the loop too.
+            # Called from the elector thread once the renew deadline passed without a renewal (or the
+            # lease was taken). Bindings already refuse (is_leader() is false). Like kube-scheduler's
+            # klog.FlushAndExit, leave now: an orderly shutdown would wait on the very API server we
+            # lost, and another replica may already lead.
             if self._stop.is_set():
                 return
-            log.error("leader election lost")
+            log.error("leader election lost; exiting")
             self._exit_code = 1
-            loop.call_soon_threadsafe(self._stop.set)
+            self._on_leadership_lost(1)
 
+        # Lease calls get a client of their own: never rate-limited behind bindings, one attempt per
+        # call, each bounded by what is left of the renew deadline (RestLeaseClient).
+        self.lease_rest = RestClient(self.configuration, qps=0, burst=1, pool_size=2)
         self.elector = LeaderElector(
-            k8s_client.ApiClient(self.configuration),
+            None,
+            lease_client=RestLeaseClient(self.lease_rest, le.resource_namespace, le.resource_name),
             namespace=le.resource_namespace,
             name=le.resource_name,
             identity=self.identity,
@@ -315,10 +336,19 @@ class SchedulerApp:
             metrics.set_unschedulable_pods(self.queue.unschedulable_counts())
             await asyncio.sleep(1.0)
 
+    def _forget_pod_writes(self, obj: Any) -> None:
+        pod = getattr(obj, "obj", obj)  # a DeletedFinalStateUnknown tombstone carries the last state
+        if isinstance(pod, Mapping):
+            self.recorder.forget_pod((pod.get("metadata") or {}).get("uid", ""))
+
     async def _flush_events(self) -> None:
+        ticks = 0
         while True:
-            await asyncio.sleep(30.0)
-            self.recorder.flush_series()
+            await asyncio.sleep(1.0)
+            self.recorder.retry_due()
+            ticks += 1
+            if ticks % 30 == 0:
+                self.recorder.flush_series()
 
     def request_stop(self) -> None:
         """Thread-safe: begin an orderly shutdown (SIGTERM)."""
@@ -326,28 +356,50 @@ class SchedulerApp:
             self._loop.call_soon_threadsafe(self._stop.set)
 
     async def _shutdown(self, background: list[asyncio.Task[Any]]) -> None:
+        """Every step is bounded, so SIGTERM ends well inside a 30 s grace period even when the API
+        server or etcd does not answer: bindings SHUTDOWN_DRAIN_SECONDS, then the rest a few seconds
+        each. Threads left in a hung request are abandoned; the CLI exits without joining them."""
         self._stop.set()
         if self.scheduler is not None:
             self.scheduler.stop()
             # In-flight bindings may finish; new ones are refused by may_bind().
-            if not await self.scheduler.binding_pool.drain(timeout=10.0):
+            if not await self.scheduler.binding_pool.drain(timeout=SHUTDOWN_DRAIN_SECONDS):
                 log.warning("%d bindings still in flight at shutdown", self.scheduler.binding_pool.in_flight)
             self.scheduler.binding_pool.shutdown()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         if self.factory is not None:
-            await self.factory.stop()
+            await _bounded(self.factory.stop(), SHUTDOWN_STEP_SECONDS, "stopping informers")
         if self.transport is not None:
-            await self.transport.close()
+            await _bounded(self.transport.close(), SHUTDOWN_STEP_SECONDS, "closing watch connections")
+        loop = asyncio.get_running_loop()
         if self.elector is not None:
-            # Release only on a clean stop: after losing the lease it is someone else's.
-            self.elector.stop(release=self._exit_code == 0)
-        self.recorder.shutdown(wait=True)
+            # Release only on a clean stop: after losing the lease it is someone else's. Run in a
+            # thread: the release is two blocking requests.
+            release = self._exit_code == 0
+            elector = self.elector
+            await loop.run_in_executor(
+                None, lambda: elector.stop(release=release, timeout=SHUTDOWN_STEP_SECONDS)
+            )
+        await loop.run_in_executor(
+            None, lambda: self.recorder.shutdown(wait=True, timeout=SHUTDOWN_STEP_SECONDS)
+        )
         if self.server is not None:
             self.server.stop()
         self.rest.close()
+        if self.lease_rest is not None:
+            self.lease_rest.close()
         self.queue.close()
+
+
+async def _bounded(step: Any, seconds: float, what: str) -> None:
+    try:
+        await asyncio.wait_for(step, seconds)
+    except TimeoutError:
+        log.warning("%s took longer than %gs at shutdown; going on", what, seconds)
+    except Exception as err:  # a failure here must not keep the remaining steps from running
+        log.warning("%s failed at shutdown: %s", what, err)
 
 
 class _WallClock:

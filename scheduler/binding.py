@@ -97,12 +97,16 @@ class BindingPool:
         *,
         max_workers: int = 16,
         may_bind: Callable[[], bool] = lambda: True,
+        before_bind: Callable[[str], object] = lambda uid: None,
     ) -> None:
         self._loop = loop
         self._on_done = on_done
         self._may_bind = may_bind
+        # Orders the pod's PodScheduled=False patch of an earlier attempt before this Binding.
+        self._before_bind = before_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
+        self._closed = False
         self._idle = asyncio.Event()
         self._idle.set()
         self.max_workers = max_workers
@@ -129,6 +133,11 @@ class BindingPool:
         self._in_flight -= 1
         if self._in_flight == 0:
             self._idle.set()
+        if self._closed:
+            # Arrived after shutdown gave up waiting: the queue and recorder are closed, and the
+            # informers of the next leader will see whatever the API server made of it.
+            log.info("binding result for %s after shutdown: %s", result.task.pod.key, result.outcome.value)
+            return
         self._on_done(result)
 
     def _bind(self, task: BindingTask) -> BindingResult:
@@ -142,8 +151,11 @@ class BindingPool:
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR
                 return BindingResult(task, outcome, status)
+            self._before_bind(pod.uid)
             if not self._may_bind():
                 return BindingResult(task, Outcome.ABANDONED)
+            # -v 4: every Binding sent, after the leadership check (the partition test reads these).
+            log.debug("sending binding of %s to %s", pod.key, node)
             start = time.perf_counter()
             status = fwk.run_bind(state, pod, node)
             seconds = time.perf_counter() - start
@@ -172,4 +184,5 @@ class BindingPool:
         return True
 
     def shutdown(self) -> None:
+        self._closed = True
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -8,10 +8,14 @@ import gc
 import logging
 import signal
 import sys
+import threading
+import time
 from collections.abc import Sequence
+from typing import NoReturn
 
-from scheduler.app import SchedulerApp, ServingOptions
+from scheduler.app import SchedulerApp, ServingOptions, exit_now
 from scheduler.config import ConfigError, load_config
+from scheduler.kubeclient import KubeconfigError, one_line
 from scheduler.logs import setup_logging
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
@@ -21,6 +25,8 @@ log = logging.getLogger("scheduler.cli")
 # arrive as fresh acyclic JSON dicts, refcounting frees them, and yet at the default the collector
 # ran ~700 times in a 5,000-pod run, ~8% of the scheduler's CPU. At 50,000 it runs a dozen times.
 GC_GEN0_THRESHOLD = 50_000
+# After shutdown, how long idle worker threads get to finish before the process leaves without them.
+EXIT_JOIN_SECONDS = 1.0
 
 
 def _bool(text: str) -> bool:
@@ -32,15 +38,32 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """Flag errors are start-up errors: one line and exit code 1 (kube-scheduler's), not usage + 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: {message}\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text[:40]!r}") from None
+    if not -1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range [-1, 65535] (-1 disables serving)")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="py-scheduler",
         description="A secondary Kubernetes scheduler. Pods opt in with spec.schedulerName.",
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
     parser.add_argument("--kubeconfig", help="kubeconfig path; default: in-cluster, then ~/.kube/config")
     parser.add_argument("--bind-address", default="0.0.0.0", help="address for /metrics and health")
-    parser.add_argument("--port", type=int, default=10259, help="port for /metrics and health; -1 disables")
+    parser.add_argument("--port", type=_port, default=10259, help="port for /metrics and health; -1 disables")
     parser.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
     parser.add_argument(
@@ -51,15 +74,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    setup_logging(args.log_format, args.verbosity)
-    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
-        log.error("--tls-cert-file and --tls-private-key-file go together")
-        return 1
+class StartupError(Exception):
+    """Anything that stops the scheduler before its loop runs; ``str()`` is the one line to print."""
 
+
+def _fail(message: str) -> int:
+    print(f"py-scheduler: {message}", file=sys.stderr)
+    return 1
+
+
+def build_app(args: argparse.Namespace) -> SchedulerApp:
+    """Config, client and the health server's socket: every start-up check, before the loop runs."""
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
     try:
         config = load_config(args.config, registry=IN_TREE_REGISTRY)
+    except ConfigError as err:
+        where = f"{err.source}: " if err.source else ""
+        raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
+    try:
         app = SchedulerApp(
             config,
             registry=config.registry or IN_TREE_REGISTRY,
@@ -69,14 +102,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
             leader_elect=args.leader_elect,
         )
-    except ConfigError as err:
-        print(f"py-scheduler: invalid configuration: {err}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError) as err:
-        print(f"py-scheduler: {err}", file=sys.stderr)
-        return 1
+    except KubeconfigError as err:
+        raise StartupError(str(err)) from None
+    try:
+        app.start_serving()
+    except OSError as err:
+        where = f"{args.bind_address}:{args.port}"
+        tls = (
+            f" with TLS files {args.tls_cert_file}, {args.tls_private_key_file}" if args.tls_cert_file else ""
+        )
+        raise StartupError(f"cannot serve health and metrics on {where}{tls}: {one_line(err)}") from None
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging(args.log_format, args.verbosity)
+    try:
+        app = build_app(args)
+    except StartupError as err:
+        return _fail(one_line(err, limit=4000))
+    except Exception as err:  # a bug or an environment we did not foresee: still one line, no traceback
+        log.debug("start-up failed", exc_info=True)
+        return _fail(f"start-up failed: {type(err).__name__}: {one_line(err)}")
     gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
-    return asyncio.run(_run(app))
+    code = asyncio.run(_run(app))
+    _exit_without_joining(code)
+    return code
 
 
 async def _run(app: SchedulerApp) -> int:
@@ -86,6 +138,22 @@ async def _run(app: SchedulerApp) -> int:
     code = await app.run()
     log.info("py-scheduler exiting with code %d", code)
     return code
+
+
+def _exit_without_joining(code: int) -> None:
+    """Shutdown is bounded, but a binding or event thread may still sit in a request to an API server
+    that does not answer (up to its 30 s timeout). Python would join those threads at exit and
+    overrun the pod's grace period, so leave without them."""
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    deadline = time.monotonic() + EXIT_JOIN_SECONDS
+    for thread in stuck:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in stuck if t.is_alive()]
+    if left:
+        log.warning("abandoning %d threads still in requests: %s", len(left), ", ".join(left[:5]))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        exit_now(code)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,20 @@
-"""Events and the PodScheduled condition, written off the loop and aggregated.
+"""Events and the PodScheduled condition, written off the loop, aggregated, retried and ordered.
 
 A crowd of unschedulable pods retried every few seconds would otherwise flood the API server. Like
 client-go's events library, the first occurrence of (pod, reason, message) is created at once and
 repeats within ``series_window`` only bump a series count, which is flushed at most every
 ``flush_interval`` seconds. Scheduled events are never aggregated: each pod is bound once.
+
+A write that fails for want of the API server (connection refused, timeout, 429, 5xx) is kept and
+tried again after ~10 s, up to 12 tries, as client-go's broadcaster does (``tools/events``
+``attemptRecording``: ``maxTriesPerEvent``, ``defaultSleepDuration`` jittered by 25%). It is dropped
+early only when its pod is deleted (``forget_pod``). Without this a 4-second API server restart lost
+the ``Scheduled`` event of a quarter of the pods bound around it.
+
+The PodScheduled=False patch of a failed attempt and the Binding of a later attempt run on different
+thread pools. ``before_bind`` orders them: the binding thread cancels a condition patch that has not
+started, and waits for one that is on the wire, so the patch can never land after the bind and leave a
+bound pod showing PodScheduled=False.
 """
 
 from __future__ import annotations
@@ -11,10 +22,14 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import random
 import secrets
+import threading
+import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import TTLCache
@@ -33,6 +48,19 @@ EVENT_WRITERS = 64
 
 # The API server rejects an Event whose note is longer (upstream's validation.NoteLengthLimit).
 NOTE_LENGTH_LIMIT = 1024
+
+# client-go tools/events: maxTriesPerEvent and defaultSleepDuration, jittered by wait.Jitter(d, 0.25).
+MAX_TRIES = 12
+RETRY_INTERVAL = 10.0
+RETRY_JITTER = 0.25
+# Writes waiting for a retry. Past this (an API server down for minutes under a flood of pods) the
+# oldest are dropped, as client-go drops when its queue is full, so memory stays bounded.
+MAX_PENDING_RETRIES = 10_000
+
+# Per-request timeout of a condition patch. A binding thread waits at most this long (plus a margin)
+# for a patch already on the wire, after which that patch has surely failed or landed.
+STATUS_PATCH_TIMEOUT = 10.0
+EVENT_TIMEOUT = 10.0
 
 
 def truncate_note(message: str) -> str:
@@ -60,8 +88,31 @@ class _Series:
     flushed_count: int
 
 
+@dataclass(eq=False)
+class _StatusGate:
+    """Orders one pod's condition patch before its next Binding (see ``before_bind``)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    idle: threading.Event = field(default_factory=threading.Event)
+    cancelled: bool = False
+
+    def __post_init__(self) -> None:
+        self.idle.set()
+
+
+@dataclass(eq=False)
+class _Write:
+    """One Event or condition write, kept until it succeeds, fails for good, or its pod is gone."""
+
+    uid: str
+    what: str
+    send: Callable[[], None]
+    gate: _StatusGate | None = None
+    tries: int = 0
+
+
 class EventRecorder:
-    """Called on the event loop; the HTTP calls run on a small writer pool."""
+    """Called on the event loop (except ``before_bind``); the HTTP calls run on a writer pool."""
 
     def __init__(
         self,
@@ -71,6 +122,9 @@ class EventRecorder:
         clock: Callable[[], float],
         series_window: float = 600.0,
         writers: int = EVENT_WRITERS,
+        retry_interval: float = RETRY_INTERVAL,
+        max_tries: int = MAX_TRIES,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self._api = api
         self._instance = reporting_instance
@@ -80,20 +134,117 @@ class EventRecorder:
         )
         self._dirty: set[tuple[str, str, str]] = set()
         self._executor = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="events")
+        self._retry_interval = retry_interval
+        self._max_tries = max_tries
+        self._jitter = jitter
+        # Shared by writer threads, the loop and binding threads; every access holds _lock.
+        self._lock = threading.Lock()
+        self._futures: set[Future[None]] = set()
+        self._retries: dict[_Write, float] = {}  # write -> due time (insertion order = age)
+        self._gates: dict[str, list[_StatusGate]] = {}  # pod uid -> its unfinished condition patches
+        self._closed = False
+        # Pods deleted recently: a write of theirs that fails after forget_pod() is not retried.
+        self._gone: TTLCache[str, bool] = TTLCache(maxsize=50_000, ttl=series_window, timer=clock)
         self.created = 0
         self.aggregated = 0
+        self.retried = 0
+        self.dropped = 0
 
-    def _submit(self, fn: Callable[[], None]) -> None:
-        def run() -> None:
-            try:
-                fn()
-            except ApiError as err:
-                log.warning("event/status write failed: %s", err)
-            except Exception:
-                log.exception("event/status write crashed")
+    # --- the writer pool ----------------------------------------------------------------------
+    def _submit(self, write: _Write) -> None:
+        with self._lock:
+            if self._closed:
+                # Shutdown went ahead: a late binding result must not raise into the loop.
+                log.debug("%s dropped: the recorder is shut down", write.what)
+                return
+            future = self._executor.submit(self._run, write)
+            self._futures.add(future)
+        future.add_done_callback(self._done)
 
-        self._executor.submit(run)
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._futures.discard(future)
 
+    def _run(self, write: _Write) -> None:
+        gate = write.gate
+        if gate is not None:
+            with gate.lock:
+                if gate.cancelled:
+                    return  # superseded by a Binding or a newer patch: never send it late
+                gate.idle.clear()
+        kept = False
+        try:
+            write.send()
+        except ApiError as err:
+            write.tries += 1
+            if err.retryable and write.tries < self._max_tries:
+                log.info("%s failed (try %d, will retry): %s", write.what, write.tries, err)
+                kept = self._keep_for_retry(write)
+            else:
+                with self._lock:
+                    self.dropped += 1
+                log.warning("%s failed (try %d, giving up): %s", write.what, write.tries, err)
+        except Exception:
+            log.exception("%s crashed", write.what)
+        finally:
+            if gate is not None:
+                with gate.lock:
+                    gate.idle.set()
+                if not kept:
+                    self._drop_gate(write.uid, gate)
+
+    def _drop_gate(self, uid: str, gate: _StatusGate) -> None:
+        with self._lock:
+            gates = self._gates.get(uid)
+            if gates is not None and gate in gates:
+                gates.remove(gate)
+                if not gates:
+                    del self._gates[uid]
+
+    def _keep_for_retry(self, write: _Write) -> bool:
+        due = self._clock() + self._retry_interval * (1.0 + RETRY_JITTER * (2.0 * self._jitter() - 1.0))
+        with self._lock:
+            if self._closed or write.uid in self._gone:
+                return False
+            self._retries[write] = due
+            while len(self._retries) > MAX_PENDING_RETRIES:
+                oldest = next(iter(self._retries))
+                del self._retries[oldest]
+                self.dropped += 1
+                log.warning("%s dropped: too many writes waiting for a retry", oldest.what)
+        return True
+
+    def retry_due(self) -> int:
+        """Resubmit the writes whose retry time has come (call periodically from the loop)."""
+        now = self._clock()
+        with self._lock:
+            due = [w for w, at in self._retries.items() if at <= now]
+            for write in due:
+                del self._retries[write]
+        for write in due:
+            self.retried += 1
+            self._submit(write)
+        return len(due)
+
+    @property
+    def pending_retries(self) -> int:
+        with self._lock:
+            return len(self._retries)
+
+    def forget_pod(self, uid: str) -> None:
+        """The pod is gone: its writes waiting for a retry are dropped (call from the loop)."""
+        if not uid:
+            return
+        with self._lock:
+            self._gone[uid] = True
+            for write in [w for w in self._retries if w.uid == uid]:
+                del self._retries[write]
+            gates = self._gates.pop(uid, ())
+        for gate in gates:
+            with gate.lock:
+                gate.cancelled = True
+
+    # --- Events -------------------------------------------------------------------------------
     def event(
         self,
         pod: Mapping[str, Any],
@@ -142,7 +293,22 @@ class EventRecorder:
         if aggregate:
             self._series[key] = _Series(namespace, name, 1, now, 1)
         self.created += 1
-        self._submit(lambda: self._api.create_event(namespace, body))
+        self._submit(
+            _Write(uid, f"{reason} event for {namespace}/{meta.get('name', '')}", self._creator(body))
+        )
+
+    def _creator(self, body: dict[str, Any]) -> Callable[[], None]:
+        namespace = body["metadata"]["namespace"]
+
+        def create() -> None:
+            try:
+                self._api.create_event(namespace, body, timeout=EVENT_TIMEOUT)
+            except ApiError as err:
+                # A retry of a create that reached the server before its answer was lost.
+                if err.status != 409:
+                    raise
+
+        return create
 
     def flush_series(self) -> None:
         """Send the counts of repeated events (call periodically from the loop)."""
@@ -153,8 +319,10 @@ class EventRecorder:
                 continue
             series.flushed_count = series.count
             patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_seen)}}
-            self._submit(functools.partial(self._api.patch_event, series.namespace, series.name, patch))
+            send = functools.partial(self._api.patch_event, series.namespace, series.name, patch)
+            self._submit(_Write(key[0], f"series of event {series.namespace}/{series.name}", send))
 
+    # --- the PodScheduled condition -----------------------------------------------------------
     def pod_condition_unschedulable(
         self, pod: Mapping[str, Any], *, reason: str, message: str, nominated_node: str | None = None
     ) -> None:
@@ -186,8 +354,50 @@ class EventRecorder:
         if nominated_node is not None:
             patch["status"]["nominatedNodeName"] = nominated_node
         meta = pod.get("metadata") or {}
-        namespace, name = meta.get("namespace", "default"), meta.get("name", "")
-        self._submit(lambda: self._api.patch_pod_status(namespace, name, patch))
+        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
+        gate = _StatusGate()
+        with self._lock:
+            self._gates.setdefault(uid, []).append(gate)
 
-    def shutdown(self, wait: bool = True) -> None:
-        self._executor.shutdown(wait=wait, cancel_futures=not wait)
+        def send() -> None:
+            self._api.patch_pod_status(namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT)
+
+        self._submit(_Write(uid, f"PodScheduled=False of {namespace}/{name}", send, gate=gate))
+
+    def before_bind(self, uid: str, timeout: float = STATUS_PATCH_TIMEOUT + 1.0) -> bool:
+        """Called by a binding thread right before the Binding POST of pod ``uid``.
+
+        A condition patch not yet sent (or waiting for a retry) is cancelled; one on the wire is waited
+        for, at most ``timeout``. Returns False when that wait timed out (the caller may bind anyway:
+        the patch's own timeout is shorter, so it has failed or landed by then).
+        """
+        with self._lock:
+            gates = self._gates.pop(uid, ())
+        for gate in gates:
+            with gate.lock:
+                gate.cancelled = True
+        deadline = time.monotonic() + timeout
+        return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+
+    # --- shutdown -----------------------------------------------------------------------------
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> bool:
+        """Stop accepting writes. With ``wait``, wait for those in progress, at most ``timeout``.
+
+        Writes waiting for a retry are abandoned. Returns True when nothing is left on the wire.
+        """
+        with self._lock:
+            self._closed = True
+            abandoned = len(self._retries)
+            self._retries.clear()
+            futures = set(self._futures)
+        if abandoned:
+            log.warning("%d event/condition writes abandoned at shutdown (API server unreachable)", abandoned)
+        done = True
+        if wait and futures:
+            _, not_done = wait_futures(futures, timeout=timeout)
+            done = not not_done
+            if not done:
+                log.warning("%d event/condition writes still in flight at shutdown", len(not_done))
+        # Threads stuck on a dead connection are left behind; the CLI exits without joining them.
+        self._executor.shutdown(wait=wait and done, cancel_futures=True)
+        return done

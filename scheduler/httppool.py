@@ -103,6 +103,8 @@ class ConnectionPool:
         conn = self._get()
         try:
             if conn.sock is None:
+                # A caller's deadline (a lease renewal) bounds the connect too, not only the reads.
+                conn.timeout = min(self._connect_timeout, timeout)
                 conn.connect()
             assert conn.sock is not None
             conn.sock.settimeout(timeout)

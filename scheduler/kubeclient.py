@@ -8,6 +8,7 @@ never use and, for bindings, raise after a successful POST (kubernetes-client/py
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,17 +21,45 @@ from kubernetes import config as k8s_config
 from scheduler.httppool import ConnectionPool
 
 
+class KubeconfigError(ValueError):
+    """The API server connection cannot be configured; the message is one line naming the file."""
+
+
 def load_configuration(kubeconfig: str | None) -> Any:
-    """A kubernetes ``Configuration`` from ``kubeconfig``, else in-cluster, else the default kubeconfig."""
+    """A kubernetes ``Configuration`` from ``kubeconfig``, else in-cluster, else the default kubeconfig.
+
+    Any failure (missing, empty or malformed file, missing context or certificate) is a
+    ``KubeconfigError``: the client's own exceptions are several types with multi-line messages.
+    """
     configuration = k8s_client.Configuration()
     if kubeconfig:
-        k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        if not os.path.isfile(kubeconfig):
+            raise KubeconfigError(f"kubeconfig {kubeconfig}: no such file")
+        _load_kube_config(kubeconfig, configuration)
         return configuration
     try:
         k8s_config.load_incluster_config(client_configuration=configuration)
     except k8s_config.ConfigException:
-        k8s_config.load_kube_config(client_configuration=configuration)
+        default = os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+        if not os.path.isfile(default):
+            raise KubeconfigError(
+                f"no kubeconfig: not running in a cluster, --kubeconfig not given and {default} missing"
+            ) from None
+        _load_kube_config(default, configuration)
     return configuration
+
+
+def _load_kube_config(path: str, configuration: Any) -> None:
+    try:
+        k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
+    except Exception as err:  # ConfigException, YAMLError, OSError, TypeError on a wrong-shaped file
+        raise KubeconfigError(f"kubeconfig {path}: {one_line(err)}") from None
+
+
+def one_line(err: BaseException, limit: int = 300) -> str:
+    """An exception as a single bounded line: the first line of its text, or its type."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class RateLimiter:

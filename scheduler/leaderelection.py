@@ -137,6 +137,42 @@ class KubeLeaseClient:
         return result
 
 
+class RestLeaseClient:
+    """LeaseClient over the scheduler's ``RestClient``: one attempt per call, bounded by its timeout.
+
+    The generated client's urllib3 pool retries a failed GET or PUT three times, each with the full
+    timeout, so one lease call outlasted the renew deadline and a partitioned leader went on reporting
+    itself leader for 45 s. Here a call is one request on ``http.client`` whose connect and reads are
+    bounded by the ``timeout`` the elector passes (what is left of the renew deadline).
+    """
+
+    def __init__(self, rest: Any, namespace: str, name: str) -> None:
+        self._rest = rest
+        self._namespace = namespace
+        self._name = name
+        self._base = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+
+    def get(self, timeout: float) -> Lease | None:
+        status, body = self._rest.request("GET", f"{self._base}/{self._name}", timeout=timeout)
+        if status == 404:
+            return None
+        return self._ok(status, body)
+
+    def create(self, lease: Lease, timeout: float) -> Lease:
+        return self._ok(*self._rest.request("POST", self._base, lease, timeout=timeout))
+
+    def update(self, lease: Lease, timeout: float) -> Lease:
+        return self._ok(*self._rest.request("PUT", f"{self._base}/{self._name}", lease, timeout=timeout))
+
+    def _ok(self, status: int, body: bytes) -> Lease:
+        if status == 409:
+            raise LeaseConflictError(body[:300].decode(errors="replace"))
+        if not 200 <= status < 300:
+            raise RuntimeError(f"lease {self._namespace}/{self._name}: HTTP {status}: {body[:300]!r}")
+        result: Lease = json.loads(body)
+        return result
+
+
 class _LostError(Exception):
     """Leadership is gone for good: another holder was observed."""
 
@@ -229,24 +265,29 @@ class LeaderElector:
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)
         self._thread.start()
 
-    def stop(self, release: bool = True) -> None:
+    def stop(self, release: bool = True, timeout: float | None = None) -> None:
         """Stop campaigning; with ``release`` and while we hold the lease, hand it over at once.
 
         ``is_leader()`` is false from the moment this is called. Does not call on_stopped_leading.
+        ``timeout`` bounds the whole call (joining the thread, then the release's two requests); by
+        default the renew deadline. A thread stuck in a request past it is abandoned (it is a daemon).
         """
         self._leader_until = -math.inf
         self._stop.set()
+        budget = self.renew_deadline if timeout is None else timeout
+        deadline = self._clock() + budget
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
-            # A request in flight is bounded by its timeout (at most the renew deadline).
-            thread.join(self.renew_deadline + self.retry_period)
+            # A request in flight is bounded by its own timeout, but shutdown must not wait it out.
+            thread.join(max(0.0, deadline - self._clock()))
             if thread.is_alive():
                 logger.warning("leader election thread did not stop; not releasing %s", self.describe())
+                metrics.set_leader(self.name, False)
                 return
         # The thread may have finished a renewal between our first reset and its exit.
         self._leader_until = -math.inf
         if release and self._leading and not self._lost:
-            self._release()
+            self._release(max(_MIN_REQUEST_TIMEOUT, deadline - self._clock()))
         self._leading = False
         metrics.set_leader(self.name, False)
 
@@ -326,27 +367,31 @@ class LeaderElector:
             return self.retry_period if ok else min(self.retry_period, left)
         return self.retry_period * (1.0 + self._jitter() * JITTER_FACTOR)
 
-    def _request_timeout(self, now: float) -> float:
+    def _request_timeout(self) -> float:
+        """What is left of the renew deadline, read afresh before *each* request of an attempt: a
+        fast-path PUT that timed out must not hand its whole budget again to the GET after it."""
         if self._leading:
-            left = self._renewed_at + self.renew_deadline - now
+            left = self._renewed_at + self.renew_deadline - self._clock()
+            if left <= 0:
+                raise TimeoutError("renew deadline passed during the attempt")
             return max(_MIN_REQUEST_TIMEOUT, min(self.renew_deadline, left))
         return self.renew_deadline
 
     def _try_acquire_or_renew(self, now: float) -> bool:
-        timeout = self._request_timeout(now)
         if self._leading and self._lease is not None:
             # Fast path: the Lease is ours and we saw its latest version; PUT it back renewed.
             try:
-                self._observe(self._client.update(self._renewed(self._lease), timeout), now)
+                renewed = self._client.update(self._renewed(self._lease), self._request_timeout())
+                self._observe(renewed, now)
                 return True
             except Exception as err:  # conflict, 404, timeout: all mean "re-read it", as in client-go
                 logger.info("optimistic renewal of %s failed (%s), re-reading it", self.describe(), err)
 
-        lease = self._client.get(timeout)
+        lease = self._client.get(self._request_timeout())
         if lease is None:
             if self._leading:
                 logger.warning("lease %s disappeared while we held it; recreating it", self.describe())
-            self._observe(self._client.create(self._new_lease(), timeout), now)
+            self._observe(self._client.create(self._new_lease(), self._request_timeout()), now)
             return True
 
         self._observe(lease, now)
@@ -364,7 +409,7 @@ class LeaderElector:
             if self._leading:
                 metrics.leader_slowpath(self.name)
             body = self._renewed(lease)
-        self._observe(self._client.update(body, timeout), now)
+        self._observe(self._client.update(body, self._request_timeout()), now)
         return True
 
     # -- lease bodies ------------------------------------------------------------------------------
@@ -452,11 +497,14 @@ class LeaderElector:
         except Exception:
             logger.exception("on_stopped_leading failed")
 
-    def _release(self) -> None:
-        """client-go ReleaseOnCancel: clear the holder and shrink the lease to 1 s, only if still ours."""
-        timeout = self.renew_deadline
+    def _release(self, budget: float | None = None) -> None:
+        """client-go ReleaseOnCancel: clear the holder and shrink the lease to 1 s, only if still ours.
+
+        Both requests together take at most ``budget`` (default: the renew deadline).
+        """
+        deadline = self._clock() + (self.renew_deadline if budget is None else budget)
         try:
-            lease = self._client.get(timeout)
+            lease = self._client.get(max(_MIN_REQUEST_TIMEOUT, deadline - self._clock()))
             if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
                 return
             body = dict(lease)
@@ -464,7 +512,10 @@ class LeaderElector:
             stamp = micro_time(self._wall())
             spec.update(holderIdentity="", leaseDurationSeconds=1, acquireTime=stamp, renewTime=stamp)
             body["spec"] = spec
-            self._client.update(body, timeout)
+            left = deadline - self._clock()
+            if left <= 0:
+                raise TimeoutError("no time left to release it")
+            self._client.update(body, left)
             logger.info("released lease %s", self.describe())
         except Exception as err:
             logger.warning("failed to release lease %s: %s", self.describe(), err)

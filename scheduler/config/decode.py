@@ -125,14 +125,22 @@ class _Decoder:
             return []
         return list(value)
 
-    def integer(self, d: Mapping[str, Any], key: str, path: FieldPath, default: int | None) -> int | None:
+    def integer(
+        self, d: Mapping[str, Any], key: str, path: FieldPath, default: int | None, *, bits: int = 32
+    ) -> int | None:
+        """An int of upstream's Go type (int32 unless ``bits`` says otherwise): values past its range
+        fail to decode there ("cannot unmarshal number ... of type int32"), so they fail here."""
         value = d.get(key)
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            self.errs.invalid(path.child(key), value, "must be an integer")
+            if not (isinstance(value, float) and value.is_integer()):
+                self.errs.invalid(path.child(key), value, "must be an integer")
+                return default
+            value = int(value)
+        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if not low <= value <= high:
+            self.errs.invalid(path.child(key), value, f"must fit in int{bits} [{low}, {high}]")
             return default
         return value
 
@@ -223,10 +231,10 @@ def decode_config(raw: Any, errs: ErrorList) -> SchedulerConfig:
             dec.integer(top, "percentageOfNodesToScore", root, DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE)
         ),
         pod_initial_backoff_seconds=_int(
-            dec.integer(top, "podInitialBackoffSeconds", root, DEFAULT_POD_INITIAL_BACKOFF_SECONDS)
+            dec.integer(top, "podInitialBackoffSeconds", root, DEFAULT_POD_INITIAL_BACKOFF_SECONDS, bits=64)
         ),
         pod_max_backoff_seconds=_int(
-            dec.integer(top, "podMaxBackoffSeconds", root, DEFAULT_POD_MAX_BACKOFF_SECONDS)
+            dec.integer(top, "podMaxBackoffSeconds", root, DEFAULT_POD_MAX_BACKOFF_SECONDS, bits=64)
         ),
         profiles=_decode_profiles(dec, top.get("profiles"), root.child("profiles")),
         delay_cache_until_active=dec.boolean(top, "delayCacheUntilActive", root, False),

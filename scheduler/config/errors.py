@@ -26,18 +26,28 @@ class ConfigError(ValueError):
         super().__init__(message)
 
 
+# A wrong-typed value (a whole list where a number belongs) is echoed into the error; past this many
+# characters it is cut, so one bad field cannot turn the one-line start-up error into megabytes.
+MAX_VALUE_CHARS = 200
+
+
 def format_value(value: Any) -> str:
-    """Render a value the way ``field.Error`` does: strings quoted, Go spellings for bool and nil."""
+    """Render a value the way ``field.Error`` does: strings quoted, Go spellings for bool and nil;
+    at most MAX_VALUE_CHARS characters."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return repr(value)
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        except (TypeError, ValueError):
+            text = repr(value)
+    if len(text) > MAX_VALUE_CHARS:
+        return f"{text[:MAX_VALUE_CHARS]}...({len(text) - MAX_VALUE_CHARS} more characters)"
+    return text
 
 
 class FieldPath:

@@ -30,14 +30,12 @@ log = logging.getLogger(__name__)
 # must still leave room for it. Upstream only finds this when it builds the leader elector.
 LEADER_ELECTION_JITTER_FACTOR = 1.2
 
-# Upstream treats an explicit weight of 0 as 1 and bounds weights only by int64 overflow of the
-# total score. We are stricter: negatives and weights over 100 are rejected (100 is the whole range
-# of a node score, so a bigger weight only drowns the other plugins), and so is 0 at ``score``, where
-# a plugin is enabled precisely to be weighted. ``multiPoint`` keeps upstream's "0 means unset":
-# kube-scheduler writes ``weight: 0`` for every non-score plugin when it dumps its config.
-MIN_SCORE_WEIGHT = 1
-MAX_SCORE_WEIGHT = 100
-_MIN_WEIGHT_BY_SET = {"score": MIN_SCORE_WEIGHT, MULTI_POINT: 0}
+# Upstream (framework ``getValidScoreWeights``) treats a weight of 0 as 1 and otherwise only guards the
+# int64 sum of weight * MaxNodeScore; weights are int32, so the decoder already bounds them. A negative
+# weight makes that guard fail ("total score of Score plugins could overflow"), so it is refused here.
+MIN_SCORE_WEIGHT = 0
+MAX_SCORE_WEIGHT = 2**31 - 1
+_WEIGHTED_SETS = frozenset({"score", MULTI_POINT})
 
 # Plugins removed from v1 (upstream ``invalidPluginsByVersion``).
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
@@ -154,7 +152,13 @@ def _validate_profile(
         if pc.name in REMOVED_PLUGINS:
             errs.invalid(entry_path, pc.name, _removed_detail())
         elif registry is not None and pc.name not in registry:
-            errs.invalid(entry_path.child("name"), pc.name, _unknown_detail(pc.name, load_errors))
+            # kube-scheduler ignores args of a plugin it does not have; an enabled one is still an error.
+            log.warning(
+                "%s: args for plugin %r ignored: %s",
+                entry_path.child("name"),
+                pc.name,
+                _unknown_detail(pc.name, load_errors),
+            )
 
 
 def _validate_plugin_set(
@@ -180,10 +184,11 @@ def _validate_plugin_set(
             errs.invalid(entry_path, ref.name, _removed_detail())
         elif registry is not None and ref.name not in registry:
             errs.invalid(entry_path.child("name"), ref.name, _unknown_detail(ref.name, load_errors))
-        low = _MIN_WEIGHT_BY_SET.get(set_name)
-        if low is not None and ref.weight is not None and not low <= ref.weight <= MAX_SCORE_WEIGHT:
+        if set_name in _WEIGHTED_SETS and ref.weight is not None and ref.weight < MIN_SCORE_WEIGHT:
             errs.invalid(
-                entry_path.child("weight"), ref.weight, f"must be in the range [{low}, {MAX_SCORE_WEIGHT}]"
+                entry_path.child("weight"),
+                ref.weight,
+                "must not be negative (kube-scheduler: total score of Score plugins could overflow)",
             )
     for j, name in enumerate(ps.disabled):
         entry_path = path.child("disabled").index(j)

@@ -237,7 +237,7 @@ def test_bad_config_exits_1_and_names_the_field(tmp_path: Path, kubeconfig: str)
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "profiles": [{"schedulerName": "py-scheduler", "plugins": {"score": {"enabled": [
-            {"name": "NodeResourcesFit", "weight": 0}]}}}],
+            {"name": "NodeResourcesFit", "weight": -1}]}}}],
     }))  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-m", "scheduler", "--config", str(bad), "--kubeconfig", kubeconfig],

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from scheduler.api import SchedulerApi
-from scheduler.events import NORMAL, WARNING, EventRecorder, micro_time, rfc3339, truncate_note
+from scheduler.events import (
+    MAX_TRIES,
+    NORMAL,
+    RETRY_INTERVAL,
+    WARNING,
+    EventRecorder,
+    micro_time,
+    rfc3339,
+    truncate_note,
+)
+from scheduler.httppool import ConnectionFailed
 from tests.unit.test_core_fakes import FakeRest, make_pod, status_error
 
 START = 1_700_000_000.0
@@ -219,3 +231,173 @@ def test_condition_patch_can_carry_the_nominated_node(env: Env) -> None:
     env.settle()
     [patch] = env.rest.status_patches()
     assert patch.body["status"]["nominatedNodeName"] == "n3"
+
+
+# --- retries (client-go's broadcaster: 12 tries, ~10 s apart) ---------------------------------------
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Writer threads report back asynchronously: wait on the condition, never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.002)
+
+
+class Flaky:
+    """An API server that refuses connections until ``up`` is set."""
+
+    def __init__(self) -> None:
+        self.up = False
+        self.refused = 0
+        self.written: list[Any] = []
+
+    def __call__(self, method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if not self.up:
+            self.refused += 1
+            raise ConnectionFailed(f"{method} {path}: ConnectionRefusedError(111)")
+        self.written.append(body)
+        return 201, b"{}"
+
+
+def retry_env(max_tries: int = MAX_TRIES) -> Env:
+    made = Env()
+    made.recorder = EventRecorder(
+        SchedulerApi(made.rest),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=made.clock,
+        max_tries=max_tries,
+        jitter=lambda: 0.5,  # the middle of the jitter range: exactly RETRY_INTERVAL
+    )
+    return made
+
+
+def test_an_event_that_fails_to_connect_is_retried_until_written() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    env.scheduled(pod)
+    wait_until(lambda: env.recorder.pending_retries == 1)
+    env.clock.now += RETRY_INTERVAL - 1
+    assert env.recorder.retry_due() == 0  # not yet
+    env.clock.now += 1
+    assert env.recorder.retry_due() == 1
+    wait_until(lambda: env.recorder.pending_retries == 1 and flaky.refused == 2)
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    assert env.recorder.retry_due() == 1
+    env.settle()
+    assert [e["reason"] for e in flaky.written] == ["Scheduled"]
+    assert flaky.refused == 2 and env.recorder.pending_retries == 0
+
+
+def test_an_event_is_given_up_after_max_tries(caplog: pytest.LogCaptureFixture) -> None:
+    env = retry_env()
+    env.rest.respond = Flaky()
+    env.scheduled(make_pod("p"))
+    for tries in range(1, MAX_TRIES):
+        wait_until(lambda: env.recorder.pending_retries == 1)
+        env.clock.now += RETRY_INTERVAL
+        env.recorder.retry_due()
+        wait_until(lambda t=tries: len(env.rest.calls) == t + 1)  # type: ignore[misc]
+    env.settle()
+    assert len(env.rest.calls) == MAX_TRIES
+    assert env.recorder.pending_retries == 0 and env.recorder.dropped == 1
+    assert "giving up" in caplog.text
+
+
+def test_a_rejected_event_is_not_retried() -> None:
+    env = retry_env()
+    env.rest.respond = lambda method, path, body: status_error(422, "note: Too long")
+    env.scheduled(make_pod("p"))
+    env.settle()
+    assert len(env.rest.calls) == 1 and env.recorder.dropped == 1
+
+
+def test_a_deleted_pods_writes_are_dropped_not_retried() -> None:
+    env = retry_env()
+    env.rest.respond = Flaky()
+    gone, kept = make_pod("gone"), make_pod("kept")
+    env.scheduled(gone)
+    env.recorder.pod_condition_unschedulable(gone, reason="Unschedulable", message="m")
+    env.scheduled(kept)
+    wait_until(lambda: env.recorder.pending_retries == 3)
+    env.recorder.forget_pod(gone["metadata"]["uid"])
+    assert env.recorder.pending_retries == 1
+    env.settle()
+
+
+def test_writes_after_shutdown_are_dropped_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    env = Env()
+    env.settle()
+    env.scheduled(make_pod("late"))  # a binding result that arrives after shutdown: no exception
+    env.recorder.pod_condition_unschedulable(make_pod("late"), reason="Unschedulable", message="m")
+    assert env.rest.calls == []
+    assert "Traceback" not in caplog.text
+
+
+def test_shutdown_is_bounded_while_a_write_hangs() -> None:
+    release = threading.Event()
+
+    def hang(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        release.wait(10)
+        return 201, b"{}"
+
+    env = retry_env()
+    env.rest.respond = hang
+    env.scheduled(make_pod("p"))
+    wait_until(lambda: len(env.rest.calls) == 1)
+    started = time.monotonic()
+    assert env.recorder.shutdown(wait=True, timeout=0.2) is False
+    assert time.monotonic() - started < 5  # generous: the hung write would take 10 s
+    release.set()
+
+
+# --- PodScheduled=False never lands after the bind --------------------------------------------------
+
+
+def test_a_condition_patch_not_yet_sent_is_cancelled_by_the_bind() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    wait_until(lambda: env.recorder.pending_retries == 1)  # failed once, waiting for its retry
+    assert env.recorder.before_bind(pod["metadata"]["uid"], timeout=1.0)
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    env.recorder.retry_due()
+    env.settle()
+    # Only the refused first try reached the wire; the stale failure was never written after the bind.
+    assert len(env.rest.status_patches()) == flaky.refused == 1
+
+
+def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
+    env = Env()
+    on_wire, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def slow_patch(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        on_wire.set()
+        release.wait(10)
+        order.append("patch")
+        return 200, b"{}"
+
+    env.rest.respond = slow_patch
+    pod = make_pod("p")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    assert on_wire.wait(5)
+
+    def bind() -> None:
+        env.recorder.before_bind(pod["metadata"]["uid"], timeout=10)
+        order.append("bind")
+
+    binder = threading.Thread(target=bind)
+    binder.start()
+    binder.join(0.2)
+    assert binder.is_alive() and order == []  # still waiting for the patch
+    release.set()
+    binder.join(10)
+    assert order == ["patch", "bind"]
+    env.settle()

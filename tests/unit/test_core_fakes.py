@@ -246,7 +246,14 @@ class CoreEnv:
                 self.results.append(result)
                 on_done(result)
 
-            self.pool = BindingPool(self.loop, spy, max_workers=2, may_bind=may_bind)
+            self.pool = BindingPool(
+                self.loop,
+                spy,
+                max_workers=2,
+                may_bind=may_bind,
+                # Looked up per call, so a test can wrap the recorder's method after construction.
+                before_bind=lambda uid: self.recorder.before_bind(uid),  # noqa: PLW0108
+            )
             return self.pool
 
         self.scheduler = Scheduler(

@@ -196,6 +196,43 @@ async def test_a_new_node_wakes_the_pod_and_it_binds_there(make_env: MakeEnv) ->
     assert env.rest.bindings() == {"big": "n2"}
 
 
+async def test_a_slow_failure_patch_lands_before_the_later_bind(make_env: MakeEnv) -> None:
+    """Issue 11: under load the PodScheduled=False patch of attempt 1 landed after the bind of attempt 2."""
+    patch_on_wire, release_patch = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if path.endswith("/status"):
+            patch_on_wire.set()
+            release_patch.wait(10)
+            order.append("PodScheduled=False")
+        elif path.endswith("/binding"):
+            order.append("Binding")
+        return 201, b"{}"
+
+    env = make_env([make_node("n1", cpu="1")], respond=respond)
+    env.queue.add(make_pod("big", cpu="2"))
+    await env.schedule_next()
+    await asyncio.to_thread(patch_on_wire.wait, 5)
+
+    handlers(env).on_node_add(make_node("n2", cpu="4"))
+    env.clock.advance(1.0)
+    entered = threading.Event()
+    before_bind = env.recorder.before_bind
+
+    def spy(uid: str, timeout: float = 11.0) -> bool:
+        entered.set()
+        return before_bind(uid, timeout)
+
+    env.recorder.before_bind = spy  # type: ignore[method-assign]
+    await env.schedule_next()
+    # Before the fix the Binding went out at once, and the patch landed after it.
+    await wait_for(lambda: bool(order) or entered.is_set())
+    release_patch.set()
+    await env.wait_bindings(1)
+    assert order == ["PodScheduled=False", "Binding"]
+
+
 async def test_no_nodes_at_all(make_env: MakeEnv) -> None:
     env = make_env([])
     env.queue.add(make_pod("p"))

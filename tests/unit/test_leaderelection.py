@@ -507,3 +507,109 @@ def test_thread_leads_and_releases_in_real_time() -> None:
     assert rec.stopped == 0
     with pytest.raises(RuntimeError):
         elector.start()
+
+
+class FrozenNetwork(FakeLeaseAPI):
+    """Every call hangs for its whole timeout, then fails: a partitioned leader's view of the API."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.frozen = False
+        self.timeouts: list[float] = []
+
+    def _maybe_fail(self, call: str) -> None:
+        super()._maybe_fail(call)
+        if self.frozen:
+            self.timeouts.append(self.clock.t)
+            self.clock.advance(self._timeout)
+            raise TimeoutError(f"{call}: timed out")
+
+    def get(self, timeout: float) -> Lease | None:
+        self._timeout = timeout
+        return super().get(timeout)
+
+    def update(self, lease: Lease, timeout: float) -> Lease:
+        self._timeout = timeout
+        return super().update(lease, timeout)
+
+
+def test_a_partitioned_leader_loses_within_the_renew_deadline_not_after_each_call_runs_out() -> None:
+    """Issue 11: the fast-path PUT and the GET after it each got the whole budget, so a frozen network
+    kept the leader "leading" past the deadline. The attempt now shares what is left of it."""
+    clock = FakeClock()
+    api = FrozenNetwork(clock)
+    rec = Recorder()
+    elector = make(api, clock, rec, renew_deadline=4.0, retry_period=1.0, lease_duration=6.0)
+    elector.tick()
+    assert rec.started == 1
+    renewed_at = clock.t
+    api.frozen = True
+    lost_at = None
+    while lost_at is None:
+        clock.advance(elector.tick() or 0.0)
+        if rec.stopped:
+            lost_at = clock.t
+        assert clock.t - renewed_at < 30, "never lost"
+    assert not elector.is_leader()
+    # Lost once the renew deadline passed, no later than one retry period after it.
+    assert 4.0 <= lost_at - renewed_at <= 4.0 + 1.0
+    assert all(t - renewed_at < 4.0 for t in api.timeouts)  # no request started past the deadline
+
+
+def test_stop_is_bounded_while_a_lease_call_hangs() -> None:
+    clock = FakeClock()
+    api = FakeLeaseAPI()
+    rec = Recorder()
+    elector = make(api, clock, rec)
+    elector.tick()
+    api.block = threading.Event()  # the next call hangs (really: a thread blocked in a socket read)
+    api.entered.clear()
+    elector.start()
+    assert api.entered.wait(5)
+    elector.stop(release=True, timeout=0.2)  # returns although the thread is stuck
+    assert not elector.is_leader()
+    api.block.set()
+
+
+def test_rest_lease_client_makes_one_attempt_bounded_by_its_timeout() -> None:
+    """Issue 11: the generated client's urllib3 pool retried each lease call, each with the full
+    timeout, so one call outlasted the renew deadline. Against a server that accepts and never
+    answers (a frozen network), a call now costs one connection and about its timeout."""
+    import socket
+    import time
+
+    from kubernetes import client as k8s_client
+
+    from scheduler.kubeclient import RestClient
+    from scheduler.leaderelection import RestLeaseClient
+
+    accepted: list[socket.socket] = []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(5)
+        configuration = k8s_client.Configuration()
+        configuration.host = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        rest = RestClient(configuration, qps=0, burst=1, pool_size=1)
+        client = RestLeaseClient(rest, "kube-system", "py-scheduler")
+        done = threading.Event()
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                client.get(0.3)
+            except Exception as err:
+                errors.append(err)
+            done.set()
+
+        started = time.monotonic()
+        threading.Thread(target=call, daemon=True).start()
+        accepted.append(listener.accept()[0])
+        assert done.wait(5), "the call outlived its timeout"
+        elapsed = time.monotonic() - started
+        listener.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            accepted.append(listener.accept()[0])  # no second attempt
+    for sock in accepted:
+        sock.close()
+    assert errors and "timed out" in str(errors[0])
+    assert elapsed < 3  # generous: one 0.3 s attempt, not four

@@ -1,0 +1,285 @@
+"""Issue 11 on the real control plane: faults around the scheduler process.
+
+* every pod bound around a kube-apiserver restart gets its ``Scheduled`` Event (writes are retried);
+* SIGTERM with etcd frozen (the API server accepts requests and never answers) ends within the grace
+  period, with no traceback;
+* a leader whose network to the API server freezes exits 1 within the renew deadline plus a retry
+  period, and sends no Binding after it lost the lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster.credentials import write_kubeconfig
+from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
+from tests.integration.workload import RUN_LABEL, create_pods, list_events, list_pods, make_pod, new_run_id
+
+GRACE_PERIOD = 30.0  # Kubernetes' default terminationGracePeriodSeconds
+FAST_ELECTION = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
+
+
+@pytest.fixture
+def run_id(core_v1: Any) -> Iterator[str]:
+    rid = new_run_id()
+    yield rid
+    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[SchedulerProcess]]:
+    started: list[SchedulerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+def add_nodes(api_client: Any, run_id: str, count: int) -> None:
+    create_nodes(api_client, [make_node(f"{run_id}-n{i}", labels={RUN_LABEL: run_id}) for i in range(count)])
+
+
+def bound(core_v1: Any, namespace: str) -> set[str]:
+    return {p["metadata"]["name"] for p in list_pods(core_v1, namespace) if p["spec"].get("nodeName")}
+
+
+def scheduled_events(core_v1: Any, namespace: str) -> set[str]:
+    return {
+        e["involvedObject"]["name"] for e in list_events(core_v1, namespace) if e.get("reason") == "Scheduled"
+    }
+
+
+def elected(lease: str) -> dict[str, Any]:
+    cfg = copy.deepcopy(scheduler_config(leader_elect=True, lease_name=lease))
+    cfg["leaderElection"].update(FAST_ELECTION)
+    return cfg
+
+
+def is_leading(proc: SchedulerProcess, lease: str) -> bool:
+    proc.assert_running()
+    status, text = proc.get("/metrics")
+    return status == 200 and f'leader_election_master_status{{name="{lease}"}} 1.0' in text
+
+
+def assert_no_traceback(proc: SchedulerProcess) -> None:
+    text = proc.log_path.read_text(errors="replace")
+    assert "Traceback" not in text, text[-4000:]
+
+
+# --- Events across an API server restart ------------------------------------------------------------
+
+
+def test_every_pod_bound_around_an_apiserver_restart_gets_its_scheduled_event(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    add_nodes(api_client, run_id, 10)
+    # A low client rate keeps bindings and their Events flowing for ~15 s, so the restart hits writes.
+    cfg = scheduler_config(leader_elect=False, extra={"clientConnection": {"qps": 40, "burst": 40}})
+    proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, cfg).start()
+    processes.append(proc)
+    proc.wait_ready(60)
+
+    total = 300
+    create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(total)])
+    wait_for(lambda: len(bound(core_v1, namespace)) >= 30, 60, "the first bindings")
+    # Bindings and their Events are in flight while the API server goes away and comes back.
+    control_plane.restart_apiserver()
+    proc.assert_running()
+
+    wait_for(lambda: len(bound(core_v1, namespace)) == total, 120, f"all {total} pods bound")
+    # A write that failed to connect is retried every ~10 s (client-go's interval), 12 times.
+    wait_for(
+        lambda: bound(core_v1, namespace) <= scheduled_events(core_v1, namespace),
+        90,
+        "a Scheduled event for every bound pod",
+    )
+    # The restart did hit Event writes (else this test proves nothing), and none was given up.
+    log = proc.log_path.read_text(errors="replace")
+    assert "will retry" in log
+    assert "giving up" not in log
+    assert proc.stop() == 0, proc.log_tail()
+    assert_no_traceback(proc)
+
+
+# --- SIGTERM with etcd frozen -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def frozen_etcd(control_plane: Any) -> Iterator[None]:
+    """SIGSTOP etcd: the API server keeps accepting requests and answers none of them."""
+    pid = control_plane.pids()["etcd"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        wait_for(control_plane.readyz, 60, "kube-apiserver ready again after etcd resumed")
+
+
+@pytest.mark.parametrize("busy", [False, True], ids=["idle-leader", "bindings-in-flight"])
+def test_sigterm_with_etcd_frozen_ends_within_the_grace_period_without_a_traceback(
+    *,
+    busy: bool,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    lease = f"robust-{uuid.uuid4().hex[:8]}"
+    add_nodes(api_client, run_id, 10)
+    cfg = copy.deepcopy(scheduler_config(leader_elect=True, lease_name=lease))  # default 15/10/2 s
+    if busy:
+        # A low client rate keeps bindings queued and on the wire when etcd freezes.
+        cfg["clientConnection"] = {"qps": 10, "burst": 10}
+    proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, cfg).start()
+    processes.append(proc)
+    proc.wait_ready(60)
+    wait_for(lambda: is_leading(proc, lease), 30, "the replica to lead")
+    if busy:
+        create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(400)])
+        wait_for(lambda: len(bound(core_v1, namespace)) >= 20, 60, "bindings under way")
+
+    assert proc.proc is not None
+    with frozen_etcd(control_plane):
+        started = time.monotonic()
+        proc.proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.proc.wait(GRACE_PERIOD)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"still running {GRACE_PERIOD}s after SIGTERM:\n{proc.log_tail()}")
+        took = time.monotonic() - started
+    print(f"SIGTERM with etcd frozen ({'busy' if busy else 'idle'}): exited {code} after {took:.1f}s")
+    assert code == 0, proc.log_tail()
+    assert_no_traceback(proc)
+    if busy:  # the drain really did meet bindings that could not finish
+        assert "bindings still in flight at shutdown" in proc.log_path.read_text(errors="replace")
+
+
+# --- a partitioned leader ---------------------------------------------------------------------------
+
+
+class FreezableProxy:
+    """A loopback TCP forwarder to the API server whose network can freeze: while frozen, bytes in
+    both directions are read and dropped (lost packets, not a closed connection) and new connections
+    hang. Nothing sent during the freeze ever arrives."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.frozen = threading.Event()
+        self.closed = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(self.target)
+        except OSError:
+            client.close()
+            return
+        for src, dst in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                if not self.frozen.is_set():
+                    dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+
+
+def test_a_partitioned_leader_exits_1_within_the_renew_deadline_and_binds_nothing_after(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    host, port = control_plane.server.removeprefix("https://").rsplit(":", 1)
+    proxy = FreezableProxy((host, int(port)))
+    try:
+        kubeconfig = write_kubeconfig(
+            tmp_path / "proxied.kubeconfig",
+            f"https://127.0.0.1:{proxy.port}",
+            control_plane.ca_file.read_bytes(),
+            "admin",
+            control_plane.token,
+        )
+        lease = f"robust-{uuid.uuid4().hex[:8]}"
+        add_nodes(api_client, run_id, 10)
+        proc = SchedulerProcess(kubeconfig, tmp_path, elected(lease)).start()
+        processes.append(proc)
+        proc.wait_ready(60)
+        wait_for(lambda: is_leading(proc, lease), 30, "the replica to lead")
+        create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(400)])
+        wait_for(lambda: len(bound(core_v1, namespace)) >= 20, 60, "bindings under way")
+
+        assert proc.proc is not None
+        proxy.frozen.set()
+        frozen_at = time.monotonic()
+        renew_deadline = float(FAST_ELECTION["renewDeadline"].removesuffix("s"))
+        retry_period = float(FAST_ELECTION["retryPeriod"].removesuffix("s"))
+        try:
+            code = proc.proc.wait(renew_deadline + retry_period)
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"still running {renew_deadline + retry_period}s into the partition:\n{proc.log_tail()}"
+            )
+        took = time.monotonic() - frozen_at
+        print(f"partitioned leader exited {code} {took:.1f}s after the freeze")
+        assert code == 1, proc.log_tail()
+    finally:
+        proxy.close()
+
+    # The process's own record: every Binding it sent (-v 4) came before it declared the lease lost.
+    lines = proc.log_path.read_text(errors="replace").splitlines()
+    lost = [i for i, line in enumerate(lines) if "leader election lost" in line]
+    assert lost, proc.log_tail()
+    sent = [i for i, line in enumerate(lines) if "sending binding of" in line]
+    assert sent, "no binding was sent before the freeze"
+    assert max(sent) < lost[0], "\n".join(lines[lost[0] - 5 : lost[0] + 20])
+    assert_no_traceback(proc)
