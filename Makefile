@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PY_SCHEDULER_CACHE ?= $(HOME)/.cache/py-scheduler
 
-.PHONY: all venv control-plane test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
+.PHONY: all venv control-plane image image-ci test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
 
 all: test
 
@@ -22,6 +22,14 @@ venv: $(STAMP)
 # Built from the Go module proxy into $(PY_SCHEDULER_CACHE); skipped when cached.
 control-plane:
 	bash devcluster/build.sh
+
+# The container image: docker or podman, the public base (IMAGE=... to retag). image-ci is what the
+# image test builds: podman and a Debian base made by mmdebstrap, cached in $(PY_SCHEDULER_CACHE).
+image:
+	bash devcluster/image.sh build
+
+image-ci:
+	bash devcluster/image.sh ci
 
 test: venv control-plane
 	$(PY) -m pytest -q -p no:cacheprovider tests
