@@ -6,7 +6,8 @@
 #   devcluster/image.sh ci      `make image-ci` and the image test: podman from Debian's packages
 #                               (installed if missing) on a Debian bookworm + python3 base that
 #                               mmdebstrap makes from Debian's packages, because no container
-#                               registry is reachable here. Prints the image reference last.
+#                               registry is reachable here. Prints the image ID last: other
+#                               checkouts on the machine share podman's storage and may retag.
 #
 # The ci base is a tarball cached under $PY_SCHEDULER_CACHE/image, keyed by its recipe, and imported
 # into podman's storage when that storage lacks it (storage may be gone on a fresh machine while the
@@ -36,7 +37,8 @@ BASE_DPKG_OPTS=(
 BASE_KEY="$(printf '%s\n' "$BASE_SUITE" "$BASE_PACKAGES" "${BASE_HOOKS[@]}" "${BASE_DPKG_OPTS[@]}" | sha256sum | cut -c1-12)"
 BASE_TAR="$CACHE/base-$BASE_SUITE-python3-$BASE_KEY.tar"
 BASE_REF="localhost/py-scheduler-base:$BASE_SUITE-$BASE_KEY"
-CI_IMAGE="${IMAGE:-localhost/py-scheduler:ci}"
+# One tag per checkout, so parallel checkouts on one machine don't retag each other's builds.
+CI_IMAGE="${IMAGE:-localhost/py-scheduler:ci-$(printf '%s' "$REPO" | sha256sum | cut -c1-8)}"
 
 # podman 4.3 on these machines: crun refuses the hybrid cgroup layout, runc works with cgroupfs.
 podman_() { podman --runtime runc --cgroup-manager cgroupfs "$@"; }
@@ -61,8 +63,10 @@ ensure_tools() {
   command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them with"
   [[ "$(id -u)" == 0 ]] || die "missing ${missing[*]}: install them (apt-get install ${missing[*]}) or run as root"
   log "installing ${missing[*]} from Debian's packages"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  # Another checkout's install may hold dpkg's lock for a while: wait for it rather than fail.
+  apt-get -o DPkg::Lock::Timeout=300 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+    --no-install-recommends "${missing[@]}" >&2
 }
 
 # The host's own Debian sources (only those for the base's suite), so the chroot uses the same mirror.
@@ -114,10 +118,11 @@ ci() {
   log "building $CI_IMAGE on $BASE_REF"
   # Host network: the build only needs to reach the package index, and no bridge/iptables setup
   # is required of the machine.
-  podman_ build --quiet --network host "${ulimits[@]}" "${trust[@]}" \
-    --build-arg "BASE_IMAGE=$BASE_REF" --tag "$CI_IMAGE" --file "$REPO/Dockerfile" "$REPO" >/dev/null
-  log "built $CI_IMAGE in $((SECONDS - started))s, $(podman_ image inspect --format '{{.Size}}' "$CI_IMAGE") bytes"
-  printf '%s\n' "$CI_IMAGE"
+  local id
+  id="$(podman_ build --quiet --network host "${ulimits[@]}" "${trust[@]}" \
+    --build-arg "BASE_IMAGE=$BASE_REF" --tag "$CI_IMAGE" --file "$REPO/Dockerfile" "$REPO" | tail -n1)"
+  log "built $CI_IMAGE ($id) in $((SECONDS - started))s, $(podman_ image inspect --format '{{.Size}}' "$id") bytes"
+  printf '%s\n' "$id"
 }
 
 build() {
