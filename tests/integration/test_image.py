@@ -236,6 +236,15 @@ class Container:
     def describe(self) -> str:
         return f"container {self.name} state {self.state()}; logs:\n{self.logs()[-4000:]}"
 
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Until /readyz answers 200; fails at once, with the logs, if the container has exited."""
+
+        def ready() -> bool:
+            assert self.state()["Running"], f"the container exited: {self.describe()}"
+            return self.get("/readyz")[0] == 200
+
+        wait_for(ready, timeout, f"/readyz of {self.name}")
+
 
 def _lease(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
     path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}"
@@ -307,16 +316,12 @@ def test_image_has_no_installer_or_compiler_and_fits_the_budget(image: str) -> N
 
 
 def test_becomes_ready(container: Container) -> None:
-    def ready() -> bool:
-        state = container.state()
-        assert state["Running"], f"the container exited: {container.describe()}"
-        return container.get("/readyz")[0] == 200
-
-    wait_for(ready, 90.0, f"/readyz of {container.name}")
+    container.wait_ready()
+    assert container.get("/livez")[0] == 200
 
 
 def test_schedules_a_pod(container: Container, core_v1: Any, namespace: str) -> None:
-    wait_for(lambda: container.get("/readyz")[0] == 200, 90.0, "/readyz")
+    container.wait_ready()
     run_id = new_run_id()
     node = f"image-node-{run_id}"
     create_nodes(core_v1, [make_node(node, labels={RUN_LABEL: run_id})])
@@ -336,7 +341,7 @@ def test_schedules_a_pod(container: Container, core_v1: Any, namespace: str) -> 
 
 
 def test_serves_metrics(container: Container) -> None:
-    wait_for(lambda: container.get("/readyz")[0] == 200, 90.0, "/readyz")
+    container.wait_ready()
     status, text = container.get("/metrics")
     assert status == 200
     samples = {
@@ -355,7 +360,7 @@ def test_serves_metrics(container: Container) -> None:
 
 
 def test_stops_cleanly_on_sigterm_within_the_grace_period(container: Container, api_client: Any) -> None:
-    wait_for(lambda: container.get("/readyz")[0] == 200, 90.0, "/readyz")
+    container.wait_ready()
     # podman stop sends SIGTERM to PID 1 (py-scheduler itself: no init) and SIGKILL after the grace.
     started = time.monotonic()
     stopped = podman("stop", f"--time={container.grace}", container.name, timeout=container.grace + 60)
