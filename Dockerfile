@@ -1,44 +1,61 @@
 # syntax=docker/dockerfile:1
-# py-scheduler image: `docker build -t ghcr.io/py-scheduler/py-scheduler:0.1.0 .`
-# Both stages use the same pinned base, so the venv built in the first one (its interpreter symlink,
-# its ABI-tagged wheels) is valid as-is in the second. Pin a digest as well where builds must be
-# reproducible: FROM python:3.11.16-slim-bookworm@sha256:...
+# py-scheduler image: `make image` (docker or podman), or by hand:
+#   docker build -t ghcr.io/py-scheduler/py-scheduler:0.1.0 .
+# Both stages use the same base, so the venv built in the first one (its interpreter symlink, its
+# ABI-tagged wheels) is valid as-is in the second. BASE_IMAGE is only overridden where the public
+# image cannot be pulled: CI builds on a Debian bookworm + python3 base it makes itself
+# (devcluster/image.sh). Pin a digest as well where builds must be reproducible:
+#   --build-arg BASE_IMAGE=python:3.11.16-slim-bookworm@sha256:...
+ARG BASE_IMAGE=python:3.11.16-slim-bookworm
 
-FROM python:3.11.16-slim-bookworm AS builder
+FROM ${BASE_IMAGE} AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
 WORKDIR /src
-RUN python -m venv /opt/py-scheduler
+RUN python3 -m venv /opt/py-scheduler
+
+# The dependencies get their own layer, rebuilt only when pyproject.toml changes: a source edit
+# rebuilds the small wheel below, not numpy and aiohttp. Every dependency ships manylinux wheels
+# (--only-binary), so no compiler is needed even here. kubernetes.aio is a second, asyncio copy of
+# the generated client (68 MB, a fifth of the image) that py-scheduler never imports: its watches
+# use aiohttp directly. The bytecode is compiled now because the container runs with a read-only
+# root filesystem.
+COPY pyproject.toml ./
+RUN python3 -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+      > /tmp/requirements.txt \
+ && /opt/py-scheduler/bin/pip install --only-binary=:all: -r /tmp/requirements.txt \
+ && rm -rf /opt/py-scheduler/lib/python3*/site-packages/kubernetes/aio \
+ && /opt/py-scheduler/bin/python -m compileall -q /opt/py-scheduler/lib
 
 # Only what the wheel needs (.dockerignore allow-lists the same paths).
-COPY pyproject.toml README.md ./
+COPY README.md ./
 COPY informers/ informers/
 COPY scheduling_queue/ scheduling_queue/
 COPY scheduler/ scheduler/
 
 # A wheel rather than an editable install: the final stage gets site-packages, not a link to /src.
-# Every dependency ships manylinux wheels, so no compiler is needed even here. The bytecode is
-# compiled now because the container runs with a read-only root filesystem. pip goes last: the
-# runtime venv needs no installer.
+# pip goes last: the runtime venv needs no installer.
 RUN /opt/py-scheduler/bin/pip wheel --no-deps --wheel-dir /wheels . \
- && /opt/py-scheduler/bin/pip install --only-binary=:all: /wheels/*.whl \
+ && /opt/py-scheduler/bin/pip install --no-deps /wheels/*.whl \
  && /opt/py-scheduler/bin/python -m compileall -q /opt/py-scheduler/lib \
- && /opt/py-scheduler/bin/python -m pip uninstall --yes pip
+ && /opt/py-scheduler/bin/python -m pip uninstall --yes pip setuptools
 
-FROM python:3.11.16-slim-bookworm
+FROM ${BASE_IMAGE}
 
 LABEL org.opencontainers.image.title="py-scheduler" \
       org.opencontainers.image.description="A secondary Kubernetes scheduler in Python" \
       org.opencontainers.image.licenses="Apache-2.0"
 
-# A passwd entry for the non-root user, so tools that look up $HOME or the user name work; the base
-# image's own pip and setuptools are removed, nothing in the runtime installs packages.
+# A passwd entry for the non-root user, so tools that look up $HOME or the user name work. Nothing
+# in the runtime installs packages: the base's own pip and setuptools go (the public base has
+# them; the Debian base CI builds on has none), and so do the wheels ensurepip would install.
 RUN groupadd --gid 65532 nonroot \
  && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot \
- && python -m pip uninstall --yes --no-cache-dir pip setuptools wheel
+ && if python3 -m pip --version >/dev/null 2>&1; then python3 -m pip uninstall --yes --no-cache-dir pip setuptools wheel; fi \
+ && rm -rf /usr/share/python-wheels /usr/local/lib/python3.*/ensurepip/_bundled
 
 COPY --from=builder /opt/py-scheduler /opt/py-scheduler
 

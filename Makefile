@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PY_SCHEDULER_CACHE ?= $(HOME)/.cache/py-scheduler
 
-.PHONY: all venv control-plane helm test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
+.PHONY: all venv control-plane helm image image-ci test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
 
 all: test
 
@@ -28,6 +28,14 @@ HELM := $(PY_SCHEDULER_CACHE)/helm-$(shell cat devcluster/HELM_VERSION)/helm
 CHART := deploy/helm/py-scheduler
 helm:
 	bash devcluster/build_helm.sh
+
+# The container image: docker or podman, the public base (IMAGE=... to retag). image-ci is what the
+# image test builds: podman and a Debian base made by mmdebstrap, cached in $(PY_SCHEDULER_CACHE).
+image:
+	bash devcluster/image.sh build
+
+image-ci:
+	bash devcluster/image.sh ci
 
 test: venv control-plane helm
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -53,13 +53,33 @@ def stages() -> list[list[tuple[str, str]]]:
     return out
 
 
+def global_args() -> dict[str, str]:
+    """ARG defaults declared before the first FROM (the only ones a FROM line can use)."""
+    defaults: dict[str, str] = {}
+    for keyword, args in instructions():
+        if keyword == "FROM":
+            break
+        if keyword == "ARG":
+            name, _, default = args.partition("=")
+            defaults[name] = default
+    return defaults
+
+
 def test_two_stages_on_the_same_pinned_slim_base() -> None:
     froms = [args for keyword, args in instructions() if keyword == "FROM"]
     assert len(froms) == 2
     builder_image, _, builder_name = froms[0].partition(" AS ")
     assert builder_name == "builder"
-    assert PINNED_BASE.match(builder_image), builder_image
+    # The base is a build argument (CI builds on a local Debian base); its default is the public image.
+    assert builder_image == "${BASE_IMAGE}"
+    assert PINNED_BASE.match(global_args()["BASE_IMAGE"]), global_args()
     assert froms[1] == builder_image  # the runtime stage: same base, so the copied venv just works
+
+
+def test_runtime_stage_removes_any_installer_the_base_brings() -> None:
+    runs = " ".join(args for keyword, args in stages()[-1] if keyword == "RUN")
+    assert "pip uninstall --yes" in runs
+    assert "/usr/share/python-wheels" in runs  # Debian's ensurepip wheels
 
 
 def test_final_stage_copies_only_the_venv_from_the_builder() -> None:
