@@ -141,13 +141,14 @@ def test_pdb_protected_pods_are_not_chosen_when_others_will_do(
     # Pods 0 and 2 land... wherever; protect half of them by label and choose by label, not node.
     _fill(core_v1, namespace, run_id, nodes, labels_of=lambda i: {"app": "guarded" if i % 2 == 0 else "free"})
     pods = _by_name(core_v1, namespace)
-    # Make the protected pods all sit on one node for the check to mean something: it is enough that
-    # some node hosts only unprotected pods or a mix; the victim must be unprotected either way.
+    # Whatever the placement, one unprotected pod makes room: the victim must be one of those.
     PolicyV1Api(api_client).create_namespaced_pod_disruption_budget(
         namespace,
         body={
             "metadata": {"name": "guard"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+            # minAvailable works for bare pods (maxUnavailable needs a controller's scale); with no
+            # kubelet no pod is Ready, so the controller computes disruptionsAllowed 0 either way.
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}},
         },
         _preload_content=False,
     )
