@@ -6,6 +6,7 @@ Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycl
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -20,6 +21,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
+
+log = logging.getLogger(__name__)
 
 # Upstream constants (pkg/scheduler/schedule_one.go).
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -132,6 +135,10 @@ class SchedulingAlgorithm:
                 diagnosis.unschedulable_plugins.update(narrowing)
             return [], diagnosis
 
+        nominated_node = self._evaluate_nominated_node(fwk, state, pod, snapshot, diagnosis)
+        if nominated_node is not None:
+            return [nominated_node], diagnosis
+
         nodes: Sequence[NodeInfo] = all_nodes
         restricted = pre_result is not None and pre_result.node_names is not None
         if pre_result is not None and pre_result.node_names is not None:
@@ -146,7 +153,10 @@ class SchedulingAlgorithm:
         count = len(nodes)
         start = 0 if restricted else self.next_start_node_index % count
         processed = 0
-        columns = None if restricted else snapshot.columns(fwk.node_columns)
+        # Nodes where nominated pods of higher or equal priority must be counted take the per-node loop
+        # (RunFilterPluginsWithNominatedPods); nominations are rare and short-lived.
+        nominated_nodes = fwk.nodes_with_nominated_pods_for(pod) if plugins else set()
+        columns = None if restricted or nominated_nodes else snapshot.columns(fwk.node_columns)
         if columns is not None and len(columns) == count:
             # All nodes of the snapshot: filter (and later score) them as arrays.
             if plugins:
@@ -171,7 +181,10 @@ class SchedulingAlgorithm:
             for i in range(count):
                 node = nodes[(start + i) % count]
                 processed += 1
-                node_status = run_filters(state, pod, node, plugins)
+                if node.name in nominated_nodes:
+                    node_status = fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+                else:
+                    node_status = run_filters(state, pod, node, plugins)
                 if node_status is None:
                     passing.append(node)
                     if len(passing) >= num_to_find:
@@ -186,6 +199,28 @@ class SchedulingAlgorithm:
         elif not feasible:
             self._blame_narrowing(state, diagnosis, all_nodes)
         return feasible, diagnosis
+
+    def _evaluate_nominated_node(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis
+    ) -> NodeInfo | None:
+        """Upstream's evaluateNominatedNode: a pod nominated by an earlier preemption tries that node
+        first, nominated pods counted, and takes it if it fits (no scoring)."""
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
+        if not nominated:
+            return None
+        node = snapshot.get(nominated)
+        if node is None:
+            return None
+        status = fwk.run_filters_with_nominated_pods(state, pod, node, fwk.filter_plugins_for(state))
+        if status is None:
+            return node
+        if status.code is Code.Error:
+            # Upstream logs it and goes on to filter every node.
+            log.warning("evaluating nominated node %s for %s: %s", node.name, pod.key, status)
+            return None
+        diagnosis.node_to_status[node.name] = status
+        self._note_rejector(diagnosis, status)
+        return None
 
     @staticmethod
     def _blame_narrowing(state: CycleState, diagnosis: Diagnosis, all_nodes: Sequence[NodeInfo]) -> None:

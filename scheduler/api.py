@@ -108,6 +108,20 @@ class SchedulerApi:
             timeout=timeout,
         )
 
+    def delete_pod(self, namespace: str, name: str, uid: str = "") -> bool:
+        """DELETE a pod (its grace period applies); with ``uid``, only that incarnation. False when it
+        is already gone (404) or was replaced by a namesake (409)."""
+        body: dict[str, Any] | None = None
+        if uid:
+            body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        try:
+            self._call("DELETE", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}", body)
+        except ApiError as err:
+            if err.status in (404, 409):
+                return False
+            raise
+        return True
+
     def create_event(
         self, namespace: str, event: Mapping[str, Any], *, timeout: float = DEFAULT_TIMEOUT
     ) -> None:

@@ -195,6 +195,7 @@ class SchedulerApp:
             recorder=self.recorder,
             binding_pool_factory=pool_factory,
             clock=self.clock,
+            api=self.api,
         )
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)

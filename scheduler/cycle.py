@@ -17,6 +17,7 @@ from typing import Any
 
 from scheduler import metrics
 from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
+from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
@@ -24,6 +25,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
+from scheduler.preemption.executor import PreemptionExecutor
+from scheduler.preemption.nominated import NominatedPods
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
@@ -55,6 +58,7 @@ class Scheduler:
         recorder: EventRecorder,
         binding_pool_factory: Callable[[Callable[[BindingResult], None]], BindingPool],
         clock: Callable[[], float] = time.time,
+        api: SchedulerApi | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
         self.queue = queue
@@ -71,6 +75,19 @@ class Scheduler:
         self._stopping = False
         # Monotonic time of the last cycle start, for the liveness check.
         self.last_cycle_activity = time.monotonic()
+        # Nominated pods count in Filter, and preemption acts through one executor (scheduler.preemption).
+        self.nominated = NominatedPods(queue, pod_infos)
+        self.preemption = PreemptionExecutor(
+            api=api,
+            recorder=recorder,
+            nominations=self.nominated,
+            assigned_pod=cache.get_pod,
+            waiting_pods=lambda: self.waiting_pods,
+            clock=clock,
+        )
+        for fwk in self.frameworks.values():
+            fwk.nominator = self.nominated
+            fwk.preemption_executor = self.preemption
 
     # --- the loop -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -107,6 +124,7 @@ class Scheduler:
             waiting.reject("", "scheduler is shutting down")
         self._stopping = True
         self.queue.close()
+        self.preemption.shutdown()
 
     # --- one attempt --------------------------------------------------------------------------
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
@@ -174,6 +192,8 @@ class Scheduler:
         except CacheError as err:
             self._fail(qpi, pod, Status.as_error(err), fwk, start=start)
             return
+        # As upstream's assume: the pod now counts on its node, so it must not count as nominated too.
+        self.queue.nominator.delete_nominated_pod_if_exists(qpi.pod)
         try:
             status = fwk.run_reserve(state, assumed, node_name)
             if status is not None:

@@ -137,6 +137,39 @@ PLUGIN_EVALUATION = Counter(
     "PreFilter, Filter, PreScore, and Score).",
     ["plugin", "extension_point", "profile"],
 )
+# Preemption (pkg/scheduler/metrics/metrics.go).
+PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_preemption_attempts",
+    "Total preemption attempts in the cluster till now",
+)
+PREEMPTION_VICTIMS = Histogram(
+    "scheduler_preemption_victims",
+    "Number of selected preemption victims",
+    # Upstream: #victims > 64 is rare, so [64, +Inf) is one bucket.
+    buckets=exponential_buckets(1, 2, 7),
+)
+# Upstream counts running goroutines by the work they do; py-scheduler has no goroutines, and reports
+# under the same name the preemptions whose victim writes are still in flight (operation="preemption").
+GOROUTINES = Gauge(
+    "scheduler_goroutines",
+    "Number of running goroutines split by the work they do such as binding.",
+    ["operation"],
+)
+OPERATION_PREEMPTION: Final = "preemption"
+PREEMPTION_GOROUTINES_DURATION = Histogram(
+    "scheduler_preemption_goroutines_duration_seconds",
+    "Duration in seconds for running goroutines for the preemption.",
+    ["result"],
+    buckets=exponential_buckets(0.01, 2, 20),
+)
+PREEMPTION_GOROUTINES_EXECUTION = Counter(
+    "scheduler_preemption_goroutines_execution",
+    "Number of preemption goroutines executed.",
+    ["result"],
+)
+GOROUTINE_RESULT_SUCCESS: Final = "success"
+GOROUTINE_RESULT_ERROR: Final = "error"
+
 LEADER_ELECTION_MASTER_STATUS = Gauge(
     "leader_election_master_status",
     "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates "

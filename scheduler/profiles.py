@@ -10,10 +10,13 @@ from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.cycle import POD_SPEC_PLUGIN
-from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.listers import Lister, ResourceSpec, StaticLister
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
@@ -53,6 +56,39 @@ class FrameworkHandle:
         self._snapshot = snapshot
         self._api = api
         self._clock = clock
+        self._framework: Framework | None = None
+
+    def attach(self, framework: Framework) -> None:
+        """The profile's framework, once built: the what-if runs below delegate to it."""
+        self._framework = framework
+
+    @property
+    def framework(self) -> Framework:
+        if self._framework is None:
+            raise RuntimeError(f"profile {self._profile_name}: the framework is not built yet")
+        return self._framework
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self.framework.nominated_pods_for_node(node_name)
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self.framework.run_filters_with_nominated_pods(state, pod, node)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self.framework.run_pre_filter_extension_add_pod(state, pod, to_add, node)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        return self.framework.run_pre_filter_extension_remove_pod(state, pod, to_remove, node)
+
+    @property
+    def preemption_executor(self) -> PreemptionExecutorHandle | None:
+        return None if self._framework is None else self._framework.preemption_executor
 
     @property
     def snapshot(self) -> SnapshotLister:
@@ -102,6 +138,10 @@ class PluginInstances:
         self._args_for = args_for
         self._handle = handle
         self._instances: dict[str, Plugin] = {}
+
+    @property
+    def handle(self) -> FrameworkHandle:
+        return self._handle
 
     def get(self, name: str) -> Plugin:
         plugin = self._instances.get(name)
@@ -165,7 +205,7 @@ def build_frameworks(
         percentage = resolved.percentage_of_nodes_to_score
         if percentage is None:
             percentage = config.percentage_of_nodes_to_score
-        frameworks[resolved.scheduler_name] = build_framework(
+        fwk = frameworks[resolved.scheduler_name] = build_framework(
             resolved.scheduler_name,
             resolved.plugins,
             registry=registry,
@@ -173,6 +213,7 @@ def build_frameworks(
             score_weights=resolved.score_weights,
             percentage_of_nodes_to_score=percentage,
         )
+        plugins.handle.attach(fwk)
     return frameworks
 
 

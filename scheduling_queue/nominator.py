@@ -79,6 +79,10 @@ class Nominator:
         pods = self._by_node.get(node_name)
         return list(pods.values()) if pods else []
 
+    def node_names(self) -> list[str]:
+        """The nodes with at least one nominated pod."""
+        return list(self._by_node)
+
     def nominated_node_for(self, pod: Pod) -> str:
         """The node ``pod`` is nominated to, or ``""``."""
         return self._pod_to_node.get(_ident(pod), "")

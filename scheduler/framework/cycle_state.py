@@ -34,3 +34,15 @@ class CycleState:
 
     def __contains__(self, key: str) -> bool:
         return key in self._data
+
+    def clone(self) -> CycleState:
+        """A copy for a what-if run (preemption, nominated pods): upstream's ``CycleState.Clone``.
+
+        Values with a ``clone()`` method (the states PreFilter extensions mutate) are cloned; the rest
+        are read-only after PreFilter and are shared.
+        """
+        other = CycleState()
+        other._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        other.skip_filter_plugins = set(self.skip_filter_plugins)
+        other.skip_score_plugins = set(self.skip_score_plugins)
+        return other

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import Lister, ResourceSpec
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
 
 
 class SnapshotLister(Protocol):
@@ -56,4 +58,40 @@ class Handle(Protocol):
         """An informer-backed lister of ``resource`` (e.g. ``NAMESPACES``). Ask for it in the plugin's
         factory: the scheduler starts that informer because a plugin asked, and waits for it to sync
         before the first cycle."""
+        ...
+
+
+class PreemptionExecutorHandle(Protocol):
+    """The scheduler's preemption Executor as a PostFilter plugin sees it (``preemption.Executor``)."""
+
+    def actuate(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
+    ) -> Status | None:
+        """Evicts ``victims`` from ``node_name`` off the event loop; returns at once."""
+        ...
+
+    def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool: ...
+
+
+class PreemptionHandle(Handle, Protocol):
+    """What preemption needs beyond Handle. Upstream's Handle is the framework itself; here the
+    scheduler's Handle delegates these to the profile's Framework once it is built."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+
+    @property
+    def preemption_executor(self) -> PreemptionExecutorHandle | None:
+        """None until the scheduler runs (and in tests or simulate: decide, don't act)."""
         ...

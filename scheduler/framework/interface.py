@@ -55,6 +55,19 @@ class PreFilterPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Optional, with ``pre_filter``: keep the PreFilter state right when a pod is added to or removed
+    from a node in a what-if run (preemption's victims, nominated pods). Upstream's PreFilterExtensions.
+    """
+
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
 

@@ -12,12 +12,13 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from scheduler.framework.columns import ColumnSpec, IntArray, merge_column_specs
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import PreemptionExecutorHandle
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
@@ -35,6 +36,7 @@ from scheduler.framework.interface import (
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
@@ -70,6 +72,16 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 # (extension_point, status_code_name, seconds) and (plugin, extension_point, status, seconds)
 PointObserver = Callable[[str, str, float], None]
 PluginObserver = Callable[[str, str, str, float], None]
+
+
+class PodNominator(Protocol):
+    """The pods nominated to nodes by preemption, as PodInfos (upstream's PodNominator on the Handle)."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
+
+    def nominated_node_names(self) -> Sequence[str]:
+        """The nodes with at least one nominated pod."""
+        ...
 
 
 def _noop_point(point: str, status: str, seconds: float) -> None:
@@ -144,6 +156,14 @@ class Framework:
             if isinstance(p, ColumnarPlugin)
         )
         self.node_columns: tuple[ColumnSpec, ...] = merge_column_specs(self.column_declarations)
+        # PreFilter plugins that keep their state right under AddPod/RemovePod (what-if runs).
+        self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
+            (p.name, p) for p in plugins.pre_filter if isinstance(p, PreFilterExtensions)
+        ]
+        # Set by the scheduler that runs this framework; None (tests, simulate) means no nominations,
+        # and no executor means preemption decides but does not act.
+        self.nominator: PodNominator | None = None
+        self.preemption_executor: PreemptionExecutorHandle | None = None
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -236,21 +256,119 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return None
 
+    # --- what-if runs: nominated pods and preemption (framework.go) ------------------------------
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """Upstream's RunPreFilterExtensionAddPod: plugins skipped at PreFilter are skipped here too."""
+        skip = state.skip_filter_plugins
+        for name, plugin in self._pre_filter_extensions:
+            if name in skip:
+                continue
+            status = plugin.add_pod(state, pod, to_add, node)
+            if status is not None and status.code is not Code.Success:
+                return Status.as_error(
+                    f"running AddPod on PreFilter plugin {name!r}: {status.message()}"
+                ).with_plugin(name)
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        skip = state.skip_filter_plugins
+        for name, plugin in self._pre_filter_extensions:
+            if name in skip:
+                continue
+            status = plugin.remove_pod(state, pod, to_remove, node)
+            if status is not None and status.code is not Code.Success:
+                return Status.as_error(
+                    f"running RemovePod on PreFilter plugin {name!r}: {status.message()}"
+                ).with_plugin(name)
+        return None
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return () if self.nominator is None else self.nominator.nominated_pods_for_node(node_name)
+
+    def nodes_with_nominated_pods_for(self, pod: PodInfo) -> set[str]:
+        """The nodes where a nominated pod of higher or equal priority (not ``pod``) changes Filter:
+        only these need ``run_filters_with_nominated_pods``; every other node filters as usual."""
+        if self.nominator is None:
+            return set()
+        return {
+            name
+            for name in self.nominator.nominated_node_names()
+            if any(_counts_for(other, pod) for other in self.nominator.nominated_pods_for_node(name))
+        }
+
+    def run_filters_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        plugins: Sequence[FilterPlugin] | None = None,
+    ) -> Status | None:
+        """Upstream's RunFilterPluginsWithNominatedPods: Filter with the higher-or-equal-priority pods
+        nominated to ``node`` added (so two preemptors never claim the same freed room), then, if any
+        were added and that passed, Filter again without them (pod affinity must not be satisfied by
+        pods that are not running yet)."""
+        if plugins is None:
+            plugins = self.filter_plugins_for(state)
+        added, state_with, node_with = self._add_ge_nominated_pods(state, pod, node)
+        if isinstance(added, Status):
+            return added
+        status = self.run_filters(state_with, pod, node_with, plugins)
+        if status is not None or not added:
+            return status
+        return self.run_filters(state, pod, node, plugins)
+
+    def _add_ge_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo
+    ) -> tuple[bool | Status, CycleState, NodeInfo]:
+        nominated = self.nominated_pods_for_node(node.name)
+        if not nominated:
+            return False, state, node
+        node_out: NodeInfo | None = None
+        state_out = state
+        for other in nominated:
+            if not _counts_for(other, pod):
+                continue
+            if node_out is None:
+                node_out, state_out = node.clone(), state.clone()
+            node_out.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(state_out, pod, other, node_out)
+            if status is not None:
+                return status, state, node
+        if node_out is None:
+            return False, state, node
+        return True, state_out, node_out
+
     def batch_filter(self, plugin: FilterPlugin) -> BatchFilterPlugin | None:
         return self._batch_filters.get(plugin.name)
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
-        last: Status | None = Status.unschedulable("no PostFilter plugin")
+        """Upstream's RunPostFilterPlugins: the first success wins; UnschedulableAndUnresolvable stops
+        at once; an error stops with no nomination; otherwise every plugin's reasons are joined and the
+        last nomination a plugin made (``""`` clears one) is kept."""
+        result: str | None = None
+        reasons: list[str] = []
+        rejector = ""
         for plugin in self.plugins.post_filter:
             nominated, status = plugin.post_filter(state, pod, node_statuses)
             if status is None or status.code is Code.Success:
                 return nominated, None
-            last = status.with_plugin(plugin.name)
-            if status.code is not Code.Unschedulable:
-                break
-        return None, last
+            if status.code is Code.UnschedulableAndUnresolvable:
+                return nominated, status.with_plugin(plugin.name)
+            if not status.is_rejection():
+                return None, Status(Code.Error, list(status.reasons), error=status.error).with_plugin(
+                    plugin.name
+                )
+            if nominated is not None:
+                result = nominated
+            reasons.extend(status.reasons)
+            rejector = plugin.name
+        return result, Status(Code.Unschedulable, reasons, rejector)
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         for plugin in self.plugins.pre_score:
@@ -373,6 +491,11 @@ class Framework:
                 plugin.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", plugin.name, pod.key)
+
+
+def _counts_for(nominated: PodInfo, pod: PodInfo) -> bool:
+    """addGENominatedPods: a nominated pod of higher or equal priority, other than the pod itself."""
+    return nominated.priority >= pod.priority and (nominated.uid or nominated.key) != (pod.uid or pod.key)
 
 
 def go_list(names: Iterable[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -32,6 +33,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
     names.POD_TOPOLOGY_SPREAD: PodTopologySpread,
     names.INTER_POD_AFFINITY: InterPodAffinity,
+    names.DEFAULT_PREEMPTION: DefaultPreemption,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
@@ -51,7 +53,7 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
-    # Upstream's DefaultPreemption comes here.
+    (names.DEFAULT_PREEMPTION, 0),
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),

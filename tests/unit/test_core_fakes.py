@@ -264,6 +264,7 @@ class CoreEnv:
             recorder=self.recorder,
             binding_pool_factory=pool_factory,
             clock=self.clock.now,
+            api=self.api,
         )
 
     def _snapshot(self) -> Snapshot:
@@ -294,6 +295,7 @@ class CoreEnv:
 
     def close(self) -> None:
         self.queue.close()
+        self.sched.preemption.shutdown(wait=True)
         if self.pool is not None:
             self.pool.shutdown()
         self.recorder.shutdown(wait=True)

@@ -127,6 +127,24 @@ class PodTopologySpread:
             return Status.as_error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
         return filter_state
 
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
+        """PreFilterExtensions.AddPod: count ``to_add`` as if it ran on ``node`` (filtering.go)."""
+        filter_state = self._filter_state(state)
+        if isinstance(filter_state, Status):
+            return filter_state
+        filter_state.update_with_pod(to_add, pod, node, 1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        """PreFilterExtensions.RemovePod: stop counting ``to_remove`` on ``node``."""
+        filter_state = self._filter_state(state)
+        if isinstance(filter_state, Status):
+            return filter_state
+        filter_state.update_with_pod(to_remove, pod, node, -1)
+        return None
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         filter_state = self._filter_state(state)
         if isinstance(filter_state, Status):

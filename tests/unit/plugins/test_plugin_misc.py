@@ -11,6 +11,7 @@ from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
+    PostFilterPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     QueueSortPlugin,
@@ -138,6 +139,7 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: (ScorePlugin,),
     names.IMAGE_LOCALITY: (ScorePlugin,),
     names.DEFAULT_BINDER: (BindPlugin,),
+    names.DEFAULT_PREEMPTION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
 }
 
 
@@ -181,6 +183,7 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("DefaultBinder", 0),

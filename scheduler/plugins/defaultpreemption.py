@@ -1,0 +1,239 @@
+"""DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, v1.36).
+
+PostFilter: when a pod fits nowhere, find the node where evicting the fewest, least important
+lower-priority pods makes it fit, nominate the pod there and evict them (through the scheduler's
+preemption Executor, off the event loop). The search and the choice are the Evaluator's
+(``scheduler.preemption.evaluator``); this plugin supplies what upstream's ``preemption.Interface`` does:
+eligibility, the victims on one node, how many candidates to look for.
+
+PreEnqueue (async preemption, on by default in v1.36): a pod whose victims are still being evicted is
+held back until its last victim is terminating, so it cannot race its own preemption.
+
+Args (``DefaultPreemptionArgs``): ``minCandidateNodesPercentage`` (0..100, default 10) and
+``minCandidateNodesAbsolute`` (>= 0, default 100), not both 0. The dry run looks at
+max(percentage of the potential nodes, absolute) nodes, from a random offset.
+
+Pod groups (workload-aware preemption) are alpha upstream and not implemented.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from scheduler import metrics
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import Handle, PreemptionHandle
+from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.preemption.evaluator import Evaluator, calculate_num_candidates, random_offset
+from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
+from scheduler.preemption.pods import by_importance, terminating_by_preemption
+from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+
+ARGS_KIND = "DefaultPreemptionArgs"
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+
+NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
+NOT_ELIGIBLE_NEVER_MSG = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING_MSG = "not eligible due to a terminating pod on the nominated node."
+WAITING_MSG = "waiting for the preemption for this pod to be finished"
+PREEMPT_NEVER = "Never"
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+    min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+
+
+def parse_args(raw: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
+    """Defaults (``SetDefaults_DefaultPreemptionArgs``), then ``ValidateDefaultPreemptionArgs``."""
+    reader = ArgsReader(names.DEFAULT_PREEMPTION)
+    args = reader.top(raw, ARGS_KIND, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
+    percentage = reader.integer(
+        args.get("minCandidateNodesPercentage"),
+        "minCandidateNodesPercentage",
+        DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+    )
+    absolute = reader.integer(
+        args.get("minCandidateNodesAbsolute"),
+        "minCandidateNodesAbsolute",
+        DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+    )
+    errors: list[str] = []
+    if not 0 <= percentage <= 100:
+        errors.append(
+            f"minCandidateNodesPercentage: Invalid value: {percentage}: not in valid range [0, 100]"
+        )
+    if absolute < 0:
+        errors.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
+    if percentage == 0 and absolute == 0:
+        errors.append(
+            "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as "
+            "minCandidateNodesAbsolute"
+        )
+        errors.append(
+            "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as "
+            "minCandidateNodesPercentage"
+        )
+    if errors:
+        # One error reads as itself; several as Go's aggregate, "[a, b]".
+        raise reader.error("", errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]")
+    return DefaultPreemptionArgs(percentage, absolute)
+
+
+class DefaultPreemption:
+    name = names.DEFAULT_PREEMPTION
+
+    def __init__(
+        self,
+        args: Mapping[str, Any] | None = None,
+        handle: Handle | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.args = parse_args(args)
+        if handle is None:
+            raise ValueError(f"{self.name} needs a Handle")
+        # The what-if Filter runs need the scheduler's handle (PreemptionHandle); a plain Handle (a
+        # plugin test) can still build the plugin and run its PreEnqueue.
+        self.handle = cast(PreemptionHandle, handle)
+        self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
+        self._rng = rng or random.Random()
+        self.evaluator = Evaluator(
+            self.name,
+            lambda: self.handle.snapshot,
+            self,
+            self._pdbs,
+            lambda: self.handle.preemption_executor,
+        )
+
+    def _pdbs(self) -> list[PodDisruptionBudget]:
+        return parse_pdbs(self._pdb_lister.list())
+
+    # --- PostFilter -------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        metrics.PREEMPTION_ATTEMPTS.inc()
+        nominated, status = self.evaluator.preempt(state, pod, node_statuses)
+        if status is not None and status.message():
+            return nominated, Status(status.code, [f"preemption: {status.message()}"], error=status.error)
+        return nominated, status
+
+    # --- PreEnqueue -------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        executor = getattr(self.handle, "preemption_executor", None)
+        if executor is not None and executor.is_pod_running_preemption(pod.pod):
+            return Status(Code.UnschedulableAndUnresolvable, [WAITING_MSG])
+        return None
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # Pods held by PreEnqueue also carry the Filter plugins that rejected them; those decide when a
+        # deletion helps. This registration only lets the queue re-run PreEnqueue on pod deletions.
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.Delete), self.is_pod_schedulable_after_pod_deletion
+            )
+        ]
+
+    def is_pod_schedulable_after_pod_deletion(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        return QueueingHint.Skip
+
+    # --- preemption.Interface ---------------------------------------------------------------------
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        return random_offset(num_nodes, self._rng), calculate_num_candidates(
+            num_nodes, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute
+        )
+
+    def is_preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return victim.priority < preemptor.priority
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]:
+        if pod.spec.get("preemptionPolicy") == PREEMPT_NEVER:
+            return False, NOT_ELIGIBLE_NEVER_MSG
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        if nominated:
+            # The nominated node can never fit: look elsewhere.
+            if (
+                nominated_node_status is not None
+                and nominated_node_status.code is Code.UnschedulableAndUnresolvable
+            ):
+                return True, ""
+            node = self.handle.snapshot.get(nominated)
+            if node is not None:
+                for other in node.pods.values():
+                    if self.is_preemption_allowed(node, other, pod) and terminating_by_preemption(other.pod):
+                        # Our earlier victims are still leaving: wait rather than preempt more.
+                        return False, NOT_ELIGIBLE_TERMINATING_MSG
+        return True, ""
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status | None]:
+        """Upstream's ``SelectVictimsOnNode``, on copies of the node and state: remove every
+        lower-priority pod; if the pod then fits, add them back most important first (those a PDB
+        protects before the others, so they are reprieved first), keeping out only those it cannot fit
+        beside. Returns the victims (most important first), how many violate a PDB, and the status."""
+        handle = self.handle
+        potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
+        for victim in potential:
+            node.remove_pod(victim.key)
+            status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, node)
+            if status is not None:
+                return [], 0, status
+        if not potential:
+            return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
+
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if status is not None:
+            return [], 0, status
+
+        potential = by_importance(potential)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+        num_violating = 0
+
+        def reprieve(victim: PodInfo) -> tuple[bool, Status | None]:
+            node.add_pod(victim)
+            status = handle.run_pre_filter_extension_add_pod(state, pod, victim, node)
+            if status is not None:
+                return False, status
+            fits = handle.run_filter_plugins_with_nominated_pods(state, pod, node) is None
+            if not fits:
+                node.remove_pod(victim.key)
+                status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, node)
+                if status is not None:
+                    return False, status
+                victims.append(victim)
+            return fits, None
+
+        for victim in violating:
+            fits, error = reprieve(victim)
+            if error is not None:
+                return [], 0, error
+            if not fits:
+                num_violating += 1
+        for victim in non_violating:
+            _, error = reprieve(victim)
+            if error is not None:
+                return [], 0, error
+        if violating and non_violating:
+            # Both groups were appended in their own order: most important first overall.
+            victims = by_importance(victims)
+        return victims, num_violating, None

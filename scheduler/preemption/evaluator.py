@@ -1,0 +1,227 @@
+"""The preemption Evaluator: who may preempt, where, and whom (``pkg/scheduler/framework/preemption/
+preemption.go``, v1.36).
+
+Pure and synchronous, on the event loop: it reads the cycle's snapshot and returns a decision. Acting on
+the decision (patching and deleting victims) is the Executor's job, off the loop.
+
+The plugin-specific parts (eligibility, the victims on one node, how many candidates to look for) come
+from a :class:`PreemptionInterface`, as upstream's ``preemption.Interface``; DefaultPreemption is one.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scheduler.algorithm import FitError
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import SnapshotLister
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
+from scheduler.preemption.pdb import PodDisruptionBudget
+from scheduler.preemption.pods import earliest_start_time
+
+NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
+# math.MaxInt32 + 1: shifts every priority to be non-negative before summing, as upstream.
+_PRIORITY_SHIFT = 2**31
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node where preemption would make room, the victims to evict there (most important first) and
+    how many of them a PodDisruptionBudget protects (upstream's ``extenderv1.Victims`` + name)."""
+
+    name: str
+    victims: tuple[PodInfo, ...]
+    num_pdb_violations: int = 0
+
+
+class PreemptionInterface(Protocol):
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]: ...
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_node_status: Status | None
+    ) -> tuple[bool, str]: ...
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status | None]:
+        """Victims (most important first), how many violate a PDB, and None on success."""
+        ...
+
+
+class Actuator(Protocol):
+    """Carries out a decision (the Executor): evicts ``victims`` from ``node_name`` for ``preemptor``."""
+
+    def actuate(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
+    ) -> Status | None: ...
+
+
+class Evaluator:
+    def __init__(
+        self,
+        plugin_name: str,
+        snapshot: Callable[[], SnapshotLister],
+        interface: PreemptionInterface,
+        pdbs: Callable[[], Sequence[PodDisruptionBudget]],
+        actuator: Callable[[], Actuator | None],
+    ) -> None:
+        self.plugin_name = plugin_name
+        self._snapshot = snapshot
+        self.interface = interface
+        self._pdbs = pdbs
+        self._actuator = actuator
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        """Upstream's ``Evaluator.Preempt``. Returns the nominated node (``""`` clears a nomination,
+        None leaves it alone) and a status (None on success)."""
+        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        # Nodes absent from the map were never filtered (PreFilter narrowed them away): upstream's
+        # default absent status is UnschedulableAndUnresolvable.
+        nominated_status = node_to_status.get(nominated, Status(Code.UnschedulableAndUnresolvable))
+        eligible, message = self.interface.pod_eligible_to_preempt_others(pod, nominated_status)
+        if not eligible:
+            return None, Status(Code.Unschedulable, [message])
+
+        all_nodes = self._snapshot().node_infos()
+        candidates, statuses, error = self.find_candidates(state, all_nodes, pod, node_to_status)
+        if error is not None and not candidates:
+            return None, error
+        if not candidates:
+            not_helpful = Status(Code.UnschedulableAndUnresolvable, [NOT_HELPFUL_MSG])
+            for node in all_nodes:
+                statuses.setdefault(node.name, not_helpful)
+            fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=statuses))
+            return "", Status(Code.Unschedulable, [fit_error.message()])
+
+        best = select_candidate(candidates)
+        if best is None or not best.name:
+            return None, Status(Code.Unschedulable, ["no candidate node for preemption"])
+        actuator = self._actuator()
+        if actuator is not None:
+            status = actuator.actuate(pod, best.name, best.victims, self.plugin_name)
+            if status is not None:
+                return None, status
+        return best.name, None
+
+    def find_candidates(
+        self,
+        state: CycleState,
+        all_nodes: Sequence[NodeInfo],
+        pod: PodInfo,
+        node_to_status: Mapping[str, Status],
+    ) -> tuple[list[Candidate], dict[str, Status], Status | None]:
+        if not all_nodes:
+            return [], {}, Status.as_error("no nodes available")
+        # Only nodes that failed with a status preemption can resolve (NodesForStatusCode(Unschedulable)).
+        potential = [
+            node
+            for node in all_nodes
+            if (status := node_to_status.get(node.name)) is not None and status.code is Code.Unschedulable
+        ]
+        if not potential:
+            return [], {}, None
+        offset, num_candidates = self.interface.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, self._pdbs(), offset, num_candidates)
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential_nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PodDisruptionBudget],
+        offset: int,
+        num_candidates: int,
+    ) -> tuple[list[Candidate], dict[str, Status], Status | None]:
+        """Upstream's ``DryRunPreemption``, one node after another from ``offset``: each node's victims
+        are chosen on copies of the node and of the cycle state. Stops once ``num_candidates`` are found
+        and at least one of them violates no PDB. PDB-free candidates come first."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        count = len(potential_nodes)
+        for i in range(count):
+            node = potential_nodes[(offset + i) % count]
+            victims, num_violations, status = self.interface.select_victims_on_node(
+                state.clone(), pod, node.clone(), pdbs
+            )
+            if status is None and victims:
+                candidate = Candidate(node.name, tuple(victims), num_violations)
+                (violating if num_violations else non_violating).append(candidate)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if status is None:
+                status = Status.as_error(f'expected at least one victim pod on node "{node.name}"')
+            if status.code is Code.Error:
+                errors.append(status.message())
+            statuses[node.name] = status
+        error = Status.as_error(", ".join(errors)) if errors else None
+        return non_violating + violating, statuses, error
+
+
+def select_candidate(candidates: Sequence[Candidate]) -> Candidate | None:
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    return pick_one_node_for_preemption(candidates)
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream's ``pickOneNodeForPreemption``: each criterion in turn keeps the best-scoring candidates
+    until one is left:
+
+    1. the fewest PDB violations;
+    2. the lowest priority of its most important victim;
+    3. the smallest sum of victim priorities;
+    4. the fewest victims;
+    5. the latest start time of its most important victims (the earliest start among those with the
+       highest priority), so long-running pods are disturbed last;
+    then the first left.
+    """
+    if not candidates:
+        return None
+
+    def latest_start(c: Candidate) -> float:
+        earliest = earliest_start_time(c.victims)
+        return -math.inf if earliest is None else earliest
+
+    score_funcs: list[Callable[[Candidate], float]] = [
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority,
+        lambda c: -sum(v.priority + _PRIORITY_SHIFT for v in c.victims),
+        lambda c: -len(c.victims),
+        latest_start,
+    ]
+    remaining = list(candidates)
+    for score in score_funcs:
+        scores = [score(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+        if len(remaining) == 1:
+            return remaining[0]
+    return remaining[0]
+
+
+def calculate_num_candidates(num_nodes: int, percentage: int, absolute: int) -> int:
+    """``calculateNumCandidates``: a percentage of the nodes, at least ``absolute``, at most all."""
+    n = num_nodes * percentage // 100
+    n = max(n, absolute)
+    return min(n, num_nodes)
+
+
+def random_offset(num_nodes: int, rng: random.Random) -> int:
+    """``rand.Int31n(numNodes)``: where the dry run starts, so preemption spreads over the cluster."""
+    return rng.randrange(num_nodes) if num_nodes > 0 else 0

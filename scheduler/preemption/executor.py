@@ -1,0 +1,261 @@
+"""The preemption Executor: evicts the chosen victims off the event loop
+(``pkg/scheduler/framework/preemption/executor.go``, async preemption as on by default in v1.36).
+
+On the loop, ``actuate`` decides what happens in memory at once: victims waiting at Permit are rejected
+there, lower-priority pods nominated to the node lose their nomination, and the preemptor is marked
+"running preemption" so DefaultPreemption's PreEnqueue holds it back. A writer thread then clears those
+nominations in the API, and for each victim patches the ``DisruptionTarget`` condition (reason
+``PreemptionByScheduler``) and deletes it; each result comes back to the loop with
+``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping). The preemptor is not polled: it waits
+in the queue and is woken by the victims' deletion events (its Filter rejectors' queueing hints).
+
+As upstream, the preemptor counts as running preemption until its last victim is deleted or has a
+deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from scheduler import metrics
+from scheduler.api import ApiError
+from scheduler.events import NORMAL, rfc3339
+from scheduler.framework.status import Status
+from scheduler.framework.types import PodInfo
+from scheduler.preemption.pods import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
+
+log = logging.getLogger(__name__)
+
+PREEMPTION_WRITERS = 4
+
+
+class VictimApi(Protocol):
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+
+    def delete_pod(self, namespace: str, name: str, uid: str = "") -> bool: ...
+
+
+class Recorder(Protocol):
+    def event(
+        self,
+        pod: Mapping[str, Any],
+        *,
+        event_type: str,
+        reason: str,
+        action: str,
+        message: str,
+        controller: str,
+        aggregate: bool = True,
+    ) -> None: ...
+
+
+class Waiting(Protocol):
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class Nominations(Protocol):
+    """The queue's side: who is nominated where, clearing a nomination, and Activate."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]: ...
+
+    def clear_nomination(self, pod: Mapping[str, Any]) -> None: ...
+
+    def activate(self, pod: Mapping[str, Any]) -> None: ...
+
+
+@dataclass(slots=True)
+class _Run:
+    preemptor: PodInfo
+    node_name: str
+    started: float
+    last_victim: str = ""
+    failed: bool = False
+    victims: list[PodInfo] = field(default_factory=list)
+
+
+class PreemptionExecutor:
+    """Owned by the event loop; only ``_write`` runs in the writer threads."""
+
+    def __init__(
+        self,
+        *,
+        api: VictimApi | None,
+        recorder: Recorder,
+        nominations: Nominations,
+        assigned_pod: Callable[[str], PodInfo | None],
+        waiting_pods: Callable[[], Mapping[str, Waiting]],
+        clock: Callable[[], float] = time.time,
+        writers: int = PREEMPTION_WRITERS,
+    ) -> None:
+        self._api = api
+        self._recorder = recorder
+        self._nominations = nominations
+        self._assigned_pod = assigned_pod
+        self._waiting_pods = waiting_pods
+        self._clock = clock
+        self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="preemption")
+        self._runs: dict[str, _Run] = {}
+        self.preempted = 0
+
+    # --- loop side ----------------------------------------------------------------------------
+    def actuate(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
+    ) -> Status | None:
+        """Start evicting ``victims`` from ``node_name`` for ``preemptor``; returns at once."""
+        to_delete = [v for v in victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
+        if not to_delete:
+            return None
+        metrics.PREEMPTION_VICTIMS.observe(len(victims))
+        run = _Run(preemptor, node_name, time.perf_counter())
+        lower = [
+            p for p in self._nominations.nominated_pods_for_node(node_name) if p.priority < preemptor.priority
+        ]
+        for nominated in lower:
+            # In memory now, so no cycle hands the room to them before the status patch lands.
+            self._nominations.clear_nomination(nominated.pod)
+        waiting = self._waiting_pods()
+        for victim in to_delete:
+            held = waiting.get(victim.key)
+            if held is not None:
+                # Still at Permit: rejecting it frees the room without an API call.
+                held.reject(plugin, "preempted")
+                self._record_preempted(run, victim, True)
+            else:
+                run.victims.append(victim)
+        if not run.victims and not lower:
+            return None
+        key = _ident(preemptor)
+        if run.victims:
+            run.last_victim = run.victims[-1].key
+        self._runs[key] = run
+        metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
+        loop = asyncio.get_running_loop()
+        lower_pods = [p.pod for p in lower if (p.pod.get("status") or {}).get("nominatedNodeName")]
+        self._pool.submit(self._write, loop, key, run, lower_pods, plugin)
+        return None
+
+    def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
+        """``IsPodRunningPreemption``: until the last victim is gone or terminating."""
+        run = self._runs.get(_ident_of(pod))
+        if run is None:
+            return False
+        if not run.last_victim:
+            return True
+        victim = self._assigned_pod(run.last_victim)
+        if victim is None:
+            return False
+        return not (victim.pod.get("metadata") or {}).get("deletionTimestamp")
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._runs)
+
+    def shutdown(self, wait: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+    def _record_preempted(self, run: _Run, victim: PodInfo, in_memory: bool) -> None:
+        message = f"Preempted by pod {run.preemptor.uid} on node {run.node_name}"
+        if in_memory:
+            message += " (in kube-scheduler memory)."
+        self.preempted += 1
+        self._recorder.event(
+            victim.pod,
+            event_type=NORMAL,
+            reason="Preempted",
+            action="Preempting",
+            message=message,
+            controller=run.preemptor.scheduler_name,
+            aggregate=False,
+        )
+
+    def _finish(self, key: str, run: _Run) -> None:
+        if self._runs.get(key) is run:
+            del self._runs[key]
+        metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).dec()
+        result = metrics.GOROUTINE_RESULT_ERROR if run.failed else metrics.GOROUTINE_RESULT_SUCCESS
+        metrics.PREEMPTION_GOROUTINES_DURATION.labels(result).observe(time.perf_counter() - run.started)
+        metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(result).inc()
+        if run.failed:
+            # As upstream: the preemptor tries again now rather than waiting for events that may never come.
+            self._nominations.activate(run.preemptor.pod)
+
+    # --- writer thread ------------------------------------------------------------------------
+    def _write(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        key: str,
+        run: _Run,
+        lower_nominated: Sequence[Mapping[str, Any]],
+        plugin: str,
+    ) -> None:
+        try:
+            for pod in lower_nominated:
+                meta = pod.get("metadata") or {}
+                try:
+                    self._patch(meta, {"status": {"nominatedNodeName": None}})
+                except ApiError as err:
+                    log.warning("clearing the nomination of %s: %s", meta.get("name"), err)
+                    run.failed = True
+            for victim in run.victims:
+                if not self._preempt_victim(run, victim):
+                    run.failed = True
+                    break
+                loop.call_soon_threadsafe(self._record_preempted, run, victim, False)
+        except Exception:
+            log.exception("preemption for %s crashed", run.preemptor.key)
+            run.failed = True
+        finally:
+            loop.call_soon_threadsafe(self._finish, key, run)
+
+    def _preempt_victim(self, run: _Run, victim: PodInfo) -> bool:
+        """Patch DisruptionTarget, then delete. A victim already gone counts as done."""
+        if self._api is None:
+            return True
+        pod = victim.pod
+        condition: dict[str, Any] = {
+            "type": DISRUPTION_TARGET,
+            "status": "True",
+            "reason": REASON_PREEMPTION_BY_SCHEDULER,
+            "message": f"{run.preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": rfc3339(self._clock()),
+        }
+        generation = (pod.get("metadata") or {}).get("generation")
+        if isinstance(generation, int):
+            condition["observedGeneration"] = generation
+        try:
+            if not _has_condition(pod, condition):
+                self._patch(pod.get("metadata") or {}, {"status": {"conditions": [condition]}})
+            self._api.delete_pod(victim.namespace, victim.name, victim.uid)
+        except ApiError as err:
+            if err.status == 404:
+                return True
+            log.warning("preempting %s for %s: %s", victim.key, run.preemptor.key, err)
+            return False
+        return True
+
+    def _patch(self, meta: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
+        if self._api is not None:
+            self._api.patch_pod_status(meta.get("namespace", ""), meta.get("name", ""), patch)
+
+
+def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """``UpdatePodCondition`` would change nothing: same status, reason and message already there."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == wanted["type"]:
+            return all(condition.get(k) == wanted[k] for k in ("status", "reason", "message"))
+    return False
+
+
+def _ident(pod: PodInfo) -> str:
+    return pod.uid or pod.key
+
+
+def _ident_of(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}")

@@ -1,0 +1,77 @@
+"""Facts about pods that preemption orders and protects by (``pkg/scheduler/util/utils.go``:
+MoreImportantPod, GetPodStartTime, GetEarliestPodStartTime; ``defaultpreemption``:
+podTerminatingByPreemption)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from scheduler.framework.types import PodInfo
+
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+def _parse_time(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def pod_start_time(pod: PodInfo) -> float:
+    """``GetPodStartTime``: ``status.startTime``, or now for a pod the kubelet has not started."""
+    started = _parse_time((pod.pod.get("status") or {}).get("startTime"))
+    return time.time() if started is None else started
+
+
+def more_important_pod(a: PodInfo, b: PodInfo) -> bool:
+    """``MoreImportantPod``: higher priority, or equal priority and started earlier."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return pod_start_time(a) < pod_start_time(b)
+
+
+def by_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
+    """Most important first; equal pods keep their order."""
+    now = time.time()
+
+    def key(pod: PodInfo) -> tuple[int, float]:
+        started = _parse_time((pod.pod.get("status") or {}).get("startTime"))
+        return -pod.priority, now if started is None else started
+
+    return sorted(pods, key=key)
+
+
+def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:
+    """``GetEarliestPodStartTime``: the earliest start among the victims of the highest priority."""
+    if not victims:
+        return None
+    max_priority = victims[0].priority
+    earliest = pod_start_time(victims[0])
+    for pod in victims:
+        if pod.priority == max_priority:
+            earliest = min(earliest, pod_start_time(pod))
+        elif pod.priority > max_priority:
+            max_priority = pod.priority
+            earliest = pod_start_time(pod)
+    return earliest
+
+
+def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
+    """``podTerminatingByPreemption``: being deleted, with the DisruptionTarget condition a scheduler
+    sets before it deletes a victim."""
+    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == DISRUPTION_TARGET:
+            return bool(
+                condition.get("status") == "True"
+                and condition.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
+            )
+    return False

@@ -1,0 +1,214 @@
+"""Preemption in the scheduling cycle, fakes only at the API seam (upstream's schedule_one_test.go
+nominated-pod cases and the async preemption of executor_test.go): nomination, the victims' writes off
+the loop, PreEnqueue holding the preemptor, the wake-up by the victims' deletion, nominated pods counted
+by Filter so two preemptors never claim the same room."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from scheduler import metrics
+from scheduler.event_handlers import EventHandlers
+from scheduler.plugins.defaultpreemption import DefaultPreemption
+from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
+
+MakeEnv = Callable[..., CoreEnv]
+
+
+@pytest.fixture
+async def make_env() -> AsyncIterator[MakeEnv]:
+    made: list[CoreEnv] = []
+
+    def make(*args: Any, **kwargs: Any) -> CoreEnv:
+        env = CoreEnv(*args, **kwargs)
+        made.append(env)
+        return env
+
+    yield make
+    for env in made:
+        env.close()
+
+
+def with_priority(pod: dict[str, Any], priority: int, **spec: Any) -> dict[str, Any]:
+    pod["spec"]["priority"] = priority
+    pod["spec"].update(spec)
+    return pod
+
+
+def running(name: str, node: str, cpu: str, priority: int) -> dict[str, Any]:
+    pod = with_priority(make_pod(name, cpu=cpu, node_name=node), priority)
+    pod["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    return pod
+
+
+def deletes(env: CoreEnv) -> list[str]:
+    return [c.path.rsplit("/", 1)[-1] for c in env.rest.matching("DELETE", "/pods/")]
+
+
+def nominations(env: CoreEnv, name: str) -> list[Any]:
+    out = []
+    for call in env.rest.status_patches():
+        if call.path.endswith(f"/pods/{name}/status") and "nominatedNodeName" in call.body["status"]:
+            out.append(call.body["status"]["nominatedNodeName"])
+    return out
+
+
+async def test_preemptor_evicts_the_minimal_set_waits_and_binds_after_the_victims_are_gone(
+    make_env: MakeEnv,
+) -> None:
+    env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    victims = {
+        "n1": [running("a1", "n1", "1", 10), running("a2", "n1", "1", 10)],
+        # n2's pods are more important: n1 is the candidate.
+        "n2": [running("b1", "n2", "1", 50), running("b2", "n2", "1", 50)],
+    }
+    for pods in victims.values():
+        for pod in pods:
+            handlers.on_pod_add(pod)
+    attempts = metrics.PREEMPTION_ATTEMPTS._value.get()
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    env.queue.add(preemptor)
+    await env.schedule_next()
+
+    # One victim suffices on n1; the preemptor is nominated there and waits in the queue.
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    assert deletes(env) == ["a2"] or deletes(env) == ["a1"]
+    victim = deletes(env)[0]
+    patches = [c for c in env.rest.status_patches() if c.path.endswith(f"/pods/{victim}/status")]
+    [condition] = patches[0].body["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "DisruptionTarget",
+        "True",
+        "PreemptionByScheduler",
+    )
+    assert condition["message"] == f"{PROFILE}: preempting to accommodate a higher priority pod"
+    assert metrics.PREEMPTION_ATTEMPTS._value.get() == attempts + 1
+    env.flush_writes()
+    assert nominations(env, "vip") == ["n1"]
+    preempted = [e for e in env.rest.events() if e["reason"] == "Preempted"]
+    assert [e["regarding"]["name"] for e in preempted] == [victim]
+    assert preempted[0]["note"] == "Preempted by pod uid-default-vip on node n1"
+    assert env.queue.nominator.nominated_node_for(preemptor) == "n1"
+    assert env.queue.where("default/vip") == "unschedulable"
+
+    # The victim's deletion (the watch event) wakes the preemptor; it binds on its nominated node.
+    gone = next(p for p in victims["n1"] if p["metadata"]["name"] == victim)
+    handlers.on_pod_delete(gone)
+    env.clock.advance(20)
+    env.queue.flush_backoff_completed()
+    assert env.queue.where("default/vip") == "active"
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.rest.bindings() == {"vip": "n1"}
+    assert env.queue.nominator.nominated_node_for(preemptor) == ""
+    assert deletes(env) == [victim]  # nothing else was evicted
+
+
+async def test_pre_enqueue_holds_the_preemptor_until_its_last_victim_terminates(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    low = running("low", "n1", "1", 0)
+    handlers.on_pod_add(low)
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    plugin = env.fwk.plugins.post_filter[0]
+    assert isinstance(plugin, DefaultPreemption)
+    executor = env.sched.preemption
+    # Hold the writer so the run stays in flight.
+    gate = threading.Event()
+    original = env.rest.request
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        if args[0] == "DELETE":
+            gate.wait(3)
+        return original(*args, **kwargs)
+
+    env.rest.request = slow  # type: ignore[method-assign]
+    env.queue.add(preemptor)
+    await env.schedule_next()
+    assert executor.is_pod_running_preemption(preemptor)
+    status = plugin.pre_enqueue(env.pod_infos.get(preemptor))
+    assert status is not None and status.message() == "waiting for the preemption for this pod to be finished"
+    # The last victim terminating ends the hold (upstream's lastVictimsPendingPreemption).
+    terminating = dict(
+        low,
+        metadata={**low["metadata"], "resourceVersion": "999", "deletionTimestamp": "2024-01-01T00:01:00Z"},
+    )
+    handlers.on_pod_update(low, terminating)
+    assert not executor.is_pod_running_preemption(preemptor)
+    gate.set()
+    await wait_for(lambda: executor.in_flight == 0)
+
+
+async def test_two_preemptors_never_claim_the_same_room(make_env: MakeEnv) -> None:
+    """The second preemptor counts the first one's nomination (RunFilterPluginsWithNominatedPods): it
+    neither takes the freed room nor evicts anything more for it."""
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    first = with_priority(make_pod("first", cpu="1"), 100)
+    second = with_priority(make_pod("second", cpu="1"), 100)
+    env.queue.add(first)
+    await env.schedule_next()
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    env.queue.add(second)
+    await env.schedule_next()
+    assert deletes(env) == ["low"]
+    env.flush_writes()
+    assert nominations(env, "first") == ["n1"]
+    assert nominations(env, "second") == []
+    [failed] = [
+        e
+        for e in env.rest.events()
+        if e["reason"] == "FailedScheduling" and "second" in e["regarding"]["name"]
+    ]
+    assert failed["note"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. "
+        "preemption: 0/1 nodes are available: 1 Insufficient cpu.."
+    )
+
+
+async def test_nominated_node_is_evaluated_first(make_env: MakeEnv) -> None:
+    """evaluateNominatedNode: a pod nominated to a node that fits goes there without scoring others."""
+    env = make_env([make_node(f"n{i}", cpu="4") for i in range(5)])
+    pod = with_priority(make_pod("p", cpu="1"), 10)
+    pod["status"]["nominatedNodeName"] = "n3"
+    env.queue.add(pod)
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.rest.bindings() == {"p": "n3"}
+
+
+async def test_lower_priority_nominations_on_the_node_are_cleared(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    mid = with_priority(make_pod("mid", cpu="1"), 50)
+    env.queue.add(mid)
+    await env.schedule_next()
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    assert env.queue.nominator.nominated_node_for(mid) == "n1"
+    # A more important pod preempts the same node: mid's nomination goes, in memory and in the API.
+    vip = with_priority(make_pod("vip", cpu="1"), 100)
+    mid_nominated = dict(
+        mid,
+        metadata={**mid["metadata"], "resourceVersion": "998"},
+        status={**mid["status"], "nominatedNodeName": "n1"},
+    )
+    env.queue.nominator.add_nominated_pod(mid_nominated, "n1")
+    low2 = running("low2", "n1", "1", 0)
+    handlers.on_pod_add(low2)
+    env.queue.add(vip)
+    await env.schedule_next()
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    assert env.queue.nominator.nominated_node_for(mid) == ""
+    cleared = [
+        c
+        for c in env.rest.status_patches()
+        if c.path.endswith("/pods/mid/status") and c.body == {"status": {"nominatedNodeName": None}}
+    ]
+    assert len(cleared) == 1
