@@ -103,6 +103,9 @@ class BindingPool:
         self._may_bind = may_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
+        # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
+        # not handled, the Bind plugins run. Called on the binding thread.
+        self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self.max_workers = max_workers
@@ -145,7 +148,11 @@ class BindingPool:
             if not self._may_bind():
                 return BindingResult(task, Outcome.ABANDONED)
             start = time.perf_counter()
-            status = fwk.run_bind(state, pod, node)
+            handled, status = False, None
+            if self.extender_bind is not None:
+                handled, status = self.extender_bind(pod, node)
+            if not handled:
+                status = fwk.run_bind(state, pod, node)
             seconds = time.perf_counter() - start
             if status is not None:
                 return self._bind_failure(task, status, seconds)
