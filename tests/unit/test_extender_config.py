@@ -115,7 +115,8 @@ def test_duplicate_managed_resource_across_extenders() -> None:
 def test_only_one_binder() -> None:
     body = VALID + "  bindVerb: foo\n- prioritizeVerb: prioritize\n  bindVerb: bar\n  weight: 1\n"
     assert errors_of(body) == [
-        'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'
+        'extenders: Invalid value: "found 2 extenders implementing bind": '
+        "only one extender can implement bind"
     ]
 
 
@@ -126,8 +127,9 @@ def test_managed_resource_must_be_an_extended_resource_name() -> None:
         'extenders[0].managedResources[0].name: Invalid value: "cpu": is an invalid extended resource name',
         'extenders[0].managedResources[1].name: Invalid value: "kubernetes.io/x": '
         "is an invalid extended resource name",
-        'extenders[0].managedResources[2].name: Invalid value: "a/-b": name part must consist of alphanumeric '
-        "characters, '-', '_' or '.', and must start and end with an alphanumeric character",
+        'extenders[0].managedResources[2].name: Invalid value: "a/-b": '
+        "name part must consist of alphanumeric characters, '-', '_' or '.', "
+        "and must start and end with an alphanumeric character",
     ]
 
 
@@ -152,7 +154,8 @@ def test_ignored_by_scheduler_reaches_node_resources_fit_args() -> None:
         HEADER + "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: NodeResourcesFit\n"
         "    args: {ignoredResources: [example.com/old], scoringStrategy: {type: MostAllocated}}\n"
         "- schedulerName: b\n"
-        "extenders:\n- filterVerb: f\n  managedResources: [{name: example.com/gpu, ignoredByScheduler: true}]\n"
+        "extenders:\n- filterVerb: f\n"
+        "  managedResources: [{name: example.com/gpu, ignoredByScheduler: true}]\n"
     )
     out = with_ignored_resources(cfg)
     a, b = out.profiles
