@@ -9,7 +9,6 @@ hands its call to the loop (``bind_blocking``) so that every request shares the 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import ssl
@@ -19,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 
 from scheduler.config.types import ExtenderConfig, ExtenderTLSConfig
 from scheduler.extender import metrics
@@ -183,7 +183,6 @@ class HTTPExtender:
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
                 # The scheduler's environment (proxy variables) applies, as Go's default transport.
                 trust_env=True,
-                json_serialize=_dumps,
             )
         return self._session
 
@@ -206,8 +205,8 @@ class HTTPExtender:
                     raise ExtenderError(f"failed {verb} with extender at URL {url}, code {resp.status}")
                 raw = await resp.read()
             try:
-                return json.loads(raw)
-            except ValueError as err:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError as err:
                 reason = "decode"
                 raise ExtenderError(f"extender {self.url_prefix}: {verb}: invalid JSON: {err}") from err
         except TimeoutError as err:
@@ -225,8 +224,9 @@ class HTTPExtender:
                 metrics.count_error(self.name, role, reason)
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+def _dumps(obj: Any) -> bytes:
+    # orjson: a full NodeList per call is the bulk of an extender's cost on our side.
+    return orjson.dumps(obj)
 
 
 def _ssl_for(config: ExtenderConfig) -> ssl.SSLContext | bool:

@@ -321,12 +321,8 @@ async def test_bind_from_a_thread_uses_the_loop(fake: FakeExtender) -> None:
     handled, status = results[1]
     assert handled and status is not None and status.code is Code.Error
     assert status.message() == "cannot bind there"
-    assert fake.received["bind"][0] == {
-        "PodName": "b1",
-        "PodNamespace": "default",
-        "PodUID": p.uid,
-        "Node": "good",
-    }
+    good = {"PodName": "b1", "PodNamespace": "default", "PodUID": p.uid, "Node": "good"}
+    assert good in fake.received["bind"]
     # Not interested: the Bind plugins run instead.
     gpu_only = Extenders(
         [HTTPExtender(fake.config(bind_verb="bind", managed_resources=(ExtenderManagedResource("x.io/y"),)))]
