@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.cache.snapshot import Snapshot
+from scheduler.extender.runner import EXTENDER_NAME, Extenders
 from scheduler.filter_loop import find_feasible, first_nodes
 from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
@@ -108,6 +109,36 @@ class SchedulingAlgorithm:
         scores = self._prioritize(fwk, state, pod, feasible)
         return ScheduleResult(self._select_host(feasible, scores), evaluated, len(feasible))
 
+    async def schedule_pod_with_extenders(
+        self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, extenders: Extenders
+    ) -> ScheduleResult:
+        """``schedule_pod`` with the extenders' HTTP calls awaited: their filters after the Filter
+        plugins, their scores added to the Score plugins'. Only used when extenders are configured, so
+        the plain path stays synchronous."""
+        all_nodes = snapshot.node_infos()
+        if not all_nodes:
+            raise FitError(pod, 0, Diagnosis())
+        scoring = fwk.has_score_plugins() or extenders.has_prioritizers
+        feasible, diagnosis = self._find_nodes_that_fit(
+            fwk, state, pod, all_nodes, snapshot, find_all=extenders.has_filters or scoring
+        )
+        if feasible:
+            passed = await extenders.find_nodes_that_pass(pod, feasible, diagnosis.node_to_status)
+            if len(passed) != len(feasible):
+                # Extenders have no queueing hints: any cluster event may help (upstream ExtenderName).
+                diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+            feasible = passed
+        if not feasible:
+            raise FitError(pod, len(all_nodes), diagnosis)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, 1 + len(diagnosis.node_to_status), 1)
+        scores = np.asarray(self._prioritize(fwk, state, pod, feasible, with_extenders=True), dtype=np.int64)
+        extra = await extenders.prioritize(pod, feasible)
+        if extra is not None:
+            scores = scores + extra
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        return ScheduleResult(self._select_host(feasible, scores), evaluated, len(feasible))
+
     def _find_nodes_that_fit(
         self,
         fwk: Framework,
@@ -115,7 +146,11 @@ class SchedulingAlgorithm:
         pod: PodInfo,
         all_nodes: Sequence[NodeInfo],
         snapshot: Snapshot,
+        *,
+        find_all: bool = False,
     ) -> tuple[Sequence[NodeInfo], Diagnosis]:
+        """``find_all``: look for the full ``numFeasibleNodesToFind`` even without Score plugins
+        (extenders filter or score the result)."""
         diagnosis = Diagnosis()
         pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
         if status is not None:
@@ -145,8 +180,8 @@ class SchedulingAlgorithm:
             nodes = [n for name in pre_result.node_names if (n := snapshot.get(name)) is not None]
 
         num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
-        if not fwk.has_score_plugins():
-            # Nothing to rank by (and no extenders here): upstream stops at the first feasible node.
+        if not fwk.has_score_plugins() and not find_all:
+            # Nothing to rank by: upstream stops at the first feasible node.
             num_to_find = 1
         plugins = fwk.filter_plugins_for(state)
         feasible: Sequence[NodeInfo] = []
@@ -246,9 +281,15 @@ class SchedulingAlgorithm:
             diagnosis.unschedulable_plugins.add(status.plugin)
 
     def _prioritize(
-        self, fwk: Framework, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        *,
+        with_extenders: bool = False,
     ) -> list[int] | IntArray:
-        if not fwk.has_score_plugins():
+        if not fwk.has_score_plugins() and not with_extenders:
             return [1] * len(nodes)
         status = fwk.run_pre_score(state, pod, nodes)
         if status is not None:

@@ -27,6 +27,8 @@ from scheduler.config import SchedulerConfig
 from scheduler.cycle import Scheduler
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
+from scheduler.extender.runner import Extenders
+from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.resources import pod_request_amounts
@@ -72,6 +74,10 @@ class SchedulerApp:
         serving: ServingOptions | None = None,
         leader_elect: bool | None = None,
     ) -> None:
+        # Extenders: built first, so a bad TLS setting stops start-up; their ignored resources reach
+        # NodeResourcesFit before the frameworks are built.
+        self.extenders = Extenders.from_config(config.extenders)
+        config = with_ignored_resources(config)
         self.config = config
         self.registry = dict(registry)
         self.serving = serving or ServingOptions()
@@ -95,7 +101,7 @@ class SchedulerApp:
             clock=_WallClock(),
             less=first.queue_sort_less(),
             pre_enqueue=self._pre_enqueue,
-            hints=queue_hints(self.frameworks),
+            hints=with_extender_hints(queue_hints(self.frameworks), self.extenders),
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
             pod_requests=pod_request_amounts,
@@ -177,6 +183,7 @@ class SchedulerApp:
         loop = asyncio.get_running_loop()
         self._loop = loop
         self.start_serving()
+        self.extenders.start(loop)
 
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
@@ -196,6 +203,7 @@ class SchedulerApp:
             binding_pool_factory=pool_factory,
             clock=self.clock,
             api=self.api,
+            extenders=self.extenders,
         )
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
@@ -367,6 +375,7 @@ class SchedulerApp:
             if not await self.scheduler.binding_pool.drain(timeout=SHUTDOWN_DRAIN_SECONDS):
                 log.warning("%d bindings still in flight at shutdown", self.scheduler.binding_pool.in_flight)
             self.scheduler.binding_pool.shutdown()
+        await self.extenders.close()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

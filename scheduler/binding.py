@@ -107,6 +107,9 @@ class BindingPool:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
         self._closed = False
+        # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
+        # not handled, the Bind plugins run. Called on the binding thread.
+        self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self.max_workers = max_workers
@@ -157,7 +160,11 @@ class BindingPool:
             # -v 4: every Binding sent, after the leadership check (the partition test reads these).
             log.debug("sending binding of %s to %s", pod.key, node)
             start = time.perf_counter()
-            status = fwk.run_bind(state, pod, node)
+            handled, status = False, None
+            if self.extender_bind is not None:
+                handled, status = self.extender_bind(pod, node)
+            if not handled:
+                status = fwk.run_bind(state, pod, node)
             seconds = time.perf_counter() - start
             if status is not None:
                 return self._bind_failure(task, status, seconds)

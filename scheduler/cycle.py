@@ -21,6 +21,7 @@ from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
+from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
@@ -37,6 +38,18 @@ log = logging.getLogger(__name__)
 POD_SPEC_PLUGIN = "PodSpecValidation"
 # Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.
 CLEAR_NOMINATION = ""
+
+
+@dataclass(slots=True)
+class _Attempt:
+    qpi: QueuedPodInfo
+    fwk: Framework
+    pod: PodInfo
+    state: CycleState
+    start: float
+
+
+_ALGORITHM_ERRORS = (FitError, SchedulingError, PluginError, PodSpecError)
 
 
 @dataclass(slots=True)
@@ -59,6 +72,7 @@ class Scheduler:
         binding_pool_factory: Callable[[Callable[[BindingResult], None]], BindingPool],
         clock: Callable[[], float] = time.time,
         api: SchedulerApi | None = None,
+        extenders: Extenders | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
         self.queue = queue
@@ -69,6 +83,9 @@ class Scheduler:
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
         self.algorithm = SchedulingAlgorithm()
         self.binding_pool = binding_pool_factory(self._on_binding_done)
+        self.extenders = extenders if extenders is not None else Extenders(())
+        if self.extenders.has_binders:
+            self.binding_pool.extender_bind = self.extenders.bind
         self.clock = clock
         self.stats = Stats()
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -101,7 +118,10 @@ class Scheduler:
                 self.queue.done(qpi)
                 break
             try:
-                self.schedule_one(qpi)
+                if self.extenders:
+                    await self.schedule_one_with_extenders(qpi)
+                else:
+                    self.schedule_one(qpi)
             except Exception as err:
                 # Nothing a pod carries may stop the loop; requeue it as an error.
                 log.exception("scheduling cycle crashed for %s", qpi.key)
@@ -128,6 +148,33 @@ class Scheduler:
 
     # --- one attempt --------------------------------------------------------------------------
     def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        attempt = self._begin(qpi)
+        if attempt is None:
+            return
+        try:
+            result = self.algorithm.schedule_pod(attempt.fwk, attempt.state, attempt.pod, self.snapshot)
+        except _ALGORITHM_ERRORS as err:
+            self._algorithm_failed(attempt, err)
+            return
+        self._assume_and_hand_off(attempt, result.node_name)
+
+    async def schedule_one_with_extenders(self, qpi: QueuedPodInfo) -> None:
+        """``schedule_one`` that awaits the extenders' HTTP calls. The loop stays free meanwhile (watch
+        events, bindings, timers); the cycle's snapshot is not touched by them."""
+        attempt = self._begin(qpi)
+        if attempt is None:
+            return
+        try:
+            result = await self.algorithm.schedule_pod_with_extenders(
+                attempt.fwk, attempt.state, attempt.pod, self.snapshot, self.extenders
+            )
+        except (*_ALGORITHM_ERRORS, ExtenderFilterError) as err:
+            self._algorithm_failed(attempt, err)
+            return
+        self._assume_and_hand_off(attempt, result.node_name)
+
+    def _begin(self, qpi: QueuedPodInfo) -> _Attempt | None:
+        """The checks before the algorithm; None when the pod is not scheduled in this attempt."""
         pod_dict = qpi.pod
         spec = pod_dict.get("spec") or {}
         fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
@@ -135,13 +182,13 @@ class Scheduler:
         if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.
             self.queue.done(qpi)
-            return
+            return None
         if self.cache.is_assumed(qpi.key):
             cached = self.cache.get_pod(qpi.key)
             if cached is None or not cached.uid or cached.uid == meta.get("uid"):
                 # Assumed by an earlier cycle and still binding (upstream's skipPodSchedule).
                 self.queue.done(qpi)
-                return
+                return None
             # The cache is keyed by name: a deleted namesake is still binding. Retry after backoff
             # rather than dropping this new pod.
             self._fail(
@@ -150,7 +197,7 @@ class Scheduler:
                 Status.as_error(f"pod {qpi.key}: a previous pod of this name is still being bound"),
                 fwk,
             )
-            return
+            return None
 
         start = time.perf_counter()
         self.stats.attempts += 1
@@ -164,19 +211,18 @@ class Scheduler:
                 fwk,
                 start=start,
             )
-            return
+            return None
 
         self.cache.update_snapshot(self.snapshot)
-        state = CycleState()
-        try:
-            result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)
-        except FitError as err:
-            self._handle_fit_error(qpi, pod, fwk, state, err, start)
-            return
-        except (SchedulingError, PluginError) as err:
+        return _Attempt(qpi, fwk, pod, CycleState(), start)
+
+    def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> None:
+        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
+        if isinstance(err, FitError):
+            self._handle_fit_error(qpi, pod, fwk, attempt.state, err, start)
+        elif isinstance(err, SchedulingError | PluginError | ExtenderFilterError):
             self._fail(qpi, pod, err.status, fwk, start=start, message=str(err))
-            return
-        except PodSpecError as err:
+        else:
             self._fail(
                 qpi,
                 pod,
@@ -184,9 +230,11 @@ class Scheduler:
                 fwk,
                 start=start,
             )
-            return
 
-        node_name = result.node_name
+    def _assume_and_hand_off(self, attempt: _Attempt, node_name: str) -> None:
+        """assume, Reserve, Permit, then the binding pool. Runs against the cache as it is now: after
+        an extender call the cluster may have moved on, and upstream assumes regardless too."""
+        qpi, pod, fwk, state, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.state, attempt.start
         try:
             assumed = self.cache.assume_pod(pod, node_name)
         except CacheError as err:

@@ -17,6 +17,7 @@ from typing import Any
 
 from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ErrorList, FieldPath
+from scheduler.config.extenders import decode_extenders
 from scheduler.config.types import (
     API_VERSION,
     DEFAULT_BURST,
@@ -210,12 +211,6 @@ def decode_config(raw: Any, errs: ErrorList) -> SchedulerConfig:
         errs.not_supported(root.child("kind"), kind, [KIND])
 
     _reject_placements(top, root, errs)
-    extenders = dec.sequence(top.get("extenders"), root.child("extenders"))
-    if extenders:
-        errs.forbidden(
-            root.child("extenders"),
-            "extenders are not supported by py-scheduler; write an out-of-tree plugin instead",
-        )
 
     enable_profiling = dec.boolean(top, "enableProfiling", root, True)
     return SchedulerConfig(
@@ -238,6 +233,7 @@ def decode_config(raw: Any, errs: ErrorList) -> SchedulerConfig:
         ),
         profiles=_decode_profiles(dec, top.get("profiles"), root.child("profiles")),
         delay_cache_until_active=dec.boolean(top, "delayCacheUntilActive", root, False),
+        extenders=decode_extenders(dec, top.get("extenders"), root.child("extenders")),
     )
 
 

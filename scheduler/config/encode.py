@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from scheduler.config.duration import format_duration
+from scheduler.config.extenders import extenders_to_dict
 from scheduler.config.types import (
     API_VERSION,
     KIND,
@@ -52,6 +53,7 @@ def config_to_dict(cfg: SchedulerConfig) -> dict[str, Any]:
         "podMaxBackoffSeconds": cfg.pod_max_backoff_seconds,
         "profiles": [_profile_to_dict(p) for p in cfg.profiles],
         "delayCacheUntilActive": cfg.delay_cache_until_active,
+        **({"extenders": extenders_to_dict(cfg.extenders)} if cfg.extenders else {}),
     }
 
 

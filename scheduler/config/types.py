@@ -148,6 +148,45 @@ class ClientConnectionConfig:
 
 
 @dataclass(frozen=True)
+class ExtenderTLSConfig:
+    """``tlsConfig`` of an extender. The ``*Data`` fields hold decoded bytes (base64 in the file)."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(frozen=True)
+class ExtenderManagedResource:
+    name: str = ""
+    ignored_by_scheduler: bool = False
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    """One ``extenders[]`` entry (upstream ``Extender``). An empty verb means "not provided"."""
+
+    url_prefix: str = ""
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    weight: int = 0
+    bind_verb: str = ""
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    # 0 as written (upstream's zero Duration); the client then uses DEFAULT_EXTENDER_TIMEOUT.
+    http_timeout: float = 0.0
+    node_cache_capable: bool = False
+    managed_resources: tuple[ExtenderManagedResource, ...] = ()
+    ignorable: bool = False
+
+
+@dataclass(frozen=True)
 class SchedulerConfig:
     parallelism: int = DEFAULT_PARALLELISM
     leader_election: LeaderElectionConfig = field(default_factory=LeaderElectionConfig)
@@ -159,6 +198,7 @@ class SchedulerConfig:
     pod_max_backoff_seconds: int = DEFAULT_POD_MAX_BACKOFF_SECONDS
     profiles: tuple[SchedulerProfile, ...] = field(default_factory=lambda: (SchedulerProfile(),))
     delay_cache_until_active: bool = False
+    extenders: tuple[ExtenderConfig, ...] = ()
     # The registry the config was validated against: the in-tree one passed to parse_config plus the
     # out-of-tree plugins it loaded. Empty when no registry was given. Not part of the file.
     registry: Mapping[str, PluginFactory] = field(default_factory=dict, compare=False, repr=False)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from scheduler.config.duration import format_duration
 from scheduler.config.errors import ErrorList, FieldPath
+from scheduler.config.extenders import validate_extenders
 from scheduler.config.types import (
     API_VERSION,
     DISABLE_ALL,
@@ -71,6 +72,7 @@ def validate_config(
     _validate_common_queue_sort(cfg.profiles, profiles_path, errs)
 
     _validate_percentage(cfg.percentage_of_nodes_to_score, root.child("percentageOfNodesToScore"), errs)
+    validate_extenders(cfg.extenders, root.child("extenders"), errs)
     if cfg.pod_initial_backoff_seconds <= 0:
         errs.invalid(
             root.child("podInitialBackoffSeconds"), cfg.pod_initial_backoff_seconds, "must be greater than 0"

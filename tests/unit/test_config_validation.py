@@ -162,12 +162,6 @@ def test_burst_must_be_non_negative_and_negative_qps_means_unlimited() -> None:
     assert parse_config(HEADER + "clientConnection: {qps: -1}\n").client_connection.qps == -1.0
 
 
-def test_extenders_are_not_supported() -> None:
-    err = one_error("extenders:\n- urlPrefix: http://x\n  filterVerb: filter\n")
-    assert err.startswith("extenders: Forbidden: extenders are not supported")
-    parse_config(HEADER + "extenders: []\n")
-
-
 def test_placement_fields_accepted_only_when_empty() -> None:
     parse_config(HEADER + "profiles:\n- plugins: {placementScore: {}}\n")
     err = one_error("profiles:\n- plugins:\n    placementScore: {enabled: [{name: X}]}\n")

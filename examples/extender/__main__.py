@@ -1,0 +1,3 @@
+from examples.extender.extender import main
+
+raise SystemExit(main())

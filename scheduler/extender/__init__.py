@@ -1,0 +1,1 @@
+"""Scheduler extenders: upstream's HTTP filter / prioritize / preempt / bind protocol (``extender.go``)."""
