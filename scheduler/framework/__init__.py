@@ -48,12 +48,16 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.listers import (
     CSI_NODES,
+    DEVICE_CLASSES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     POD_DISRUPTION_BUDGETS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
@@ -89,6 +93,7 @@ from scheduling_queue.types import (
 
 __all__ = [
     "CSI_NODES",
+    "DEVICE_CLASSES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NAMESPACES",
@@ -98,6 +103,9 @@ __all__ = [
     "POD_DISRUPTION_BUDGETS",
     "REPLICATION_CONTROLLERS",
     "REPLICA_SETS",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_CLAIM_TEMPLATES",
+    "RESOURCE_SLICES",
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from scheduler.framework.listers import Lister, ResourceSpec
 from scheduler.framework.types import NodeInfo
@@ -51,6 +51,13 @@ class Handle(Protocol):
         ...
 
     def waiting_pods(self) -> Sequence[WaitingPodHandle]: ...
+
+    def api_request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Mapping[str, Any]:
+        """One API call from a binding thread (blocking), e.g. a claim's status update; the decoded JSON.
+        Raises ``scheduler.api.ApiError`` on failure."""
+        ...
 
     def lister(self, resource: ResourceSpec) -> Lister:
         """An informer-backed lister of ``resource`` (e.g. ``NAMESPACES``). Ask for it in the plugin's

@@ -6,6 +6,7 @@ from __future__ import annotations
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
+from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -35,6 +36,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
+    names.DYNAMIC_RESOURCES: DynamicResources,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
@@ -51,6 +53,8 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
+    # Inserted before DefaultPreemption (applyDynamicResources): deallocating an idle claim beats evicting.
+    (names.DYNAMIC_RESOURCES, 2),
     # Upstream's DefaultPreemption comes here.
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),

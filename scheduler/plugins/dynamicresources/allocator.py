@@ -415,7 +415,8 @@ class _Run:
                 attribute = raw_constraint.get("matchAttribute")
                 if not attribute:
                     raise AllocationError(
-                        f"claim {_klog(claim)}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                        f"claim {_klog(claim)}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
                     )
                 constraints.append(MatchAttribute(frozenset(raw_constraint.get("requests") or ()), attribute))
             self.constraints.append(constraints)
@@ -479,7 +480,11 @@ class _Run:
     # -- search -----------------------------------------------------------------------------------
     def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
         self.a.allocate_one_calls += 1
-        if self.deadline is not None and self.a.allocate_one_calls % 64 == 0 and self.a.clock() > self.deadline:
+        if (
+            self.deadline is not None
+            and self.a.allocate_one_calls % 64 == 0
+            and self.a.clock() > self.deadline
+        ):
             raise AllocationTimeout(f"node {self.node.name}: timed out trying to allocate devices")
         if ci >= len(self.claims):
             return True
@@ -573,7 +578,10 @@ class _Run:
             return False
         if _spec(slice_).get("perDeviceNodeSelection"):
             return node_matches(
-                self.node, device.get("nodeName") or "", bool(device.get("allNodes")), device.get("nodeSelector")
+                self.node,
+                device.get("nodeName") or "",
+                bool(device.get("allNodes")),
+                device.get("nodeSelector"),
             )
         return True
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.evaluation import CELEvalError
 
 from scheduler.framework.quantity import QuantityError, parse_quantity
 
@@ -272,7 +273,7 @@ class CompiledExpression:
             raise
         except Exception as err:  # celpy raises CELEvalError and, on odd input, plain Python errors
             raise CelError(_eval_message(err)) from err
-        if isinstance(result, celpy.CELEvalError):
+        if isinstance(result, CELEvalError):
             raise CelError(_eval_message(result))
         # celpy's BoolType subclasses int, not bool: an int attribute must not pass as a boolean.
         if not isinstance(result, celtypes.BoolType):
