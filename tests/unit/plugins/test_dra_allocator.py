@@ -325,6 +325,5 @@ def test_filter_timeout() -> None:
         timeout=5.0,
         clock=lambda: float(next(ticks)),
     )
-    constraint = [{"matchAttribute": f"{DRIVER_A}/model"}]
     with pytest.raises(AllocationTimeout):
         allocator.allocate(NodeView(NODE_1, {}), [claim("c", request(REQ_0, count=21))])

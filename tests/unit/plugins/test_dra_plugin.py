@@ -163,7 +163,7 @@ def test_allocated_claim_constrains_nodes() -> None:
     c = claim("done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")))
     pl, handle = plugin([c])
     p = pod({"name": "c", "resourceClaimName": "done"})
-    state, status, filtered = run_filter(pl, p)
+    state, _, filtered = run_filter(pl, p)
     assert filtered[NODE_1] is None
     assert (
         filtered[NODE_2] is not None
@@ -171,7 +171,7 @@ def test_allocated_claim_constrains_nodes() -> None:
     )
     # Shared: PreBind only adds the reservation.
     assert pl.pre_bind(state, p, NODE_1) is None
-    ((method, path, body),) = handle.api_calls
+    ((_, path, body),) = handle.api_calls
     assert path.endswith("/status") and body["status"]["reservedFor"] == [
         {"resource": "pods", "name": "p", "uid": POD_UID}
     ]
