@@ -71,6 +71,22 @@ CSI_STORAGE_CAPACITIES = ResourceSpec(
     namespaced=True,
     kind="CSIStorageCapacity",
 )
+RESOURCE_CLAIMS = ResourceSpec(
+    group="resource.k8s.io", version="v1", plural="resourceclaims", namespaced=True, kind="ResourceClaim"
+)
+RESOURCE_CLAIM_TEMPLATES = ResourceSpec(
+    group="resource.k8s.io",
+    version="v1",
+    plural="resourceclaimtemplates",
+    namespaced=True,
+    kind="ResourceClaimTemplate",
+)
+RESOURCE_SLICES = ResourceSpec(
+    group="resource.k8s.io", version="v1", plural="resourceslices", namespaced=False, kind="ResourceSlice"
+)
+DEVICE_CLASSES = ResourceSpec(
+    group="resource.k8s.io", version="v1", plural="deviceclasses", namespaced=False, kind="DeviceClass"
+)
 PRIORITY_CLASSES = ResourceSpec(
     group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
 )

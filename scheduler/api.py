@@ -68,6 +68,14 @@ class SchedulerApi:
             return data
         raise ApiError(status, f"{method} {path}: {_message(data)}")
 
+    def request_json(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Mapping[str, Any]:
+        """A plugin's API call (claims' status, finalizers...): the decoded JSON object answered."""
+        data = self._call(method, path, body, content_type=content_type)
+        decoded = orjson.loads(data) if data else {}
+        return decoded if isinstance(decoded, Mapping) else {}
+
     def bind(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         """POST pods/{name}/binding. The uid precondition stops us binding a re-created namesake."""
         body = {

@@ -172,4 +172,7 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSINode": Resource.CSINode,
     "CSIDriver": Resource.CSIDriver,
     "CSIStorageCapacity": Resource.CSIStorageCapacity,
+    "ResourceClaim": Resource.ResourceClaim,
+    "ResourceSlice": Resource.ResourceSlice,
+    "DeviceClass": Resource.DeviceClass,
 }

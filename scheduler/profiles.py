@@ -112,6 +112,13 @@ class FrameworkHandle:
     def waiting_pods(self) -> Sequence[WaitingPodHandle]:
         return list(self._waiting_pods().values())
 
+    def api_request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Mapping[str, Any]:
+        if self._api is None:
+            raise RuntimeError("this handle has no API connection")
+        return self._api.request_json(method, path, body, content_type=content_type)
+
     def lister(self, resource: ResourceSpec) -> Lister:
         if self._listers is None:
             # A handle without informers (tests, simulate without a cluster) lists nothing.

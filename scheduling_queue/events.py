@@ -42,6 +42,9 @@ _RESOURCE_LABELS: dict[Resource, str] = {
     Resource.CSINode: "storage.k8s.io/CSINode",
     Resource.CSIDriver: "storage.k8s.io/CSIDriver",
     Resource.CSIStorageCapacity: "storage.k8s.io/CSIStorageCapacity",
+    Resource.ResourceClaim: "resource.k8s.io/ResourceClaim",
+    Resource.ResourceSlice: "resource.k8s.io/ResourceSlice",
+    Resource.DeviceClass: "resource.k8s.io/DeviceClass",
     Resource.WildCard: "*",
 }
 

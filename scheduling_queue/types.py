@@ -64,6 +64,10 @@ class Resource(enum.StrEnum):
     CSINode = "CSINode"
     CSIDriver = "CSIDriver"
     CSIStorageCapacity = "CSIStorageCapacity"
+    # DynamicResources' kinds, spelled as upstream's framework.EventResource values.
+    ResourceClaim = "resource.k8s.io/ResourceClaim"
+    ResourceSlice = "resource.k8s.io/ResourceSlice"
+    DeviceClass = "resource.k8s.io/DeviceClass"
     WildCard = "*"
 
 

@@ -49,6 +49,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.listers import (
     CSI_NODES,
+    DEVICE_CLASSES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -56,6 +57,9 @@ from scheduler.framework.listers import (
     PRIORITY_CLASSES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
@@ -91,6 +95,7 @@ from scheduling_queue.types import (
 
 __all__ = [
     "CSI_NODES",
+    "DEVICE_CLASSES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NAMESPACES",
@@ -101,6 +106,9 @@ __all__ = [
     "PRIORITY_CLASSES",
     "REPLICATION_CONTROLLERS",
     "REPLICA_SETS",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_CLAIM_TEMPLATES",
+    "RESOURCE_SLICES",
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",

@@ -54,6 +54,13 @@ class Handle(Protocol):
 
     def waiting_pods(self) -> Sequence[WaitingPodHandle]: ...
 
+    def api_request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Mapping[str, Any]:
+        """One API call from a binding thread (blocking), e.g. a claim's status update; the decoded JSON.
+        Raises ``scheduler.api.ApiError`` on failure."""
+        ...
+
     def lister(self, resource: ResourceSpec) -> Lister:
         """An informer-backed lister of ``resource`` (e.g. ``NAMESPACES``). Ask for it in the plugin's
         factory: the scheduler starts that informer because a plugin asked, and waits for it to sync

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from informers.resource import (
     CSI_NODES,
+    DEVICE_CLASSES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -22,6 +23,9 @@ from informers.resource import (
     PRIORITY_CLASSES,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
@@ -32,6 +36,7 @@ KubeObject = Mapping[str, Any]
 
 __all__ = [
     "CSI_NODES",
+    "DEVICE_CLASSES",
     "NAMESPACES",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",
@@ -39,6 +44,9 @@ __all__ = [
     "PRIORITY_CLASSES",
     "REPLICATION_CONTROLLERS",
     "REPLICA_SETS",
+    "RESOURCE_CLAIMS",
+    "RESOURCE_CLAIM_TEMPLATES",
+    "RESOURCE_SLICES",
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",

@@ -7,6 +7,7 @@ from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -37,6 +38,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
+    names.DYNAMIC_RESOURCES: DynamicResources,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
@@ -53,6 +55,8 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
+    # Inserted before DefaultPreemption (applyDynamicResources): deallocating an idle claim beats evicting.
+    (names.DYNAMIC_RESOURCES, 2),
     (names.DEFAULT_PREEMPTION, 0),
     (names.NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names.IMAGE_LOCALITY, 1),

@@ -285,7 +285,6 @@ def test_never_breaks_the_required_anti_affinity_of_a_pod_placed_by_kube_schedul
             },
             "VolumeBinding",
         ),
-        ({"resourceClaims": [{"name": "gpu", "resourceClaimName": "some-claim"}]}, "DynamicResources"),
     ],
 )
 def test_pods_using_unsupported_fields_get_a_clear_failed_scheduling(
@@ -300,8 +299,6 @@ def test_pods_using_unsupported_fields_get_a_clear_failed_scheduling(
     _nodes(api_client, run_id, 2)
     pod = make_pod("guarded", run_id)
     pod["spec"].update(spec)
-    if "resourceClaims" in spec:
-        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
     message = wait_for(lambda: _failed_message(core_v1, namespace, "guarded"), 30, "FailedScheduling")
     assert "which py-scheduler does not support yet" in message and f"({plugin})" in message

@@ -158,6 +158,7 @@ class FakeHandle:
         }
         self._bind = bind
         self.bound: list[tuple[str, str, str, str]] = []
+        self.api_calls: list[tuple[str, str, Any]] = []
 
     @property
     def snapshot(self) -> FakeSnapshot:
@@ -180,6 +181,16 @@ class FakeHandle:
 
     def waiting_pods(self) -> Sequence[WaitingPodHandle]:
         return []
+
+    def api_request(
+        self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+    ) -> Any:
+        """Records the call; answers from ``api_responder`` when a test set one, else echoes the body."""
+        self.api_calls.append((method, path, body))
+        responder = getattr(self, "api_responder", None)
+        if responder is not None:
+            return responder(method, path, body)
+        return body or {}
 
     def lister(self, resource: ResourceSpec) -> StaticLister:
         return self.listers.setdefault(resource, StaticLister())

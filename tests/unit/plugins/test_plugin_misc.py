@@ -12,9 +12,11 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     PostFilterPlugin,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     QueueSortPlugin,
+    ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
 )
@@ -114,6 +116,16 @@ def test_default_binder_returns_errors() -> None:
 # --- registry -----------------------------------------------------------------------------------
 
 EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
+    names.DYNAMIC_RESOURCES: (
+        PreEnqueuePlugin,
+        PreFilterPlugin,
+        FilterPlugin,
+        ScorePlugin,
+        ScoreExtensions,
+        ReservePlugin,
+        PreBindPlugin,
+        EnqueueExtensions,
+    ),
     names.SCHEDULING_GATES: (PreEnqueuePlugin, EnqueueExtensions),
     names.PRIORITY_SORT: (QueueSortPlugin,),
     names.NODE_UNSCHEDULABLE: (FilterPlugin, EnqueueExtensions),
@@ -161,6 +173,7 @@ def test_registry_builds_every_plugin_with_empty_args(name: str) -> None:
             names.NODE_RESOURCES_FIT,
             names.NODE_RESOURCES_BALANCED_ALLOCATION,
             names.POD_TOPOLOGY_SPREAD,
+            names.DYNAMIC_RESOURCES,
         }
     ),
 )
@@ -183,6 +196,7 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("NodeResourcesFit", 1),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
+        ("DynamicResources", 2),
         ("DefaultPreemption", 0),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),

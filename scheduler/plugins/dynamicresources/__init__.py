@@ -1,0 +1,5 @@
+"""DynamicResources: ResourceClaims allocated by the structured allocator, as kube-scheduler does."""
+
+from scheduler.plugins.dynamicresources.plugin import DynamicResources
+
+__all__ = ["DynamicResources"]

@@ -1,0 +1,763 @@
+"""The structured-parameters device allocator (``k8s.io/dynamic-resource-allocation/structured``).
+
+A port of ``structured/internal/stable/allocator_stable.go`` and ``pools_stable.go`` (v0.36.3) over raw
+JSON objects: for one node, an exhaustive depth-first search that picks devices for every request of
+every claim, in claim, request and pool/slice/device order, checking constraints as it goes, and returns
+the first full solution as ``status.allocation`` dicts (``AllocationResult``), or None when the claims do
+not fit on the node.
+
+Supported as upstream: ``exactly`` requests with ``ExactCount`` and ``All``, ``firstAvailable``
+(prioritized lists), CEL selectors of the class and of the request, ``matchAttribute`` constraints,
+``adminAccess`` (a device in use may be handed out again, not twice to one claim), device taints with
+request tolerations (NoSchedule/NoExecute), node-local, ``nodeSelector``, ``allNodes`` and
+``perDeviceNodeSelection`` slices, pool generations and incomplete/invalid pools, class and claim
+config in the result, the result's node selector.
+
+Not supported, conservatively: devices that consume shared counters (partitionable devices) and
+devices with ``bindingConditions`` are never selected, and capacity sharing (consumable capacity) is
+not implemented; such devices stay free rather than being double-booked. See the README.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation
+from scheduler.plugins.helper.nodeselector import SelectorError, parse_node_selector
+
+Obj = Mapping[str, Any]
+DeviceID = tuple[str, str, str]  # (driver, pool, device)
+
+# resourceapi.AllocationResultsMaxSize
+ALLOCATION_RESULTS_MAX_SIZE = 32
+
+
+class AllocationError(Exception):
+    """Allocation cannot work for these claims at all (upstream returns an error: Filter's status Error)."""
+
+
+class FailedOnNode(AllocationError):
+    """Not fatal: other nodes may still work (upstream's ErrFailedAllocationOnNode, Unschedulable)."""
+
+
+class AllocationTimeout(AllocationError):
+    """filterTimeout elapsed."""
+
+
+def device_id_str(device_id: DeviceID) -> str:
+    return "/".join(device_id)
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _klog(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace", "")
+    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+
+
+# --- nodes ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    labels: Mapping[str, str]
+
+
+_SELECTOR_CACHE: dict[int, Any] = {}
+
+
+def node_matches(node: NodeView, node_name: str, all_nodes: bool, node_selector: Obj | None) -> bool:
+    """``NodeMatches`` of pools_stable.go. A selector that does not parse raises AllocationError."""
+    if node_name:
+        return node.name == node_name
+    if all_nodes:
+        return True
+    if node_selector is not None:
+        try:
+            selector = parse_node_selector(node_selector, "nodeSelector")
+        except SelectorError as err:
+            raise AllocationError(f"failed to parse node selector: {err}") from err
+        return selector.matches(node.labels, node.name)
+    return False
+
+
+# --- pools ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    pool: str
+    incomplete: bool = False
+    invalid: bool = False
+    invalid_reason: str = ""
+    slices: list[Obj] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.driver}/{self.pool}"
+
+
+def _spec(slice_: Obj) -> Obj:
+    return slice_.get("spec") or {}
+
+
+def _pool_key(slice_: Obj) -> tuple[str, str]:
+    spec = _spec(slice_)
+    return spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
+
+
+def _generation(slice_: Obj) -> int:
+    return int((_spec(slice_).get("pool") or {}).get("generation") or 0)
+
+
+def _slice_count(slice_: Obj) -> int:
+    return int((_spec(slice_).get("pool") or {}).get("resourceSliceCount") or 0)
+
+
+def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
+    """The pools with slices for ``node`` (``GatherPools``), newest generation only.
+
+    Slices with shared counters (partitionable devices) are not supported and are left out.
+    """
+    pools: dict[tuple[str, str], list[Obj]] = {}
+    for slice_ in slices:
+        spec = _spec(slice_)
+        if spec.get("sharedCounters"):
+            continue
+        node_name, all_nodes, selector = spec.get("nodeName") or "", bool(spec.get("allNodes")), None
+        selector = spec.get("nodeSelector")
+        if node_name or all_nodes or selector is not None:
+            if not node_matches(node, node_name, all_nodes, selector):
+                continue
+        elif spec.get("perDeviceNodeSelection"):
+            if not any(
+                node_matches(node, d.get("nodeName") or "", bool(d.get("allNodes")), d.get("nodeSelector"))
+                for d in spec.get("devices") or ()
+            ):
+                continue
+        else:
+            continue
+        key = _pool_key(slice_)
+        existing = pools.get(key)
+        if existing is None or _generation(slice_) > _generation(existing[0]):
+            pools[key] = [slice_]
+        elif _generation(slice_) == _generation(existing[0]):
+            existing.append(slice_)
+
+    result: list[Pool] = []
+    for (driver, pool_name), pool_slices in pools.items():
+        generation = _generation(pool_slices[0])
+        if len(pool_slices) != _slice_count(pool_slices[0]):
+            # Some slices of the pool are not for this node, or the driver is still publishing.
+            others = [s for s in slices if _pool_key(s) == (driver, pool_name)]
+            if any(_generation(s) > generation for s in others):
+                continue  # obsolete: a newer generation exists (for other nodes)
+            same = [s for s in others if _generation(s) == generation]
+            if len(same) != _slice_count(pool_slices[0]):
+                result.append(Pool(driver, pool_name, incomplete=True))
+                continue
+        names: set[str] = set()
+        pool = Pool(driver, pool_name, slices=pool_slices)
+        for slice_ in pool_slices:
+            for device in _spec(slice_).get("devices") or ():
+                name = device.get("name", "")
+                if name in names:
+                    pool.invalid, pool.invalid_reason = True, f"duplicate device name {name}"
+                names.add(name)
+        if pool.invalid:
+            pool.slices = []
+        result.append(pool)
+    # Go iterates a map here (random order); a stable order makes py-scheduler deterministic.
+    result.sort(key=lambda p: (p.driver, p.pool))
+    return result
+
+
+# --- requests -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Request:
+    """One request, or one subrequest of a ``firstAvailable`` list (upstream's requestAccessor)."""
+
+    name: str
+    parent: str  # the parent request's name for a subrequest, else ""
+    spec: Obj  # the ``exactly`` object or the subrequest
+    class_: Obj | None = None
+    num_devices: int = 0
+    all_devices: list[tuple[DeviceID, Obj, Obj]] | None = None  # for All: (id, device, slice)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.parent}/{self.name}" if self.parent else self.name
+
+    @property
+    def class_name(self) -> str:
+        return str(self.spec.get("deviceClassName") or "")
+
+    @property
+    def mode(self) -> str:
+        return str(self.spec.get("allocationMode") or "ExactCount")
+
+    @property
+    def count(self) -> int:
+        count = self.spec.get("count")
+        return 1 if count is None else int(count)
+
+    @property
+    def admin_access(self) -> bool:
+        return not self.parent and bool(self.spec.get("adminAccess"))
+
+    @property
+    def selectors(self) -> Sequence[Obj]:
+        return self.spec.get("selectors") or ()
+
+    @property
+    def tolerations(self) -> Sequence[Obj]:
+        return self.spec.get("tolerations") or ()
+
+
+@dataclass(slots=True)
+class MatchAttribute:
+    """``matchAttributeConstraint``: every device of the named requests has the same attribute value."""
+
+    requests: frozenset[str]
+    attribute: str
+    value: Any = None
+    num_devices: int = 0
+
+    def _applies(self, request: str, sub: str) -> bool:
+        if not self.requests:
+            return True
+        return request in self.requests or (bool(sub) and f"{request}/{sub}" in self.requests)
+
+    def add(self, request: str, sub: str, device: Obj, device_id: DeviceID) -> bool:
+        if not self._applies(request, sub):
+            return True
+        value = lookup_attribute(device, device_id, self.attribute)
+        if value is None:
+            return False
+        if self.num_devices == 0:
+            self.value, self.num_devices = value, 1
+            return True
+        if value != self.value:
+            return False
+        self.num_devices += 1
+        return True
+
+    def remove(self, request: str, sub: str) -> None:
+        if self._applies(request, sub):
+            self.num_devices -= 1
+
+
+def lookup_attribute(device: Obj, device_id: DeviceID, name: str) -> tuple[str, Any] | None:
+    """The typed value of a fully-qualified attribute; unqualified names in the slice use the driver."""
+    attributes = device.get("attributes") or {}
+    attr = attributes.get(name)
+    if attr is None:
+        domain, sep, ident = name.partition("/")
+        if not sep or domain != device_id[0]:
+            return None
+        attr = attributes.get(ident)
+        if attr is None:
+            return None
+    for kind in ("string", "int", "bool", "version"):
+        if kind in attr:
+            return kind, attr[kind]
+    return None
+
+
+def _taint_tolerated(taint: Obj, tolerations: Iterable[Obj]) -> bool:
+    """``resourceclaim.ToleratesTaint``."""
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        operator = tol.get("operator") or "Equal"
+        key = tol.get("key") or ""
+        if key and key != taint.get("key"):
+            continue
+        if operator == "Exists":
+            return True
+        if operator == "Equal" and (tol.get("value") or "") == (taint.get("value") or "") and key:
+            return True
+    return False
+
+
+def taint_prevents_allocation(device: Obj, tolerations: Sequence[Obj]) -> bool:
+    return any(
+        taint.get("effect") in ("NoSchedule", "NoExecute") and not _taint_tolerated(taint, tolerations)
+        for taint in device.get("taints") or ()
+    )
+
+
+# --- the allocator --------------------------------------------------------------------------------
+
+
+class DeviceMatchCache:
+    """Selector results per (expression, driver, pool, slice uid+resourceVersion, device): a device's match
+    does not depend on node or pods, so it is computed once per device version across cycles."""
+
+    def __init__(self, cel: CelCache, max_size: int = 200_000) -> None:
+        self.cel = cel
+        self._results: dict[tuple[str, str, str, int], bool] = {}
+        self._activations: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self._max_size = max_size
+
+    def matches(self, expression: str, slice_: Obj, index: int, driver: str) -> bool:
+        meta = slice_.get("metadata") or {}
+        version = f"{meta.get('uid', '')}@{meta.get('resourceVersion', '')}"
+        key = (expression, version, driver, index)
+        found = self._results.get(key)
+        if found is not None:
+            return found
+        compiled = self.cel.get_or_compile(expression)
+        act_key = (version, driver, index)
+        activation = self._activations.get(act_key)
+        if activation is None:
+            activation = device_activation(driver, (_spec(slice_).get("devices") or ())[index])
+            if len(self._activations) >= self._max_size:
+                self._activations.clear()
+            self._activations[act_key] = activation
+        result = compiled.matches(activation)
+        if len(self._results) >= self._max_size:
+            self._results.clear()
+        self._results[key] = result
+        return result
+
+
+@dataclass(slots=True)
+class _Result:
+    request: Request
+    device_id: DeviceID
+    device: Obj
+    slice_: Obj
+
+
+class Allocator:
+    """Allocates the devices of a pod's claims on one node (``Allocator.Allocate``)."""
+
+    def __init__(
+        self,
+        *,
+        allocated: set[DeviceID],
+        classes: Callable[[str], Obj | None],
+        slices: Sequence[Obj],
+        matches: DeviceMatchCache,
+        timeout: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.allocated = allocated
+        self.classes = classes
+        self.slices = slices
+        self.match_cache = matches
+        self.timeout = timeout
+        self.clock = clock
+        self.allocate_one_calls = 0
+
+    def allocate(self, node: NodeView, claims: Sequence[Obj]) -> list[dict[str, Any]] | None:
+        return _Run(self, node, claims).run()
+
+
+class _Run:
+    def __init__(self, allocator: Allocator, node: NodeView, claims: Sequence[Obj]) -> None:
+        self.a = allocator
+        self.node = node
+        self.claims = claims
+        self.deadline = allocator.clock() + allocator.timeout if allocator.timeout > 0 else None
+        # claim index -> request index -> [Request] (one for a plain request, one per subrequest).
+        self.requests: list[list[list[Request]]] = []
+        self.selected_sub: dict[tuple[int, int], int] = {}
+        self.constraints: list[list[MatchAttribute]] = []
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[_Result]] = [[] for _ in claims]
+        self.selectable_cache: dict[tuple[DeviceID, int, int, int], bool] = {}
+        self.pools: list[Pool] = []
+
+    # -- setup ------------------------------------------------------------------------------------
+    def run(self) -> list[dict[str, Any]] | None:
+        self.pools = gather_pools(self.a.slices, self.node)
+        for ci, claim in enumerate(self.claims):
+            devices = (claim.get("spec") or {}).get("devices") or {}
+            per_request: list[list[Request]] = []
+            min_devices = 0
+            for ri, raw in enumerate(devices.get("requests") or ()):
+                name = raw.get("name", "")
+                if raw.get("firstAvailable"):
+                    subs = [
+                        self._validate(ci, ri, si, Request(sub.get("name", ""), name, sub))
+                        for si, sub in enumerate(raw["firstAvailable"])
+                    ]
+                    per_request.append(subs)
+                    min_devices += min(s.num_devices for s in subs)
+                elif raw.get("exactly") is not None:
+                    per_request.append([self._validate(ci, ri, 0, Request(name, "", raw["exactly"]))])
+                    min_devices += per_request[-1][0].num_devices
+                else:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, request {name}: missing device class name "
+                        "(unsupported request type?)"
+                    )
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {_klog(claim)}: number of requested devices {min_devices} exceeds the claim "
+                    f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+            self.requests.append(per_request)
+            constraints: list[MatchAttribute] = []
+            for i, raw_constraint in enumerate(devices.get("constraints") or ()):
+                attribute = raw_constraint.get("matchAttribute")
+                if not attribute:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, constraint #{i}: empty constraint "
+                        "(unsupported constraint type?)"
+                    )
+                constraints.append(MatchAttribute(frozenset(raw_constraint.get("requests") or ()), attribute))
+            self.constraints.append(constraints)
+
+        try:
+            done = self._allocate_one(0, 0, 0, 0, False)
+        except _MaxSizeExceeded as err:
+            raise AllocationError("allocation max size exceeded") from err
+        if not done:
+            if any(p.invalid for p in self.pools):
+                raise FailedOnNode("invalid resource pools were encountered")
+            return None
+        return [self._result(ci, claim) for ci, claim in enumerate(self.claims)]
+
+    def _validate(self, ci: int, ri: int, si: int, request: Request) -> Request:
+        claim = self.claims[ci]
+        for i, selector in enumerate(request.selectors):
+            if not (selector.get("cel") or {}).get("expression"):
+                raise AllocationError(
+                    f"claim {_klog(claim)}, request {request.name}, selector #{i}: CEL expression empty "
+                    "(unsupported selector type?)"
+                )
+        if not request.class_name:
+            raise AllocationError(
+                f"claim {_klog(claim)}, request {request.name}: missing device class name "
+                "(unsupported request type?)"
+            )
+        request.class_ = self.a.classes(request.class_name)
+        if request.class_ is None:
+            raise AllocationError(
+                f"claim {_klog(claim)}, request {request.name}: could not retrieve device class "
+                f'{request.class_name}: deviceclass.resource.k8s.io "{request.class_name}" not found'
+            )
+        if request.mode == "ExactCount":
+            request.num_devices = request.count
+        elif request.mode == "All":
+            request.all_devices = []
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, request {request.name}: asks for all devices, but resource "
+                        f"pool {pool.id} is currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, request {request.name}: asks for all devices, but resource "
+                        f"pool {pool.id} is currently invalid"
+                    )
+                for slice_ in pool.slices:
+                    for di, device in enumerate(_spec(slice_).get("devices") or ()):
+                        if self._selectable(ci, ri, si, request, slice_, di):
+                            device_id = (pool.driver, pool.pool, device.get("name", ""))
+                            request.all_devices.append((device_id, device, slice_))
+            request.num_devices = len(request.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {_klog(claim)}, request {request.name}: unsupported count mode {request.mode}"
+            )
+        return request
+
+    # -- search -----------------------------------------------------------------------------------
+    def _allocate_one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+        self.a.allocate_one_calls += 1
+        if (
+            self.deadline is not None
+            and self.a.allocate_one_calls % 64 == 0
+            and self.a.clock() > self.deadline
+        ):
+            raise AllocationTimeout(f"node {self.node.name}: timed out trying to allocate devices")
+        if ci >= len(self.claims):
+            return True
+        if ri >= len(self.requests[ci]):
+            try:
+                return self._allocate_one(ci + 1, 0, 0, 0, False)
+            except _MaxSizeExceeded:
+                return False
+        alternatives = self.requests[ci][ri]
+        if not in_sub and alternatives[0].parent:
+            exceeded = True
+            for sub_index in range(len(alternatives)):
+                try:
+                    ok = self._allocate_one(ci, ri, sub_index, di, True)
+                except _MaxSizeExceeded:
+                    continue
+                exceeded = False
+                if ok:
+                    self.selected_sub[(ci, ri)] = sub_index
+                    return True
+            if exceeded:
+                raise _MaxSizeExceeded
+            return False
+
+        request = alternatives[si]
+        if request.all_devices is not None and not request.all_devices:
+            return False
+        if di >= request.num_devices:
+            return self._allocate_one(ci, ri + 1, 0, 0, False)
+        if len(self.results[ci]) + request.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSizeExceeded
+
+        if request.all_devices is not None:
+            device_id, device, slice_ = request.all_devices[di]
+            undo = self._allocate_device(ci, request, device_id, device, slice_, must=True)
+            if undo is None:
+                return False
+            if self._allocate_one(ci, ri, si, di + 1, in_sub):
+                return True
+            undo()
+            return False
+
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for slice_ in pool.slices:
+                for index, device in enumerate(_spec(slice_).get("devices") or ()):
+                    device_id = (pool.driver, pool.pool, device.get("name", ""))
+                    if request.admin_access:
+                        if ci in self.allocating.get(device_id, ()):
+                            continue
+                    elif self._in_use(device_id):
+                        continue
+                    if not self._selectable(ci, ri, si, request, slice_, index):
+                        continue
+                    undo = self._allocate_device(ci, request, device_id, device, slice_, must=False)
+                    if undo is None:
+                        continue
+                    if self._allocate_one(ci, ri, si, di + 1, in_sub):
+                        return True
+                    undo()
+        return False
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.a.allocated or bool(self.allocating.get(device_id))
+
+    def _selectable(self, ci: int, ri: int, si: int, request: Request, slice_: Obj, index: int) -> bool:
+        spec = _spec(slice_)
+        device = (spec.get("devices") or ())[index]
+        driver = spec.get("driver", "")
+        device_id = (driver, (spec.get("pool") or {}).get("name", ""), device.get("name", ""))
+        key = (device_id, ci, ri, si)
+        found = self.selectable_cache.get(key)
+        if found is not None:
+            return found
+        result = self._selectable_uncached(ci, request, slice_, index, device, driver)
+        self.selectable_cache[key] = result
+        return result
+
+    def _selectable_uncached(
+        self, ci: int, request: Request, slice_: Obj, index: int, device: Obj, driver: str
+    ) -> bool:
+        # Unsupported device kinds stay unallocated rather than being double-booked.
+        if device.get("bindingConditions") or device.get("consumesCounters"):
+            return False
+        if request.class_ is not None:
+            selectors = (request.class_.get("spec") or {}).get("selectors") or ()
+            if not self._selectors_match(ci, request, selectors, slice_, index, driver, request.class_):
+                return False
+        if not self._selectors_match(ci, request, request.selectors, slice_, index, driver, None):
+            return False
+        if _spec(slice_).get("perDeviceNodeSelection"):
+            return node_matches(
+                self.node,
+                device.get("nodeName") or "",
+                bool(device.get("allNodes")),
+                device.get("nodeSelector"),
+            )
+        return True
+
+    def _selectors_match(
+        self,
+        ci: int,
+        request: Request,
+        selectors: Sequence[Obj],
+        slice_: Obj,
+        index: int,
+        driver: str,
+        class_: Obj | None,
+    ) -> bool:
+        for i, selector in enumerate(selectors):
+            expression = (selector.get("cel") or {}).get("expression", "")
+            compiled = self.a.match_cache.cel.get_or_compile(expression)
+            owner = f"class {_name(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
+            if compiled.program is None:
+                raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+            try:
+                matched = self.a.match_cache.matches(expression, slice_, index, driver)
+            except CelError as err:
+                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {err}") from err
+            if not matched:
+                return False
+        return True
+
+    def _allocate_device(
+        self, ci: int, request: Request, device_id: DeviceID, device: Obj, slice_: Obj, *, must: bool
+    ) -> Callable[[], None] | None:
+        """Marks the device for claim ``ci``; returns the undo, or None when it cannot be used."""
+        if request.admin_access:
+            if ci in self.allocating.get(device_id, ()):
+                return None
+        elif self._in_use(device_id):
+            return None
+        if device.get("bindingConditions") or device.get("consumesCounters"):
+            return None
+        if taint_prevents_allocation(device, request.tolerations):
+            return None
+        base, sub = (request.parent, request.name) if request.parent else (request.name, "")
+        added: list[MatchAttribute] = []
+        for constraint in self.constraints[ci]:
+            if not constraint.add(base, sub, device, device_id):
+                for done in reversed(added):
+                    done.remove(base, sub)
+                if must:
+                    raise AllocationError(
+                        f"claim {_klog(self.claims[ci])}, request {request.name}: cannot add device "
+                        f"{device_id_str(device_id)} because a claim constraint would not be satisfied"
+                    )
+                return None
+            added.append(constraint)
+        self.allocating.setdefault(device_id, set()).add(ci)
+        self.results[ci].append(_Result(request, device_id, device, slice_))
+        count = len(self.results[ci])
+
+        def undo() -> None:
+            del self.results[ci][count - 1 :]
+            self.allocating[device_id].discard(ci)
+            for done in reversed(added):
+                done.remove(base, sub)
+
+        return undo
+
+    # -- results ----------------------------------------------------------------------------------
+    def _result(self, ci: int, claim: Obj) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        for r in self.results[ci]:
+            entry: dict[str, Any] = {
+                "request": r.request.full_name,
+                "driver": r.device_id[0],
+                "pool": r.device_id[1],
+                "device": r.device_id[2],
+            }
+            if r.request.admin_access:
+                entry["adminAccess"] = True
+            if r.request.tolerations:
+                entry["tolerations"] = list(r.request.tolerations)
+            results.append(entry)
+        devices: dict[str, Any] = {"results": results}
+        config = self._config(ci, claim)
+        if config:
+            devices["config"] = config
+        allocation: dict[str, Any] = {"devices": devices}
+        selector = self._node_selector(self.results[ci])
+        if selector is not None:
+            allocation["nodeSelector"] = selector
+        return allocation
+
+    def _chosen(self, ci: int, ri: int) -> Request:
+        alternatives = self.requests[ci][ri]
+        return alternatives[self.selected_sub.get((ci, ri), 0)] if alternatives[0].parent else alternatives[0]
+
+    def _config(self, ci: int, claim: Obj) -> list[dict[str, Any]]:
+        config: list[dict[str, Any]] = []
+        class_ranges: dict[str, tuple[int, int]] = {}
+        for ri in range(len(self.requests[ci])):
+            request = self._chosen(ci, ri)
+            if request.class_ is None:
+                continue
+            class_name = _name(request.class_)
+            if class_name in class_ranges:
+                start, end = class_ranges[class_name]
+                for i in range(start, end):
+                    config[i]["requests"].append(request.full_name)
+                continue
+            start = len(config)
+            for entry in (request.class_.get("spec") or {}).get("config") or ():
+                config.append({"source": "FromClass", "requests": [request.full_name], **_opaque(entry)})
+            class_ranges[class_name] = (start, len(config))
+        raw_requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+            names = entry.get("requests") or []
+            if not names:
+                config.append({"source": "FromClaim", **_opaque(entry)})
+                continue
+            for ri, raw in enumerate(raw_requests):
+                if raw.get("name") in names:
+                    config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
+                    continue
+                chosen = self._chosen(ci, ri)
+                if chosen.parent and chosen.full_name in names:
+                    config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
+        return config
+
+    @staticmethod
+    def _node_selector(results: Sequence[_Result]) -> dict[str, Any] | None:
+        fields: list[Obj] = []
+        expressions: list[Obj] = []
+        for r in results:
+            spec = _spec(r.slice_)
+            source = r.device if spec.get("perDeviceNodeSelection") else spec
+            if source.get("nodeName"):
+                return {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": [source["nodeName"]]}
+                            ]
+                        }
+                    ]
+                }
+            selector = source.get("nodeSelector")
+            if selector is not None:
+                terms = selector.get("nodeSelectorTerms") or []
+                if len(terms) > 1:
+                    raise AllocationError(f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms")
+                if terms:
+                    _add_requirements(terms[0].get("matchFields") or (), fields)
+                    _add_requirements(terms[0].get("matchExpressions") or (), expressions)
+        if not fields and not expressions:
+            return None
+        term: dict[str, Any] = {}
+        if expressions:
+            term["matchExpressions"] = expressions
+        if fields:
+            term["matchFields"] = fields
+        return {"nodeSelectorTerms": [term]}
+
+
+def _opaque(entry: Obj) -> dict[str, Any]:
+    return {"opaque": entry["opaque"]} if "opaque" in entry else {}
+
+
+def _add_requirements(source: Iterable[Obj], into: list[Obj]) -> None:
+    for requirement in source:
+        values = set(requirement.get("values") or ())
+        if not any(
+            r.get("key") == requirement.get("key")
+            and r.get("operator") == requirement.get("operator")
+            and set(r.get("values") or ()) == values
+            for r in into
+        ):
+            into.append(requirement)
+
+
+class _MaxSizeExceeded(Exception):
+    """Internal: the result would exceed AllocationResultsMaxSize (errAllocationResultMaxSizeExceeded)."""

@@ -1,0 +1,156 @@
+"""Which claims a pod uses, and which devices are taken (``dynamic-resource-allocation/resourceclaim``,
+``pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go`` and ``dra_manager.go``)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.framework import Lister, PodInfo
+from scheduler.plugins.dynamicresources.allocator import DeviceID
+
+Obj = Mapping[str, Any]
+
+# resourceapi.ResourceClaimReservedForMaxSize
+RESERVED_FOR_MAX_SIZE = 256
+# resourceapi.Finalizer
+FINALIZER = "resource.kubernetes.io/delete-protection"
+
+
+class ClaimError(Exception):
+    """The pod cannot be scheduled until its claims exist and belong to it (upstream's message)."""
+
+
+def claim_names(pod: PodInfo) -> list[tuple[str, str | None, bool]]:
+    """(pod claim name, ResourceClaim name or None, must check owner) per ``spec.resourceClaims`` entry
+    (``resourceclaim.Name``). None: the template generated no claim, nothing to allocate."""
+    statuses = {s.get("name"): s for s in ((pod.pod.get("status") or {}).get("resourceClaimStatuses") or ())}
+    result: list[tuple[str, str | None, bool]] = []
+    for entry in pod.spec.get("resourceClaims") or ():
+        name = entry.get("name", "")
+        if entry.get("resourceClaimName"):
+            result.append((name, entry["resourceClaimName"], False))
+        elif entry.get("resourceClaimTemplateName"):
+            status = statuses.get(name)
+            if status is None:
+                raise ClaimError(f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet')
+            result.append((name, status.get("resourceClaimName"), True))
+        else:
+            raise ClaimError(
+                f'pod "{pod.namespace}/{pod.name}", spec.resourceClaim "{name}": '
+                "none of the supported fields are set"
+            )
+    return result
+
+
+def pod_claims(pod: PodInfo, claims: Lister) -> list[Obj]:
+    """The pod's ResourceClaims in spec order (``foreachPodResourceClaim``); raises ClaimError."""
+    result: list[Obj] = []
+    for _, name, check_owner in claim_names(pod):
+        if name is None:
+            continue
+        claim = claims.get(name, pod.namespace)
+        if claim is None:
+            raise ClaimError(f'resourceclaim.resource.k8s.io "{name}" not found')
+        meta = claim.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            raise ClaimError(f'resourceclaim "{name}" is being deleted')
+        if check_owner and not _controlled_by(meta, pod.uid):
+            raise ClaimError(
+                f"ResourceClaim {pod.namespace}/{name} was not created for Pod {pod.namespace}/{pod.name} "
+                "(Pod is not owner)"
+            )
+        result.append(claim)
+    return result
+
+
+def _controlled_by(meta: Obj, uid: str) -> bool:
+    return any(ref.get("controller") and ref.get("uid") == uid for ref in meta.get("ownerReferences") or ())
+
+
+def uid_of(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))
+
+
+def allocation_of(claim: Obj) -> Obj | None:
+    allocation = (claim.get("status") or {}).get("allocation")
+    return allocation if isinstance(allocation, Mapping) else None
+
+
+def is_reserved_for_pod(pod: PodInfo, claim: Obj) -> bool:
+    return any(
+        ref.get("uid") == pod.uid and ref.get("resource") == "pods"
+        for ref in (claim.get("status") or {}).get("reservedFor") or ()
+    )
+
+
+def can_be_reserved(claim: Obj) -> bool:
+    return len((claim.get("status") or {}).get("reservedFor") or ()) < RESERVED_FOR_MAX_SIZE
+
+
+def allocated_devices(allocation: Obj) -> list[DeviceID]:
+    """Devices an allocation takes exclusively; admin-access results do not (``foreachAllocatedDevice``)."""
+    return [
+        (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+        for r in ((allocation.get("devices") or {}).get("results") or ())
+        if not r.get("adminAccess")
+    ]
+
+
+class InFlightClaims:
+    """Allocations decided at Reserve and not yet visible in the informer (upstream's in-flight claims
+    plus the assume cache): so two pods never get the same device.
+
+    Written on the loop (Reserve/Unreserve) and read by binding threads at PreBind, hence the lock. An
+    entry stays after PreBind wrote the claim until the informer shows the allocation (or the claim is
+    gone), which closes the window where the informer lags the write.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, tuple[Obj, Obj]] = {}  # claim uid -> (claim, allocation)
+
+    def add(self, claim: Obj, allocation: Obj) -> None:
+        with self._lock:
+            self._pending[uid_of(claim)] = (claim, allocation)
+
+    def get(self, uid: str) -> Obj | None:
+        with self._lock:
+            found = self._pending.get(uid)
+        return None if found is None else found[1]
+
+    def remove(self, uid: str) -> bool:
+        with self._lock:
+            return self._pending.pop(uid, None) is not None
+
+    def prune(self, claims: Lister) -> None:
+        """Drops entries the informer caught up with (allocated there) or whose claim is gone."""
+        with self._lock:
+            items = list(self._pending.items())
+        for uid, (claim, _) in items:
+            meta = claim.get("metadata") or {}
+            current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
+            if current is None or uid_of(current) != uid or allocation_of(current) is not None:
+                with self._lock:
+                    if self._pending.get(uid, (None,))[0] is claim:
+                        del self._pending[uid]
+
+    def devices(self) -> list[DeviceID]:
+        with self._lock:
+            allocations = [a for _, a in self._pending.values()]
+        return [d for a in allocations for d in allocated_devices(a)]
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+
+def all_allocated_devices(claims: Sequence[Obj], in_flight: InFlightClaims) -> set[DeviceID]:
+    """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
+    taken: set[DeviceID] = set()
+    for claim in claims:
+        allocation = allocation_of(claim)
+        if allocation is not None:
+            taken.update(allocated_devices(allocation))
+    taken.update(in_flight.devices())
+    return taken

@@ -1,0 +1,477 @@
+"""DynamicResources (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, v1.36.3).
+
+PreEnqueue holds a pod until its ResourceClaims exist (claims from templates are created by
+kube-controller-manager's resourceclaim controller and named in ``status.resourceClaimStatuses``).
+PreFilter reads the claims: allocated ones constrain nodes through their node selector, unallocated ones
+are allocated per node at Filter by the structured allocator. Score prefers nodes where earlier
+``firstAvailable`` alternatives fit. Reserve records the chosen allocation in memory (in-flight, so no
+other pod gets those devices), Unreserve forgets it, and PreBind (binding thread) writes each claim:
+the delete-protection finalizer, then ``status.allocation`` and ``status.reservedFor`` through the status
+subresource, retrying on conflicts as upstream does.
+
+Reasons (UnschedulableAndUnresolvable, as upstream's statusUnschedulable) and errors carry upstream's
+wording: "cannot allocate all claims", "resourceclaim not available on the node", "resourceclaim in use",
+"resource claim ns/name is in the process of being allocated", "request r: device class c does not exist".
+
+Guarded (the pod is refused with a reason naming the feature, never placed as if it were absent):
+DRA-backed extended resources (DRAExtendedResource) and claims of a PodGroup (DRAWorkloadResourceClaims).
+PostFilter's deallocation of idle claims is not implemented.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from scheduler.config.duration import parse_duration
+from scheduler.framework import (
+    DEVICE_CLASSES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    PodInfo,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
+)
+from scheduler.plugins import names
+from scheduler.plugins.dynamicresources.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    DeviceMatchCache,
+    FailedOnNode,
+    NodeView,
+)
+from scheduler.plugins.dynamicresources.cel import CelCache
+from scheduler.plugins.dynamicresources.claims import (
+    FINALIZER,
+    ClaimError,
+    InFlightClaims,
+    all_allocated_devices,
+    allocation_of,
+    can_be_reserved,
+    is_reserved_for_pod,
+    pod_claims,
+    uid_of,
+)
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
+from scheduler.plugins.helper.normalize import default_normalize_score
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
+# resourceapi.FirstAvailableDeviceRequestMaxSize
+FIRST_AVAILABLE_MAX_SIZE = 8
+DEFAULT_FILTER_TIMEOUT = 10.0
+DEFAULT_BINDING_TIMEOUT = 600.0
+CONFLICT_RETRIES = 5  # retry.DefaultRetry's steps
+CLAIMS_PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
+# The implicit extended resource of every DeviceClass (DRAExtendedResource).
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def unschedulable(reason: str) -> Status:
+    """Upstream's statusUnschedulable: always UnschedulableAndUnresolvable; events requeue the pod."""
+    return Status.unschedulable(reason, resolvable=False)
+
+
+@dataclass(slots=True)
+class _State:
+    claims: list[Obj]
+    # Per claim: the node selector of an allocated claim.
+    available_on: list[NodeSelector | None]
+    allocator: Allocator | None = None
+    # node name -> allocation results, one per claim to allocate (in claim order).
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # claim index -> allocation chosen at Reserve.
+    allocations: dict[int, Obj] = field(default_factory=dict)
+
+    def to_allocate(self) -> list[tuple[int, Obj]]:
+        return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
+
+
+class DynamicResources:
+    """PreEnqueue, PreFilter, Filter, Score, Reserve/Unreserve and PreBind for ResourceClaims."""
+
+    name = names.DYNAMIC_RESOURCES
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        reader = ArgsReader(self.name)
+        top = reader.top(args, "DynamicResourcesArgs", ("filterTimeout", "bindingTimeout"))
+        self.filter_timeout = self._duration(reader, top, "filterTimeout", DEFAULT_FILTER_TIMEOUT)
+        if self.filter_timeout < 0:
+            raise reader.error("filterTimeout", "must be zero or positive")
+        self.binding_timeout = self._duration(reader, top, "bindingTimeout", DEFAULT_BINDING_TIMEOUT)
+        if self.binding_timeout < 1:
+            raise reader.error("bindingTimeout", "must be greater than or equal to 1 second")
+        if handle is None:
+            raise ValueError("DynamicResources needs a framework handle")
+        self.handle = handle
+        self.claims = handle.lister(RESOURCE_CLAIMS)
+        self.slices = handle.lister(RESOURCE_SLICES)
+        self.classes = handle.lister(DEVICE_CLASSES)
+        self.in_flight = InFlightClaims()
+        self.matches = DeviceMatchCache(CelCache())
+        self._unreserve_pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    @staticmethod
+    def _duration(reader: ArgsReader, top: Mapping[str, Any], key: str, default: float) -> float:
+        raw = top.get(key)
+        if raw is None:
+            return default
+        try:
+            return parse_duration(reader.string(raw, key))
+        except ValueError as err:
+            raise reader.error(key, str(err)) from err
+
+    # --- queueing hints ---------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        node_actions = ActionType.Add | ActionType.UpdateNodeLabel | ActionType.UpdateNodeAllocatable
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.Node, node_actions)),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ResourceClaim, ActionType.Add | ActionType.Update),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.UpdatePodGeneratedResourceClaim),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(Resource.DeviceClass, ActionType.Add | ActionType.Update)),
+            ClusterEventWithHint(ClusterEvent(Resource.ResourceSlice, ActionType.Add | ActionType.Update)),
+        ]
+
+    def is_schedulable_after_claim_change(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterClaimChange``: a claim of the pod created or its status changed, or any
+        claim deallocated (its devices are free again)."""
+        if not isinstance(new, Mapping):
+            return QueueingHint.Queue
+        try:
+            info = PodInfo(pod)
+            claims = pod_claims(info, self.claims)
+        except (ClaimError, ValueError):
+            return QueueingHint.Skip
+        if isinstance(old, Mapping) and allocation_of(old) is not None and allocation_of(new) is None:
+            return QueueingHint.Queue
+        if not any(uid_of(c) == uid_of(new) for c in claims):
+            return QueueingHint.Skip
+        if old is None:
+            return QueueingHint.Queue
+        if (old.get("status") or {}) == (new.get("status") or {}):
+            return QueueingHint.Skip
+        return QueueingHint.Queue
+
+    def is_schedulable_after_pod_change(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterPodChange``: the pod itself got its generated claims recorded."""
+        if not isinstance(new, Mapping):
+            return QueueingHint.Skip
+        if (new.get("metadata") or {}).get("uid") != (pod.get("metadata") or {}).get("uid"):
+            return QueueingHint.Skip
+        try:
+            pod_claims(PodInfo(new), self.claims)
+        except (ClaimError, ValueError):
+            return QueueingHint.Skip
+        return QueueingHint.Queue
+
+    # --- PreEnqueue / PreFilter -------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        if not pod.spec.get("resourceClaims"):
+            return None
+        try:
+            pod_claims(pod, self.claims)
+        except ClaimError as err:
+            return unschedulable(str(err))
+        return None
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        guard = self._guard(pod)
+        if guard is not None:
+            return None, guard
+        if not pod.spec.get("resourceClaims"):
+            return None, Status.skip()
+        try:
+            claims = pod_claims(pod, self.claims)
+        except ClaimError as err:
+            return None, unschedulable(str(err))
+        if not claims:
+            return None, Status.skip()
+        self.in_flight.prune(self.claims)
+        s = _State(claims=claims, available_on=[None] * len(claims))
+        to_allocate = 0
+        for index, claim in enumerate(claims):
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                if not can_be_reserved(claim) and not is_reserved_for_pod(pod, claim):
+                    return None, unschedulable("resourceclaim in use")
+                selector = allocation.get("nodeSelector")
+                if selector is not None:
+                    try:
+                        s.available_on[index] = parse_node_selector(selector, "nodeSelector")
+                    except SelectorError as err:
+                        return None, Status.as_error(err)
+                continue
+            to_allocate += 1
+            if self.in_flight.get(uid_of(claim)) is not None:
+                meta = claim.get("metadata") or {}
+                return None, unschedulable(
+                    f"resource claim {meta.get('namespace', '')}/{meta.get('name', '')} is in the process "
+                    "of being allocated"
+                )
+            status = self._validate_requests(claim)
+            if status is not None:
+                return None, status
+        if to_allocate:
+            s.allocator = Allocator(
+                allocated=all_allocated_devices(self.claims.list(), self.in_flight),
+                classes=self.classes.get,
+                slices=self.slices.list(),
+                matches=self.matches,
+                timeout=self.filter_timeout,
+            )
+        state.write(STATE_KEY, s)
+        return None, None
+
+    def _validate_requests(self, claim: Obj) -> Status | None:
+        meta = claim.get("metadata") or {}
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            name = request.get("name", "")
+            if request.get("exactly") is not None:
+                status = self._validate_class(request["exactly"].get("deviceClassName", ""), name)
+            elif request.get("firstAvailable"):
+                status = None
+                for sub in request["firstAvailable"]:
+                    status = status or self._validate_class(
+                        sub.get("deviceClassName", ""), f"{name}/{sub.get('name', '')}"
+                    )
+            else:
+                status = unschedulable(
+                    f"resource claim {meta.get('namespace', '')}/{meta.get('name', '')}, request {name}: "
+                    "unknown request type"
+                )
+            if status is not None:
+                return status
+        return None
+
+    def _validate_class(self, class_name: str, request_name: str) -> Status | None:
+        if not class_name:
+            return Status.as_error(f"request {request_name}: unsupported request type")
+        if self.classes.get(class_name) is None:
+            return unschedulable(f"request {request_name}: device class {class_name} does not exist")
+        return None
+
+    def _guard(self, pod: PodInfo) -> Status | None:
+        """Fail closed on the DRA features this build does not implement."""
+        for entry in pod.spec.get("resourceClaims") or ():
+            if entry.get("podGroupResourceClaimName") or entry.get("podGroupResourceClaimTemplateName"):
+                return unschedulable(
+                    "pod uses PodGroup resource claims (DRAWorkloadResourceClaims), which py-scheduler "
+                    "does not support yet (DynamicResources)"
+                )
+        backed = self._dra_extended_resources(pod)
+        if backed:
+            resource, class_name = backed
+            return unschedulable(
+                f"pod requests extended resource {resource} backed by DeviceClass {class_name} "
+                "(DRAExtendedResource), which py-scheduler does not support yet (DynamicResources)"
+            )
+        return None
+
+    def _dra_extended_resources(self, pod: PodInfo) -> tuple[str, str] | None:
+        requested: set[str] = set()
+        for key in ("containers", "initContainers"):
+            for container in pod.spec.get(key) or ():
+                resources = container.get("resources") or {}
+                requested.update((resources.get("requests") or {}).keys())
+                requested.update((resources.get("limits") or {}).keys())
+        requested = {r for r in requested if "/" in r and not r.startswith(("kubernetes.io/", "hugepages-"))}
+        if not requested:
+            return None
+        for resource in sorted(requested):
+            if resource.startswith(IMPLICIT_EXTENDED_PREFIX):
+                return resource, resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
+        for device_class in self.classes.list():
+            declared = (device_class.get("spec") or {}).get("extendedResourceName")
+            if declared and declared in requested:
+                return declared, str((device_class.get("metadata") or {}).get("name", ""))
+        return None
+
+    # --- Filter / Score ---------------------------------------------------------------------------
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return None
+        for selector in s.available_on:
+            if selector is not None and not selector.matches(node.labels, node.name):
+                return unschedulable("resourceclaim not available on the node")
+        if s.allocator is None:
+            return None
+        claims = [c for _, c in s.to_allocate()]
+        try:
+            results = s.allocator.allocate(NodeView(node.name, node.labels), claims)
+        except AllocationTimeout:
+            return Status.as_error(f"node {node.name}: timed out trying to allocate devices")
+        except FailedOnNode as err:
+            return unschedulable(str(err))
+        except AllocationError as err:
+            return Status.as_error(err)
+        if results is None or len(results) != len(claims):
+            return unschedulable("cannot allocate all claims")
+        s.node_allocations[node.name] = results
+        return None
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
+        """``computeScore``: FirstAvailableDeviceRequestMaxSize - i for each chosen subrequest i."""
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return 0, None
+        allocations = s.node_allocations.get(node.name)
+        if allocations is None:
+            return 0, None
+        score = 0
+        pending = iter(allocations)
+        for claim in s.claims:
+            allocation = allocation_of(claim) or next(pending, None)
+            if allocation is None:
+                return 0, Status.as_error("number of allocations is smaller than number of claims")
+            chosen = {
+                r.get("request", "")
+                for r in (allocation.get("devices") or {}).get("results") or ()
+                if "/" in r.get("request", "")
+            }
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                for i, sub in enumerate(request.get("firstAvailable") or ()):
+                    if f"{request.get('name', '')}/{sub.get('name', '')}" in chosen:
+                        score += FIRST_AVAILABLE_MAX_SIZE - i
+        return score, None
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(100, False, scores)
+        return None
+
+    # --- Reserve / Unreserve ----------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        to_allocate = s.to_allocate()
+        if not allocations:
+            return Status.as_error("claim allocation not found for node")
+        if len(allocations) != len(to_allocate):
+            return Status.as_error(
+                f"internal error, have {len(allocations)} allocations, {len(to_allocate)} claims to allocate"
+            )
+        for (index, claim), allocation in zip(to_allocate, allocations, strict=True):
+            s.allocations[index] = allocation
+            self.in_flight.add(claim, allocation)
+        return None
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return
+        for claim in s.claims:
+            self.in_flight.remove(uid_of(claim))
+            if allocation_of(claim) is not None and is_reserved_for_pod(pod, claim):
+                self._submit_unreserve(claim, pod.uid)
+
+    def _submit_unreserve(self, claim: Obj, pod_uid: str) -> None:
+        # Unreserve runs on the event loop, which must not block on the API.
+        with self._pool_lock:
+            if self._unreserve_pool is None:
+                self._unreserve_pool = ThreadPoolExecutor(1, thread_name_prefix="dra-unreserve")
+        meta = claim.get("metadata") or {}
+        patch = {
+            "metadata": {"uid": meta.get("uid")},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
+        }
+        path = CLAIMS_PATH.format(ns=quote(meta.get("namespace", "")), name=quote(meta.get("name", "")))
+
+        def run() -> None:
+            try:
+                self.handle.api_request(
+                    "PATCH", path + "/status", patch, content_type="application/strategic-merge-patch+json"
+                )
+            except Exception:
+                log.exception(
+                    "unreserve of resourceclaim %s/%s failed", meta.get("namespace"), meta.get("name")
+                )
+
+        self._unreserve_pool.submit(run)
+
+    # --- PreBind (binding thread) -----------------------------------------------------------------
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
+            return None
+        for index, claim in enumerate(s.claims):
+            if is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[index] = self._bind_claim(claim, s.allocations.get(index), pod)
+            except Exception as err:
+                self.in_flight.remove(uid_of(claim))
+                return Status(Code.Error, [str(err)], error=err)
+        return None
+
+    def _bind_claim(self, claim: Obj, allocation: Obj | None, pod: PodInfo) -> Obj:
+        """``bindClaim``: finalizer, then allocation and reservedFor via the status subresource."""
+        meta = claim.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        path = CLAIMS_PATH.format(ns=quote(namespace), name=quote(name))
+        binding = {"resource": "pods", "name": pod.name, "uid": pod.uid}
+        current: dict[str, Any] = copy.deepcopy(dict(claim))
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                current = dict(self.handle.api_request("GET", path))
+            cur_meta = current.get("metadata") or {}
+            if cur_meta.get("deletionTimestamp"):
+                raise RuntimeError(f"claim {namespace}/{name} got deleted in the meantime")
+            status = current.setdefault("status", {})
+            if allocation is not None:
+                if status.get("allocation") is not None:
+                    raise RuntimeError(f"claim {namespace}/{name} got allocated elsewhere in the meantime")
+                if FINALIZER not in (cur_meta.get("finalizers") or ()):
+                    cur_meta = current["metadata"] = dict(cur_meta)
+                    cur_meta["finalizers"] = [*(cur_meta.get("finalizers") or ()), FINALIZER]
+                    try:
+                        current = dict(self.handle.api_request("PUT", path, current))
+                    except Exception as err:
+                        if _is_conflict(err):
+                            continue
+                        raise RuntimeError(f"add finalizer to claim {namespace}/{name}: {err}") from err
+                    status = current.setdefault("status", {})
+                status["allocation"] = copy.deepcopy(dict(allocation))
+            status["reservedFor"] = [*(status.get("reservedFor") or ()), binding]
+            try:
+                return self.handle.api_request("PUT", path + "/status", current)
+            except Exception as err:
+                if _is_conflict(err):
+                    continue
+                what = "add allocation and reservation to" if allocation is not None else "add reservation to"
+                raise RuntimeError(f"{what} claim {namespace}/{name}: {err}") from err
+        raise RuntimeError(f"claim {namespace}/{name}: too many conflicts updating its status")
+
+
+def _is_conflict(err: BaseException) -> bool:
+    return getattr(err, "status", None) == 409

@@ -1,0 +1,272 @@
+"""Issue 18 on the real control plane: Dynamic Resource Allocation with kube-controller-manager's
+resourceclaim controller, py-scheduler and the real kube-scheduler side by side.
+
+The test publishes ResourceSlices as a DRA driver would (no kubelet, no driver runs here), creates a
+DeviceClass with a CEL selector and ResourceClaimTemplates, and checks what each scheduler writes into
+``status.allocation`` of the generated claims.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import SchedulerProcess, wait_for
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+
+GROUP, VERSION = "resource.k8s.io", "v1"
+DRIVER = "gpu.example.com"
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: Any) -> Iterator[Any]:
+    yield control_plane.start_kube_scheduler()
+
+
+@pytest.fixture
+def run_id(core_v1: Any, api_client: Any) -> Iterator[str]:
+    rid = new_run_id()
+    yield rid
+    custom = _custom(api_client)
+    for plural in ("resourceslices", "deviceclasses"):
+        with contextlib.suppress(Exception):
+            custom.delete_collection_cluster_custom_object(
+                GROUP, VERSION, plural, label_selector=f"{RUN_LABEL}={rid}"
+            )
+    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
+
+
+@pytest.fixture
+def scheduler(kubeconfig: str, tmp_path: Path, controller_manager: Any) -> Iterator[SchedulerProcess]:
+    proc = SchedulerProcess(kubeconfig, tmp_path).start()
+    try:
+        proc.wait_ready(60)
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
+
+
+def _custom(api_client: Any) -> Any:
+    from kubernetes.client import CustomObjectsApi
+
+    return CustomObjectsApi(api_client)
+
+
+def _gpu(name: str, model: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "attributes": {"model": {"string": model}, "driverVersion": {"version": "1.2.0"}},
+        "capacity": {"memory": {"value": "40Gi"}},
+    }
+
+
+def _publish(api_client: Any, run_id: str, node: str, models: list[str]) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{DRIVER}", "labels": {RUN_LABEL: run_id}},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [_gpu(f"gpu-{i}", model) for i, model in enumerate(models)],
+        },
+    }
+    _custom(api_client).create_cluster_custom_object(GROUP, VERSION, "resourceslices", body)
+
+
+def _device_class(api_client: Any, run_id: str) -> str:
+    name = f"gpu-{run_id}"
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "labels": {RUN_LABEL: run_id}},
+        "spec": {
+            "selectors": [
+                {
+                    "cel": {
+                        "expression": f'device.driver == "{DRIVER}" && '
+                        f'device.attributes["{DRIVER}"].driverVersion.isGreaterThan(semver("1.0.0")) && '
+                        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("16Gi")) >= 0'
+                    }
+                }
+            ]
+        },
+    }
+    _custom(api_client).create_cluster_custom_object(GROUP, VERSION, "deviceclasses", body)
+    return name
+
+
+def _template(api_client: Any, namespace: str, name: str, class_name: str, *, pair: bool = False) -> None:
+    if pair:
+        devices: dict[str, Any] = {
+            "requests": [
+                {"name": "a", "exactly": {"deviceClassName": class_name}},
+                {"name": "b", "exactly": {"deviceClassName": class_name}},
+            ],
+            "constraints": [{"requests": ["a", "b"], "matchAttribute": f"{DRIVER}/model"}],
+        }
+    else:
+        devices = {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class_name}}]}
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name},
+        "spec": {"spec": {"devices": devices}},
+    }
+    _custom(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "resourceclaimtemplates", body
+    )
+
+
+def _nodes(api_client: Any, run_id: str, prefix: str, count: int, pool: str) -> list[str]:
+    names = [f"{prefix}{i}-{run_id}" for i in range(count)]
+    create_nodes(api_client, [make_node(n, labels={RUN_LABEL: run_id, "pool": pool}) for n in names])
+    return names
+
+
+def _claim_pod(name: str, run_id: str, template: str, scheduler_name: str, pool: str) -> dict[str, Any]:
+    pod = make_pod(name, run_id, scheduler_name=scheduler_name, node_selector={"pool": pool})
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return pod
+
+
+def _claims(api_client: Any, namespace: str) -> list[dict[str, Any]]:
+    got = _custom(api_client).list_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims")
+    return list(got["items"])
+
+
+def _normalized(allocation: dict[str, Any], node: str) -> dict[str, Any]:
+    """The allocation with the node name abstracted, and the timestamp left out."""
+    text = repr({k: v for k, v in allocation.items() if k != "allocationTimestamp"})
+    return {"allocation": text.replace(node, "NODE")}
+
+
+def _allocations_by_pod(api_client: Any, namespace: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for claim in _claims(api_client, namespace):
+        status = claim.get("status") or {}
+        for ref in status.get("reservedFor") or ():
+            if status.get("allocation"):
+                out[ref["name"]] = status["allocation"]
+    return out
+
+
+def test_each_pod_gets_a_distinct_device_then_waits_and_wakes(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    class_name = _device_class(api_client, run_id)
+    ours = _nodes(api_client, run_id, "d", 4, "py")
+    theirs = _nodes(api_client, run_id, "k", 4, "kube")
+    for node in ours + theirs:
+        _publish(api_client, run_id, node, ["a100", "a100"])
+    _template(api_client, namespace, "one-gpu", class_name)
+    for i in range(9):
+        core_v1.create_namespaced_pod(
+            namespace, _claim_pod(f"py-{i}", run_id, "one-gpu", "py-scheduler", "py")
+        )
+        core_v1.create_namespaced_pod(
+            namespace, _claim_pod(f"kube-{i}", run_id, "one-gpu", "default-scheduler", "kube")
+        )
+
+    def settled() -> tuple[dict[str, str], list[str]] | None:
+        pods = list_pods(core_v1, namespace)
+        bound = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")}
+        pending = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName")]
+        if len(bound) == 16 and len(pending) == 2:
+            return bound, pending
+        return None
+
+    bound, pending = wait_for(settled, 120, "8+8 pods bound, one of each scheduler pending")
+    allocations = wait_for(
+        lambda: (a := _allocations_by_pod(api_client, namespace)) and len(a) == 16 and a,
+        30,
+        "16 claims allocated and reserved",
+    )
+    for owner in ("py", "kube"):
+        devices = {
+            (r["pool"], r["device"])
+            for name, alloc in allocations.items()
+            if name.startswith(f"{owner}-")
+            for r in alloc["devices"]["results"]
+        }
+        assert len(devices) == 8, f"{owner}: devices not distinct: {devices}"
+    # Same objects, same allocation: compare py-scheduler's writes with kube-scheduler's.
+    py_shapes = sorted(str(_normalized(a, bound[n])) for n, a in allocations.items() if n.startswith("py-"))
+    kube_shapes = sorted(
+        str(_normalized(a, bound[n])) for n, a in allocations.items() if n.startswith("kube-")
+    )
+    assert py_shapes == kube_shapes
+    for name, alloc in allocations.items():
+        (result,) = alloc["devices"]["results"]
+        assert result["pool"] == bound[name] and result["driver"] == DRIVER
+
+    (waiting_py,) = [p for p in pending if p.startswith("py-")]
+
+    def reason() -> str | None:
+        for event in list_events(core_v1, namespace):
+            if (event.get("involvedObject") or {}).get("name") == waiting_py and event.get(
+                "reason"
+            ) == "FailedScheduling":
+                return str(event.get("message"))
+        return None
+
+    note = wait_for(reason, 60, "FailedScheduling for the fifth pair")
+    assert "cannot allocate all claims" in note, note
+
+    # Deleting a pod frees its device (the controller deallocates its claim) and wakes the waiting pod.
+    victim = next(n for n in bound if n.startswith("py-"))
+    core_v1.delete_namespaced_pod(victim, namespace, grace_period_seconds=0)
+    node = wait_for(
+        lambda: next(
+            (
+                p["spec"].get("nodeName")
+                for p in list_pods(core_v1, namespace)
+                if p["metadata"]["name"] == waiting_py
+            ),
+            None,
+        ),
+        120,
+        f"{waiting_py} bound after {victim} was deleted",
+    )
+    assert node == bound[victim]
+
+
+def test_match_attribute_places_two_devices_of_the_same_model(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    class_name = _device_class(api_client, run_id)
+    (ours,) = _nodes(api_client, run_id, "m", 1, "py")
+    (theirs,) = _nodes(api_client, run_id, "q", 1, "kube")
+    for node in (ours, theirs):
+        _publish(api_client, run_id, node, ["a100", "h100", "a100"])
+    _template(api_client, namespace, "pair", class_name, pair=True)
+    core_v1.create_namespaced_pod(namespace, _claim_pod("py-pair", run_id, "pair", "py-scheduler", "py"))
+    core_v1.create_namespaced_pod(
+        namespace, _claim_pod("kube-pair", run_id, "pair", "default-scheduler", "kube")
+    )
+    allocations = wait_for(
+        lambda: (a := _allocations_by_pod(api_client, namespace)) and len(a) == 2 and a,
+        90,
+        "both pair claims allocated",
+    )
+    py, kube = allocations["py-pair"], allocations["kube-pair"]
+    assert [(r["request"], r["device"]) for r in py["devices"]["results"]] == [("a", "gpu-0"), ("b", "gpu-2")]
+    assert _normalized(py, ours) == _normalized(kube, theirs)

@@ -1,0 +1,226 @@
+"""DynamicResources plugin cases after ``dynamicresources_test.go`` (v1.36.3), as far as they apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.framework import (
+    DEVICE_CLASSES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    Code,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+)
+from scheduler.plugins.dynamicresources import DynamicResources
+from tests.unit.plugins.dra_testlib import (
+    CLASS_A,
+    DRIVER_A,
+    NODE_1,
+    NODE_2,
+    POOL_A,
+    REQ_0,
+    allocation,
+    claim,
+    device,
+    device_class,
+    request,
+    result,
+    slice_,
+)
+from tests.unit.plugins.plugin_testlib import FakeHandle
+
+POD_UID = "pod-uid"
+
+
+def pod(*claims: dict[str, Any], statuses: list[dict[str, Any]] | None = None) -> PodInfo:
+    body: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+        "spec": {"containers": [{"name": "c"}], "resourceClaims": list(claims)},
+        "status": {},
+    }
+    if statuses is not None:
+        body["status"]["resourceClaimStatuses"] = statuses
+    return PodInfo(body)
+
+
+def plugin(
+    claims: list[dict[str, Any]], slices: list[dict[str, Any]] | None = None
+) -> tuple[DynamicResources, FakeHandle]:
+    handle = FakeHandle(
+        objects={
+            RESOURCE_CLAIMS: claims,
+            RESOURCE_SLICES: slices
+            if slices is not None
+            else [
+                slice_(f"s-{n}", n, n, DRIVER_A, device("gpu-0"), device("gpu-1")) for n in (NODE_1, NODE_2)
+            ],
+            DEVICE_CLASSES: [device_class(CLASS_A, f'device.driver == "{DRIVER_A}"')],
+        }
+    )
+    return DynamicResources({}, handle), handle
+
+
+NODES = [NodeInfo({"metadata": {"name": n, "labels": {}}}) for n in (NODE_1, NODE_2)]
+
+
+def run_filter(pl: DynamicResources, p: PodInfo) -> tuple[CycleState, Any, dict[str, Any]]:
+    state = CycleState()
+    _, status = pl.pre_filter(state, p, NODES)
+    if status is not None:
+        return state, status, {}
+    return state, None, {n.name: pl.filter(state, p, n) for n in NODES}
+
+
+def test_pod_without_claims_is_skipped() -> None:
+    pl, _ = plugin([])
+    _, status = pl.pre_filter(CycleState(), pod(), NODES)
+    assert status is not None and status.code is Code.Skip
+
+
+def test_missing_claim_waits_at_pre_enqueue() -> None:
+    pl, _ = plugin([])
+    status = pl.pre_enqueue(pod({"name": "c", "resourceClaimName": "missing"}))
+    assert status is not None and status.code is Code.UnschedulableAndUnresolvable
+    assert status.message() == 'resourceclaim.resource.k8s.io "missing" not found'
+
+
+def test_template_claim_not_created_yet() -> None:
+    pl, _ = plugin([])
+    status = pl.pre_enqueue(pod({"name": "c", "resourceClaimTemplateName": "t"}))
+    assert status is not None and status.message() == 'pod "default/p": ResourceClaim not created yet'
+
+
+def test_generated_claim_must_be_owned_by_pod() -> None:
+    pl, _ = plugin([claim("gen", request(REQ_0), owner_uid="someone-else")])
+    status = pl.pre_enqueue(
+        pod(
+            {"name": "c", "resourceClaimTemplateName": "t"},
+            statuses=[{"name": "c", "resourceClaimName": "gen"}],
+        )
+    )
+    assert status is not None and "(Pod is not owner)" in status.message()
+
+
+def test_allocate_reserve_and_prebind_write_the_claim() -> None:
+    c = claim("gen", request(REQ_0), owner_uid=POD_UID)
+    pl, handle = plugin([c])
+    p = pod(
+        {"name": "c", "resourceClaimTemplateName": "t"}, statuses=[{"name": "c", "resourceClaimName": "gen"}]
+    )
+    assert pl.pre_enqueue(p) is None
+    state, status, filtered = run_filter(pl, p)
+    assert status is None and filtered == {NODE_1: None, NODE_2: None}
+    assert pl.reserve(state, p, NODE_2) is None
+    assert pl.pre_bind(state, p, NODE_2) is None
+    (put_meta, put_status) = handle.api_calls
+    assert put_meta[0] == "PUT" and put_meta[1].endswith("/resourceclaims/gen")
+    assert put_meta[2]["metadata"]["finalizers"] == ["resource.kubernetes.io/delete-protection"]
+    assert put_status[1].endswith("/resourceclaims/gen/status")
+    assert put_status[2]["status"] == {
+        "allocation": allocation(result(REQ_0, DRIVER_A, NODE_2, "gpu-0"), node=NODE_2),
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": POD_UID}],
+    }
+
+
+def test_in_flight_allocation_keeps_device_from_the_next_pod() -> None:
+    c1, c2 = claim("c1", request(REQ_0, count=2)), claim("c2", request(REQ_0, count=2))
+    pl, _ = plugin([c1, c2], slices=[slice_("s", NODE_1, POOL_A, DRIVER_A, device("gpu-0"), device("gpu-1"))])
+    p1 = pod({"name": "c", "resourceClaimName": "c1"})
+    state, _, filtered = run_filter(pl, p1)
+    assert filtered[NODE_1] is None
+    assert pl.reserve(state, p1, NODE_1) is None
+    p2 = PodInfo(
+        {
+            **pod({"name": "c", "resourceClaimName": "c2"}).pod,
+            "metadata": {"name": "p2", "namespace": "default", "uid": "u2"},
+        }
+    )
+    _, _, filtered = run_filter(pl, p2)
+    assert filtered[NODE_1] is not None and filtered[NODE_1].message() == "cannot allocate all claims"
+    assert filtered[NODE_1].code is Code.UnschedulableAndUnresolvable
+    pl.unreserve(state, p1, NODE_1)
+    _, _, filtered = run_filter(pl, p2)
+    assert filtered[NODE_1] is None
+
+
+def test_claim_being_allocated_for_another_pod() -> None:
+    c = claim("shared", request(REQ_0))
+    pl, _ = plugin([c])
+    p1 = pod({"name": "c", "resourceClaimName": "shared"})
+    state, _, _ = run_filter(pl, p1)
+    pl.reserve(state, p1, NODE_1)
+    _, status, _ = run_filter(pl, p1)
+    assert (
+        status is not None
+        and status.message() == "resource claim default/shared is in the process of being allocated"
+    )
+
+
+def test_allocated_claim_constrains_nodes() -> None:
+    c = claim("done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")))
+    pl, handle = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "done"})
+    state, _, filtered = run_filter(pl, p)
+    assert filtered[NODE_1] is None
+    assert (
+        filtered[NODE_2] is not None
+        and filtered[NODE_2].message() == "resourceclaim not available on the node"
+    )
+    # Shared: PreBind only adds the reservation.
+    assert pl.pre_bind(state, p, NODE_1) is None
+    ((_, path, body),) = handle.api_calls
+    assert path.endswith("/status") and body["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "p", "uid": POD_UID}
+    ]
+
+
+def test_claim_in_use_by_max_consumers() -> None:
+    full = [{"resource": "pods", "name": f"p{i}", "uid": f"u{i}"} for i in range(256)]
+    c = claim(
+        "busy",
+        request(REQ_0),
+        allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")),
+        reservedFor=full,
+    )
+    pl, _ = plugin([c])
+    _, status, _ = run_filter(pl, pod({"name": "c", "resourceClaimName": "busy"}))
+    assert status is not None and status.message() == "resourceclaim in use"
+
+
+def test_missing_device_class() -> None:
+    pl, _ = plugin([claim("c", request(REQ_0, class_name="nope"))])
+    _, status, _ = run_filter(pl, pod({"name": "c", "resourceClaimName": "c"}))
+    assert status is not None and status.message() == f"request {REQ_0}: device class nope does not exist"
+
+
+def test_dra_extended_resource_is_refused_with_reason() -> None:
+    pl, handle = plugin([])
+    handle.listers[DEVICE_CLASSES].add(device_class("gpus", extendedResourceName="example.com/gpu"))
+    p = PodInfo(
+        {
+            "metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/gpu": "1"}}}]},
+        }
+    )
+    _, status = pl.pre_filter(CycleState(), p, NODES)
+    assert status is not None and "DRAExtendedResource" in status.message()
+
+
+def test_hints() -> None:
+    c = claim("gen", request(REQ_0), owner_uid=POD_UID)
+    pl, _ = plugin([c])
+    p = pod(
+        {"name": "c", "resourceClaimTemplateName": "t"}, statuses=[{"name": "c", "resourceClaimName": "gen"}]
+    ).pod
+    assert pl.is_schedulable_after_claim_change(p, None, c) is QueueingHint.Queue
+    other = claim("other", request(REQ_0))
+    assert pl.is_schedulable_after_claim_change(p, None, other) is QueueingHint.Skip
+    deallocated_old = claim(
+        "other", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"))
+    )
+    assert pl.is_schedulable_after_claim_change(p, deallocated_old, other) is QueueingHint.Queue
+    assert pl.is_schedulable_after_claim_change(p, c, c) is QueueingHint.Skip
+    assert pl.is_schedulable_after_pod_change(p, p, p) is QueueingHint.Queue
