@@ -12,7 +12,7 @@ from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.cycle import POD_SPEC_PLUGIN
 from scheduler.framework.handle import SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
-from scheduler.framework.listers import Lister, ResourceSpec, StaticLister
+from scheduler.framework.listers import KubeObject, Lister, ResourceSpec, StaticLister
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
@@ -75,6 +75,11 @@ class FrameworkHandle:
 
     def waiting_pods(self) -> Sequence[WaitingPodHandle]:
         return list(self._waiting_pods().values())
+
+    def update_object(self, resource: ResourceSpec, obj: KubeObject) -> KubeObject:
+        if self._api is None:
+            raise RuntimeError("this handle has no API connection")
+        return self._api.update_object(resource, obj)
 
     def lister(self, resource: ResourceSpec) -> Lister:
         if self._listers is None:

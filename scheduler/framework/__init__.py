@@ -47,7 +47,9 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.listers import (
+    CSI_DRIVERS,
     CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -88,7 +90,9 @@ from scheduling_queue.types import (
 )
 
 __all__ = [
+    "CSI_DRIVERS",
     "CSI_NODES",
+    "CSI_STORAGE_CAPACITIES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "NAMESPACES",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from scheduler.framework.listers import Lister, ResourceSpec
+from scheduler.framework.listers import KubeObject, Lister, ResourceSpec
 from scheduler.framework.types import NodeInfo
 
 
@@ -56,4 +56,11 @@ class Handle(Protocol):
         """An informer-backed lister of ``resource`` (e.g. ``NAMESPACES``). Ask for it in the plugin's
         factory: the scheduler starts that informer because a plugin asked, and waits for it to sync
         before the first cycle."""
+        ...
+
+    def update_object(self, resource: ResourceSpec, obj: KubeObject) -> KubeObject:
+        """PUT ``obj`` (its resourceVersion is the precondition) and return what the API stored.
+
+        Blocking: for PreBind and other binding-thread code (VolumeBinding writes PVs and PVCs).
+        Raises ``scheduler.api.ApiError`` on failure (409 when someone else changed the object)."""
         ...

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from informers.resource import (
+    CSI_DRIVERS,
     CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -30,7 +32,9 @@ from informers.resource import (
 KubeObject = Mapping[str, Any]
 
 __all__ = [
+    "CSI_DRIVERS",
     "CSI_NODES",
+    "CSI_STORAGE_CAPACITIES",
     "NAMESPACES",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",

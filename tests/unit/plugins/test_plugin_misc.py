@@ -11,9 +11,12 @@ from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
+    PreScorePlugin,
     QueueSortPlugin,
+    ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
 )
@@ -137,6 +140,18 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     ),
     names.NODE_RESOURCES_BALANCED_ALLOCATION: (ScorePlugin,),
     names.IMAGE_LOCALITY: (ScorePlugin,),
+    names.VOLUME_BINDING: (
+        PreFilterPlugin,
+        FilterPlugin,
+        PreScorePlugin,
+        ScorePlugin,
+        ReservePlugin,
+        PreBindPlugin,
+        EnqueueExtensions,
+    ),
+    names.VOLUME_ZONE: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
+    names.VOLUME_RESTRICTIONS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
+    names.NODE_VOLUME_LIMITS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.DEFAULT_BINDER: (BindPlugin,),
 }
 
@@ -159,6 +174,7 @@ def test_registry_builds_every_plugin_with_empty_args(name: str) -> None:
             names.NODE_RESOURCES_FIT,
             names.NODE_RESOURCES_BALANCED_ALLOCATION,
             names.POD_TOPOLOGY_SPREAD,
+            names.VOLUME_BINDING,
         }
     ),
 )
@@ -179,6 +195,10 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("NodeAffinity", 2),
         ("NodePorts", 0),
         ("NodeResourcesFit", 1),
+        ("VolumeRestrictions", 0),
+        ("NodeVolumeLimits", 0),
+        ("VolumeBinding", 0),
+        ("VolumeZone", 0),
         ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
