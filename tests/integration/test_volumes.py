@@ -52,7 +52,7 @@ def scheduler(kubeconfig: str, tmp_path: Path, controller_manager: Any) -> Itera
 
 # --- objects ------------------------------------------------------------------------------------
 def _nodes(
-    api_client: Any, run_id: str, count: int, *, cpu: str = "4", zones: list[str] | None = None
+    api_client: Any, run_id: str, count: int, *, cpus: list[str] | None = None, zones: list[str] | None = None
 ) -> list[str]:
     names = [f"n{i}-{run_id}" for i in range(count)]
     nodes = []
@@ -60,7 +60,7 @@ def _nodes(
         labels = {RUN_LABEL: run_id}
         if zones:
             labels[ZONE] = zones[i]
-        nodes.append(make_node(name, cpu=cpu, labels=labels))
+        nodes.append(make_node(name, cpu=cpus[i] if cpus else "4", labels=labels))
     create_nodes(api_client, nodes)
     return names
 
@@ -271,7 +271,8 @@ def test_statefulset_claims_are_provisioned_on_the_node_of_their_pod(
 def test_local_pvs_pin_pods_to_their_nodes_and_a_full_node_leaves_the_pod_waiting(
     api_client: Any, core_v1: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
 ) -> None:
-    nodes = _nodes(api_client, run_id, 3, cpu="4")
+    # The first node is small: a big pod fits only on the others, where its PV is not.
+    nodes = _nodes(api_client, run_id, 3, cpus=["4", "8", "8"])
     sc = _storage_class(api_client, run_id, "local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer")
     for i, node in enumerate(nodes):
         _pv(core_v1, run_id, f"local{i}", storage_class=sc, node=node)
@@ -292,8 +293,8 @@ def test_local_pvs_pin_pods_to_their_nodes_and_a_full_node_leaves_the_pod_waitin
     assert len(used) == 3
     _assert_no_pv_double_claimed(core_v1, run_id)
 
-    # A fourth PV on the node of p0, and a pod too big for what is left there.
-    _pv(core_v1, run_id, "local3", storage_class=sc, node=pods["p0"]["spec"]["nodeName"])
+    # A fourth PV on the small node, and a pod too big for what is left there.
+    _pv(core_v1, run_id, "local3", storage_class=sc, node=nodes[0])
     _pvc(core_v1, namespace, "c3", storage_class=sc)
     _create_pod(core_v1, namespace, _pod_with_claims("big", run_id, ["c3"], cpu="3950m"))
     message = _wait_reason(core_v1, namespace, "big", "didn't find available persistent volumes to bind")
