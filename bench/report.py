@@ -222,8 +222,7 @@ def _reading(results: Sequence[RunResult]) -> list[str]:
         "- Both schedulers share two cores with etcd, the apiserver and the load generator, so a "
         "scheduler's own CPU is taken from the apiserver: throughput and latency follow CPU per pod.",
         "- kube-scheduler's default profile also runs plugins py-scheduler does not have "
-        "(VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone, PodTopologySpread, "
-        "InterPodAffinity, DynamicResources, DefaultPreemption, NodeDeclaredFeatures). For these pods "
+        "(DynamicResources, DefaultPreemption, NodeDeclaredFeatures). For these pods "
         "(no volumes, claims, spread constraints or pod affinity) most of them skip at PreFilter; "
         "DefaultPreemption does run for every unschedulable pod of mixed, and finds no victims "
         "(all pods have the same priority).",

@@ -13,6 +13,7 @@ from urllib.parse import quote
 import orjson
 import urllib3
 
+from informers.resource import ResourceSpec
 from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 
@@ -93,6 +94,13 @@ class SchedulerApi:
             if err.status in (404, 409) or (err.status in (400, 422) and "uid" in str(err).lower()):
                 raise BindingConflict(err.status, str(err), retryable=False) from err
             raise
+
+    def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """PUT one object of ``resource``; the stored object comes back."""
+        meta = obj.get("metadata") or {}
+        path = f"{resource.path(meta.get('namespace'))}/{quote(str(meta.get('name', '')), safe='')}"
+        stored: Mapping[str, Any] = orjson.loads(self._call("PUT", path, obj))
+        return stored
 
     def get_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         try:

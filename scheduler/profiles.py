@@ -13,7 +13,7 @@ from scheduler.cycle import POD_SPEC_PLUGIN
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
-from scheduler.framework.listers import Lister, ResourceSpec, StaticLister
+from scheduler.framework.listers import KubeObject, Lister, ResourceSpec, StaticLister
 from scheduler.framework.runtime import Framework, PluginSet, implemented_points
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -118,6 +118,11 @@ class FrameworkHandle:
         if self._api is None:
             raise RuntimeError("this handle has no API connection")
         return self._api.request_json(method, path, body, content_type=content_type)
+
+    def update_object(self, resource: ResourceSpec, obj: KubeObject) -> KubeObject:
+        if self._api is None:
+            raise RuntimeError("this handle has no API connection")
+        return self._api.update_object(resource, obj)
 
     def lister(self, resource: ResourceSpec) -> Lister:
         if self._listers is None:

@@ -43,8 +43,11 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
 
 @pytest.fixture(scope="session")
 def controller_manager(control_plane: ControlPlane) -> ControlPlane:
-    """The session's control plane with kube-controller-manager running (Deployments, PV binder...)."""
-    control_plane.start_controller_manager()
+    """The session's control plane with kube-controller-manager running (Deployments, PV binder...).
+
+    The built-in host-path provisioner (``kubernetes.io/host-path``) is on for the whole session: it
+    only acts on claims of a class naming it, and gives volume tests real dynamic provisioning."""
+    control_plane.start_controller_manager(extra_args=["--enable-hostpath-provisioner=true"])
     return control_plane
 
 

@@ -48,7 +48,9 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.listers import (
+    CSI_DRIVERS,
     CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     DEVICE_CLASSES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -94,7 +96,9 @@ from scheduling_queue.types import (
 )
 
 __all__ = [
+    "CSI_DRIVERS",
     "CSI_NODES",
+    "CSI_STORAGE_CAPACITIES",
     "DEVICE_CLASSES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.listers import Lister, ResourceSpec
+from scheduler.framework.listers import KubeObject, Lister, ResourceSpec
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -66,6 +66,12 @@ class Handle(Protocol):
         factory: the scheduler starts that informer because a plugin asked, and waits for it to sync
         before the first cycle."""
         ...
+
+    def update_object(self, resource: ResourceSpec, obj: KubeObject) -> KubeObject:
+        """PUT ``obj`` (its resourceVersion is the precondition) and return what the API stored.
+
+        Blocking: for PreBind and other binding-thread code (VolumeBinding writes PVs and PVCs).
+        Raises ``scheduler.api.ApiError`` on failure (409 when someone else changed the object)."""
 
 
 class PreemptionExecutorHandle(Protocol):

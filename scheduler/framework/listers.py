@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from informers.resource import (
+    CSI_DRIVERS,
     CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     DEVICE_CLASSES,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
@@ -35,7 +37,9 @@ from informers.resource import (
 KubeObject = Mapping[str, Any]
 
 __all__ = [
+    "CSI_DRIVERS",
     "CSI_NODES",
+    "CSI_STORAGE_CAPACITIES",
     "DEVICE_CLASSES",
     "NAMESPACES",
     "PERSISTENT_VOLUMES",

@@ -42,6 +42,10 @@ class GuardedField:
     used: Callable[[Spec], bool]
 
 
+# Inline in-tree cloud disks count against CSI attach limits only through csi-translation-lib, which is
+# not ported: NodeVolumeLimits would under-count them, so they stay refused (no plugin has this name).
+IN_TREE_TRANSLATION = "NodeVolumeLimits in-tree to CSI translation"
+
 GUARDED_FIELDS: tuple[GuardedField, ...] = (
     GuardedField("persistentVolumeClaim volumes", "VolumeBinding", _volumes_with("persistentVolumeClaim")),
     GuardedField("ephemeral volumes", "VolumeBinding", _volumes_with("ephemeral")),
@@ -51,7 +55,18 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
         _volumes_with("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"),
     ),
     GuardedField(
-        "csi, azureDisk or cinder volumes", "NodeVolumeLimits", _volumes_with("csi", "azureDisk", "cinder")
+        "gcePersistentDisk, awsElasticBlockStore, azureDisk, azureFile, cinder, vsphereVolume or "
+        "portworxVolume volumes",
+        IN_TREE_TRANSLATION,
+        _volumes_with(
+            "gcePersistentDisk",
+            "awsElasticBlockStore",
+            "azureDisk",
+            "azureFile",
+            "cinder",
+            "vsphereVolume",
+            "portworxVolume",
+        ),
     ),
     GuardedField("resourceClaims", "DynamicResources", lambda spec: bool(spec.get("resourceClaims"))),
     GuardedField("schedulingGroup", "GangScheduling", lambda spec: bool(spec.get("schedulingGroup"))),

@@ -16,10 +16,14 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.volumebinding import VolumeBinding
+from scheduler.plugins.volumerestrictions import VolumeRestrictions
+from scheduler.plugins.volumezone import VolumeZone
 
 # factory(args, handle) -> plugin. ``args`` is the plugin's pluginConfig args as the user wrote them
 # (possibly empty); each plugin applies upstream's defaults and raises PluginArgsError on bad args.
@@ -37,6 +41,10 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.DEFAULT_PREEMPTION: DefaultPreemption,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
+    names.VOLUME_RESTRICTIONS: VolumeRestrictions,
+    names.NODE_VOLUME_LIMITS: NodeVolumeLimits,
+    names.VOLUME_BINDING: VolumeBinding,
+    names.VOLUME_ZONE: VolumeZone,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DYNAMIC_RESOURCES: DynamicResources,
 }
@@ -52,7 +60,10 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.NODE_AFFINITY, 2),
     (names.NODE_PORTS, 0),
     (names.NODE_RESOURCES_FIT, 1),
-    # Upstream's VolumeRestrictions, NodeVolumeLimits, VolumeBinding and VolumeZone come here.
+    (names.VOLUME_RESTRICTIONS, 0),
+    (names.NODE_VOLUME_LIMITS, 0),
+    (names.VOLUME_BINDING, 0),
+    (names.VOLUME_ZONE, 0),
     (names.POD_TOPOLOGY_SPREAD, 2),
     (names.INTER_POD_AFFINITY, 2),
     # Inserted before DefaultPreemption (applyDynamicResources): deallocating an idle claim beats evicting.

@@ -266,24 +266,11 @@ def test_never_breaks_the_required_anti_affinity_of_a_pod_placed_by_kube_schedul
 @pytest.mark.parametrize(
     ("spec", "plugin"),
     [
-        ({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}]}, "VolumeBinding"),
+        # Claims and ephemeral volumes are VolumeBinding's now (tests/integration/test_volumes.py); inline
+        # in-tree cloud disks stay refused until csi-translation-lib is ported.
         (
-            {
-                "volumes": [
-                    {
-                        "name": "scratch",
-                        "ephemeral": {
-                            "volumeClaimTemplate": {
-                                "spec": {
-                                    "accessModes": ["ReadWriteOnce"],
-                                    "resources": {"requests": {"storage": "1Gi"}},
-                                }
-                            }
-                        },
-                    }
-                ]
-            },
-            "VolumeBinding",
+            {"volumes": [{"name": "data", "gcePersistentDisk": {"pdName": "d"}}]},
+            "NodeVolumeLimits in-tree to CSI translation",
         ),
     ],
 )

@@ -31,7 +31,11 @@ def _pod(**spec: Any) -> PodInfo:
             "ephemeral",
             "VolumeBinding",
         ),
-        ({"volumes": [{"name": "d", "csi": {"driver": "x"}}]}, "csi", "NodeVolumeLimits"),
+        (
+            {"volumes": [{"name": "d", "azureDisk": {"diskName": "x"}}]},
+            "azureDisk",
+            "NodeVolumeLimits in-tree to CSI translation",
+        ),
         ({"volumes": [{"name": "d", "rbd": {"image": "x"}}]}, "rbd", "VolumeRestrictions"),
         (
             {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]},
@@ -55,6 +59,17 @@ def test_plain_volumes_pass_and_available_plugins_lift_the_guard() -> None:
     assert UnsupportedFieldGuard(available_plugins=()).check(plain) is None
     pvc = _pod(volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "c"}}])
     assert UnsupportedFieldGuard(available_plugins={"VolumeBinding"}).check(pvc) is None
+
+
+def test_registered_volume_plugins_leave_only_inline_in_tree_cloud_disks_guarded() -> None:
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    guard = UnsupportedFieldGuard(available_plugins=IN_TREE_REGISTRY)
+    for source in ("persistentVolumeClaim", "ephemeral", "csi", "rbd", "iscsi"):
+        assert guard.check(_pod(volumes=[{"name": "d", source: {}}])) is None, source
+    for source in ("gcePersistentDisk", "awsElasticBlockStore", "azureDisk", "cinder", "portworxVolume"):
+        status = guard.check(_pod(volumes=[{"name": "d", source: {}}]))
+        assert status is not None and source in status.message(), source
 
 
 def test_framework_rejects_at_prefilter_before_any_plugin_runs() -> None:

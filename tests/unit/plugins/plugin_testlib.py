@@ -159,6 +159,7 @@ class FakeHandle:
         self._bind = bind
         self.bound: list[tuple[str, str, str, str]] = []
         self.api_calls: list[tuple[str, str, Any]] = []
+        self.updates: list[tuple[ResourceSpec, Mapping[str, Any]]] = []
 
     @property
     def snapshot(self) -> FakeSnapshot:
@@ -194,6 +195,15 @@ class FakeHandle:
 
     def lister(self, resource: ResourceSpec) -> StaticLister:
         return self.listers.setdefault(resource, StaticLister())
+
+    def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Stores ``obj`` in its lister with the next resourceVersion, as the API server would."""
+        self.updates.append((resource, obj))
+        meta = dict(obj.get("metadata") or {})
+        meta["resourceVersion"] = str(int(meta.get("resourceVersion") or 0) + 1)
+        stored = {**obj, "metadata": meta}
+        self.lister(resource).add(stored)
+        return stored
 
 
 def run_filter(plugin: Any, pod_dict: Mapping[str, Any], info: NodeInfo) -> Status | None:
