@@ -209,7 +209,7 @@ class SchedulerApp:
         pods.add_event_handler(
             on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
         )
-        for spec, informer in self.listers.start(self.factory).items():
+        for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
             handlers.watch_other_kind(spec, informer)
         self.factory.start()
         background = [

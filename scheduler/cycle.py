@@ -30,6 +30,9 @@ from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
 
+# Upstream's framework.PodsToActivateKey: a CycleState entry listing pods to move to activeQ.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
 POD_SPEC_PLUGIN = "PodSpecValidation"
@@ -195,6 +198,7 @@ class Scheduler:
                 # The timeouts start now, as upstream's; the pod binds once every waiter allows it.
                 waiting = self.waiting_pods.add(assumed, node_name, timeouts)
                 self._permit_tasks[id(waiting)] = task
+                self._activate_requested(state)
                 return
             if status is not None:
                 fwk.run_unreserve(state, assumed, node_name)
@@ -215,6 +219,13 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, node_name)
             self.cache.forget_pod(assumed.key)
             raise
+
+    def _activate_requested(self, state: CycleState) -> None:
+        """Pods a plugin asked to move to activeQ (upstream's PodsToActivate), e.g. a gang's siblings."""
+        pods = state.get(PODS_TO_ACTIVATE_KEY)
+        if pods:
+            state.delete(PODS_TO_ACTIVATE_KEY)
+            self.queue.activate(pods)
 
     # --- outcomes -----------------------------------------------------------------------------
     def _on_permit_decided(self, waiting: WaitingPod, status: Status | None) -> None:

@@ -172,4 +172,5 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSINode": Resource.CSINode,
     "CSIDriver": Resource.CSIDriver,
     "CSIStorageCapacity": Resource.CSIStorageCapacity,
+    "PodGroup": Resource.PodGroup,
 }

@@ -64,6 +64,8 @@ class Resource(enum.StrEnum):
     CSINode = "CSINode"
     CSIDriver = "CSIDriver"
     CSIStorageCapacity = "CSIStorageCapacity"
+    # scheduler-plugins' PodGroup, named as upstream names custom resources (resource.version.group).
+    PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WildCard = "*"
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from scheduler.framework.listers import Lister, ResourceSpec
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.types import NodeInfo, PodInfo
 
 
 class SnapshotLister(Protocol):
@@ -25,6 +25,9 @@ class SnapshotLister(Protocol):
 
 class WaitingPodHandle(Protocol):
     """A pod held at Permit (upstream's framework.WaitingPod)."""
+
+    @property
+    def pod(self) -> PodInfo: ...
 
     def allow(self, plugin: str = "") -> None:
         """``plugin`` allows the pod; it proceeds once every plugin that asked it to wait has allowed it."""

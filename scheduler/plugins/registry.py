@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
+from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
@@ -35,6 +36,8 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
     names.IMAGE_LOCALITY: ImageLocality,
     names.DEFAULT_BINDER: DefaultBinder,
+    # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
+    names.COSCHEDULING: Coscheduling,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score

@@ -11,9 +11,12 @@ from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
+    PermitPlugin,
+    PostFilterPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     QueueSortPlugin,
+    ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
 )
@@ -138,6 +141,15 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_RESOURCES_BALANCED_ALLOCATION: (ScorePlugin,),
     names.IMAGE_LOCALITY: (ScorePlugin,),
     names.DEFAULT_BINDER: (BindPlugin,),
+    names.COSCHEDULING: (
+        PreEnqueuePlugin,
+        QueueSortPlugin,
+        PreFilterPlugin,
+        PostFilterPlugin,
+        ReservePlugin,
+        PermitPlugin,
+        EnqueueExtensions,
+    ),
 }
 
 
@@ -185,7 +197,8 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
     ]
-    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY)
+    # Coscheduling is out of tree upstream (scheduler-plugins): registered, never on by default.
+    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {names.COSCHEDULING}
 
 
 # --- helpers ------------------------------------------------------------------------------------
