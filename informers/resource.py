@@ -90,3 +90,7 @@ DEVICE_CLASSES = ResourceSpec(
 PRIORITY_CLASSES = ResourceSpec(
     group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
 )
+# scheduler-plugins' PodGroup (Coscheduling), an optional CRD: watched only when Coscheduling is enabled.
+PODGROUPS = ResourceSpec(
+    group="scheduling.x-k8s.io", version="v1alpha1", plural="podgroups", namespaced=True, kind="PodGroup"
+)

@@ -225,7 +225,7 @@ class SchedulerApp:
         )
         # A deleted pod's Events and condition patch waiting for a retry are dropped, not kept.
         pods.add_event_handler(on_delete=self._forget_pod_writes)
-        for spec, informer in self.listers.start(self.factory).items():
+        for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
             handlers.watch_other_kind(spec, informer)
         self.factory.start()
         background = [

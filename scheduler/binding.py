@@ -1,4 +1,7 @@
-"""The binding cycle: WaitOnPermit -> PreBind -> Bind -> PostBind in a bounded thread pool.
+"""The binding cycle: PreBind -> Bind -> PostBind in a bounded thread pool.
+
+Permit waits never reach it: they live on the event loop (``scheduler.waiting_pods``), and a pod is
+submitted only once every waiting Permit plugin has allowed it.
 
 Threads never touch the cache or the queue: each outcome goes back to the event loop with
 ``loop.call_soon_threadsafe``. A binding thread re-checks ``may_bind()`` (leadership, shutdown) right
@@ -10,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,32 +31,6 @@ log = logging.getLogger(__name__)
 # more, but a binding thread mostly waits for the API server: with too few of them, binds queue
 # behind other clients' requests (a flood of pod creations) while the scheduling cycle sits idle.
 BINDING_WORKERS = 64
-
-
-class WaitingPod:
-    """A pod held at Permit. Plugins allow or reject it from the loop; a binding thread waits on it."""
-
-    def __init__(self, pod: PodInfo, timeout: float, *, plugin: str = "") -> None:
-        self.pod = pod
-        self.timeout = timeout
-        # The waiting plugin whose timeout expires first; a timeout is its rejection.
-        self.plugin = plugin
-        self._event = threading.Event()
-        self._status: Status | None = None
-
-    def allow(self) -> None:
-        self._event.set()
-
-    def reject(self, plugin: str, message: str) -> None:
-        self._status = Status.unschedulable(message).with_plugin(plugin)
-        self._event.set()
-
-    def wait(self) -> Status | None:
-        if not self._event.wait(self.timeout):
-            return Status.unschedulable(
-                f"rejected due to timeout after waiting {self.timeout:g}s at plugin {self.plugin}"
-            ).with_plugin(self.plugin)
-        return self._status
 
 
 class Outcome(enum.Enum):
@@ -77,7 +53,6 @@ class BindingTask:
     pod: PodInfo
     node_name: str
     cycle_start: float
-    waiting: WaitingPod | None = None
 
 
 @dataclass(slots=True)
@@ -124,6 +99,11 @@ class BindingPool:
         self._in_flight += 1
         self._idle.clear()
 
+    def report(self, result: BindingResult) -> None:
+        """On the loop: an outcome decided without a binding thread (a rejection at Permit) reaches
+        ``on_done`` like any other, so every binding-cycle outcome has one path."""
+        self._on_done(result)
+
     def _run(self, task: BindingTask) -> None:
         result = self._bind(task)
         try:
@@ -146,10 +126,6 @@ class BindingPool:
     def _bind(self, task: BindingTask) -> BindingResult:
         pod, node, fwk, state = task.pod, task.node_name, task.fwk, task.state
         try:
-            if task.waiting is not None:
-                status = task.waiting.wait()
-                if status is not None:
-                    return BindingResult(task, Outcome.REJECTED, status, extra={"point": "Permit"})
             status = fwk.run_pre_bind(state, pod, node)
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR

@@ -18,7 +18,7 @@ from typing import Any
 from scheduler import metrics
 from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
 from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
+from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
@@ -28,10 +28,14 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
+from scheduler.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
+
+# Upstream's framework.PodsToActivateKey: a CycleState entry listing pods to move to activeQ.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
@@ -73,6 +77,7 @@ class Scheduler:
         clock: Callable[[], float] = time.time,
         api: SchedulerApi | None = None,
         extenders: Extenders | None = None,
+        call_later: CallLater | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
         self.queue = queue
@@ -88,7 +93,12 @@ class Scheduler:
             self.binding_pool.extender_bind = self.extenders.bind
         self.clock = clock
         self.stats = Stats()
-        self.waiting_pods: dict[str, WaitingPod] = {}
+        # Pods at Permit wait on the loop (a map and timers), not in binding threads.
+        self.waiting_pods = WaitingPods(
+            asyncio.get_running_loop(), self._on_permit_decided, call_later=call_later
+        )
+        # The binding context of each waiting pod, until its Permit is decided.
+        self._permit_tasks: dict[int, BindingTask] = {}
         self._stopping = False
         # Monotonic time of the last cycle start, for the liveness check.
         self.last_cycle_activity = time.monotonic()
@@ -139,9 +149,8 @@ class Scheduler:
             waiting.reject("", message)
 
     def stop(self) -> None:
-        # Pods held at Permit would otherwise keep binding threads (and shutdown) waiting.
-        for waiting in list(self.waiting_pods.values()):
-            waiting.reject("", "scheduler is shutting down")
+        # Their resources are released (Unreserve, forget) rather than left assumed by a dying process.
+        self.waiting_pods.reject_all("scheduler is shutting down")
         self._stopping = True
         self.queue.close()
         self.preemption.shutdown()
@@ -251,12 +260,15 @@ class Scheduler:
                     qpi, pod, status, fwk, start=start, message=_one_node_message(pod, node_name, status)
                 )
                 return
-            status, timeout = fwk.run_permit(state, assumed, node_name)
-            waiting: WaitingPod | None = None
+            status, timeouts = fwk.run_permit_plugins(state, assumed, node_name)
+            task = BindingTask(fwk, state, qpi, assumed, node_name, start)
             if status is not None and status.code is Code.Wait:
-                waiting = WaitingPod(assumed, timeout, plugin=status.plugin)
-                self.waiting_pods[assumed.key] = waiting
-            elif status is not None:
+                # The timeouts start now, as upstream's; the pod binds once every waiter allows it.
+                waiting = self.waiting_pods.add(assumed, node_name, timeouts)
+                self._permit_tasks[id(waiting)] = task
+                self._activate_requested(state)
+                return
+            if status is not None:
                 fwk.run_unreserve(state, assumed, node_name)
                 self.cache.forget_pod(assumed.key)
                 self._fail(
@@ -264,20 +276,40 @@ class Scheduler:
                 )
                 return
 
-            self.binding_pool.submit(BindingTask(fwk, state, qpi, assumed, node_name, start, waiting))
+            self.binding_pool.submit(task)
         except Exception:
             # A plugin raised after assume. Undo it, or the pod stays counted on the node and every
             # later attempt is skipped as "already assumed". run() reports the error and requeues.
-            self.waiting_pods.pop(assumed.key, None)
+            stale = self.waiting_pods.get(assumed.key)
+            if stale is not None:
+                self._permit_tasks.pop(id(stale), None)
+                stale.reject("", "internal error after Permit")
             fwk.run_unreserve(state, assumed, node_name)
             self.cache.forget_pod(assumed.key)
             raise
 
+    def _activate_requested(self, state: CycleState) -> None:
+        """Pods a plugin asked to move to activeQ (upstream's PodsToActivate), e.g. a gang's siblings."""
+        pods = state.get(PODS_TO_ACTIVATE_KEY)
+        if pods:
+            state.delete(PODS_TO_ACTIVATE_KEY)
+            self.queue.activate(pods)
+
     # --- outcomes -----------------------------------------------------------------------------
+    def _on_permit_decided(self, waiting: WaitingPod, status: Status | None) -> None:
+        """A waiting pod was allowed by every waiting plugin (bind it) or rejected (release it)."""
+        task = self._permit_tasks.pop(id(waiting), None)
+        if task is None:
+            return
+        if status is None and not self._stopping:
+            self.binding_pool.submit(task)
+            return
+        status = status or Status.unschedulable("scheduler is shutting down")
+        self.binding_pool.report(BindingResult(task, Outcome.REJECTED, status, extra={"point": "Permit"}))
+
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
-        self.waiting_pods.pop(pod.key, None)
         if result.outcome is Outcome.BOUND:
             self.cache.finish_binding(pod.key)
             self.queue.done(qpi)

@@ -175,4 +175,5 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "ResourceClaim": Resource.ResourceClaim,
     "ResourceSlice": Resource.ResourceSlice,
     "DeviceClass": Resource.DeviceClass,
+    "PodGroup": Resource.PodGroup,
 }

@@ -8,7 +8,7 @@ informer has synced, so plugins never see the empty store of the promise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from informers import NAMESPACE_INDEX, InformerFactory, ResourceSpec, SharedInformer, index_by_namespace
 from informers.store import Indexer
@@ -58,12 +58,19 @@ class InformerListers:
     def kinds(self) -> list[ResourceSpec]:
         return list(self._listers)
 
-    def start(self, factory: InformerFactory) -> dict[ResourceSpec, SharedInformer]:
-        """Creates the informer of every requested kind and binds its lister; the caller starts them."""
+    def start(
+        self, factory: InformerFactory, field_selectors: Mapping[ResourceSpec, str] | None = None
+    ) -> dict[ResourceSpec, SharedInformer]:
+        """Creates the informer of every requested kind and binds its lister; the caller starts them.
+
+        ``field_selectors``: the selector of an informer the scheduler already runs (pods), so that a
+        plugin's lister shares it rather than watching the kind a second time.
+        """
         informers: dict[ResourceSpec, SharedInformer] = {}
         for spec, lister in self._listers.items():
             indexers = {NAMESPACE_INDEX: index_by_namespace} if spec.namespaced else None
-            informer = factory.informer_for(spec, indexers=indexers)
+            selector = (field_selectors or {}).get(spec)
+            informer = factory.informer_for(spec, field_selector=selector, indexers=indexers)
             lister.bind(informer)
             informers[spec] = informer
         return informers

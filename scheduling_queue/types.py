@@ -68,6 +68,8 @@ class Resource(enum.StrEnum):
     ResourceClaim = "resource.k8s.io/ResourceClaim"
     ResourceSlice = "resource.k8s.io/ResourceSlice"
     DeviceClass = "resource.k8s.io/DeviceClass"
+    # scheduler-plugins' PodGroup, named as upstream names custom resources (resource.version.group).
+    PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WildCard = "*"
 
 

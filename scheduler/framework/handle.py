@@ -28,7 +28,12 @@ class SnapshotLister(Protocol):
 class WaitingPodHandle(Protocol):
     """A pod held at Permit (upstream's framework.WaitingPod)."""
 
-    def allow(self) -> None: ...
+    @property
+    def pod(self) -> PodInfo: ...
+
+    def allow(self, plugin: str = "") -> None:
+        """``plugin`` allows the pod; it proceeds once every plugin that asked it to wait has allowed it."""
+        ...
 
     def reject(self, plugin: str, message: str) -> None: ...
 

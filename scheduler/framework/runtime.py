@@ -448,26 +448,34 @@ class Framework:
                 log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
-        """Success, a rejection, or Wait (naming the plugin whose timeout expires first) and that timeout.
+        """Success, a rejection, or Wait naming the plugin whose timeout expires first, and that timeout."""
+        status, timeouts = self.run_permit_plugins(state, pod, node_name)
+        if status is None or status.code is not Code.Wait:
+            return status, 0.0
+        return status, timeouts[status.plugin]
 
-        Upstream arms one timer per waiting plugin and the first to fire rejects the pod, so the
-        shortest timeout wins; each is capped at 15 minutes.
+    def run_permit_plugins(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status | None, dict[str, float]]:
+        """Success, a rejection, or Wait with the timeout of every plugin that asked to wait.
+
+        Upstream arms one timer per waiting plugin; the pod goes on when all of them allow it and the
+        first timer to fire rejects it. Each timeout is capped at 15 minutes. The Wait status names
+        the plugin whose timeout expires first.
         """
-        waiting: Status | None = None
-        wait_timeout = 0.0
+        timeouts: dict[str, float] = {}
         for plugin in self.plugins.permit:
             status, timeout = plugin.permit(state, pod, node_name)
             if status is None or status.code is Code.Success:
                 continue
             if status.code is Code.Wait:
-                timeout = min(max(timeout, 0.0), MAX_PERMIT_WAIT)
-                if waiting is None or timeout < wait_timeout:
-                    waiting, wait_timeout = Status(Code.Wait, plugin=plugin.name), timeout
+                timeouts[plugin.name] = min(max(timeout, 0.0), MAX_PERMIT_WAIT)
                 continue
-            return status.with_plugin(plugin.name), 0.0
-        if waiting is not None:
-            return waiting, wait_timeout
-        return None, 0.0
+            return status.with_plugin(plugin.name), {}
+        if timeouts:
+            first = min(timeouts, key=timeouts.__getitem__)
+            return Status(Code.Wait, plugin=first), timeouts
+        return None, {}
 
     # --- binding cycle (threads) --------------------------------------------------------------
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
+from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
@@ -47,6 +48,8 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.VOLUME_ZONE: VolumeZone,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DYNAMIC_RESOURCES: DynamicResources,
+    # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
+    names.COSCHEDULING: Coscheduling,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score

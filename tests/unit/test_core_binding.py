@@ -9,11 +9,11 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from scheduler.api import ApiError, BindingConflict
-from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
+from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BindPlugin, PostBindPlugin, PreBindPlugin
 from scheduler.framework.runtime import Framework, PluginSet
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Status
 from scheduler.framework.types import PodInfo
 from scheduling_queue.types import QueuedPodInfo
 from tests.unit.test_core_fakes import make_pod, wait_for
@@ -76,10 +76,10 @@ class Harness:
         self.result_threads.append(threading.current_thread())
         self.results.append(result)
 
-    def task(self, name: str = "p", node: str = "n1", waiting: WaitingPod | None = None) -> BindingTask:
+    def task(self, name: str = "p", node: str = "n1") -> BindingTask:
         pod = PodInfo(make_pod(name, node_name=node))
         qpi = QueuedPodInfo(pod.pod, pod.key, 0.0, 0.0)
-        return BindingTask(self.fwk, CycleState(), qpi, pod, node, 0.0, waiting)
+        return BindingTask(self.fwk, CycleState(), qpi, pod, node, 0.0)
 
     async def run(self, task: BindingTask) -> BindingResult:
         before = len(self.results)
@@ -121,52 +121,6 @@ async def test_may_bind_false_abandons_without_calling_bind(harness_factory: Cal
     assert result.outcome is Outcome.ABANDONED
     assert harness.binder.calls == []
     assert harness.post_bind.calls == []
-
-
-async def test_permit_wait_then_allow_binds(harness_factory: Callable[..., Harness]) -> None:
-    harness = harness_factory(Binder())
-    waiting = WaitingPod(PodInfo(make_pod("p")), 30.0, plugin="Gang")
-    harness.pool.submit(harness.task(waiting=waiting))
-    await asyncio.sleep(0)
-    assert harness.results == [] and harness.pool.in_flight == 1
-    assert not await harness.pool.drain(timeout=0.01)
-    waiting.allow()
-    await wait_for(lambda: len(harness.results) == 1)
-    assert harness.results[0].outcome is Outcome.BOUND
-    assert await harness.pool.drain(timeout=1.0)
-
-
-async def test_permit_wait_then_reject(harness_factory: Callable[..., Harness]) -> None:
-    harness = harness_factory(Binder())
-    waiting = WaitingPod(PodInfo(make_pod("p")), 30.0, plugin="Gang")
-    harness.pool.submit(harness.task(waiting=waiting))
-    waiting.reject("Gang", "gang member gone")
-    await wait_for(lambda: len(harness.results) == 1)
-    result = harness.results[0]
-    assert result.outcome is Outcome.REJECTED
-    assert result.status is not None
-    assert (result.status.code, result.status.plugin) == (Code.Unschedulable, "Gang")
-    assert result.status.message() == "gang member gone"
-    assert result.extra == {"point": "Permit"}
-    assert harness.binder.calls == [] and harness.pre_bind.calls == 0
-
-
-async def test_permit_wait_times_out_as_a_rejection_by_the_waiting_plugin(
-    harness_factory: Callable[..., Harness],
-) -> None:
-    harness = harness_factory(Binder())
-    waiting = WaitingPod(PodInfo(make_pod("p")), 0.01, plugin="Gang")
-    result = await harness.run(harness.task(waiting=waiting))
-    assert result.outcome is Outcome.REJECTED
-    assert result.status is not None and result.status.plugin == "Gang"
-    assert result.status.message() == "rejected due to timeout after waiting 0.01s at plugin Gang"
-    assert harness.binder.calls == []
-
-
-async def test_zero_wait_times_out_at_once(harness_factory: Callable[..., Harness]) -> None:
-    harness = harness_factory(Binder())
-    result = await harness.run(harness.task(waiting=WaitingPod(PodInfo(make_pod("p")), 0.0, plugin="X")))
-    assert result.outcome is Outcome.REJECTED
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.binding import Outcome, WaitingPod
+from scheduler.binding import Outcome
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.cycle import POD_SPEC_PLUGIN
 from scheduler.event_handlers import EventHandlers
@@ -676,12 +676,18 @@ async def test_deleting_a_pod_waiting_at_permit_rejects_it(make_env: MakeEnv) ->
     assert env.rest.bindings() == {}
 
 
-def test_handle_exposes_waiting_pods_to_permit_plugins() -> None:
-    waiting = WaitingPod(PodInfo(make_pod("a")), 600.0)
-    handle = FrameworkHandle(PROFILE, Snapshot, None, lambda: 0.0, lambda: {"default/a": waiting})
+async def test_handle_exposes_waiting_pods_to_permit_plugins(make_env: MakeEnv) -> None:
+    behaviour: dict[str, Any] = {"permit": "wait", "timeout": 600.0}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    waiting = env.sched.waiting_pods["default/a"]
+    handle = FrameworkHandle(PROFILE, Snapshot, None, lambda: 0.0, lambda: env.sched.waiting_pods)
     assert handle.get_waiting_pod("default/a") is waiting
     assert handle.get_waiting_pod("default/b") is None
     assert handle.waiting_pods() == [waiting]
+    env.sched.stop()
+    await env.wait_bindings(1)
 
 
 # --- nomination on failure (upstream clearNominatedNode) --------------------------------------------
@@ -704,3 +710,36 @@ async def test_failure_without_post_filter_clears_the_nomination(make_env: MakeE
     patches = {c.path.rsplit("/", 2)[-2]: c.body["status"] for c in env.rest.status_patches()}
     assert patches["nominated"]["nominatedNodeName"] == ""
     assert "nominatedNodeName" not in patches["plain"]
+
+
+class SelectivePermit:
+    """Holds pods named ``gang-*`` at Permit; lets every other pod through."""
+
+    name = "Gang"
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        if pod.name.startswith("gang-"):
+            return Status(Code.Wait), 600.0
+        return None, 0.0
+
+
+async def test_thousands_waiting_at_permit_hold_no_binding_threads(make_env: MakeEnv) -> None:
+    env = make_env(
+        [make_node("n1", cpu="1000", pods=5000)],
+        extra_registry={"Gang": lambda args, handle: SelectivePermit()},
+        profile=profile_with(permit=["Gang"]),
+    )
+    for i in range(2000):
+        env.queue.add(make_pod(f"gang-{i}"))
+        await env.schedule_next()
+    assert len(env.sched.waiting_pods) == 2000
+    assert env.sched.binding_pool.in_flight == 0  # waiting costs no worker (the pool has 2)
+    env.queue.add(make_pod("solo"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.rest.bindings() == {"solo": "n1"}
+    # Every waiter allowed: all bind through the pool.
+    for waiting in env.sched.waiting_pods.iterate():
+        waiting.allow("Gang")
+    await env.wait_bindings(2001, timeout=60.0)
+    assert all(r.outcome is Outcome.BOUND for r in env.results)

@@ -11,6 +11,7 @@ from scheduler.framework.interface import (
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
+    PermitPlugin,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
@@ -165,6 +166,15 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_VOLUME_LIMITS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.DEFAULT_BINDER: (BindPlugin,),
     names.DEFAULT_PREEMPTION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
+    names.COSCHEDULING: (
+        PreEnqueuePlugin,
+        QueueSortPlugin,
+        PreFilterPlugin,
+        PostFilterPlugin,
+        ReservePlugin,
+        PermitPlugin,
+        EnqueueExtensions,
+    ),
 }
 
 
@@ -220,7 +230,8 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
     ]
-    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY)
+    # Coscheduling is out of tree upstream (scheduler-plugins): registered, never on by default.
+    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {names.COSCHEDULING}
 
 
 # --- helpers ------------------------------------------------------------------------------------

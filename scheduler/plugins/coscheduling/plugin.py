@@ -1,0 +1,339 @@
+"""Coscheduling: all-or-nothing scheduling of a PodGroup (scheduler-plugins ``pkg/coscheduling``).
+
+Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the group is a
+``scheduling.x-k8s.io/v1alpha1`` PodGroup in the same namespace. Extension points, as upstream's:
+
+* QueueSort keeps a group together: priority, then the group's creation time (or its last failure),
+  then ``namespace/name``.
+* PreEnqueue (ours; upstream rejects in PreFilter only) holds a pod out of activeQ until its PodGroup
+  exists and ``minMember`` pods of it exist, so a half-created gang costs no cycles. The PodGroup add
+  and the last member's add wake it through queueing hints.
+* PreFilter rejects while the group is backed off, incomplete or gated, or when ``minResources`` cannot
+  fit in the cluster's free capacity (the group's own pods not counted as using it).
+* Permit waits until ``minMember`` members are assumed or bound, then allows them all at once.
+* PostFilter and Unreserve release the whole group: every waiting member is rejected (Unreserve
+  runs for each, so all resources they reserved are released), and the group backs off.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from informers.resource import PODGROUPS, PODS
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
+    WaitingPodHandle,
+)
+from scheduler.framework.resources import Resource as Amounts
+from scheduler.plugins.coscheduling.args import NAME, CoschedulingArgs, parse_args
+from scheduler.plugins.helper.hints import safe_hint
+from scheduling_queue.types import QueuedPodInfo
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# CycleState key: this pod is the first of its group to wait, so its siblings are activated.
+PERMIT_STATE_KEY = "PermitCoscheduling"
+# Upstream's framework.PodsToActivateKey: the cycle moves these pods to activeQ after Permit.
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+def pod_group_name(pod: Mapping[str, Any]) -> str:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    value = labels.get(POD_GROUP_LABEL, "")
+    return value if isinstance(value, str) else ""
+
+
+def pod_group_full_name(pod: Mapping[str, Any]) -> str:
+    name = pod_group_name(pod)
+    return f"{(pod.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
+
+
+def min_member(pg: Mapping[str, Any]) -> int:
+    value = (pg.get("spec") or {}).get("minMember")
+    return value if isinstance(value, int) else 0
+
+
+def _created(obj: Mapping[str, Any]) -> float | None:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class Coscheduling:
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any] | None, handle: Handle) -> None:
+        self.args: CoschedulingArgs = parse_args(args)
+        self.handle = handle
+        self.pod_groups = handle.lister(PODGROUPS)
+        self.pods = handle.lister(PODS)
+        self.reject_fraction = self.args.pod_group_reject_percentage / 100.0
+        # Group full name -> expiry (handle.now()) of state kept with a deadline, as upstream's caches.
+        self._permitted: dict[str, float] = {}
+        self._backed_off: dict[str, float] = {}
+        self._last_failed: dict[str, float] = {}
+        # Group full name -> uids of members that passed Permit (waiting or binding).
+        self._assigned: dict[str, set[str]] = {}
+
+    # --- lookups --------------------------------------------------------------------------------
+    def get_pod_group(self, pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+        name = pod_group_name(pod)
+        if not name:
+            return "", None
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        return f"{namespace}/{name}", self.pod_groups.get(name, namespace)
+
+    def siblings(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        """The group's pods the scheduler knows (not terminated), ``pod`` included."""
+        name = pod_group_name(pod)
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        return [p for p in self.pods.list(namespace) if pod_group_name(p) == name]
+
+    def assigned_count(self, full_name: str, siblings: Sequence[Mapping[str, Any]]) -> int:
+        """Members past Permit: those we let through plus those already bound (by an earlier run,
+        too). Members that are gone no longer count."""
+        live = {(p.get("metadata") or {}).get("uid") for p in siblings}
+        passed = self._assigned.get(full_name, set())
+        passed &= live
+        bound = {
+            (p.get("metadata") or {}).get("uid", "")
+            for p in siblings
+            if (p.get("spec") or {}).get("nodeName")
+        }
+        return len(passed | bound)
+
+    def _active(self, table: dict[str, float], full_name: str) -> bool:
+        expiry = table.get(full_name)
+        if expiry is None:
+            return False
+        if expiry <= self.handle.now():
+            del table[full_name]
+            return False
+        return True
+
+    # --- QueueSort --------------------------------------------------------------------------------
+    def creation_time(self, qpi: QueuedPodInfo) -> float:
+        full_name, pg = self.get_pod_group(qpi.pod)
+        if not full_name:
+            return qpi.initial_attempt_timestamp
+        failed = self._last_failed.get(full_name)
+        if failed is not None:
+            return failed
+        created = _created(pg) if pg is not None else None
+        return qpi.initial_attempt_timestamp if created is None else created
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        if a.priority != b.priority:
+            return a.priority > b.priority
+        ta, tb = self.creation_time(a), self.creation_time(b)
+        if ta == tb:
+            return a.key < b.key
+        return ta < tb
+
+    # --- PreEnqueue ----------------------------------------------------------------------------------
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        full_name, pg = self.get_pod_group(pod.pod)
+        if not full_name:
+            return None
+        if pg is None:
+            return Status.unschedulable(f"PodGroup {full_name} not found", resolvable=False)
+        count = len(self.siblings(pod.pod))
+        if count < min_member(pg):
+            return Status.unschedulable(
+                f"pre-enqueue pod {pod.name} cannot find enough sibling pods, current pods number: "
+                f"{count}, minMember of group: {min_member(pg)}",
+                resolvable=False,
+            )
+        return None
+
+    # --- PreFilter -------------------------------------------------------------------------------------
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        message = self._pre_filter(pod, nodes)
+        # UnschedulableAndUnresolvable, as upstream: preemption cannot help a group that is not ready.
+        return None, None if message is None else Status.unschedulable(message, resolvable=False)
+
+    def _pre_filter(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> str | None:
+        full_name, pg = self.get_pod_group(pod.pod)
+        if pg is None:
+            return None
+        if self._active(self._backed_off, full_name):
+            return f"podGroup {full_name} failed recently"
+        siblings = self.siblings(pod.pod)
+        need = min_member(pg)
+        if len(siblings) < need:
+            return (
+                f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: "
+                f"{len(siblings)}, minMember of group: {need}"
+            )
+        gated = sum(1 for p in siblings if (p.get("spec") or {}).get("schedulingGates"))
+        if len(siblings) - gated < need:
+            return f"pre-filter pod {pod.name} cannot proceed due to gated pods in the same PodGroup"
+        min_resources = (pg.get("spec") or {}).get("minResources")
+        if not min_resources or self._active(self._permitted, full_name):
+            return None
+        gap = resource_gap(nodes, min_resources, need, full_name)
+        if gap:
+            return "resource gap: " + ", ".join(f"{k}={v}" for k, v in sorted(gap.items()))
+        self._permitted[full_name] = self.handle.now() + self.args.permit_waiting_time_seconds
+        return None
+
+    # --- PostFilter --------------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        full_name, pg = self.get_pod_group(pod.pod)
+        if pg is None:
+            return None, Status.unschedulable("can not find pod group")
+        need = min_member(pg)
+        siblings = self.siblings(pod.pod)
+        assigned = self.assigned_count(full_name, siblings)
+        if assigned >= need:
+            return None, Status.unschedulable()
+        # A small gap: later members may still complete the group.
+        if need and (need - assigned) / need <= self.reject_fraction:
+            return None, Status.unschedulable()
+        # Upstream's implicit assumption: if this member failed, the others would very likely fail too.
+        self._reject_waiting(full_name, "optimistic rejection in PostFilter")
+        if self.args.pod_group_backoff_seconds > 0 and len(siblings) >= need:
+            self._backed_off[full_name] = self.handle.now() + self.args.pod_group_backoff_seconds
+        self._permitted.pop(full_name, None)
+        self._last_failed[full_name] = self.handle.now()
+        return None, Status.unschedulable(
+            f"PodGroup {full_name} gets rejected due to Pod {pod.name} is unschedulable even after PostFilter"
+        )
+
+    # --- Reserve / Permit ------------------------------------------------------------------------------
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        return None
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        full_name, pg = self.get_pod_group(pod.pod)
+        if not full_name:
+            return None, 0.0
+        if pg is None:
+            return Status.unschedulable("PodGroup not found"), 0.0
+        siblings = self.siblings(pod.pod)
+        passed = self._assigned.setdefault(full_name, set())
+        passed.add(pod.uid)
+        if self.assigned_count(full_name, siblings) >= min_member(pg):
+            self._last_failed.pop(full_name, None)
+            for waiting in self._waiting_members(full_name):
+                waiting.allow(self.name)
+            return None, 0.0
+        if len(passed) == 1:
+            # The first member to wait pulls its siblings out of backoff (upstream's ActivateSiblings).
+            others = [p for p in siblings if (p.get("metadata") or {}).get("uid") != pod.uid]
+            state.write(PODS_TO_ACTIVATE_KEY, others)
+        timeout = (pg.get("spec") or {}).get("scheduleTimeoutSeconds")
+        if not isinstance(timeout, int) or timeout <= 0:
+            timeout = self.args.permit_waiting_time_seconds
+        return Status(Code.Wait), float(timeout)
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        full_name, pg = self.get_pod_group(pod.pod)
+        if not full_name:
+            return
+        passed = self._assigned.get(full_name)
+        if passed is not None:
+            passed.discard(pod.uid)
+            if not passed:
+                del self._assigned[full_name]
+        if pg is None:
+            return
+        # One member released: release them all, so no partial gang holds resources.
+        self._reject_waiting(full_name, "rejection in Unreserve")
+        self._permitted.pop(full_name, None)
+        self._last_failed[full_name] = self.handle.now()
+
+    def _waiting_members(self, full_name: str) -> list[WaitingPodHandle]:
+        return [w for w in self.handle.waiting_pods() if pod_group_full_name(w.pod.pod) == full_name]
+
+    def _reject_waiting(self, full_name: str, message: str) -> None:
+        for waiting in self._waiting_members(full_name):
+            waiting.reject(self.name, message)
+
+    # --- events --------------------------------------------------------------------------------------------
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.Add), self.is_schedulable_after_pod_add
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.PodGroup, ActionType.Add | ActionType.Update),
+                self.is_schedulable_after_pod_group_change,
+            ),
+            # A group that did not fit (minResources) may fit once others leave or nodes join.
+            ClusterEventWithHint(ClusterEvent(Resource.AssignedPod, ActionType.Delete)),
+            ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add | ActionType.Update)),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_pod_add(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # Another member of the same group appeared: the quorum may now be reached.
+        full_name = pod_group_full_name(pod)
+        if full_name and isinstance(new_obj, Mapping) and pod_group_full_name(new_obj) == full_name:
+            return QueueingHint.Queue
+        return QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_pod_group_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if not isinstance(new_obj, Mapping):
+            return QueueingHint.Skip
+        meta = new_obj.get("metadata") or {}
+        if f"{meta.get('namespace', '')}/{meta.get('name', '')}" != pod_group_full_name(pod):
+            return QueueingHint.Skip
+        if isinstance(old_obj, Mapping) and (old_obj.get("spec") == new_obj.get("spec")):
+            return QueueingHint.Skip  # a status update changes nothing for scheduling
+        return QueueingHint.Queue
+
+
+def resource_gap(
+    nodes: Sequence[NodeInfo], min_resources: Mapping[str, Any], min_members: int, full_name: str
+) -> dict[str, int]:
+    """What ``minResources`` (plus ``minMember`` pod slots) lacks in the cluster's free capacity, node
+    free space summed as upstream's CheckClusterResource; the group's own pods count as free. Empty when
+    it fits."""
+    want = Amounts.from_list(min_resources)
+    want.allowed_pod_number = min_members
+    need = {n: want.get(n) for n in (*want.names(), "pods") if want.get(n) > 0}
+    for node in nodes:
+        if node.node is None:
+            continue
+        free = node.allocatable.copy()
+        used = node.requested.copy()
+        own = 0
+        for member in node.pods.values():
+            if pod_group_full_name(member.pod) == full_name:
+                used.subtract(member.requests)
+                own += 1
+        free.subtract(used)
+        free.allowed_pod_number = node.allocatable.allowed_pod_number - (len(node.pods) - own)
+        for name in list(need):
+            need[name] -= free.get(name)
+            if need[name] <= 0:
+                del need[name]
+        if not need:
+            return {}
+    return need

@@ -1,0 +1,330 @@
+"""Coscheduling, with cases ported from scheduler-plugins v0.34.7 (pkg/coscheduling/coscheduling_test.go
+and core/core_test.go)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from informers.resource import PODGROUPS, PODS
+from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
+from scheduler.framework.handle import WaitingPodHandle
+from scheduler.framework.status import Code
+from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODS_TO_ACTIVATE_KEY, Coscheduling
+from scheduler.plugins.errors import PluginArgsError
+from scheduler.waiting_pods import WaitingPod, WaitingPods
+from scheduling_queue.types import QueuedPodInfo
+from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod
+
+
+def pg(name: str, min_member: int, *, created: str = "2024-01-01T00:00:00Z", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default", "creationTimestamp": created},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+def member(
+    name: str, group: str, *, cpu: str = "1", node_name: str = "", gated: bool = False
+) -> dict[str, Any]:
+    raw = pod(
+        name,
+        uid=f"uid-{name}",
+        requests=[{"cpu": cpu}],
+        node_name=node_name,
+        scheduling_gates=["wait"] if gated else (),
+    )
+    raw["metadata"]["labels"] = {POD_GROUP_LABEL: group}
+    return raw
+
+
+class GangHandle(FakeHandle):
+    """A FakeHandle with a settable clock and the scheduler's real waiting-pods map."""
+
+    def __init__(
+        self,
+        objects: Mapping[Any, Sequence[Mapping[str, Any]]],
+        nodes: Sequence[NodeInfo] = (),
+    ) -> None:
+        super().__init__(nodes, objects=objects)
+        self.clock = 1000.0
+        self.decided: list[tuple[str, Status | None]] = []
+        self.waiting = WaitingPods(asyncio.get_running_loop(), lambda w, s: self.decided.append((w.key, s)))
+
+    def now(self) -> float:
+        return self.clock
+
+    def waiting_pods(self) -> Sequence[WaitingPodHandle]:
+        return list(self.waiting.values())
+
+    def hold(self, raw: Mapping[str, Any]) -> WaitingPod:
+        return self.waiting.add(PodInfo(raw), "n1", {"Coscheduling": 60.0})
+
+
+def plugin_for(handle: GangHandle, args: Mapping[str, Any] | None = None) -> Coscheduling:
+    return Coscheduling(args, handle)
+
+
+# --- args ---
+async def test_args_default_as_scheduler_plugins() -> None:
+    plugin = plugin_for(GangHandle({}))
+    assert (plugin.args.permit_waiting_time_seconds, plugin.args.pod_group_backoff_seconds) == (60, 0)
+    assert plugin.args.pod_group_reject_percentage == 10
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"podGroupBackoffSeconds": -1},
+        {"permitWaitingTimeSeconds": -5},
+        {"podGroupRejectPercentage": 101},
+        {"x": 1},
+    ],
+)
+async def test_invalid_args_stop_startup(args: Mapping[str, Any]) -> None:
+    with pytest.raises(PluginArgsError):
+        plugin_for(GangHandle({}), args)
+
+
+# --- QueueSort (TestLess) ---
+def qpi(raw: dict[str, Any], *, priority: int = 0, initial: float = 0.0) -> QueuedPodInfo:
+    raw["spec"]["priority"] = priority
+    return QueuedPodInfo(
+        pod=raw,
+        key=f"default/{raw['metadata']['name']}",
+        initial_attempt_timestamp=initial,
+        timestamp=initial,
+    )
+
+
+async def test_less_priority_first() -> None:
+    plugin = plugin_for(GangHandle({PODGROUPS: [pg("pg1", 1), pg("pg2", 1)]}))
+    assert plugin.less(qpi(member("a", "pg2"), priority=10), qpi(member("b", "pg1"), priority=5))
+
+
+async def test_less_earlier_group_creation_first_then_name() -> None:
+    groups = [pg("old", 1, created="2024-01-01T00:00:00Z"), pg("new", 1, created="2024-01-02T00:00:00Z")]
+    plugin = plugin_for(GangHandle({PODGROUPS: groups}))
+    # A pod of the older group goes first even if it was created later itself.
+    assert plugin.less(qpi(member("z", "old"), initial=9e9), qpi(member("a", "new"), initial=0.0))
+    # Same group: name order keeps members adjacent and stable.
+    assert plugin.less(qpi(member("a", "old")), qpi(member("b", "old")))
+    assert not plugin.less(qpi(member("b", "old")), qpi(member("a", "old")))
+
+
+async def test_less_pod_without_group_uses_its_own_timestamp() -> None:
+    plugin = plugin_for(GangHandle({PODGROUPS: [pg("pg1", 1, created="2024-01-01T00:00:00Z")]}))
+    lone = pod("lone")
+    assert plugin.less(qpi(lone, initial=0.0), qpi(member("a", "pg1")))
+
+
+async def test_less_a_failed_group_sorts_by_its_failure_time() -> None:
+    groups = [pg("first", 2, created="2024-01-01T00:00:00Z"), pg("second", 2, created="2024-01-02T00:00:00Z")]
+    handle = GangHandle({PODGROUPS: groups, PODS: [member("a", "first"), member("b", "second")]})
+    plugin = plugin_for(handle)
+    plugin.unreserve(CycleState(), PodInfo(member("a", "first")), "n1")  # fails at handle.clock (1970+1000s)
+    assert plugin.less(qpi(member("a", "first")), qpi(member("b", "second")))
+
+
+# --- PreEnqueue / PreFilter (TestPreFilter) ---
+async def test_pod_without_group_passes_everything() -> None:
+    plugin = plugin_for(GangHandle({}))
+    lone = PodInfo(pod("lone"))
+    assert plugin.pre_enqueue(lone) is None
+    assert plugin.pre_filter(CycleState(), lone, []) == (None, None)
+    assert plugin.permit(CycleState(), lone, "n1") == (None, 0.0)
+
+
+async def test_pre_enqueue_holds_until_the_group_exists_and_is_complete() -> None:
+    handle = GangHandle({PODS: [member("a", "pg1"), member("b", "pg1")]})
+    plugin = plugin_for(handle)
+    status = plugin.pre_enqueue(PodInfo(member("a", "pg1")))
+    assert status is not None and status.message() == "PodGroup default/pg1 not found"
+    handle.lister(PODGROUPS).add(pg("pg1", 3))
+    status = plugin.pre_enqueue(PodInfo(member("a", "pg1")))
+    assert status is not None and "current pods number: 2, minMember of group: 3" in status.message()
+    handle.lister(PODS).add(member("c", "pg1"))
+    assert plugin.pre_enqueue(PodInfo(member("a", "pg1"))) is None
+
+
+def nodes_with_cpu(*cpus: str, existing: Sequence[Mapping[str, Any]] = ()) -> list[NodeInfo]:
+    infos = [
+        node_info(node(f"n{i}", allocatable={"cpu": cpu, "memory": "16Gi"})) for i, cpu in enumerate(cpus)
+    ]
+    for raw in existing:
+        infos[0].add_pod(PodInfo(raw))
+    return infos
+
+
+@pytest.mark.parametrize(
+    ("case", "group", "members", "nodes", "want"),
+    [
+        ("pod does not belong to any pod group", None, 1, ("4",), None),
+        ("pod count less than minMember", pg("pg1", 3), 2, ("4",), "cannot find enough sibling pods"),
+        ("pod count equal minMember", pg("pg1", 2), 2, ("4",), None),
+        ("pod count more than minMember", pg("pg1", 2), 3, ("4",), None),
+        (
+            "cluster resource enough, minResources satisfied",
+            pg("pg1", 2, minResources={"cpu": "3"}),
+            2,
+            ("2", "2"),
+            None,
+        ),
+        (
+            "cluster resource not enough",
+            pg("pg1", 2, minResources={"cpu": "20"}),
+            2,
+            ("4", "4"),
+            "resource gap: cpu=12000",
+        ),
+        ("not enough pod slots", pg("pg1", 2, minResources={"cpu": "1"}), 2, ("4",), None),
+    ],
+)
+async def test_pre_filter_table(
+    case: str, group: dict[str, Any] | None, members: int, nodes: tuple[str, ...], want: str | None
+) -> None:
+    pods = [member(f"p{i}", "pg1") for i in range(members)]
+    handle = GangHandle({PODS: pods, PODGROUPS: [group] if group else []})
+    plugin = plugin_for(handle)
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[0]), nodes_with_cpu(*nodes))
+    if want is None:
+        assert status is None, case
+    else:
+        assert status is not None and status.code is Code.UnschedulableAndUnresolvable, case
+        assert want in status.message(), case
+
+
+async def test_pre_filter_gated_siblings_hold_the_group() -> None:
+    pods = [member("a", "pg1"), member("b", "pg1", gated=True)]
+    plugin = plugin_for(GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2)]}))
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[0]), nodes_with_cpu("4"))
+    assert status is not None and "gated pods" in status.message()
+
+
+async def test_min_resources_do_not_count_the_groups_own_pods_as_used() -> None:
+    bound = member("a", "pg1", cpu="3", node_name="n0")
+    pods = [bound, member("b", "pg1")]
+    plugin = plugin_for(GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2, minResources={"cpu": "4"})]}))
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[1]), nodes_with_cpu("4", existing=[bound]))
+    assert status is None
+
+
+async def test_backed_off_group_is_rejected_until_backoff_expires() -> None:
+    pods = [member("a", "pg1"), member("b", "pg1")]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2)]})
+    plugin = plugin_for(handle, {"podGroupBackoffSeconds": 10})
+    _, status = plugin.post_filter(CycleState(), PodInfo(pods[0]), {})
+    assert status is not None and "gets rejected" in status.message()
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[1]), nodes_with_cpu("4"))
+    assert status is not None and status.message() == "podGroup default/pg1 failed recently"
+    handle.clock += 10
+    assert plugin.pre_filter(CycleState(), PodInfo(pods[1]), nodes_with_cpu("4")) == (None, None)
+
+
+# --- Permit (TestPermit) ---
+async def test_permit_group_not_found_is_unschedulable() -> None:
+    plugin = plugin_for(GangHandle({PODS: [member("a", "pg1")]}))
+    status, _ = plugin.permit(CycleState(), PodInfo(member("a", "pg1")), "n1")
+    assert (
+        status is not None and status.code is Code.Unschedulable and status.message() == "PodGroup not found"
+    )
+
+
+async def test_permit_waits_for_min_member_then_allows_all() -> None:
+    pods = [member(n, "pg1") for n in "abc"]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 3)]})
+    plugin = plugin_for(handle, {"permitWaitingTimeSeconds": 10})
+    state = CycleState()
+    status, timeout = plugin.permit(state, PodInfo(pods[0]), "n1")
+    assert status is not None and status.code is Code.Wait and timeout == 10.0
+    # The first to wait activates its siblings.
+    assert [p["metadata"]["name"] for p in state.get(PODS_TO_ACTIVATE_KEY)] == ["b", "c"]
+    a = handle.hold(pods[0])
+    status, _ = plugin.permit(CycleState(), PodInfo(pods[1]), "n1")
+    assert status is not None and status.code is Code.Wait
+    b = handle.hold(pods[1])
+    assert plugin.permit(CycleState(), PodInfo(pods[2]), "n1") == (None, 0.0)
+    assert a.decided and b.decided
+    await asyncio.sleep(0)
+    assert sorted(handle.decided, key=lambda d: d[0]) == [("default/a", None), ("default/b", None)]
+
+
+async def test_permit_uses_the_groups_schedule_timeout() -> None:
+    pods = [member("a", "pg1"), member("b", "pg1")]
+    plugin = plugin_for(GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2, scheduleTimeoutSeconds=7)]}))
+    assert plugin.permit(CycleState(), PodInfo(pods[0]), "n1")[1] == 7.0
+
+
+async def test_permit_counts_members_bound_before_a_restart() -> None:
+    pods = [member("a", "pg1", node_name="n1"), member("b", "pg1", node_name="n1"), member("c", "pg1")]
+    plugin = plugin_for(GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 3)]}))
+    assert plugin.permit(CycleState(), PodInfo(pods[2]), "n1") == (None, 0.0)
+
+
+async def test_deleted_members_stop_counting() -> None:
+    pods = [member("a", "pg1"), member("b", "pg1")]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2)]})
+    plugin = plugin_for(handle)
+    plugin.permit(CycleState(), PodInfo(pods[0]), "n1")
+    handle.lister(PODS).delete("a", "default")
+    handle.lister(PODS).add(member("a2", "pg1"))
+    status, _ = plugin.permit(CycleState(), PodInfo(pods[1]), "n1")
+    assert status is not None and status.code is Code.Wait
+
+
+# --- PostFilter / Unreserve (TestPostFilter, TestUnreserve) ---
+async def test_unreserve_rejects_every_waiting_member() -> None:
+    pods = [member(n, "pg1") for n in "abc"] + [member("x", "other")]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 4), pg("other", 2)]})
+    plugin = plugin_for(handle)
+    held = [handle.hold(p) for p in pods[1:]]
+    plugin.unreserve(CycleState(), PodInfo(pods[0]), "n1")
+    await asyncio.sleep(0)
+    assert sorted(k for k, _ in handle.decided) == ["default/b", "default/c"]
+    assert all(s is not None and s.plugin == "Coscheduling" for _, s in handle.decided)
+    assert not held[2].decided  # another group's pod is untouched
+
+
+@pytest.mark.parametrize(
+    ("case", "min_member", "assigned", "percentage", "rejects_group"),
+    [
+        ("enough assigned: do not reject", 3, 3, 10, False),
+        ("small gap within the threshold", 10, 9, 10, False),
+        ("large gap: reject the group", 4, 1, 10, True),
+        ("percentage 0 always rejects", 10, 9, 0, True),
+        ("percentage 100 never rejects", 4, 0, 100, False),
+    ],
+)
+async def test_post_filter_table(
+    case: str, min_member: int, assigned: int, percentage: int, rejects_group: bool
+) -> None:
+    pods = [member(f"p{i}", "pg1") for i in range(min_member + 1)]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", min_member)]})
+    plugin = plugin_for(handle, {"podGroupRejectPercentage": percentage})
+    for p in pods[:assigned]:
+        plugin.permit(CycleState(), PodInfo(p), "n1")
+        handle.hold(p)
+    _, status = plugin.post_filter(CycleState(), PodInfo(pods[-1]), {})
+    assert status is not None and status.code is Code.Unschedulable, case
+    await asyncio.sleep(0)
+    assert ("gets rejected" in status.message()) is rejects_group, case
+    rejected = [key for key, decision in handle.decided if decision is not None]
+    assert bool(rejected) is (rejects_group and assigned > 0), case
+
+
+# --- queueing hints ---
+async def test_hints_wake_a_group_on_its_own_pod_group_and_members_only() -> None:
+    plugin = plugin_for(GangHandle({}))
+    waiting = member("a", "pg1")
+    assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg1")).name == "Queue"
+    assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg2")).name == "Skip"
+    assert plugin.is_schedulable_after_pod_group_change(waiting, None, pg("pg1", 2)).name == "Queue"
+    assert plugin.is_schedulable_after_pod_group_change(waiting, None, pg("pg2", 2)).name == "Skip"
+    status_only = pg("pg1", 2)
+    assert plugin.is_schedulable_after_pod_group_change(waiting, pg("pg1", 2), status_only).name == "Skip"
+    assert plugin.is_schedulable_after_pod_group_change(waiting, pg("pg1", 3), pg("pg1", 2)).name == "Queue"
