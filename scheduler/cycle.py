@@ -20,6 +20,7 @@ from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome, WaitingPod
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
+from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
@@ -55,8 +56,11 @@ class Scheduler:
         recorder: EventRecorder,
         binding_pool_factory: Callable[[Callable[[BindingResult], None]], BindingPool],
         clock: Callable[[], float] = time.time,
+        decisions: DecisionRecorder | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
+        # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
+        self.decisions = decisions if decisions is not None else DecisionRecorder(clock=clock)
         self.queue = queue
         self.cache = cache
         self.pod_infos = pod_infos
@@ -150,6 +154,7 @@ class Scheduler:
 
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
+        self.decisions.begin(qpi, fwk, pod, state)
         try:
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)
         except FitError as err:
@@ -196,6 +201,7 @@ class Scheduler:
                 )
                 return
 
+            self.decisions.assumed(state, node_name, waiting=waiting is not None)
             self.binding_pool.submit(BindingTask(fwk, state, qpi, assumed, node_name, start, waiting))
         except Exception:
             # A plugin raised after assume. Undo it, or the pod stays counted on the node and every
@@ -210,6 +216,9 @@ class Scheduler:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
         self.waiting_pods.pop(pod.key, None)
+        self.decisions.binding_done(
+            task.state, bound=result.outcome is Outcome.BOUND, message=str(result.status or "")
+        )
         if result.outcome is Outcome.BOUND:
             self.cache.finish_binding(pod.key)
             self.queue.done(qpi)
@@ -281,7 +290,11 @@ class Scheduler:
         self.stats.unschedulable += 1
         metrics.observe_attempt("unschedulable", fwk.profile_name, time.perf_counter() - start)
         message = err.message()
-        self._requeue_and_report(qpi, fwk, reason="Unschedulable", message=message, nominated=nominated)
+        # Upstream's text first; then, for `kubectl describe pod`, which nodes came closest and why.
+        gist = self.decisions.unschedulable(fwk, state, pod, self.snapshot, err, nominated, message)
+        self._requeue_and_report(
+            qpi, fwk, reason="Unschedulable", message=message, nominated=nominated, event_note=gist
+        )
 
     def _fail(
         self,
@@ -309,6 +322,7 @@ class Scheduler:
             log.warning("error scheduling %s: %s", qpi.key, text)
         if attempt_metric and start is not None:
             metrics.observe_attempt(result, profile, time.perf_counter() - start)
+        self.decisions.failed(qpi.key, text, error=result == "error")
         # Every other failure clears the nomination upstream (clearNominatedNode).
         self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=CLEAR_NOMINATION)
 
@@ -320,6 +334,7 @@ class Scheduler:
         reason: str,
         message: str,
         nominated: str | None,
+        event_note: str = "",
     ) -> None:
         """``nominated``: upstream's NominatingInfo. None is ModeNoop (leave it); a name, or
         CLEAR_NOMINATION, is ModeOverride: the nominator learns it now, and the status patch carries it
@@ -336,7 +351,7 @@ class Scheduler:
             event_type=WARNING,
             reason="FailedScheduling",
             action="Scheduling",
-            message=message,
+            message=f"{message} {event_note}" if event_note else message,
             controller=controller,
         )
         self.recorder.pod_condition_unschedulable(

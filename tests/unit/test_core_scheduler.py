@@ -176,7 +176,11 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     assert env.rest.bindings() == {}
     [event] = failed_events(env, "big")
     assert (event["type"], event["action"]) == ("Warning", "Scheduling")
-    assert event["note"] == "0/2 nodes are available: 2 Insufficient cpu."
+    # Upstream's text, then the nearest misses in the user's terms; the condition keeps upstream's text.
+    assert event["note"] == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "Nearest misses: n1: Insufficient cpu (requests 2, free 1); n2: Insufficient cpu (requests 2, free 1)."
+    )
     cond = condition(env, "big")
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
     assert cond["message"] == "0/2 nodes are available: 2 Insufficient cpu."
@@ -412,8 +416,8 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
     assert "1.5.3" in quantity
     assert "Sometimes" in failed_events(env, "bad-operator")[0]["note"]
     for name in ("missing-node", "bad-required-term"):
-        assert failed_events(env, name)[0]["note"] == (
-            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+        assert failed_events(env, name)[0]["note"].startswith(
+            "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. Nearest misses: "
         )
     for name in ("bad-quantity", "bad-operator"):
         qpi = env.queue.get(f"default/{name}")
