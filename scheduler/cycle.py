@@ -154,7 +154,7 @@ class Scheduler:
 
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
-        self.decisions.begin(qpi, fwk, pod, state)
+        self.decisions.begin(fwk, pod, state, qpi.attempts)
         try:
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot)
         except FitError as err:

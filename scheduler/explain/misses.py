@@ -12,12 +12,13 @@ The texts say what is short in the user's terms: ``Insufficient cpu (requests 2,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import islice
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.explain.record import Miss
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import FilterPlugin
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -70,14 +71,14 @@ def nearest_misses(
 
 
 def _fails_another(
-    plugins: list[object], failed: str, state: CycleState, pod: PodInfo, node: NodeInfo
+    plugins: Sequence[FilterPlugin], failed: str, state: CycleState, pod: PodInfo, node: NodeInfo
 ) -> bool:
     for plugin in plugins:
-        name = getattr(plugin, "name", "")
+        name = plugin.name
         if name == failed:
             continue
         try:
-            verdict = plugin.filter(state, pod, node)  # type: ignore[attr-defined]
+            verdict = plugin.filter(state, pod, node)
         except Exception:
             log.debug("re-running Filter %s on %s for nearest misses failed", name, node.name, exc_info=True)
             return True

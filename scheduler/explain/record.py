@@ -87,7 +87,9 @@ class Trace:
 
     def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
         """The condensed record of this attempt: filter verdicts per plugin, top-K score breakdown."""
-        record = AttemptRecord(self.pod, self.uid, self.profile, self.attempt, self.time, outcome, chosen, message)
+        record = AttemptRecord(
+            self.pod, self.uid, self.profile, self.attempt, self.time, outcome, chosen, message
+        )
         diagnosis = self.diagnosis
         record.nodes_total = self.total_nodes
         record.feasible = len(self.feasible)
@@ -180,7 +182,11 @@ class AttemptRecord:
             "outcome": self.outcome,
             "node": self.node,
             "message": self.message,
-            "nodes": {"total": self.nodes_total, "evaluated": self.nodes_evaluated, "feasible": self.feasible},
+            "nodes": {
+                "total": self.nodes_total,
+                "evaluated": self.nodes_evaluated,
+                "feasible": self.feasible,
+            },
             "preFilter": self.pre_filter,
             "filter": {name: verdicts.to_json() for name, verdicts in self.filters.items()},
             "scores": [s.to_json() for s in self.scores],
@@ -225,10 +231,7 @@ def top_scores(trace: Trace, chosen: str) -> list[NodeScores]:
         return [NodeScores(chosen, 0, {}, chosen=True)] if chosen else []
     totals = np.asarray(trace.scores)
     count = len(totals)
-    if count > TOP_K:
-        top = np.argpartition(-totals, TOP_K)[:TOP_K]
-    else:
-        top = np.arange(count)
+    top = np.argpartition(-totals, TOP_K)[:TOP_K] if count > TOP_K else np.arange(count)
     # The chosen node first, then the others highest first (equal totals in visit order).
     best = trace.best
     picked: list[int] = sorted(top.tolist(), key=lambda i: (i != best, -int(totals[i]), i))

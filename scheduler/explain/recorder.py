@@ -28,7 +28,6 @@ from scheduler.explain.store import DecisionStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
-from scheduling_queue.types import QueuedPodInfo
 
 # CycleState key of the attempt's record once filed (the binding result carries the CycleState back).
 RECORD_KEY = "explain/record"
@@ -48,10 +47,10 @@ class DecisionRecorder:
         # The attempt of the cycle now running: its failures reach the cycle's _fail without a state.
         self._current: Trace | None = None
 
-    def begin(self, qpi: QueuedPodInfo, fwk: Framework, pod: PodInfo, state: CycleState) -> None:
+    def begin(self, fwk: Framework, pod: PodInfo, state: CycleState, attempt: int) -> None:
         if not self.enabled:
             return
-        trace = Trace(qpi.key, pod.uid, fwk.profile_name, qpi.attempts, self._clock())
+        trace = Trace(pod.key, pod.uid, fwk.profile_name, attempt, self._clock())
         trace.attach(state)
         self._current = trace
 

@@ -319,7 +319,9 @@ class Framework:
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
             totals += values_array * weight
             if breakdown is not None:
-                breakdown.append((plugin.name, values_array if raw_copy is None else raw_copy, values_array, weight))
+                breakdown.append(
+                    (plugin.name, values_array if raw_copy is None else raw_copy, values_array, weight)
+                )
         return totals
 
     def has_score_plugins(self) -> bool:
