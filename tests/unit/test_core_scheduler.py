@@ -179,7 +179,8 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     # Upstream's text, then the nearest misses in the user's terms; the condition keeps upstream's text.
     assert event["note"] == (
         "0/2 nodes are available: 2 Insufficient cpu. "
-        "Nearest misses: n1: Insufficient cpu (requests 2, free 1); n2: Insufficient cpu (requests 2, free 1)."
+        "Nearest misses: n1: Insufficient cpu (requests 2, free 1); "
+        "n2: Insufficient cpu (requests 2, free 1)."
     )
     cond = condition(env, "big")
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
