@@ -30,6 +30,7 @@ NODE_NAMES_PER_PLUGIN = 5
 NAME_SCAN_LIMIT = 1000
 # Scored nodes kept with their per-plugin breakdown (the chosen one is always kept too).
 TOP_K = 3
+_NEVER = np.iinfo(np.int64).min
 
 
 # Outcomes of an attempt (the last one wins as the attempt progresses).
@@ -230,13 +231,18 @@ def top_scores(trace: Trace, chosen: str) -> list[NodeScores]:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
         return [NodeScores(chosen, 0, {}, chosen=True)] if chosen else []
     totals = np.asarray(trace.scores)
-    count = len(totals)
-    top = np.argpartition(-totals, TOP_K)[:TOP_K] if count > TOP_K else np.arange(count)
-    # The chosen node first, then the others highest first (equal totals in visit order).
+    # The chosen node first, then the best of the rest (equal totals in visit order). A few argmax
+    # calls on a copy cost less than a partition of the whole array for so small a K.
     best = trace.best
-    picked: list[int] = sorted(top.tolist(), key=lambda i: (i != best, -int(totals[i]), i))
-    if best >= 0 and best not in picked:
-        picked.insert(0, best)
+    remaining = totals.copy()
+    picked: list[int] = []
+    if best >= 0:
+        picked.append(best)
+        remaining[best] = _NEVER
+    while len(picked) < min(TOP_K, len(totals)):
+        index = int(remaining.argmax())
+        picked.append(index)
+        remaining[index] = _NEVER
     # One fancy index per plugin array rather than a numpy scalar per node and plugin.
     rows = np.asarray(picked)
     columns = [

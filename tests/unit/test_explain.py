@@ -288,3 +288,14 @@ def test_a_wrong_expectation_fails_with_a_clear_message(
     assert "FAILED (1 expectation(s))" in out
     assert "expected default/db-3 placed, but it is pending: 0/2 nodes are available" in out
     assert "would exceed maxSkew 1" in out
+
+
+def test_explain_access_component_grants_only_service_proxy_get() -> None:
+    directory = ROOT / "deploy" / "components" / "explain-access"
+    assert yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"] == ["clusterrole.yaml"]
+    role = yaml.safe_load((directory / "clusterrole.yaml").read_text())
+    assert role["kind"] == "ClusterRole" and role["metadata"]["name"] == "py-scheduler:explain"
+    [rule] = role["rules"]
+    assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == ([""], ["services/proxy"], ["get"])
+    assert all(name.split(":")[-2 if ":" in name else 0].endswith("py-scheduler-metrics") or
+               name == "py-scheduler-metrics" for name in rule["resourceNames"])  # fmt: skip
