@@ -86,6 +86,11 @@ class ScheduleResult:
     feasible_nodes: int
 
 
+# CycleState key: a decision trace (scheduler.explain.record.Trace) when recording is on. The algorithm
+# hands it what it computed anyway (the diagnosis, the feasible nodes and their scores); no extra work.
+TRACE_KEY = "explain/trace"
+
+
 class SchedulingAlgorithm:
     """Holds the round-robin start index that spreads filter work across calls."""
 
@@ -100,6 +105,9 @@ class SchedulingAlgorithm:
         if not all_nodes:
             raise FitError(pod, 0, Diagnosis())
         feasible, diagnosis = self._find_nodes_that_fit(fwk, state, pod, all_nodes, snapshot)
+        trace = state.get(TRACE_KEY)
+        if trace is not None:
+            trace.filtered(len(all_nodes), diagnosis, feasible)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
@@ -107,7 +115,10 @@ class SchedulingAlgorithm:
             # Upstream skips scoring when there is nothing to choose between.
             return ScheduleResult(feasible[0].name, evaluated, 1)
         scores = self._prioritize(fwk, state, pod, feasible)
-        return ScheduleResult(self._select_host(feasible, scores), evaluated, len(feasible))
+        best = self._select_index(scores)
+        if trace is not None:
+            trace.scored(scores, best)
+        return ScheduleResult(feasible[best].name, evaluated, len(feasible))
 
     async def schedule_pod_with_extenders(
         self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, extenders: Extenders
@@ -297,12 +308,14 @@ class SchedulingAlgorithm:
         return fwk.run_score_array(state, pod, nodes)
 
     def _select_host(self, nodes: Sequence[NodeInfo], scores: Sequence[int] | IntArray) -> str:
-        """The best-scoring node; ties broken uniformly at random (upstream samples a reservoir, which
-        picks each tied node with the same probability)."""
+        return nodes[self._select_index(scores)].name
+
+    def _select_index(self, scores: Sequence[int] | IntArray) -> int:
+        """The index of the best-scoring node; ties broken uniformly at random (upstream samples a
+        reservoir, which picks each tied node with the same probability)."""
         values = np.asarray(scores)
         ties = np.flatnonzero(values == values.max())
-        best_index = int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
-        return nodes[best_index].name
+        return int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
 
 
 class SchedulingError(Exception):

@@ -27,6 +27,8 @@ from scheduler.config import SchedulerConfig
 from scheduler.cycle import Scheduler
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
+from scheduler.explain.debug import debug_pods_handler
+from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
@@ -107,6 +109,8 @@ class SchedulerApp:
             pod_requests=pod_request_amounts,
         )
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
+        # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
+        self.decisions = DecisionRecorder(clock=self.clock)
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.server: HealthServer | None = None
@@ -175,6 +179,9 @@ class SchedulerApp:
                 return False, why
         return True, "ok"
 
+    def _is_leading(self) -> bool:
+        return self._leading.is_set() if self.elector is not None else self.scheduler is not None
+
     def may_bind(self) -> bool:
         return not self._stop.is_set() and (self.elector is None or self.elector.is_leader())
 
@@ -204,6 +211,7 @@ class SchedulerApp:
             clock=self.clock,
             api=self.api,
             extenders=self.extenders,
+            decisions=self.decisions,
         )
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
@@ -297,6 +305,7 @@ class SchedulerApp:
             tls_key_file=self.serving.tls_key_file,
             readiness=self.readiness,
             liveness=self.liveness,
+            debug_pods=debug_pods_handler(self.decisions.store, self._is_leading),
         )
         self.server.start()
         log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)

@@ -21,6 +21,8 @@ from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 log = logging.getLogger("scheduler.cli")
 
+EXPLAIN_SUBCOMMANDS = ("explain", "simulate", "snapshot")
+
 # Young-generation threshold of the cyclic GC (CPython's default: 700 allocations). Watch events
 # arrive as fresh acyclic JSON dicts, refcounting frees them, and yet at the default the collector
 # ran ~700 times in a 5,000-pod run, ~8% of the scheduler's CPU. At 50,000 it runs a dozen times.
@@ -116,6 +118,12 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments and arguments[0] in EXPLAIN_SUBCOMMANDS:
+        # explain / simulate / snapshot: tools, not the scheduler (scheduler/explain/cli.py).
+        from scheduler.explain.cli import main as explain_main  # noqa: PLC0415 -- keep start-up lean
+
+        return explain_main(arguments)
     args = build_parser().parse_args(argv)
     setup_logging(args.log_format, args.verbosity)
     try:

@@ -21,6 +21,7 @@ from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.events import NORMAL, WARNING, EventRecorder
+from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
@@ -78,8 +79,11 @@ class Scheduler:
         api: SchedulerApi | None = None,
         extenders: Extenders | None = None,
         call_later: CallLater | None = None,
+        decisions: DecisionRecorder | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
+        # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
+        self.decisions = decisions if decisions is not None else DecisionRecorder(clock=clock)
         self.queue = queue
         self.cache = cache
         self.pod_infos = pod_infos
@@ -223,7 +227,9 @@ class Scheduler:
             return None
 
         self.cache.update_snapshot(self.snapshot)
-        return _Attempt(qpi, fwk, pod, CycleState(), start)
+        state = CycleState()
+        self.decisions.begin(fwk, pod, state, qpi.attempts)
+        return _Attempt(qpi, fwk, pod, state, start)
 
     def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> None:
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
@@ -266,6 +272,7 @@ class Scheduler:
                 # The timeouts start now, as upstream's; the pod binds once every waiter allows it.
                 waiting = self.waiting_pods.add(assumed, node_name, timeouts)
                 self._permit_tasks[id(waiting)] = task
+                self.decisions.assumed(state, node_name, waiting=True)
                 self._activate_requested(state)
                 return
             if status is not None:
@@ -276,6 +283,7 @@ class Scheduler:
                 )
                 return
 
+            self.decisions.assumed(state, node_name, waiting=False)
             self.binding_pool.submit(task)
         except Exception:
             # A plugin raised after assume. Undo it, or the pod stays counted on the node and every
@@ -310,6 +318,9 @@ class Scheduler:
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
+        self.decisions.binding_done(
+            task.state, bound=result.outcome is Outcome.BOUND, message=str(result.status or "")
+        )
         if result.outcome is Outcome.BOUND:
             self.cache.finish_binding(pod.key)
             self.queue.done(qpi)
@@ -381,7 +392,11 @@ class Scheduler:
         self.stats.unschedulable += 1
         metrics.observe_attempt("unschedulable", fwk.profile_name, time.perf_counter() - start)
         message = err.message()
-        self._requeue_and_report(qpi, fwk, reason="Unschedulable", message=message, nominated=nominated)
+        # Upstream's text first; then, for `kubectl describe pod`, which nodes came closest and why.
+        gist = self.decisions.unschedulable(fwk, state, pod, self.snapshot, err, nominated, message)
+        self._requeue_and_report(
+            qpi, fwk, reason="Unschedulable", message=message, nominated=nominated, event_note=gist
+        )
 
     def _fail(
         self,
@@ -409,6 +424,7 @@ class Scheduler:
             log.warning("error scheduling %s: %s", qpi.key, text)
         if attempt_metric and start is not None:
             metrics.observe_attempt(result, profile, time.perf_counter() - start)
+        self.decisions.failed(qpi.key, text, error=result == "error")
         # Every other failure clears the nomination upstream (clearNominatedNode).
         self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=CLEAR_NOMINATION)
 
@@ -420,6 +436,7 @@ class Scheduler:
         reason: str,
         message: str,
         nominated: str | None,
+        event_note: str = "",
     ) -> None:
         """``nominated``: upstream's NominatingInfo. None is ModeNoop (leave it); a name, or
         CLEAR_NOMINATION, is ModeOverride: the nominator learns it now, and the status patch carries it
@@ -436,7 +453,7 @@ class Scheduler:
             event_type=WARNING,
             reason="FailedScheduling",
             action="Scheduling",
-            message=message,
+            message=f"{message} {event_note}" if event_note else message,
             controller=controller,
         )
         self.recorder.pod_condition_unschedulable(

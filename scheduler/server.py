@@ -26,6 +26,8 @@ from prometheus_client.exposition import choose_encoder
 logger = logging.getLogger(__name__)
 
 Check = Callable[[], tuple[bool, str]]
+# /debug/pods/<namespace>/<name>: (HTTP status, JSON body) for a pod key; see scheduler/explain/debug.py.
+DebugPods = Callable[[str], tuple[int, bytes]]
 Checks = Check | Mapping[str, Check]
 
 # A client that opens a connection and sends nothing holds one handler thread for at most this long.
@@ -87,6 +89,11 @@ class _Handler(BaseHTTPRequestHandler):
         health = self.server.health
         if path == "/metrics":
             self._metrics(health.registry, head=head)
+            return
+        if path.startswith("/debug/pods/") and health.debug_pods is not None:
+            # Served like /metrics: same port, same exposure (reach it through the Service proxy).
+            code, payload = health.debug_pods(path.removeprefix("/debug/pods/"))
+            self._reply(HTTPStatus(code), payload, "application/json", head)
             return
         endpoint, _, single = path[1:].partition("/")
         checks = health.checks_for(endpoint)
@@ -182,11 +189,13 @@ class HealthServer:
         liveness: Checks,
         registry: CollectorRegistry = REGISTRY,
         poll_interval: float = 0.5,
+        debug_pods: DebugPods | None = None,
     ) -> None:
         """``poll_interval`` bounds how long stop() waits for the accept loop to notice."""
         if (tls_cert_file is None) != (tls_key_file is None):
             raise ValueError("--tls-cert-file and --tls-private-key-file must be given together")
         self.registry = registry
+        self.debug_pods = debug_pods
         live = {"ping": _ping, **_named(liveness, "liveness")}
         self._checks: dict[str, dict[str, Check]] = {
             "healthz": live,

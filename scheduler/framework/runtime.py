@@ -63,6 +63,10 @@ ALL_EVENTS = ClusterEventWithHint(ClusterEvent(Resource.WildCard, ActionType.All
 # CycleState key: the PreFilter plugins that narrowed the candidate nodes (a list of names).
 PRE_FILTER_NARROWING_KEY = "framework/preFilterNarrowingPlugins"
 
+# CycleState key: when a list is stored here (decision recording is on), run_score_array appends
+# (plugin, raw, normalised, weight) per Score plugin. The arrays are aligned with the scored nodes.
+SCORE_BREAKDOWN_KEY = "framework/scoreBreakdown"
+
 # Upstream's maxTimeout for a Permit Wait.
 MAX_PERMIT_WAIT = 15 * 60.0
 
@@ -389,6 +393,7 @@ class Framework:
         """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout."""
         totals: IntArray = np.zeros(len(nodes), dtype=np.int64)
         skip = state.skip_score_plugins
+        breakdown: list[tuple[str, IntArray, IntArray, int]] | None = state.get(SCORE_BREAKDOWN_KEY)
         for plugin in self.plugins.score:
             if plugin.name in skip:
                 continue
@@ -405,6 +410,10 @@ class Framework:
                     per_node.append(value)
                 raw = per_node
             normalizer = self._normalizers.get(plugin.name)
+            raw_copy: IntArray | None = None
+            if breakdown is not None:
+                # Normalizers may rewrite the raw array in place: keep a copy of what they were given.
+                raw_copy = np.array(raw, dtype=np.int64) if normalizer is not None else None
             if normalizer is not None:
                 array_normalizer = self._array_normalizers.get(plugin.name)
                 if array_normalizer is not None:
@@ -427,6 +436,10 @@ class Framework:
                 index = int(np.flatnonzero(bad)[0])
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
             totals += values_array * weight
+            if breakdown is not None:
+                breakdown.append(
+                    (plugin.name, values_array if raw_copy is None else raw_copy, values_array, weight)
+                )
         return totals
 
     def has_score_plugins(self) -> bool:

@@ -176,16 +176,20 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     assert env.rest.bindings() == {}
     [event] = failed_events(env, "big")
     assert (event["type"], event["action"]) == ("Warning", "Scheduling")
-    # Upstream's text, DefaultPreemption's double full stop included. More cpu than the node has at
-    # all is unresolvable: preemption cannot help.
-    expected = (
+    # Upstream's text (DefaultPreemption's double full stop included: more cpu than the node has at all is
+    # unresolvable, preemption cannot help), then the nearest misses in the user's terms.
+    upstream = (
         "0/2 nodes are available: 2 Insufficient cpu. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+    )
+    expected = (
+        upstream + " Nearest misses: n1: Insufficient cpu (requests 2, free 1); "
+        "n2: Insufficient cpu (requests 2, free 1)."
     )
     assert event["note"] == expected
     cond = condition(env, "big")
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
-    assert cond["message"] == expected
+    assert cond["message"] == upstream  # the condition keeps upstream's text
 
 
 async def test_a_new_node_wakes_the_pod_and_it_binds_there(make_env: MakeEnv) -> None:
@@ -455,9 +459,10 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
     assert "1.5.3" in quantity
     assert "Sometimes" in failed_events(env, "bad-operator")[0]["note"]
     for name in ("missing-node", "bad-required-term"):
-        assert failed_events(env, name)[0]["note"] == (
+        assert failed_events(env, name)[0]["note"].startswith(
             "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.. "
+            "Nearest misses: "
         )
     for name in ("bad-quantity", "bad-operator"):
         qpi = env.queue.get(f"default/{name}")

@@ -1,0 +1,256 @@
+"""Decision records: what one scheduling attempt saw and decided, small enough to keep thousands.
+
+A :class:`Trace` rides in the CycleState (``algorithm.TRACE_KEY``). The algorithm hands it references to
+what it computed anyway (the Diagnosis, the feasible nodes, the total scores) and the framework appends
+each Score plugin's arrays to a list under ``SCORE_BREAKDOWN_KEY``. Nothing is copied or summarised
+during Filter/Score: :func:`summarise` condenses the trace once, when the attempt's outcome is known.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any
+
+import numpy as np
+
+from scheduler.algorithm import TRACE_KEY
+from scheduler.framework.columns import IntArray
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY
+from scheduler.framework.status import Status
+from scheduler.framework.types import Diagnosis, NodeInfo
+
+# Per rejecting plugin, the names of at most this many nodes (the counts are always complete).
+NODE_NAMES_PER_PLUGIN = 5
+# Rejected nodes examined for those names; counting stays complete. Bounds the Python loop on
+# large clusters where thousands of nodes fail.
+NAME_SCAN_LIMIT = 1000
+# Scored nodes kept with their per-plugin breakdown (the chosen one is always kept too).
+TOP_K = 3
+_NEVER = np.iinfo(np.int64).min
+
+
+# Outcomes of an attempt (the last one wins as the attempt progresses).
+SCHEDULING = "Scheduling"
+WAITING_ON_PERMIT = "WaitingOnPermit"
+BINDING = "Binding"
+BOUND = "Bound"
+UNSCHEDULABLE = "Unschedulable"
+ERROR = "Error"
+BIND_FAILED = "BindFailed"
+
+
+class Trace:
+    """Collects references during one cycle; see the module docstring."""
+
+    __slots__ = (
+        "attempt",
+        "best",
+        "breakdown",
+        "diagnosis",
+        "feasible",
+        "pod",
+        "profile",
+        "scores",
+        "time",
+        "total_nodes",
+        "uid",
+    )
+
+    def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
+        self.pod = pod
+        self.uid = uid
+        self.profile = profile
+        self.attempt = attempt
+        self.time = time
+        self.total_nodes = 0
+        self.diagnosis: Diagnosis | None = None
+        self.feasible: Sequence[NodeInfo] = ()
+        self.scores: Sequence[int] | IntArray | None = None
+        self.best = -1
+        self.breakdown: list[tuple[str, IntArray, IntArray, int]] = []
+
+    def attach(self, state: CycleState) -> None:
+        state.write(TRACE_KEY, self)
+        state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
+
+    def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
+        self.total_nodes = total_nodes
+        self.diagnosis = diagnosis
+        self.feasible = feasible
+
+    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
+        self.scores = scores
+        self.best = best
+
+    def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
+        """The condensed record of this attempt: filter verdicts per plugin, top-K score breakdown."""
+        record = AttemptRecord(
+            self.pod, self.uid, self.profile, self.attempt, self.time, outcome, chosen, message
+        )
+        diagnosis = self.diagnosis
+        record.nodes_total = self.total_nodes
+        record.feasible = len(self.feasible)
+        if diagnosis is not None:
+            record.nodes_evaluated = len(self.feasible) + len(diagnosis.node_to_status)
+            record.pre_filter = diagnosis.pre_filter_msg
+            record.filters = filter_verdicts(diagnosis.node_to_status)
+            record.post_filter = diagnosis.post_filter_msg
+        record.scores = top_scores(self, chosen)
+        return record
+
+
+@dataclass(slots=True)
+class PluginVerdicts:
+    """One Filter (or PreFilter) plugin's rejections in an attempt."""
+
+    rejected: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    nodes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rejected": self.rejected, "reasons": dict(self.reasons), "nodes": list(self.nodes)}
+
+
+@dataclass(slots=True)
+class NodeScores:
+    node: str
+    total: int
+    # plugin -> (raw, normalised, weighted)
+    plugins: dict[str, tuple[int, int, int]]
+    chosen: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "total": self.total,
+            "chosen": self.chosen,
+            "plugins": {
+                name: {"raw": raw, "normalized": norm, "weighted": weighted}
+                for name, (raw, norm, weighted) in self.plugins.items()
+            },
+        }
+
+
+@dataclass(slots=True)
+class Miss:
+    """A node that failed exactly one Filter plugin, with what is short in the user's terms."""
+
+    node: str
+    plugin: str
+    detail: str
+
+    def text(self) -> str:
+        return f"{self.node}: {self.detail}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "plugin": self.plugin, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class AttemptRecord:
+    """One attempt, condensed. Mutated only through the DecisionStore (under its lock)."""
+
+    pod: str
+    uid: str
+    profile: str
+    attempt: int
+    time: float
+    outcome: str = SCHEDULING
+    node: str = ""
+    message: str = ""
+    nodes_total: int = 0
+    nodes_evaluated: int = 0
+    feasible: int = 0
+    pre_filter: str = ""
+    filters: dict[str, PluginVerdicts] = field(default_factory=dict)
+    scores: list[NodeScores] = field(default_factory=list)
+    post_filter: str = ""
+    nominated_node: str = ""
+    nearest_misses: list[Miss] = field(default_factory=list)
+    misses_probed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "uid": self.uid,
+            "profile": self.profile,
+            "attempt": self.attempt,
+            "time": self.time,
+            "outcome": self.outcome,
+            "node": self.node,
+            "message": self.message,
+            "nodes": {
+                "total": self.nodes_total,
+                "evaluated": self.nodes_evaluated,
+                "feasible": self.feasible,
+            },
+            "preFilter": self.pre_filter,
+            "filter": {name: verdicts.to_json() for name, verdicts in self.filters.items()},
+            "scores": [s.to_json() for s in self.scores],
+            "postFilter": self.post_filter,
+            "nominatedNode": self.nominated_node,
+            "nearestMisses": [m.to_json() for m in self.nearest_misses],
+            "nearestMissesProbed": self.misses_probed,
+        }
+
+
+def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdicts]:
+    """Rejections per plugin: complete counts per reason, the names of the first few nodes.
+
+    Batch plugins share one Status object across the nodes they reject, so statuses are counted by
+    identity at C speed and only the distinct ones are looked at in Python.
+    """
+    if not node_to_status:
+        return {}
+    statuses = node_to_status.values()
+    by_id = dict(zip(map(id, statuses), statuses, strict=True))
+    verdicts: dict[str, PluginVerdicts] = {}
+    for status_id, count in Counter(map(id, statuses)).items():
+        status = by_id[status_id]
+        verdict = verdicts.get(status.plugin)
+        if verdict is None:
+            verdict = verdicts[status.plugin] = PluginVerdicts()
+        verdict.rejected += count
+        for reason in status.reasons:
+            verdict.reasons[reason] += count
+    for name, status in islice(node_to_status.items(), NAME_SCAN_LIMIT):
+        names = verdicts[status.plugin].nodes
+        if len(names) < NODE_NAMES_PER_PLUGIN:
+            names.append(name)
+    return verdicts
+
+
+def top_scores(trace: Trace, chosen: str) -> list[NodeScores]:
+    """The best ``TOP_K`` scored nodes (and the chosen one), each with every plugin's scores."""
+    feasible = trace.feasible
+    if trace.scores is None:
+        # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
+        return [NodeScores(chosen, 0, {}, chosen=True)] if chosen else []
+    totals = np.asarray(trace.scores)
+    # The chosen node first, then the best of the rest (equal totals in visit order). A few argmax
+    # calls on a copy cost less than a partition of the whole array for so small a K.
+    best = trace.best
+    remaining = totals.copy()
+    picked: list[int] = []
+    if best >= 0:
+        picked.append(best)
+        remaining[best] = _NEVER
+    while len(picked) < min(TOP_K, len(totals)):
+        index = int(remaining.argmax())
+        picked.append(index)
+        remaining[index] = _NEVER
+    # One fancy index per plugin array rather than a numpy scalar per node and plugin.
+    rows = np.asarray(picked)
+    columns = [
+        (name, raw[rows].tolist(), norm[rows].tolist(), weight) for name, raw, norm, weight in trace.breakdown
+    ]
+    picked_totals = totals[rows].tolist()
+    out: list[NodeScores] = []
+    for row, index in enumerate(picked):
+        plugins = {name: (raw[row], norm[row], norm[row] * weight) for name, raw, norm, weight in columns}
+        out.append(NodeScores(feasible[index].name, picked_totals[row], plugins, index == best))
+    return out

@@ -1,0 +1,153 @@
+"""explain and simulate on the real control plane: py-scheduler as a process, kube-scheduler beside it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+
+from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import REPO, SchedulerProcess, wait_for
+from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
+
+
+@pytest.fixture
+def run_id(core_v1: Any) -> Iterator[str]:
+    rid = new_run_id()
+    yield rid
+    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
+
+
+@pytest.fixture
+def scheduler(kubeconfig: str, tmp_path: Path) -> Iterator[SchedulerProcess]:
+    proc = SchedulerProcess(kubeconfig, tmp_path).start()
+    try:
+        proc.wait_ready()
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scheduler", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_explain_names_the_blocker_then_why_the_new_node_won(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    labels = {RUN_LABEL: run_id}
+    create_nodes(api_client, [make_node(f"small-{run_id}-{i}", cpu="1", memory="4Gi", labels=labels)
+                              for i in range(2)])  # fmt: skip
+    create_pods(core_v1, namespace, [make_pod("big", run_id, cpu="1500m")])
+    key = f"{namespace}/big"
+    endpoint = scheduler.url("")
+
+    def pending_explained() -> dict[str, Any] | None:
+        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        if done.returncode != 0:
+            return None
+        doc: dict[str, Any] = orjson.loads(done.stdout)
+        return doc if doc["attempts"][-1]["outcome"] == "Unschedulable" else None
+
+    doc = wait_for(pending_explained, 30, "an Unschedulable record for big")
+    attempt = doc["attempts"][-1]
+    assert attempt["filter"]["NodeResourcesFit"]["reasons"] == {"Insufficient cpu": 2}
+    misses = {m["node"]: m["detail"] for m in attempt["nearestMisses"]}
+    assert misses == {f"small-{run_id}-{i}": "Insufficient cpu (requests 1.5, free 1)" for i in range(2)}
+    table = cli("explain", key, "--endpoint", endpoint)
+    assert table.returncode == 0, table.stderr
+    assert "NodeResourcesFit" in table.stdout and "Insufficient cpu (requests 1.5, free 1)" in table.stdout
+    print(table.stdout)  # the README's example output
+
+    create_nodes(api_client, [make_node(f"big-{run_id}", cpu="4", memory="8Gi", labels=labels)])
+
+    def bound_explained() -> dict[str, Any] | None:
+        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
+        attempts = doc.get("attempts") or [{}]
+        return doc if attempts[-1].get("outcome") == "Bound" else None
+
+    doc = wait_for(bound_explained, 60, "a Bound record for big")
+    attempt = doc["attempts"][-1]
+    assert attempt["node"] == f"big-{run_id}"
+    assert attempt["scores"][0] == {"node": f"big-{run_id}", "total": 0, "chosen": True, "plugins": {}}
+    assert attempt["filter"]["NodeResourcesFit"]["rejected"] == 2
+    assert [p["spec"].get("nodeName") for p in list_pods(core_v1, namespace)] == [f"big-{run_id}"]
+    table = cli("explain", key, "--endpoint", endpoint)
+    assert "the only feasible node" in table.stdout
+    print(table.stdout)
+
+
+def test_simulate_matches_kube_scheduler_and_compares_packing(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, control_plane: Any, kubeconfig: str,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    control_plane.start_kube_scheduler()
+    labels = {RUN_LABEL: run_id}
+    sizes = {"a": "1", "b": "2", "c": "4"}
+    create_nodes(api_client, [make_node(f"{n}-{run_id}", cpu=c, memory="8Gi", labels=labels)
+                              for n, c in sizes.items()])  # fmt: skip
+    # Each pod fits exactly one node (the others are too small or already full).
+    pods = [make_pod(f"p{i}", run_id, cpu=cpu, scheduler_name="default-scheduler")
+            for i, cpu in enumerate(("3", "1500m"))]  # fmt: skip
+    pods_file = tmp_path / "pods.yaml"
+    for pod in pods:
+        pod["metadata"]["namespace"] = namespace
+    pods_file.write_text(yaml.safe_dump_all(pods))
+
+    simulated = cli("simulate", "--kubeconfig", kubeconfig, "--pods", str(pods_file), "-o", "json")
+    assert simulated.returncode == 0, simulated.stderr
+    predicted = {p["pod"]: p["node"] for p in orjson.loads(simulated.stdout)["placements"]}
+    assert list_pods(core_v1, namespace) == []  # read-only: nothing was created
+
+    for pod in pods:
+        create_pods(core_v1, namespace, [pod])
+        name = pod["metadata"]["name"]
+
+        def is_bound(wanted: str = name) -> bool:
+            return any(p["spec"].get("nodeName") for p in list_pods(core_v1, namespace)
+                       if p["metadata"]["name"] == wanted)  # fmt: skip
+
+        wait_for(is_bound, 60, f"{name} bound")
+    actual = {
+        f"{namespace}/{p['metadata']['name']}": p["spec"]["nodeName"] for p in list_pods(core_v1, namespace)
+    }
+    assert predicted == actual == {f"{namespace}/p0": f"c-{run_id}", f"{namespace}/p1": f"b-{run_id}"}
+
+    # Packing: a dump of just this run's nodes, small pods, LeastAllocated vs MostAllocated.
+    dump = tmp_path / "cluster.json"
+    assert cli("snapshot", "--kubeconfig", kubeconfig, "-f", str(dump)).returncode == 0
+    doc = orjson.loads(dump.read_bytes())
+    doc["items"] = [
+        i for i in doc["items"] if i["kind"] == "Node" and i["metadata"]["labels"].get(RUN_LABEL) == run_id
+    ]
+    dump.write_bytes(orjson.dumps(doc))
+    small = [make_pod(f"s{i}", run_id, cpu="250m", scheduler_name="py-scheduler") for i in range(4)]
+    pods_file.write_text(yaml.safe_dump_all(small))
+    configs = REPO / "examples" / "scenarios" / "configs"
+    compared = cli("simulate", "--cluster", str(dump), "--pods", str(pods_file),
+                   "--config", str(configs / "least-allocated.yaml"),
+                   "--compare", str(configs / "most-allocated.yaml"), "-o", "json")  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    result = orjson.loads(compared.stdout)
+    assert result["summary"]["nodesUsed"] > 1
+    assert result["compare"]["summary"]["nodesUsed"] == 1  # MostAllocated packs them all onto one node
+    text = cli("simulate", "--cluster", str(dump), "--pods", str(pods_file),
+               "--config", str(configs / "least-allocated.yaml"),
+               "--compare", str(configs / "most-allocated.yaml"))  # fmt: skip
+    assert "placed differently" in text.stdout
+    print(text.stdout)
