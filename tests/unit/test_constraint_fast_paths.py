@@ -13,7 +13,11 @@ import pytest
 
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.framework import NodeSubset, ok_mask
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.listers import StaticLister
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.interpodaffinity import InterPodAffinity
+from scheduler.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY, PRE_SCORE_STATE_KEY
 from scheduler.plugins.podtopologyspread.common import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, parse_constraints
 from scheduler.plugins.podtopologyspread.filtering import build_filter_state, filter_node, filter_subset
 from scheduler.plugins.podtopologyspread.scoring import build_score_state, score_node, score_subset
@@ -218,3 +222,145 @@ def test_spread_state_from_columns_matches_per_node_counting(seed: int) -> None:
 
         _churn(rng, cache, pods, nodes, step)
         cache.update_snapshot(snapshot)
+
+
+# --- InterPodAffinity -------------------------------------------------------------------------------
+
+NAMESPACE_OBJECTS = [
+    {"metadata": {"name": "ns1", "labels": {"team": "t1"}}},
+    {"metadata": {"name": "ns2", "labels": {"team": "t2"}}},
+]
+
+
+class _Handle:
+    """A handle over a real Snapshot (column fast paths) or one hiding its columns (references)."""
+
+    def __init__(self, snapshot: Any, *, columns: bool) -> None:
+        self._snapshot = snapshot if columns else _NoColumns(snapshot)
+        self._namespaces = StaticLister(NAMESPACE_OBJECTS)
+
+    @property
+    def snapshot(self) -> Any:
+        return self._snapshot
+
+    def lister(self, resource: Any) -> StaticLister:
+        return self._namespaces
+
+
+class _NoColumns:
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    def node_infos(self) -> Any:
+        return self._snapshot.node_infos()
+
+    def have_pods_with_affinity_list(self) -> Any:
+        return self._snapshot.have_pods_with_affinity_list()
+
+    def have_pods_with_required_anti_affinity_list(self) -> Any:
+        return self._snapshot.have_pods_with_required_anti_affinity_list()
+
+
+def _affinity_term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {
+        "labelSelector": _selector(rng),
+        "topologyKey": rng.choice((ZONE, HOST, REGION)),
+    }
+    roll = rng.random()
+    if roll < 0.3:
+        term["namespaces"] = rng.sample(NAMESPACES, rng.randint(1, 2))
+    elif roll < 0.45:
+        term["namespaceSelector"] = rng.choice(({}, {"matchLabels": {"team": "t1"}}))
+    return term
+
+
+def _affinity(rng: random.Random, chance: float) -> dict[str, Any] | None:
+    if rng.random() > chance:
+        return None
+    out: dict[str, Any] = {}
+    for section in ("podAffinity", "podAntiAffinity"):
+        part: dict[str, Any] = {}
+        if rng.random() < 0.4:
+            part["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                _affinity_term(rng) for _ in range(rng.randint(1, 2))
+            ]
+        if rng.random() < 0.4:
+            part["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _affinity_term(rng)}
+                for _ in range(rng.randint(1, 2))
+            ]
+        if part:
+            out[section] = part
+    return out or None
+
+
+def _affinity_pod(rng: random.Random, name: str, node_name: str = "", chance: float = 0.3) -> dict[str, Any]:
+    raw = _pod(rng, name, node_name)
+    affinity = _affinity(rng, chance)
+    if affinity:
+        raw["spec"]["affinity"] = affinity
+    return raw
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_inter_pod_affinity_from_columns_matches_the_references(seed: int) -> None:
+    rng = random.Random(seed)
+    nodes = 30 + seed * 5
+    cache = SchedulerCache()
+    for i in range(nodes):
+        cache.add_node(_node(rng, i))
+    pods = [_affinity_pod(rng, f"e{j}", f"n{rng.randrange(nodes):03d}") for j in range(nodes * 2)]
+    for raw in pods:
+        cache.add_pod(raw)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    hard_weight = rng.choice((0, 1, 5))
+    fast = InterPodAffinity({"hardPodAffinityWeight": hard_weight}, _Handle(snapshot, columns=True))  # type: ignore[arg-type]
+    reference = InterPodAffinity({"hardPodAffinityWeight": hard_weight}, _Handle(snapshot, columns=False))  # type: ignore[arg-type]
+    for step in range(25):
+        pod = PodInfo(_affinity_pod(rng, f"p{step}", chance=0.8))
+        all_nodes = snapshot.node_infos()
+        fast_state, reference_state = CycleState(), CycleState()
+        got = fast.pre_filter(fast_state, pod, all_nodes)
+        want = reference.pre_filter(reference_state, pod, list(all_nodes))
+        assert (got[0], _status(got[1])) == (want[0], _status(want[1]))
+        subset = _subset(snapshot, rng)
+        if got[1] is None:
+            fast_pre = fast_state.read(PRE_FILTER_STATE_KEY)
+            got_ok = ok_mask(fast.filter_nodes(fast_state, pod, subset)).tolist()
+            want_statuses = [reference.filter(reference_state, pod, info) for info in subset]
+            assert got_ok == [s is None for s in want_statuses]
+            got_statuses = fast.filter_nodes(fast_state, pod, subset)
+            assert [_status(got_statuses[i]) for i in range(len(subset))] == [
+                _status(s) for s in want_statuses
+            ]
+            assert fast_pre == reference_state.read(PRE_FILTER_STATE_KEY)
+
+        score_status = fast.pre_score(fast_state, pod, subset)
+        assert _status(score_status) == _status(reference.pre_score(reference_state, pod, subset))
+        if score_status is None:
+            got_scores = fast.score_nodes(fast_state, pod, subset)
+            want_scores = [reference.score(reference_state, pod, info)[0] for info in subset]
+            assert list(np.asarray(got_scores).tolist()) == want_scores
+            got_norm = fast.normalize_score_array(fast_state, pod, np.asarray(got_scores, dtype=np.int64))
+            want_norm = reference.normalize_score_array(
+                reference_state, pod, np.asarray(want_scores, dtype=np.int64)
+            )
+            assert got_norm.tolist() == want_norm.tolist()
+            assert (
+                fast_state.read(PRE_SCORE_STATE_KEY).topology_score
+                == reference_state.read(PRE_SCORE_STATE_KEY).topology_score
+            )
+
+        for k in range(rng.randint(0, 6)):
+            if pods and rng.random() < 0.5:
+                cache.remove_pod(pods.pop(rng.randrange(len(pods))))
+            else:
+                raw = _affinity_pod(rng, f"s{step}-{k}", f"n{rng.randrange(nodes):03d}")
+                pods.append(raw)
+                cache.add_pod(raw)
+        cache.update_snapshot(snapshot)
+
+
+def _status(status: Any) -> Any:
+    return None if status is None else (status.code, tuple(status.reasons))

@@ -21,6 +21,7 @@ from scheduler.framework.columns import ColumnStore
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins.helper.gomath import go_round
+from scheduler.plugins.helper.labelselector import selector_identity
 from scheduler.plugins.helper.taints import pod_tolerations
 from scheduler.plugins.nodeaffinity import pod_required_affinity
 from scheduler.plugins.podtopologyspread.common import (
@@ -28,7 +29,6 @@ from scheduler.plugins.podtopologyspread.common import (
     SpreadConstraint,
     count_matching,
     node_has_all_keys,
-    selector_identity,
 )
 from scheduler.plugins.podtopologyspread.filtering import (
     domain_dict,
