@@ -25,10 +25,15 @@ from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.helper.labelselector import selector_identity
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
+    MatchKey,
     WeightedAffinityTerm,
+    match_key,
     pod_affinity_terms,
     pod_labels,
 )
+
+# Verdicts kept per counted column before starting over (pods with unique labels would grow it).
+_MAX_VERDICTS = 4096
 
 # Label key -> summed count (or weight) per label code of that key.
 KeyTables = dict[str, IntArray]
@@ -122,12 +127,20 @@ def _matching(columns: ColumnStore, terms: Sequence[AffinityTerm]) -> IntArray:
     already unrolled, read against no labels)."""
     identity = ("InterPodAffinity/matching", tuple(term_identity(t)[:3] for t in terms))
 
+    # Kept with the column (row_counts keeps the first ``count``): one verdict per workload's pods.
+    verdicts: dict[MatchKey, bool] = {}
+
     def count(info: NodeInfo) -> int:
         number = 0
         for pod in info.pods.values():
-            namespace, labels = pod.namespace, pod_labels(pod)
-            if all(t.matches(namespace, labels, None) for t in terms):
-                number += 1
+            key = match_key(pod)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                if len(verdicts) > _MAX_VERDICTS:
+                    verdicts.clear()
+                namespace, labels = pod.namespace, pod_labels(pod)
+                verdict = verdicts[key] = all(t.matches(namespace, labels, None) for t in terms)
+            number += verdict
         return number
 
     return columns.row_counts(identity, count)
