@@ -209,11 +209,15 @@ class SchedulingAlgorithm:
                 feasible, processed, failures = find_feasible(
                     columns, start, num_to_find, state, pod, plugins, fwk.batch_filter
                 )
+                noted: Status | None = None
                 for rejected, rejection in failures:
                     if rejection.code is Code.Error:
                         raise FilterError(rejection, rejected.name)
                     diagnosis.node_to_status[rejected.name] = rejection
-                    self._note_rejector(diagnosis, rejection)
+                    if rejection is not noted:
+                        # Batch plugins share one status among the nodes they reject alike.
+                        self._note_rejector(diagnosis, rejection)
+                        noted = rejection
             else:
                 feasible = first_nodes(columns, start, num_to_find)
                 processed = len(feasible)

@@ -7,7 +7,8 @@ plugin reads: built per label key on first use, then kept up to date with the re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,72 @@ class _Vocabulary:
         return code
 
 
+# At most this many row-count columns and tallies are kept; the least recently used goes first.
+MAX_DERIVED = 64
+
+
+class _RowCounts:
+    """One ``row_counts`` column: ``count(info)`` per row, current up to ``seen`` in the dirty log."""
+
+    __slots__ = ("array", "count", "seen")
+
+    def __init__(self, array: IntArray, count: Callable[[NodeInfo], int], seen: int) -> None:
+        self.array = array
+        self.count = count
+        self.seen = seen
+
+
+class RowTally:
+    """Per row, a small multiset of facts derived from the row's NodeInfo (``tally(info)``), with
+    totals over all rows and, on demand, one column per fact. Read through ``NodeColumns.row_tally``,
+    which brings it up to date first."""
+
+    __slots__ = ("_columns", "rows", "seen", "tally", "totals")
+
+    def __init__(
+        self, infos: Sequence[NodeInfo], tally: Callable[[NodeInfo], Mapping[Hashable, int]]
+    ) -> None:
+        self.tally = tally
+        self.rows: list[Mapping[Hashable, int]] = [tally(info) for info in infos]
+        self.totals: dict[Hashable, int] = {}
+        for row in self.rows:
+            for fact, number in row.items():
+                self.totals[fact] = self.totals.get(fact, 0) + number
+        self._columns: dict[Hashable, IntArray] = {}
+        self.seen = 0
+
+    def _update(self, position: int, info: NodeInfo) -> None:
+        old, new = self.rows[position], self.tally(info)
+        if old is new or (not old and not new):
+            return
+        self.rows[position] = new
+        totals = self.totals
+        for fact, number in old.items():
+            left = totals[fact] - number
+            if left:
+                totals[fact] = left
+            else:
+                del totals[fact]
+        for fact, number in new.items():
+            totals[fact] = totals.get(fact, 0) + number
+        for fact, column in self._columns.items():
+            column[position] = new.get(fact, 0)
+        # Columns of facts no row has any more are dropped rather than kept at zero.
+        for fact in [fact for fact in self._columns if fact not in totals]:
+            del self._columns[fact]
+
+    def column(self, fact: Hashable) -> IntArray:
+        """Per row, the number of ``fact`` in the row's tally (read-only)."""
+        column = self._columns.get(fact)
+        if column is None:
+            column = np.fromiter(
+                (row.get(fact, 0) for row in self.rows), dtype=np.int64, count=len(self.rows)
+            )
+            if fact in self.totals:
+                self._columns[fact] = column
+        return column
+
+
 # Per declared column, what ``set`` does for one row: (name, array, value-or-code of a NodeInfo, counted).
 _RowUpdate = tuple[str, npt.NDArray[Any], Callable[[NodeInfo], Any], bool]
 
@@ -56,7 +123,11 @@ class NodeColumns:
 
     __slots__ = (
         "_arrays",
+        "_derived",
+        "_dirty",
+        "_dirty_start",
         "_label_codes",
+        "_label_values",
         "_label_vocabulary",
         "_last_required",
         "_nonzero",
@@ -79,6 +150,12 @@ class NodeColumns:
         # Label key -> code per row (0: no such label), built on first use; value -> code per key.
         self._label_codes: dict[str, IntArray] = {}
         self._label_vocabulary: dict[str, dict[str, int]] = {}
+        self._label_values: dict[str, list[str | None]] = {}
+        # Row counts and tallies (plugin-keyed, built on first use) and the rows set since: positions
+        # in ``_dirty``, the first of which is the ``_dirty_start``-th set() overall.
+        self._derived: OrderedDict[Hashable, _RowCounts | RowTally] = OrderedDict()
+        self._dirty: list[int] = []
+        self._dirty_start = 0
         self.require(specs)
 
     def __len__(self) -> int:
@@ -139,6 +216,71 @@ class NodeColumns:
             array[position] = value
         for key, codes in self._label_codes.items():
             codes[position] = self._code(key, _label(info, key))
+        if self._derived:
+            dirty = self._dirty
+            dirty.append(position)
+            if len(dirty) > max(256, len(self.infos)):
+                # Whatever is this far behind is rebuilt in full on its next use.
+                self._dirty_start += len(dirty)
+                dirty.clear()
+
+    # -- per-row facts about the pods on each node ---------------------------------------------------
+
+    def _changed_since(self, seen: int) -> frozenset[int] | None:
+        """The rows set since the ``seen``-th set() (None: too long ago, rebuild everything)."""
+        if seen < self._dirty_start:
+            return None
+        return frozenset(self._dirty[seen - self._dirty_start :])
+
+    def _remember(self, key: Hashable, derived: _RowCounts | RowTally) -> None:
+        self._derived[key] = derived
+        if len(self._derived) > MAX_DERIVED:
+            self._derived.popitem(last=False)
+
+    def row_counts(self, key: Hashable, count: Callable[[NodeInfo], int]) -> IntArray:
+        """Per row, ``count(info)``: typically how many of the node's pods match something. Built on
+        first use for ``key`` (which must name what ``count`` computes), then recounted only for the
+        rows changed since, so a cycle pays for the nodes that changed, not for every pod. Read-only."""
+        now = self._dirty_start + len(self._dirty)
+        found = self._derived.get(key)
+        if isinstance(found, _RowCounts):
+            self._derived.move_to_end(key)
+            if found.seen != now:
+                changed = self._changed_since(found.seen)
+                if changed is None:
+                    found.array = np.fromiter(map(found.count, self.infos), dtype=np.int64, count=len(self))
+                else:
+                    array, count_of, infos = found.array, found.count, self.infos
+                    for position in changed:
+                        array[position] = count_of(infos[position])
+                found.seen = now
+            return found.array
+        array = np.fromiter(map(count, self.infos), dtype=np.int64, count=len(self))
+        self._remember(key, _RowCounts(array, count, now))
+        return array
+
+    def row_tally(self, key: Hashable, tally: Callable[[NodeInfo], Mapping[Hashable, int]]) -> RowTally:
+        """Per row, ``tally(info)`` (a small mapping fact -> number, typically the distinct terms the
+        node's pods carry), with totals over all rows kept up to date as rows change."""
+        now = self._dirty_start + len(self._dirty)
+        found = self._derived.get(key)
+        if isinstance(found, RowTally):
+            self._derived.move_to_end(key)
+            if found.seen != now:
+                changed = self._changed_since(found.seen)
+                if changed is None:
+                    found = RowTally(self.infos.tolist(), found.tally)
+                    self._derived[key] = found
+                else:
+                    infos = self.infos
+                    for position in changed:
+                        found._update(position, infos[position])
+                found.seen = now
+            return found
+        made = RowTally(self.infos.tolist(), tally)
+        made.seen = now
+        self._remember(key, made)
+        return made
 
     # -- ColumnStore ---------------------------------------------------------------------------------
 
@@ -191,6 +333,18 @@ class NodeColumns:
         """The code of ``value`` for label ``key``; -1 if no node has that value (matches no row)."""
         self.label_codes(key)
         return self._label_vocabulary[key].get(value, -1)
+
+    def label_values(self, key: str) -> Sequence[str | None]:
+        """The value of each code of label ``key`` (index 0: None, no such label). Read-only."""
+        self.label_codes(key)
+        vocabulary = self._label_vocabulary[key]
+        values = self._label_values.get(key)
+        if values is None or len(values) != len(vocabulary) + 1:
+            values = [None] * (len(vocabulary) + 1)
+            for value, code in vocabulary.items():
+                values[code] = value
+            self._label_values[key] = values
+        return values
 
 
 def _label(info: NodeInfo, key: str) -> str | None:

@@ -19,7 +19,7 @@ two different specs under one name stop startup.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, overload
 
@@ -90,6 +90,16 @@ def merge_column_specs(declared: Iterable[tuple[str, Sequence[ColumnSpec]]]) -> 
     return tuple(spec for _, spec in merged.values())
 
 
+class Tally(Protocol):
+    """Per node, a small multiset of facts about its pods, with totals over the snapshot
+    (``scheduler.cache.columns.RowTally``)."""
+
+    @property
+    def totals(self) -> Mapping[Hashable, int]: ...
+
+    def column(self, fact: Hashable) -> IntArray: ...
+
+
 class ColumnStore(Protocol):
     """What a NodeSubset reads: the snapshot's columns (``scheduler.cache.columns.NodeColumns``)."""
 
@@ -106,6 +116,12 @@ class ColumnStore(Protocol):
     def label_codes(self, key: str) -> IntArray: ...
 
     def label_code(self, key: str, value: str) -> int: ...
+
+    def label_values(self, key: str) -> Sequence[str | None]: ...
+
+    def row_counts(self, key: Hashable, count: Callable[[NodeInfo], int]) -> IntArray: ...
+
+    def row_tally(self, key: Hashable, tally: Callable[[NodeInfo], Mapping[Hashable, int]]) -> Tally: ...
 
 
 def column_name(column: ColumnSpec | str) -> str:

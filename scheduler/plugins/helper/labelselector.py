@@ -37,6 +37,15 @@ class LabelSelector:
         return not self.matches_nothing and not self.requirements
 
 
+def selector_identity(selector: LabelSelector) -> tuple[Any, ...]:
+    """Equal for selectors that match the same labels by construction, so what they match can be
+    computed once and shared (hashable, unlike the selector)."""
+    return (
+        selector.matches_nothing,
+        tuple((r.key, int(r.op), tuple(sorted(r.values)), r.number) for r in selector.requirements),
+    )
+
+
 NOTHING = LabelSelector((), matches_nothing=True)
 EVERYTHING = LabelSelector(())
 

@@ -13,12 +13,13 @@ operations on label codes), never by scanning pods.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from scheduler.framework import BoolArray, NodeSubset
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.interpodaffinity.columnar import KeyTables, pair_counts
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
     MatchKey,
@@ -36,19 +37,98 @@ TopologyPair = tuple[str, str]
 TopologyCounts = dict[TopologyPair, int]
 
 
-@dataclass(slots=True)
 class PreFilterState:
     """Upstream's preFilterState. ``required_affinity``/``required_anti_affinity`` are the incoming
-    pod's terms with namespace selectors unrolled into namespaces."""
+    pod's terms with namespace selectors unrolled into namespaces.
 
-    namespace: str
-    labels: Mapping[str, str]
-    required_affinity: tuple[AffinityTerm, ...]
-    required_anti_affinity: tuple[AffinityTerm, ...]
-    namespace_labels: Mapping[str, str] | None
-    existing_anti_affinity_counts: TopologyCounts = field(default_factory=dict)
-    affinity_counts: TopologyCounts = field(default_factory=dict)
-    anti_affinity_counts: TopologyCounts = field(default_factory=dict)
+    Built from the snapshot's columns, the three counts live in per-key tables by label code
+    (``tables``: existing anti, affinity, anti) until a count map is first read; reading one turns all
+    three into maps and drops the tables, so changes through the maps (PreFilterExtensions) are seen.
+    """
+
+    __slots__ = (
+        "_counts",
+        "columns",
+        "labels",
+        "namespace",
+        "namespace_labels",
+        "required_affinity",
+        "required_anti_affinity",
+        "tables",
+    )
+
+    def __init__(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        required_affinity: tuple[AffinityTerm, ...],
+        required_anti_affinity: tuple[AffinityTerm, ...],
+        namespace_labels: Mapping[str, str] | None,
+        existing_anti_affinity_counts: TopologyCounts | None = None,
+        affinity_counts: TopologyCounts | None = None,
+        anti_affinity_counts: TopologyCounts | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.labels = labels
+        self.required_affinity = required_affinity
+        self.required_anti_affinity = required_anti_affinity
+        self.namespace_labels = namespace_labels
+        self._counts: list[TopologyCounts] | None = [
+            existing_anti_affinity_counts or {},
+            affinity_counts or {},
+            anti_affinity_counts or {},
+        ]
+        self.tables: tuple[KeyTables, KeyTables, KeyTables] | None = None
+        self.columns: ColumnStore | None = None
+
+    def use_tables(self, columns: ColumnStore, tables: tuple[KeyTables, KeyTables, KeyTables]) -> None:
+        self.columns, self.tables, self._counts = columns, tables, None
+
+    def _maps(self) -> list[TopologyCounts]:
+        if self._counts is None:
+            assert self.tables is not None and self.columns is not None
+            columns = self.columns
+            self._counts = [pair_counts(columns, tables) for tables in self.tables]
+        self.tables = None
+        return self._counts
+
+    @property
+    def existing_anti_affinity_counts(self) -> TopologyCounts:
+        return self._maps()[0]
+
+    @existing_anti_affinity_counts.setter
+    def existing_anti_affinity_counts(self, counts: TopologyCounts) -> None:
+        self._maps()[0] = counts
+
+    @property
+    def affinity_counts(self) -> TopologyCounts:
+        return self._maps()[1]
+
+    @affinity_counts.setter
+    def affinity_counts(self, counts: TopologyCounts) -> None:
+        self._maps()[1] = counts
+
+    @property
+    def anti_affinity_counts(self) -> TopologyCounts:
+        return self._maps()[2]
+
+    @anti_affinity_counts.setter
+    def anti_affinity_counts(self, counts: TopologyCounts) -> None:
+        self._maps()[2] = counts
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PreFilterState):
+            return NotImplemented
+        return (
+            self.namespace == other.namespace
+            and self.labels == other.labels
+            and self.required_affinity == other.required_affinity
+            and self.required_anti_affinity == other.required_anti_affinity
+            and self.namespace_labels == other.namespace_labels
+            and self._maps() == other._maps()
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
@@ -222,9 +302,44 @@ def _values_by_key(counts: TopologyCounts) -> dict[str, list[str]]:
     return by_key
 
 
+def _has_count(subset: NodeSubset, tables: KeyTables, key: str) -> BoolArray:
+    """Per node of ``subset``: whether ``tables`` count something at its value of label ``key``."""
+    table = tables.get(key)
+    if table is None:
+        return np.zeros(len(subset), dtype=np.bool_)
+    result: BoolArray = table[subset.label_codes(key)] > 0
+    return result
+
+
+def _table_verdicts(
+    state: PreFilterState, tables: tuple[KeyTables, KeyTables, KeyTables], subset: NodeSubset
+) -> tuple[BoolArray, BoolArray, BoolArray]:
+    existing_tables, affinity_tables, anti_tables = tables
+    size = len(subset)
+    affinity_ok = np.ones(size, dtype=np.bool_)
+    if state.required_affinity:
+        has_keys = np.ones(size, dtype=np.bool_)
+        pods_exist = np.ones(size, dtype=np.bool_)
+        for term in state.required_affinity:
+            has_keys &= subset.label_codes(term.topology_key) > 0
+            pods_exist &= _has_count(subset, affinity_tables, term.topology_key)
+        first = not affinity_tables and matches_all(state.required_affinity, state.namespace, state.labels)
+        affinity_ok = has_keys if first else has_keys & pods_exist
+    anti_ok = np.ones(size, dtype=np.bool_)
+    if anti_tables:
+        for key in {term.topology_key for term in state.required_anti_affinity}:
+            anti_ok &= ~_has_count(subset, anti_tables, key)
+    existing_ok = np.ones(size, dtype=np.bool_)
+    for key in existing_tables:
+        existing_ok &= ~_has_count(subset, existing_tables, key)
+    return affinity_ok, anti_ok, existing_ok
+
+
 def batch_verdicts(state: PreFilterState, subset: NodeSubset) -> tuple[BoolArray, BoolArray, BoolArray]:
     """Per node of ``subset``: (affinity ok, anti-affinity ok, existing pods' anti-affinity ok), the
     same answers as the three ``satisfies_*`` functions."""
+    if state.tables is not None and state.columns is subset.columns:
+        return _table_verdicts(state, state.tables, subset)
     size = len(subset)
     affinity_ok = np.ones(size, dtype=np.bool_)
     if state.required_affinity:

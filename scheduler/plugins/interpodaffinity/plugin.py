@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import IntArray, MaskedStatuses, all_pass, as_subset
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import NAMESPACES, Lister
 from scheduler.framework.status import Status
@@ -22,6 +23,7 @@ from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint, uid_of
 from scheduler.plugins.helper.labelselector import NOTHING
+from scheduler.plugins.interpodaffinity.columnar import existing_anti_tables, incoming_tables, score_tables
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -41,6 +43,7 @@ from scheduler.plugins.interpodaffinity.scoring import (
     node_score,
     normalize,
     normalize_array,
+    table_scores,
 )
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
@@ -166,6 +169,16 @@ class InterPodAffinity:
             return method()
         return [node for node in nodes if getattr(node, attribute)]
 
+    def _columns_for(self, nodes: Sequence[NodeInfo]) -> ColumnStore | None:
+        """The snapshot's columns when ``nodes`` are exactly the snapshot's nodes (the cycle's case);
+        None (the per-node references) otherwise, e.g. for a test's plain list."""
+        snapshot = self._handle.snapshot if self._handle is not None else None
+        columns_of = getattr(snapshot, "columns", None)
+        if snapshot is None or columns_of is None or nodes is not snapshot.node_infos():
+            return None
+        columns: ColumnStore = columns_of()
+        return columns
+
     def _all_nodes(self, fallback: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
         if self._handle is None:
             return fallback
@@ -188,6 +201,14 @@ class InterPodAffinity:
         labels = pod_labels(pod)
         namespace_labels = self._namespace_labels(pod.namespace)
         pre = PreFilterState(pod.namespace, labels, required_affinity, required_anti, namespace_labels)
+        columns = self._columns_for(nodes)
+        if columns is not None:
+            existing = existing_anti_tables(columns, pod.namespace, labels, namespace_labels)
+            if not existing and not required_affinity and not required_anti:
+                return None, Status.skip()
+            pre.use_tables(columns, (existing, *incoming_tables(columns, required_affinity, required_anti)))
+            state.write(PRE_FILTER_STATE_KEY, pre)
+            return None, None
         pre.existing_anti_affinity_counts = existing_anti_affinity_counts(
             pod.namespace, labels, namespace_labels, with_anti
         )
@@ -264,6 +285,20 @@ class InterPodAffinity:
         if terms.error is not None:
             # PreFilter rejects such a pod first; reaching here means Filter was disabled.
             return Status.as_error(f"failed to parse pod: {terms.error}")
+        columns = self._columns_for(self._all_nodes(nodes))
+        if columns is not None:
+            tables, touched = score_tables(
+                columns,
+                pod,
+                self._merge_weighted(terms.preferred_affinity),
+                self._merge_weighted(terms.preferred_anti_affinity),
+                self._namespace_labels(pod.namespace),
+                self.hard_pod_affinity_weight,
+            )
+            if not touched:
+                return Status.skip()
+            state.write(PRE_SCORE_STATE_KEY, PreScoreState.from_tables(columns, tables, touched))
+            return None
         if has_constraints:
             candidates: Iterable[NodeInfo] = self._all_nodes(nodes)
         else:
@@ -294,6 +329,8 @@ class InterPodAffinity:
         pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
         if subset is None or pre is None:
             return [self.score(state, pod, node)[0] for node in nodes]
+        if pre.tables is not None and pre.columns is subset.columns:
+            return table_scores(pre.tables, subset)
         return batch_scores(pre.topology_score, subset)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
@@ -308,7 +345,7 @@ class InterPodAffinity:
 
     def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
         pre: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
-        if pre is None or not pre.topology_score:
+        if pre is None or pre.empty():
             return scores
         return normalize_array(scores)
 

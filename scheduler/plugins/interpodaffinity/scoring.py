@@ -14,13 +14,15 @@ scores min-max onto 0..100.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from scheduler.framework import IntArray, NodeSubset
+from scheduler.framework import BoolArray, IntArray, NodeSubset
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.plugins.interpodaffinity import columnar
+from scheduler.plugins.interpodaffinity.columnar import KeyTables
 from scheduler.plugins.interpodaffinity.terms import (
     MatchKey,
     WeightedAffinityTerm,
@@ -33,9 +35,36 @@ from scheduler.plugins.interpodaffinity.terms import (
 TopologyScore = dict[str, dict[str, int]]
 
 
-@dataclass(slots=True)
 class PreScoreState:
-    topology_score: TopologyScore = field(default_factory=dict)
+    """The summed weights per topology pair. Built from the snapshot's columns they live in per-key
+    tables by label code until ``topology_score`` is first read."""
+
+    __slots__ = ("_topology_score", "columns", "tables", "touched")
+
+    def __init__(self, topology_score: TopologyScore | None = None) -> None:
+        self._topology_score = topology_score if topology_score is not None else {}
+        self.tables: KeyTables | None = None
+        self.touched: Mapping[str, BoolArray] = {}
+        self.columns: ColumnStore | None = None
+
+    @classmethod
+    def from_tables(
+        cls, columns: ColumnStore, tables: KeyTables, touched: Mapping[str, BoolArray]
+    ) -> PreScoreState:
+        state = cls()
+        state.columns, state.tables, state.touched = columns, tables, touched
+        return state
+
+    @property
+    def topology_score(self) -> TopologyScore:
+        if self.tables is not None:
+            assert self.columns is not None
+            self._topology_score = columnar.topology_score(self.columns, self.tables, self.touched)
+            self.tables = None
+        return self._topology_score
+
+    def empty(self) -> bool:
+        return not self.touched if self.tables is not None else not self._topology_score
 
 
 class TopologyScorer:
@@ -150,6 +179,14 @@ def batch_scores(topology_score: TopologyScore, subset: NodeSubset) -> IntArray:
             if 0 < code < len(lookup):
                 lookup[code] += weight
         total += lookup[codes]
+    return total
+
+
+def table_scores(tables: KeyTables, subset: NodeSubset) -> IntArray:
+    """``node_score`` for every node of ``subset`` from per-key tables by label code."""
+    total: IntArray = np.zeros(len(subset), dtype=np.int64)
+    for key, table in tables.items():
+        total += table[subset.label_codes(key)]
     return total
 
 

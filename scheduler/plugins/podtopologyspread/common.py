@@ -207,14 +207,6 @@ def count_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: 
     return count
 
 
-def selector_identity(selector: LabelSelector) -> tuple[Any, ...]:
-    """Equal for selectors that match the same pods by construction, so their counts can be shared."""
-    return (
-        selector.matches_nothing,
-        tuple((r.key, int(r.op), tuple(sorted(r.values)), r.number) for r in selector.requirements),
-    )
-
-
 def any_selector_matches(constraints: Sequence[SpreadConstraint], labels: Mapping[str, str]) -> bool:
     """``podLabelsMatchSpreadConstraints``."""
     return any(c.selector.matches(labels) for c in constraints)

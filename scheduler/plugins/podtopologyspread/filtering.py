@@ -12,15 +12,17 @@ The global minimum is the smallest domain count, or 0 while there are fewer doma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.helper.taints import pod_tolerations
+from scheduler.plugins.helper.labelselector import LabelSelector, selector_identity
+from scheduler.plugins.helper.nodeselector_batch import required_mask
+from scheduler.plugins.helper.taints import find_untolerated_taint, pod_tolerations
 from scheduler.plugins.nodeaffinity import pod_required_affinity
 from scheduler.plugins.podtopologyspread.common import (
     NO_DOMAIN_MIN,
@@ -28,24 +30,143 @@ from scheduler.plugins.podtopologyspread.common import (
     count_matching,
     labels_of,
     node_has_all_keys,
-    selector_identity,
 )
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 
 
-@dataclass(slots=True)
 class FilterState:
-    """Upstream's preFilterState, reduced to what Filter reads."""
+    """Upstream's preFilterState, reduced to what Filter reads.
 
-    constraints: tuple[SpreadConstraint, ...]
-    # Per constraint: topology value -> matching pods in that domain (eligible domains only).
-    counts: list[dict[str, int]]
-    # Per constraint: the global minimum, minDomains already applied.
-    min_counts: list[int]
-    # Per constraint: 1 if the incoming pod matches the constraint's selector, else 0.
-    self_match: list[int]
+    Built from the snapshot's columns, the domain counts live in ``tables`` (per constraint, matching
+    pods by label code of its topology key) and ``counts`` is derived from them when first read;
+    reading ``counts`` drops the tables, so whoever changes the counts (PreFilterExtensions) is
+    followed by Filter.
+    """
+
+    __slots__ = ("_counts", "columns", "constraints", "domains", "min_counts", "self_match", "tables")
+
+    def __init__(
+        self,
+        constraints: tuple[SpreadConstraint, ...],
+        counts: list[dict[str, int]] | None,
+        min_counts: list[int],
+        self_match: list[int],
+        *,
+        tables: list[IntArray] | None = None,
+        domains: list[BoolArray] | None = None,
+        columns: ColumnStore | None = None,
+    ) -> None:
+        self.constraints = constraints
+        self._counts = counts
+        # Per constraint: the global minimum, minDomains already applied.
+        self.min_counts = min_counts
+        # Per constraint: 1 if the incoming pod matches the constraint's selector, else 0.
+        self.self_match = self_match
+        self.tables = tables
+        self.domains = domains
+        self.columns = columns
+
+    @property
+    def counts(self) -> list[dict[str, int]]:
+        """Per constraint: topology value -> matching pods in that domain (eligible domains only)."""
+        if self._counts is None:
+            assert self.tables is not None and self.domains is not None and self.columns is not None
+            self._counts = [
+                domain_dict(self.columns, c.topology_key, table, present)
+                for c, table, present in zip(self.constraints, self.tables, self.domains, strict=True)
+            ]
+        self.tables = self.domains = None
+        return self._counts
+
+
+def domain_dict(columns: ColumnStore, key: str, table: IntArray, present: BoolArray) -> dict[str, int]:
+    """``{value: table[code]}`` for the codes of ``key`` flagged in ``present`` (code 0, no label: "")."""
+    values = columns.label_values(key)
+    codes = np.flatnonzero(present).tolist()
+    return {values[code] or "": number for code, number in zip(codes, table[codes].tolist(), strict=True)}
+
+
+def matching_counts(columns: ColumnStore, selector: LabelSelector, namespace: str) -> IntArray:
+    """Per snapshot row, ``count_matching`` of the node's pods: kept by the columns and recounted only
+    for the nodes changed since the last cycle that asked."""
+    if selector.empty or selector.matches_nothing:
+        return np.zeros(len(columns), dtype=np.int64)
+
+    def count(info: NodeInfo) -> int:
+        return count_matching(info.pods.values(), selector, namespace) if info.pods else 0
+
+    return columns.row_counts(("PodTopologySpread/matching", namespace, selector_identity(selector)), count)
+
+
+def inclusion_mask(pod: PodInfo, constraint: SpreadConstraint, columns: ColumnStore) -> BoolArray | None:
+    """Per snapshot row, ``constraint.includes_node`` (None: every node is included)."""
+    mask: BoolArray | None = None
+    affinity = pod_required_affinity(pod)
+    if constraint.honor_node_affinity and (
+        affinity.node_selector is not None or affinity.affinity is not None
+    ):
+        mask = required_mask(affinity, NodeSubset(columns, np.arange(len(columns), dtype=np.int64)))
+        if mask is None:
+            return _per_node_inclusion(pod, constraint, columns)
+    if constraint.honor_node_taints:
+        tolerations = pod_tolerations(pod)
+        taints_ok: BoolArray = np.fromiter(
+            (
+                not info.taints or find_untolerated_taint(info.taints, tolerations) is None
+                for info in columns.infos
+            ),
+            dtype=np.bool_,
+            count=len(columns),
+        )
+        mask = taints_ok if mask is None else mask & taints_ok
+    return mask
+
+
+def _per_node_inclusion(pod: PodInfo, constraint: SpreadConstraint, columns: ColumnStore) -> BoolArray:
+    affinity = pod_required_affinity(pod)
+    tolerations = pod_tolerations(pod)
+    result: BoolArray = np.fromiter(
+        (constraint.includes_node(info, affinity, tolerations) for info in columns.infos),
+        dtype=np.bool_,
+        count=len(columns),
+    )
+    return result
+
+
+def domain_tables(
+    pod: PodInfo, constraints: Sequence[SpreadConstraint], columns: ColumnStore
+) -> tuple[list[IntArray], list[BoolArray]]:
+    """``domain_counts`` over every node of the snapshot, by label code: per constraint, matching pods
+    per code of its topology key, and which codes are domains (some eligible node has them)."""
+    eligible: BoolArray = np.ones(len(columns), dtype=np.bool_)
+    for constraint in constraints:
+        eligible &= columns.label_codes(constraint.topology_key) > 0
+    tables: list[IntArray] = []
+    domains: list[BoolArray] = []
+    by_selector: dict[tuple[Any, ...], IntArray] = {}
+    for constraint in constraints:
+        key = constraint.topology_key
+        codes = columns.label_codes(key)
+        length = len(columns.label_values(key))
+        mask = eligible
+        if constraint.honor_node_affinity or constraint.honor_node_taints:
+            included = inclusion_mask(pod, constraint, columns)
+            if included is not None:
+                mask = eligible & included
+        domain_codes = codes[mask]
+        domains.append(np.bincount(domain_codes, minlength=length) > 0)
+        identity = selector_identity(constraint.selector)
+        matched = by_selector.get(identity)
+        if matched is None:
+            matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
+        if matched.any():
+            sums = np.bincount(domain_codes, weights=matched[mask], minlength=length)
+            tables.append(sums.astype(np.int64))
+        else:
+            tables.append(np.zeros(length, dtype=np.int64))
+    return tables, domains
 
     def clone(self) -> FilterState:
         """Constraints and self-match are shared; counts change under AddPod/RemovePod."""
@@ -116,10 +237,27 @@ def domain_counts(
 
 
 def build_filter_state(
-    pod: PodInfo, constraints: tuple[SpreadConstraint, ...], nodes: Sequence[NodeInfo]
+    pod: PodInfo,
+    constraints: tuple[SpreadConstraint, ...],
+    nodes: Sequence[NodeInfo],
+    columns: ColumnStore | None = None,
 ) -> FilterState:
-    counts = domain_counts(pod, constraints, nodes)
+    """``columns``, when given, are the snapshot's and ``nodes`` all its nodes: counted by code."""
     pod_labels = labels_of(pod.pod)
+    self_match = [int(c.selector.matches(pod_labels)) for c in constraints]
+    if columns is not None:
+        tables, present_codes = domain_tables(pod, constraints, columns)
+        minimums: list[int] = []
+        for constraint, table, present in zip(constraints, tables, present_codes, strict=True):
+            how_many = int(np.count_nonzero(present))
+            if how_many < constraint.min_domains:
+                minimums.append(0)
+            else:
+                minimums.append(int(table[present].min()) if how_many else NO_DOMAIN_MIN)
+        return FilterState(
+            constraints, None, minimums, self_match, tables=tables, domains=present_codes, columns=columns
+        )
+    counts = domain_counts(pod, constraints, nodes)
     min_counts: list[int] = []
     for constraint, domains in zip(constraints, counts, strict=True):
         if len(domains) < constraint.min_domains:
@@ -127,12 +265,7 @@ def build_filter_state(
             min_counts.append(0)
         else:
             min_counts.append(min(domains.values()) if domains else NO_DOMAIN_MIN)
-    return FilterState(
-        constraints=constraints,
-        counts=counts,
-        min_counts=min_counts,
-        self_match=[int(c.selector.matches(pod_labels)) for c in constraints],
-    )
+    return FilterState(constraints, counts, min_counts, self_match)
 
 
 def filter_node(state: FilterState, node: NodeInfo) -> Status | None:
@@ -168,10 +301,15 @@ def filter_subset(state: FilterState, subset: NodeSubset) -> MaskedStatuses:
     size = len(subset)
     # Per node: 0 passes, 1 missing label, 2 skew too large; the first failing constraint decides.
     verdict = np.zeros(size, dtype=np.int8)
+    tables = state.tables if state.columns is subset.columns else None
     for index, constraint in enumerate(state.constraints):
         key = constraint.topology_key
-        missing: BoolArray = subset.label_codes(key) == 0
-        matched = value_lookup(subset, key, state.counts[index])
+        codes = subset.label_codes(key)
+        missing: BoolArray = codes == 0
+        if tables is not None:
+            matched = tables[index][codes]
+        else:
+            matched = value_lookup(subset, key, state.counts[index])
         too_skewed = matched + (state.self_match[index] - state.min_counts[index]) > constraint.max_skew
         undecided = verdict == 0
         verdict[undecided & missing] = 1

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import IntArray, as_subset
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
 from scheduler.framework.runtime import PluginError
@@ -118,8 +119,20 @@ class PodTopologySpread:
         constraints = self.constraints(pod, DO_NOT_SCHEDULE)
         if not constraints:
             return None, Status.skip()
-        state.write(PRE_FILTER_STATE_KEY, build_filter_state(pod, constraints, nodes))
+        state.write(
+            PRE_FILTER_STATE_KEY, build_filter_state(pod, constraints, nodes, self._columns_for(nodes))
+        )
         return None, None
+
+    def _columns_for(self, nodes: Sequence[NodeInfo]) -> ColumnStore | None:
+        """The snapshot's columns when ``nodes`` are exactly the snapshot's nodes (the cycle's case);
+        None (per-node counting) otherwise, e.g. for a test's plain list."""
+        snapshot = self._handle.snapshot if self._handle is not None else None
+        columns_of = getattr(snapshot, "columns", None)
+        if snapshot is None or columns_of is None or nodes is not snapshot.node_infos():
+            return None
+        columns: ColumnStore = columns_of()
+        return columns
 
     def _filter_state(self, state: CycleState) -> FilterState | Status:
         filter_state: FilterState | None = state.get(PRE_FILTER_STATE_KEY)
@@ -176,7 +189,14 @@ class PodTopologySpread:
         require_all = has_own_constraints(pod) or not self.system_defaulted
         state.write(
             PRE_SCORE_STATE_KEY,
-            build_score_state(pod, constraints, nodes, all_nodes, require_all_topologies=require_all),
+            build_score_state(
+                pod,
+                constraints,
+                nodes,
+                all_nodes,
+                require_all_topologies=require_all,
+                columns=self._columns_for(all_nodes),
+            ),
         )
         return None
 

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework import BoolArray, IntArray, NodeSubset
+from scheduler.framework import BoolArray, IntArray, NodeSubset, as_subset
+from scheduler.framework.columns import ColumnStore
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins.helper.gomath import go_round
+from scheduler.plugins.helper.labelselector import selector_identity
 from scheduler.plugins.helper.taints import pod_tolerations
 from scheduler.plugins.nodeaffinity import pod_required_affinity
 from scheduler.plugins.podtopologyspread.common import (
@@ -28,24 +30,47 @@ from scheduler.plugins.podtopologyspread.common import (
     count_matching,
     node_has_all_keys,
 )
-from scheduler.plugins.podtopologyspread.filtering import value_lookup
+from scheduler.plugins.podtopologyspread.filtering import (
+    domain_dict,
+    inclusion_mask,
+    matching_counts,
+    value_lookup,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(slots=True)
 class ScoreState:
-    """Upstream's preScoreState."""
+    """Upstream's preScoreState.
+
+    Built from the snapshot's columns, the domain counts of non-hostname constraints live in
+    ``tables`` (matching pods by label code) until ``counts`` is first read."""
 
     constraints: tuple[SpreadConstraint, ...]
     # Names of the candidate nodes missing a topology key: scored 0 (only when all keys are required).
     ignored: set[str] = field(default_factory=set)
     # Per constraint: topology value -> matching pods (hostname constraints count per node in Score).
-    counts: list[dict[str, int]] = field(default_factory=list)
+    counts_: list[dict[str, int]] | None = field(default_factory=list)
     weights: list[float] = field(default_factory=list)
     # Which of the nodes last scored are ignored, aligned with them: NormalizeScore's array form sees
     # scores without node names.
     ignored_mask: BoolArray | None = None
+    # Per constraint, by label code of its key: matching pods (tables) and which codes are domains.
+    tables: list[IntArray] | None = None
+    domains: list[BoolArray] | None = None
+    columns: ColumnStore | None = None
+
+    @property
+    def counts(self) -> list[dict[str, int]]:
+        if self.counts_ is None:
+            assert self.tables is not None and self.domains is not None and self.columns is not None
+            self.counts_ = [
+                {} if c.topology_key == LABEL_HOSTNAME else domain_dict(self.columns, c.topology_key, t, d)
+                for c, t, d in zip(self.constraints, self.tables, self.domains, strict=True)
+            ]
+        self.tables = self.domains = None
+        return self.counts_
 
 
 def topology_normalizing_weight(size: int) -> float:
@@ -60,9 +85,14 @@ def build_score_state(
     all_nodes: Sequence[NodeInfo],
     *,
     require_all_topologies: bool,
+    columns: ColumnStore | None = None,
 ) -> ScoreState:
     """``initPreScoreState`` over the candidates, then the counts over every node of the snapshot."""
-    state = ScoreState(constraints, counts=[{} for _ in constraints])
+    subset = as_subset(candidates)
+    if subset is not None and columns is not None and subset.columns is columns:
+        return _build_from_columns(pod, constraints, subset, columns, require_all_topologies)
+    state = ScoreState(constraints, counts_=[{} for _ in constraints])
+    counts = state.counts
     for node in candidates:
         labels = node.labels
         if require_all_topologies and not node_has_all_keys(labels, constraints):
@@ -71,12 +101,12 @@ def build_score_state(
         for index, constraint in enumerate(constraints):
             if constraint.topology_key != LABEL_HOSTNAME:
                 # A node without the key (system defaults) makes "" a domain, as upstream.
-                state.counts[index].setdefault(labels.get(constraint.topology_key, ""), 0)
+                counts[index].setdefault(labels.get(constraint.topology_key, ""), 0)
     for index, constraint in enumerate(constraints):
         size = (
             len(candidates) - len(state.ignored)
             if constraint.topology_key == LABEL_HOSTNAME
-            else len(state.counts[index])
+            else len(counts[index])
         )
         state.weights.append(topology_normalizing_weight(size))
 
@@ -91,7 +121,7 @@ def build_score_state(
         if require_all_topologies and not node_has_all_keys(labels, constraints):
             continue
         for index, constraint in enumerate(constraints):
-            domains = state.counts[index]
+            domains = counts[index]
             value = labels.get(constraint.topology_key, "")
             # Only domains of some candidate matter (hostname ones are counted in Score).
             if value not in domains:
@@ -99,6 +129,57 @@ def build_score_state(
             if affinity is not None and not constraint.includes_node(node, affinity, tolerations):
                 continue
             domains[value] += count_matching(node.pods.values(), constraint.selector, namespace)
+    return state
+
+
+def _build_from_columns(
+    pod: PodInfo,
+    constraints: tuple[SpreadConstraint, ...],
+    candidates: NodeSubset,
+    columns: ColumnStore,
+    require_all: bool,
+) -> ScoreState:
+    """``build_score_state`` by label codes, ``all_nodes`` being every row of ``columns``."""
+    positions = candidates.positions
+    has_all: BoolArray = np.ones(len(columns), dtype=np.bool_)
+    if require_all:
+        for constraint in constraints:
+            has_all &= columns.label_codes(constraint.topology_key) > 0
+    ignored = ~has_all[positions]
+    kept = positions[~ignored]
+    state = ScoreState(constraints, counts_=None, tables=[], domains=[], columns=columns)
+    assert state.tables is not None and state.domains is not None
+    if ignored.any():
+        state.ignored = {info.name for info in columns.infos[positions[ignored]].tolist()}
+    by_selector: dict[tuple[object, ...], IntArray] = {}
+    for constraint in constraints:
+        key = constraint.topology_key
+        if key == LABEL_HOSTNAME:
+            state.weights.append(topology_normalizing_weight(len(kept)))
+            state.tables.append(np.zeros(0, dtype=np.int64))
+            state.domains.append(np.zeros(0, dtype=np.bool_))
+            continue
+        codes = columns.label_codes(key)
+        length = len(columns.label_values(key))
+        # A node without the key is in the "" domain (system defaults), as is one labelled "".
+        empty = columns.label_code(key, "")
+        if empty > 0:
+            codes = np.where(codes == 0, empty, codes)
+        domains: BoolArray = np.bincount(codes[kept], minlength=length) > 0
+        state.weights.append(topology_normalizing_weight(int(np.count_nonzero(domains))))
+        mask = has_all
+        if constraint.honor_node_affinity or constraint.honor_node_taints:
+            included = inclusion_mask(pod, constraint, columns)
+            if included is not None:
+                mask = has_all & included
+        identity = selector_identity(constraint.selector)
+        matched = by_selector.get(identity)
+        if matched is None:
+            matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
+        table: IntArray = np.bincount(codes[mask], weights=matched[mask], minlength=length).astype(np.int64)
+        table[~domains] = 0
+        state.tables.append(table)
+        state.domains.append(domains)
     return state
 
 
@@ -127,7 +208,9 @@ def score_subset(state: ScoreState, pod: PodInfo, subset: NodeSubset) -> IntArra
     for index, constraint in enumerate(state.constraints):
         key = constraint.topology_key
         present = subset.label_codes(key) != 0
-        if key == LABEL_HOSTNAME:
+        if key == LABEL_HOSTNAME and state.columns is subset.columns:
+            counts = matching_counts(subset.columns, constraint.selector, pod.namespace)[subset.positions]
+        elif key == LABEL_HOSTNAME:
             if infos is None:
                 infos = list(subset)
             counts = np.fromiter(
@@ -138,6 +221,10 @@ def score_subset(state: ScoreState, pod: PodInfo, subset: NodeSubset) -> IntArra
                 dtype=np.int64,
                 count=size,
             )
+        elif state.tables is not None and state.columns is subset.columns:
+            table = state.tables[index]
+            codes = subset.label_codes(key)
+            counts = table[codes]
         else:
             counts = value_lookup(subset, key, state.counts[index])
         # Same float operations in the same order as score_node, so the sums are bit-identical.
