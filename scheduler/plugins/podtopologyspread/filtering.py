@@ -80,6 +80,37 @@ class FilterState:
         self.tables = self.domains = None
         return self._counts
 
+    def clone(self) -> FilterState:
+        """Constraints and self-match are shared; counts change under AddPod/RemovePod."""
+        return FilterState(
+            self.constraints, [dict(c) for c in self.counts], list(self.min_counts), self.self_match
+        )
+
+    def update_with_pod(self, updated: PodInfo, preemptor: PodInfo, node: NodeInfo, delta: int) -> None:
+        """Upstream's ``updateWithPod``: count ``updated`` in (1) or out (-1) of ``node``'s domains,
+        for the constraints whose selector it matches and whose inclusion policies admit the node.
+
+        Upstream keeps two "critical paths" as an approximation of the global minimum; the minimum is
+        recomputed exactly here, which agrees with it whenever the critical paths are exact.
+        """
+        if updated.namespace != preemptor.namespace or not node_has_all_keys(node.labels, self.constraints):
+            return
+        affinity = pod_required_affinity(preemptor)
+        tolerations = pod_tolerations(preemptor)
+        labels = labels_of(updated.pod)
+        for index, constraint in enumerate(self.constraints):
+            if not constraint.selector.matches(labels):
+                continue
+            if not constraint.includes_node(node, affinity, tolerations):
+                continue
+            domains = self.counts[index]
+            value = node.labels[constraint.topology_key]
+            domains[value] = domains.get(value, 0) + delta
+            if len(domains) >= constraint.min_domains:
+                self.min_counts[index] = min(domains.values())
+            else:
+                self.min_counts[index] = 0
+
 
 def domain_dict(columns: ColumnStore, key: str, table: IntArray, present: BoolArray) -> dict[str, int]:
     """``{value: table[code]}`` for the codes of ``key`` flagged in ``present`` (code 0, no label: "")."""
@@ -167,37 +198,6 @@ def domain_tables(
         else:
             tables.append(np.zeros(length, dtype=np.int64))
     return tables, domains
-
-    def clone(self) -> FilterState:
-        """Constraints and self-match are shared; counts change under AddPod/RemovePod."""
-        return FilterState(
-            self.constraints, [dict(c) for c in self.counts], list(self.min_counts), self.self_match
-        )
-
-    def update_with_pod(self, updated: PodInfo, preemptor: PodInfo, node: NodeInfo, delta: int) -> None:
-        """Upstream's ``updateWithPod``: count ``updated`` in (1) or out (-1) of ``node``'s domains,
-        for the constraints whose selector it matches and whose inclusion policies admit the node.
-
-        Upstream keeps two "critical paths" as an approximation of the global minimum; the minimum is
-        recomputed exactly here, which agrees with it whenever the critical paths are exact.
-        """
-        if updated.namespace != preemptor.namespace or not node_has_all_keys(node.labels, self.constraints):
-            return
-        affinity = pod_required_affinity(preemptor)
-        tolerations = pod_tolerations(preemptor)
-        labels = labels_of(updated.pod)
-        for index, constraint in enumerate(self.constraints):
-            if not constraint.selector.matches(labels):
-                continue
-            if not constraint.includes_node(node, affinity, tolerations):
-                continue
-            domains = self.counts[index]
-            value = node.labels[constraint.topology_key]
-            domains[value] = domains.get(value, 0) + delta
-            if len(domains) >= constraint.min_domains:
-                self.min_counts[index] = min(domains.values())
-            else:
-                self.min_counts[index] = 0
 
 
 def domain_counts(
