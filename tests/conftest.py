@@ -73,8 +73,9 @@ def core_v1(api_client: ApiClient) -> CoreV1Api:
 def namespace(core_v1: CoreV1Api) -> Iterator[str]:
     """A fresh namespace, removed afterwards together with its pods.
 
-    There is no controller-manager to empty a deleted namespace, so the pods go first (grace period 0:
-    no kubelet will ever confirm a graceful delete), then the namespace's finalizer is cleared.
+    No namespace controller empties a deleted namespace here, so its workload controllers and pods go
+    first (pods with grace period 0: no kubelet will ever confirm a graceful delete), then the
+    namespace's finalizer is cleared.
     """
     name = f"t-{uuid.uuid4().hex[:10]}"
     api: Any = core_v1  # raw dict bodies; the client's stubs only admit model classes
@@ -86,8 +87,19 @@ def namespace(core_v1: CoreV1Api) -> Iterator[str]:
 
 
 def _delete_namespace(core_v1: Any, name: str) -> None:
+    from kubernetes.client import AppsV1Api, BatchV1Api
     from kubernetes.client.exceptions import ApiException
 
+    # Controllers first (kube-controller-manager may be running): a ReplicaSet left behind would
+    # recreate its pods after the namespace is gone, and later tests' schedulers would find them.
+    apps, batch = AppsV1Api(core_v1.api_client), BatchV1Api(core_v1.api_client)
+    for delete in (
+        apps.delete_collection_namespaced_deployment,
+        apps.delete_collection_namespaced_stateful_set,
+        apps.delete_collection_namespaced_replica_set,
+        batch.delete_collection_namespaced_job,
+    ):
+        delete(name, _preload_content=False)
     core_v1.delete_collection_namespaced_pod(name, grace_period_seconds=0, _preload_content=False)
     try:
         core_v1.delete_namespace(name, _preload_content=False)
