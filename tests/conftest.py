@@ -51,6 +51,17 @@ def controller_manager(control_plane: ControlPlane) -> ControlPlane:
     return control_plane
 
 
+@pytest.fixture
+def run_id(core_v1: CoreV1Api) -> Iterator[str]:
+    """A label value that ties a test's nodes and pods together; its nodes are deleted afterwards."""
+    from tests.integration.workload import RUN_LABEL, new_run_id
+
+    rid = new_run_id()
+    yield rid
+    api: Any = core_v1
+    api.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
+
+
 @pytest.fixture(scope="session")
 def kubeconfig(control_plane: ControlPlane) -> str:
     return str(control_plane.kubeconfig)

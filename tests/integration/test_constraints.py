@@ -19,7 +19,7 @@ import pytest
 
 from devcluster.nodes import HOSTNAME_LABEL, create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -29,13 +29,6 @@ def kube_scheduler(control_plane: Any) -> Iterator[Any]:
     handle = control_plane.start_kube_scheduler()
     yield handle
     handle.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
-
-
-@pytest.fixture
-def run_id(core_v1: Any) -> Iterator[str]:
-    rid = new_run_id()
-    yield rid
-    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
 @pytest.fixture

@@ -15,11 +15,9 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -27,7 +25,7 @@ from devcluster.binaries import require_binaries
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 from tests.grafana import Selector, dashboard_selectors, load_dashboard
-from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SCHEDULER_NAME = "py-scheduler-dashboard"
@@ -97,13 +95,6 @@ def test_kustomize_component_builds_the_dashboard_configmap(tmp_path: Path) -> N
     assert config_map["metadata"]["namespace"] == "py-scheduler"
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(config_map["data"]["py-scheduler.json"]) == load_dashboard()
-
-
-@pytest.fixture
-def run_id(core_v1: Any) -> Iterator[str]:
-    rid = new_run_id()
-    yield rid
-    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
 def test_every_dashboard_series_is_in_a_live_scrape(

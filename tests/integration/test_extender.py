@@ -20,7 +20,7 @@ import pytest
 
 from devcluster.nodes import HOSTNAME_LABEL, create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod
 
 REPO = Path(__file__).resolve().parents[2]
 ALLOW_KEY, ALLOW_VALUE = "example.com/extender", "ok"
@@ -61,13 +61,6 @@ class ExtenderProcess:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
         self._log.close()
-
-
-@pytest.fixture
-def run_id(core_v1: Any) -> Iterator[str]:
-    rid = new_run_id()
-    yield rid
-    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
 @pytest.fixture

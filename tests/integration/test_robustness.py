@@ -27,17 +27,10 @@ import pytest
 from devcluster.credentials import write_kubeconfig
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, create_pods, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, create_pods, list_events, list_pods, make_pod
 
 GRACE_PERIOD = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 FAST_ELECTION = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
-
-
-@pytest.fixture
-def run_id(core_v1: Any) -> Iterator[str]:
-    rid = new_run_id()
-    yield rid
-    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from tests.integration.workload import (
     list_nodes,
     list_pods,
     make_pod,
-    new_run_id,
     overcommitted_nodes,
 )
 
@@ -30,14 +29,6 @@ from tests.integration.workload import (
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
     handle = control_plane.start_kube_scheduler()
     yield handle
-
-
-@pytest.fixture
-def run_id(core_v1: Any) -> Iterator[str]:
-    """A label value that ties this test's nodes and pods together; its nodes are deleted afterwards."""
-    rid = new_run_id()
-    yield rid
-    core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
 @pytest.fixture
