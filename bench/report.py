@@ -64,6 +64,7 @@ def _placement(result: RunResult) -> str:
         problems.append(f"{len(p.missing_bound)} not bound")
     if p.unexpected_bound:
         problems.append(f"{len(p.unexpected_bound)} wrongly bound")
+    problems += p.violations[:3]
     return "NO: " + ", ".join(problems)
 
 
