@@ -70,7 +70,7 @@ def create_objects(cp: ControlPlane, workload: Workload, concurrency: int = 32) 
         kinds[str(obj.body.get("kind"))] = kinds.get(str(obj.body.get("kind")), 0) + 1
     log.info(
         "%s in %.1fs",
-        ", ".join(f"{n} {kind}s" for kind, n in kinds.items()),
+        ", ".join(f"{kind} x{n}" for kind, n in kinds.items()),
         time.monotonic() - started,
     )
 
