@@ -6,7 +6,7 @@ sure it is scheduling, then the pods, created as fast as the apiserver accepts t
 while the scheduler runs. A watch records when each pod is bound. See ``bench/workloads.py`` for the
 workloads and ``bench/results/latest.md`` for the last results.
 
-    python -m bench.side_by_side [--workloads basic,large,mixed,ceiling] [--schedulers kube,py]
+    python -m bench.side_by_side [--workloads basic,mixed,volumes,dra,extender,...] [--schedulers kube,py]
                                  [--quick] [--profile pyinstrument|py-spy] [--out FILE]
 """
 
