@@ -33,6 +33,8 @@ class Placement:
     unexpected_bound: list[str] = field(default_factory=list)  # expected unschedulable, bound
     pending: list[str] = field(default_factory=list)  # every pod still pending at the end
     ok: bool = True
+    # Workload-specific rules broken (a device allocated twice, a pod on a node its extender rejects...).
+    violations: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -64,6 +64,7 @@ def _placement(result: RunResult) -> str:
         problems.append(f"{len(p.missing_bound)} not bound")
     if p.unexpected_bound:
         problems.append(f"{len(p.unexpected_bound)} wrongly bound")
+    problems += p.violations[:3]
     return "NO: " + ", ".join(problems)
 
 
@@ -221,11 +222,10 @@ def _reading(results: Sequence[RunResult]) -> list[str]:
     lines += [
         "- Both schedulers share two cores with etcd, the apiserver and the load generator, so a "
         "scheduler's own CPU is taken from the apiserver: throughput and latency follow CPU per pod.",
-        "- kube-scheduler's default profile also runs plugins py-scheduler does not have "
-        "(DynamicResources, DefaultPreemption, NodeDeclaredFeatures). For these pods "
-        "(no volumes, claims, spread constraints or pod affinity) most of them skip at PreFilter; "
-        "DefaultPreemption does run for every unschedulable pod of mixed, and finds no victims "
-        "(all pods have the same priority).",
+        "- Both default profiles run the same plugins but NodeDeclaredFeatures (kube-scheduler "
+        "only; see each run's plugin list). The volume plugins and DynamicResources skip at PreFilter "
+        "except in the volumes and dra workloads; DefaultPreemption does run for every unschedulable "
+        "pod of mixed, and finds no victims (all pods have the same priority).",
         "- Latency includes queueing: pods arrive faster than either scheduler binds them at first, "
         "so p50/p99 measure how well binding keeps pace with creation.",
         "",

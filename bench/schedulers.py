@@ -78,9 +78,11 @@ class KubeScheduler:
     label = KUBE
     scheduler_name = KUBE_SCHEDULER_NAME
 
-    def __init__(self, cp: ControlPlane) -> None:
+    def __init__(self, cp: ControlPlane, extenders: list[dict[str, Any]] | None = None) -> None:
         self._cp = cp
-        self._config = cp.write_kube_scheduler_config(qps=CLIENT_QPS, burst=CLIENT_BURST)
+        self._config = cp.write_kube_scheduler_config(
+            qps=CLIENT_QPS, burst=CLIENT_BURST, extra={"extenders": extenders} if extenders else None
+        )
         self._handle: ManagedProcess | None = None
         self.log_path = cp.log_dir / "kube-scheduler-1.log"
 
@@ -126,7 +128,12 @@ class PyScheduler:
     scheduler_name = PY_SCHEDULER_NAME
 
     def __init__(
-        self, cp: ControlPlane, workdir: Path, profiler: str | None = None, profile_out: Path | None = None
+        self,
+        cp: ControlPlane,
+        workdir: Path,
+        profiler: str | None = None,
+        profile_out: Path | None = None,
+        extenders: list[dict[str, Any]] | None = None,
     ) -> None:
         self._cp = cp
         self._workdir = workdir
@@ -140,6 +147,8 @@ class PyScheduler:
             "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_BURST},
             "profiles": [{"schedulerName": PY_SCHEDULER_NAME}],
         }
+        if extenders:
+            config["extenders"] = extenders
         self.config_path.write_text(yaml.safe_dump(config))
         self.log_path = workdir / "py-scheduler.log"
         self.port = free_port()

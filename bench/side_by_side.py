@@ -6,7 +6,7 @@ sure it is scheduling, then the pods, created as fast as the apiserver accepts t
 while the scheduler runs. A watch records when each pod is bound. See ``bench/workloads.py`` for the
 workloads and ``bench/results/latest.md`` for the last results.
 
-    python -m bench.side_by_side [--workloads basic,large,mixed,ceiling] [--schedulers kube,py]
+    python -m bench.side_by_side [--workloads basic,mixed,volumes,dra,extender,...] [--schedulers kube,py]
                                  [--quick] [--profile pyinstrument|py-spy] [--out FILE]
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import analysis, report, schedulers, workloads
+from bench import analysis, prereqs, report, schedulers, workloads
 from bench.apiclient import BenchClient
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
 from bench.procstat import sample
@@ -52,13 +52,18 @@ def _free_gib() -> float:
 
 
 def _contestant(
-    kind: str, cp: ControlPlane, workdir: Path, profiler: str | None, profile_out: Path | None
+    kind: str,
+    cp: ControlPlane,
+    workdir: Path,
+    profiler: str | None,
+    profile_out: Path | None,
+    extenders: list[dict[str, object]] | None = None,
 ) -> schedulers.Contestant:
     if kind == schedulers.KUBE:
-        return schedulers.KubeScheduler(cp)
+        return schedulers.KubeScheduler(cp, extenders=extenders)
     if kind == schedulers.PY:
         return schedulers.PyScheduler(
-            cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out
+            cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out, extenders=extenders
         )
     return schedulers.TrivialBinder(cp, workdir)
 
@@ -108,6 +113,7 @@ async def _measure(
     timeout: float,
     concurrency: int,
     on_started: Callable[[], None],
+    extra_pids: dict[str, int] | None = None,
 ) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]]]:
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
@@ -118,7 +124,7 @@ async def _measure(
         record = RunRecord()
         watch = BindingWatch(client, NAMESPACE, record)
         await watch.start()
-        pids = {"scheduler": contestant.pid, **cp.pids()}
+        pids = {"scheduler": contestant.pid, **cp.pids(), **(extra_pids or {})}
         before = {name: sample(pid) for name, pid in pids.items()}
         on_started()
         creating = asyncio.create_task(
@@ -137,6 +143,8 @@ async def _measure(
             "apiserver_cpu_s": after["kube-apiserver"].cpu_seconds - before["kube-apiserver"].cpu_seconds,
             "etcd_cpu_s": after["etcd"].cpu_seconds - before["etcd"].cpu_seconds,
         }
+        for name in extra_pids or {}:
+            usage[f"{name}_cpu_s"] = after[name].cpu_seconds - before[name].cpu_seconds
         pods = (await client.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
         nodes = (await client.list("/api/v1/nodes"))["items"]
         events = (await client.list(f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events"))["items"]
@@ -170,9 +178,21 @@ def run_one(
         started = time.monotonic()
         create_nodes(cp.api_client(), workload.nodes, concurrency=32)
         log.info("%d nodes in %.1fs", len(workload.nodes), time.monotonic() - started)
+        prereqs.create_objects(cp, workload)
+        extender = None
+        if workload.extender is not None:
+            extender = prereqs.ExtenderProcess(workload.extender, workdir / "extender.log")
+            extender.start()
         profile_out = profile_dir / f"{workload.name}-{kind}.pyinstrument.txt"
-        contestant = _contestant(kind, cp, workdir, profiler, profile_out)
-        contestant.start()
+        contestant = _contestant(
+            kind, cp, workdir, profiler, profile_out, extender.config() if extender is not None else None
+        )
+        try:
+            contestant.start()
+        except BaseException:
+            if extender is not None:
+                extender.stop()
+            raise
         spy_out = profile_dir / f"{workload.name}-{kind}.py-spy.txt"
 
         def on_started() -> None:
@@ -183,17 +203,32 @@ def run_one(
         try:
             record, usage, pods, nodes = asyncio.run(
                 _measure(
-                    cp, contestant, workload, timeout=timeout, concurrency=concurrency, on_started=on_started
+                    cp,
+                    contestant,
+                    workload,
+                    timeout=timeout,
+                    concurrency=concurrency,
+                    on_started=on_started,
+                    extra_pids={"extender": extender.pid} if extender is not None else None,
                 )
             )
             plugins = contestant.plugins()
+            violations = prereqs.verify(cp, workload, pods, nodes)
+            if extender is not None:
+                calls = ", ".join(f"{n} {verb}" for verb, n in sorted(extender.calls().items()))
+                notes.append(f"extender: {usage['extender_cpu_s']:.1f} CPU s; calls {calls}")
         finally:
             contestant.stop()
+            if extender is not None:
+                extender.stop()
             if profiler and kind == schedulers.PY:
                 notes.append(f"profiled with {profiler} (slower than unprofiled)")
     tput, steady, duration = analysis.throughput(record, workload.expect_bound())
     lat = analysis.latencies_ms(record)
     placement = analysis.check_placement(workload, pods, nodes)
+    if violations:
+        placement.violations = violations
+        placement.ok = False
     result = analysis.RunResult(
         workload=workload.name,
         scheduler=kind,

@@ -36,7 +36,12 @@ CONSTRAINT_WORKLOADS = (
     POD_AFFINITY,
     PREFERRED_AFFINITY,
 )
-ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS)
+# scheduler_perf's volume and DRA cases, and a basic workload through one extender.
+VOLUMES = "volumes"
+DRA = "dra"
+EXTENDER = "extender"
+EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
+ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS, *EXTRA_WORKLOADS)
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench"
@@ -51,6 +56,26 @@ class Churn:
     pod: str
 
 
+@dataclass(frozen=True)
+class ApiObject:
+    """An object the harness creates before the scheduler starts (after the nodes).
+
+    ``path`` is the collection to POST to. ``status``, if given, is then written through the
+    ``/status`` subresource (create resets a PV's or PVC's status)."""
+
+    path: str
+    body: dict[str, Any]
+    status: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ExtenderSpec:
+    """examples/extender run as a process for the run; both schedulers get the same extenders entry."""
+
+    label: str  # key=value a node must carry to pass the filter verb
+    annotation: str  # node annotation holding the prioritize score (0..10)
+
+
 @dataclass
 class Workload:
     name: str
@@ -63,6 +88,9 @@ class Workload:
     expect_unschedulable: frozenset[str] = frozenset()
     # Created and bound before the clock starts (upstream's initPods), in INIT_NAMESPACE.
     init_pods: list[dict[str, Any]] = field(default_factory=list)
+    # Created, in order, before the scheduler starts (PVs, PVCs, CSINodes, ResourceSlices...).
+    objects: list[ApiObject] = field(default_factory=list)
+    extender: ExtenderSpec | None = None
 
     @property
     def pod_names(self) -> list[str]:
@@ -331,7 +359,260 @@ CONSTRAINT_SIZES: dict[str, tuple[tuple[int, int, int], tuple[int, int, int]]] =
 }
 
 
+# ---- volumes: scheduler_perf's SchedulingCSIPVs (scheduler_perf/volumes) ----
+
+CSI_DRIVER = "ebs.csi.aws.com"
+CSI_ATTACH_LIMIT = 39
+BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+
+
+def _bound_pv_pair(namespace: str, i: int) -> tuple[str, list[ApiObject]]:
+    """templates/pv-csi.yaml + pvc.yaml bound to each other as upstream's CreatePodWithPersistentVolume
+    does: PVC with volumeName and the bind-completed annotation, PV with claimRef, both phase Bound
+    through the status subresource. No PV controller needed."""
+    pvc_name = f"pvc-{i}"
+    pv_name = f"{namespace}-pv-{i}"
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": pvc_name, "annotations": {BIND_COMPLETED: "true"}},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": pv_name,
+        },
+    }
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name},
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "capacity": {"storage": "1Gi"},
+            "csi": {"driver": CSI_DRIVER, "volumeHandle": pv_name},
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": pvc_name
+            },
+        },
+    }  # fmt: skip
+    return pvc_name, [
+        ApiObject(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", pvc, {"phase": "Bound"}),
+        ApiObject("/api/v1/persistentvolumes", pv, {"phase": "Bound"}),
+    ]
+
+
+def _pvc_volume(claim: str) -> dict[str, Any]:
+    return {"volumes": [{"name": "vol", "persistentVolumeClaim": {"claimName": claim}}]}
+
+
+def volumes(nodes: int, init: int, measure: int) -> Workload:
+    """scheduler_perf's SchedulingCSIPVs: node-default.yaml nodes with a CSINode allowing 39 attachments
+    of ebs.csi.aws.com, every pod with its own pre-bound CSI PV + PVC (init pods too)."""
+    node_list = [
+        make_node(
+            f"node-{i:05d}", cpu="4", memory="32Gi", pods=110,
+            extra_allocatable={f"attachable-volumes-csi-{CSI_DRIVER}": str(CSI_ATTACH_LIMIT)},
+        )
+        for i in range(nodes)
+    ]  # fmt: skip
+    objects = [
+        ApiObject(
+            "/apis/storage.k8s.io/v1/csinodes",
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSINode",
+                "metadata": {"name": node["metadata"]["name"]},
+                "spec": {
+                    "drivers": [
+                        {
+                            "name": CSI_DRIVER,
+                            "nodeID": node["metadata"]["name"],
+                            "allocatable": {"count": CSI_ATTACH_LIMIT},
+                        }
+                    ]
+                },
+            },
+        )
+        for node in node_list
+    ]
+    pods: dict[str, list[dict[str, Any]]] = {INIT_NAMESPACE: [], MEASURED_NAMESPACE: []}
+    for namespace, count, prefix in ((INIT_NAMESPACE, init, "init"), (MEASURED_NAMESPACE, measure, "pod")):
+        for i in range(count):
+            claim, pair = _bound_pv_pair(namespace, i)
+            objects += pair
+            pods[namespace].append(_upstream_pod(f"{prefix}-{i:05d}", {}, _pvc_volume(claim)))
+    return Workload(
+        name=VOLUMES,
+        description=(
+            f"scheduler_perf's SchedulingCSIPVs shape: {nodes} nodes (4 CPU, 32 GiB, 110 pods) with CSINodes "
+            f"({CSI_DRIVER} attach limit {CSI_ATTACH_LIMIT}), {init} init pods bound before the clock, then "
+            f"{measure} measured pods (100m CPU, 500 MiB), each with its own CSI PV + PVC created "
+            "pre-bound before the clock"
+        ),
+        nodes=node_list,
+        pods=pods[MEASURED_NAMESPACE],
+        init_pods=pods[INIT_NAMESPACE],
+        objects=objects,
+    )
+
+
+# ---- DRA: scheduler_perf's SchedulingWithResourceClaim(Template) (scheduler_perf/dra) ----
+
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DEVICE_CLASS = "test-class"
+
+
+def _resource_slice(node: str, devices: int) -> dict[str, Any]:
+    """dra.go's resourceSlice(): one pool per node, ``devices`` GPUs with upstream's attributes."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+            "devices": [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(devices)
+            ],
+        },
+    }
+
+
+def _claim_pod(name: str, claim: str) -> dict[str, Any]:
+    """templates/pod-with-claim-template.yaml with the claim pre-created (resourceClaimName)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "bench"}},
+        "spec": {
+            "containers": [
+                {"name": "pause", "image": PAUSE_IMAGE, "resources": {"claims": [{"name": "resource"}]}}
+            ],
+            "resourceClaims": [{"name": "resource", "resourceClaimName": claim}],
+            "terminationGracePeriodSeconds": 0,
+        },
+    }
+
+
+def dra(nodes: int, devices_per_node: int, init: int, measure: int) -> Workload:
+    """scheduler_perf's SchedulingWithResourceClaimTemplate allocation pattern (one claim, one device
+    per pod, the cluster filled up completely), with each pod's ResourceClaim created before the
+    clock from resourceclaimtemplate.yaml's spec, so no kube-controller-manager is needed (the
+    upstream SchedulingWithResourceClaim case pre-creates its claims the same way)."""
+    node_list = [
+        make_node(
+            f"scheduler-perf-dra-{i:05d}", cpu="4", memory="32Gi", pods=110, labels={"node-with-dra": "true"}
+        )
+        for i in range(nodes)
+    ]
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DEVICE_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+    objects = [ApiObject("/apis/resource.k8s.io/v1/deviceclasses", device_class)]
+    objects += [
+        ApiObject(
+            "/apis/resource.k8s.io/v1/resourceslices",
+            _resource_slice(n["metadata"]["name"], devices_per_node),
+        )
+        for n in node_list
+    ]
+    claim_spec = {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DEVICE_CLASS}}]}}
+    pods: dict[str, list[dict[str, Any]]] = {INIT_NAMESPACE: [], MEASURED_NAMESPACE: []}
+    for namespace, count, prefix in ((INIT_NAMESPACE, init, "init"), (MEASURED_NAMESPACE, measure, "pod")):
+        for i in range(count):
+            claim = f"{prefix}-{i:05d}-resource"
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": claim},
+                "spec": claim_spec,
+            }
+            objects.append(ApiObject(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", body))
+            pods[namespace].append(_claim_pod(f"{prefix}-{i:05d}", claim))
+    return Workload(
+        name=DRA,
+        description=(
+            f"scheduler_perf's SchedulingWithResourceClaimTemplate shape: {nodes} nodes (4 CPU, 32 GiB), "
+            f"a ResourceSlice per node with {devices_per_node} devices of {DRA_DRIVER}, a DeviceClass with a "
+            f"CEL selector; {init} init pods bound before the clock, then {measure} measured pods, each "
+            "with its own ResourceClaim for one device (claims created before the clock, no controller); "
+            f"{init + measure} claims for {nodes * devices_per_node} devices"
+        ),
+        nodes=node_list,
+        pods=pods[MEASURED_NAMESPACE],
+        init_pods=pods[INIT_NAMESPACE],
+        objects=objects,
+    )
+
+
+# ---- extender: basic pods through one filter+prioritize extender (examples/extender) ----
+
+EXTENDER_LABEL = "bench.example.com/extender"
+EXTENDER_ANNOTATION = "bench.example.com/extender-score"
+
+
+def extender(nodes: int, pods: int) -> Workload:
+    """basic's nodes and pods, with examples/extender on loopback as a filter (4 nodes in 5 carry the
+    label it wants) and prioritize (score 0..10 from an annotation) extender, full Node objects
+    (nodeCacheCapable false), weight 1."""
+    node_list = []
+    for i in range(nodes):
+        node = make_node(
+            f"node-{i:05d}", cpu="4", memory="16Gi", pods=110,
+            labels={EXTENDER_LABEL: "no" if i % 5 == 0 else "ok"},
+        )  # fmt: skip
+        node["metadata"]["annotations"] = {EXTENDER_ANNOTATION: str(i % 11)}
+        node_list.append(node)
+    return Workload(
+        name=EXTENDER,
+        description=(
+            f"{nodes} nodes (4 CPU, 16 GiB, 110 pods; 4 in 5 labelled {EXTENDER_LABEL}=ok), {pods} pods "
+            "(100m CPU, 128 MiB) through one filter+prioritize extender (examples/extender, its own process "
+            "on loopback, full Node objects, weight 1), the same extenders entry for both schedulers"
+        ),
+        nodes=node_list,
+        pods=[pod(f"pod-{i:05d}") for i in range(pods)],
+        extender=ExtenderSpec(label=f"{EXTENDER_LABEL}=ok", annotation=EXTENDER_ANNOTATION),
+    )
+
+
+# Full and quick sizes. volumes: upstream's 500Nodes case; dra: upstream's 2000pods_200nodes (10 devices
+# per node, filled up completely); extender has no upstream case.
+VOLUMES_SIZES = ((500, 500, 1000), (100, 100, 300))  # nodes, init pods, measured pods
+DRA_SIZES = ((200, 10, 1000, 1000), (50, 10, 200, 300))  # nodes, devices per node, init, measured
+EXTENDER_SIZES = ((500, 1000), (100, 300))  # nodes, pods
+
+
+def build_extra(name: str, *, quick: bool = False) -> Workload | None:
+    """The volume, DRA and extender workloads; None for any other name."""
+    if name == VOLUMES:
+        return volumes(*VOLUMES_SIZES[1 if quick else 0])
+    if name == DRA:
+        return dra(*DRA_SIZES[1 if quick else 0])
+    if name == EXTENDER:
+        return extender(*EXTENDER_SIZES[1 if quick else 0])
+    return None
+
+
 def build(name: str, *, quick: bool = False) -> Workload:
+    extra = build_extra(name, quick=quick)
+    if extra is not None:
+        return extra
     if name in CONSTRAINT_SIZES:
         full, small = CONSTRAINT_SIZES[name]
         return constraint_workload(name, *(small if quick else full))

@@ -1,0 +1,205 @@
+"""What some workloads need besides nodes and pods, set up per run on the fresh control plane before the
+scheduler starts: API objects (PVs, PVCs, CSINodes, DeviceClasses, ResourceSlices, ResourceClaims) and
+an extender process. Nothing here runs while the clock does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.apiclient import BenchClient
+from bench.workloads import INIT_NAMESPACE, MEASURED_NAMESPACE, ApiObject, ExtenderSpec, Workload
+from devcluster.cluster import ControlPlane
+
+log = logging.getLogger("bench")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def _create_all(client: BenchClient, objects: Sequence[ApiObject], concurrency: int) -> None:
+    for namespace in (INIT_NAMESPACE, MEASURED_NAMESPACE):
+        await client.create_namespace(namespace)
+    # Cluster-scoped classes first (a claim's class must exist before anything allocates it), then the
+    # rest with ``concurrency`` requests in flight, each object's status written right after its create.
+    queue = list(objects)
+    next_index = 0
+
+    async def one(obj: ApiObject) -> None:
+        created = await client.request("POST", obj.path, orjson.dumps(obj.body), ok=(201,))
+        if obj.status is not None:
+            name = created["metadata"]["name"]
+            await client.request(
+                "PUT", f"{obj.path}/{name}/status", orjson.dumps({**created, "status": obj.status}), ok=(200,)
+            )
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < len(queue):
+            obj = queue[next_index]
+            next_index += 1
+            await one(obj)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def create_objects(cp: ControlPlane, workload: Workload, concurrency: int = 32) -> None:
+    """POST the workload's objects (and their statuses) on ``cp``; raises on any failure."""
+    if not workload.objects:
+        return
+    started = time.monotonic()
+
+    async def run() -> None:
+        async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 4) as client:
+            await _create_all(client, workload.objects, concurrency)
+
+    asyncio.run(run())
+    kinds: dict[str, int] = {}
+    for obj in workload.objects:
+        kinds[str(obj.body.get("kind"))] = kinds.get(str(obj.body.get("kind")), 0) + 1
+    log.info(
+        "%s in %.1fs",
+        ", ".join(f"{kind} x{n}" for kind, n in kinds.items()),
+        time.monotonic() - started,
+    )
+
+
+class ExtenderProcess:
+    """examples/extender as its own process on loopback (port chosen by the OS), one per run."""
+
+    def __init__(self, spec: ExtenderSpec, log_path: Path) -> None:
+        self.spec = spec
+        self.log_path = log_path
+        self.url = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [sys.executable, "-m", "examples.extender", "--port", "0",
+                "--label", self.spec.label, "--annotation", self.spec.annotation]  # fmt: skip
+        with self.log_path.open("ab") as err:
+            self._proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=err, cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True,
+            )  # fmt: skip
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()  # {"listening": "http://127.0.0.1:PORT"}; b"" if it died
+        if not line:
+            self.stop()
+            raise RuntimeError(f"the extender did not start; log {self.log_path}")
+        self.url = str(json.loads(line)["listening"])
+        log.info("extender listening on %s", self.url)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def config(self) -> list[dict[str, Any]]:
+        """The ``extenders`` entry both schedulers get (upstream Extender field names)."""
+        return [
+            {
+                "urlPrefix": self.url,
+                "filterVerb": "filter",
+                "prioritizeVerb": "prioritize",
+                "weight": 1,
+                "nodeCacheCapable": False,
+                "enableHTTPS": False,
+            }
+        ]
+
+    def calls(self) -> Mapping[str, int]:
+        """Calls by verb so far (the extender's /stats)."""
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"{self.url}/stats", timeout=5) as resp:
+                data: dict[str, int] = json.loads(resp.read())
+                return data
+        except OSError:
+            return {}
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(5)
+
+
+async def _list_claims(cp: ControlPlane) -> list[dict[str, Any]]:
+    async with BenchClient(cp.server, cp.token, cp.ca_file, connections=4) as client:
+        items: list[dict[str, Any]] = (await client.list("/apis/resource.k8s.io/v1/resourceclaims"))["items"]
+        return items
+
+
+def verify(
+    cp: ControlPlane,
+    workload: Workload,
+    pods: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """Rules the resource check of ``analysis.check_placement`` does not see; each problem as a phrase."""
+    problems: list[str] = []
+    if workload.extender is not None:
+        key, _, value = workload.extender.label.partition("=")
+        labels = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in nodes}
+        rejected = [
+            p["metadata"]["name"]
+            for p in pods
+            if (node := (p.get("spec") or {}).get("nodeName")) and labels.get(node, {}).get(key) != value
+        ]
+        if rejected:
+            problems.append(f"{len(rejected)} pods on nodes the extender filters out")
+    if any(o.body.get("kind") == "ResourceClaim" for o in workload.objects):
+        problems += _verify_claims(asyncio.run(_list_claims(cp)), pods)
+    return problems
+
+
+def _verify_claims(claims: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every measured bound pod's claim allocated on its node and reserved for it; no device twice."""
+    by_name = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in claims}
+    owners: dict[tuple[str, str, str], str] = {}
+    twice = unallocated = elsewhere = 0
+    for claim in claims:
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        for result in (allocation.get("devices") or {}).get("results") or ():
+            device = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+            if device in owners:
+                twice += 1
+            owners[device] = claim["metadata"]["name"]
+    for pod in pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            continue
+        namespace = pod["metadata"].get("namespace", MEASURED_NAMESPACE)
+        for ref in (pod.get("spec") or {}).get("resourceClaims") or ():
+            found = by_name.get((namespace, ref.get("resourceClaimName", "")))
+            status = (found or {}).get("status") or {}
+            reserved = {r.get("name") for r in status.get("reservedFor") or ()}
+            results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or ()
+            if not results or pod["metadata"]["name"] not in reserved:
+                unallocated += 1
+            elif any(r.get("pool") != node for r in results):  # one pool per node, named after it
+                elsewhere += 1
+    problems = []
+    if twice:
+        problems.append(f"{twice} devices allocated twice")
+    if unallocated:
+        problems.append(f"{unallocated} bound pods without an allocated, reserved claim")
+    if elsewhere:
+        problems.append(f"{elsewhere} claims allocated on another node than their pod's")
+    return problems
