@@ -9,6 +9,8 @@ that fit nowhere, as read back from the API server (Events and the PodScheduled 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +24,7 @@ from kubernetes.client import CoreV1Api
 from devcluster.cluster import ControlPlane
 from devcluster.demo_workload import DEMO_APP_LABEL, EXPECTED_UNSCHEDULABLE, demo_pods
 from devcluster.nodes import create_nodes, make_node
-from devcluster.py_scheduler import SchedulerProcess, scheduler_config
+from devcluster.py_scheduler import REPO, SchedulerProcess, scheduler_config
 from scheduler.framework.quantity import milli_value, value
 
 DEMO_LABEL = "py-scheduler.dev/demo"
@@ -212,6 +214,34 @@ def print_unschedulable(
     print(format_table(("POD", "REASON", "FailedScheduling MESSAGE"), rows), file=out)
 
 
+def explain_examples(
+    scheduler: SchedulerProcess, pods: list[dict[str, Any]], out: TextIO = sys.stdout
+) -> bool:
+    """`py-scheduler explain` on one pending and one placed pod, as a user would run it (here straight
+    at the scheduler's port; in a cluster it goes through the API server's service proxy)."""
+    by_state = {bool(p["spec"].get("nodeName")): p for p in sorted(pods, key=lambda p: p["metadata"]["name"])}
+    for placed in (False, True):
+        pod = by_state.get(placed)
+        if pod is None:
+            continue
+        key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        print(f"\n$ py-scheduler explain {key}", file=out)
+        result = subprocess.run(
+            [sys.executable, "-m", "scheduler", "explain", key, "--endpoint", scheduler.url("")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            check=False,
+        )
+        print(result.stdout.rstrip(), file=out)
+        if result.returncode != 0:
+            print(f"explain failed ({result.returncode}): {result.stderr.strip()}", file=sys.stderr)
+            return False
+    return True
+
+
 def main() -> int:
     with ControlPlane() as plane, tempfile.TemporaryDirectory(prefix="py-scheduler-demo-") as workdir:
         ready = sum(plane.startup_seconds.values())
@@ -241,6 +271,8 @@ def main() -> int:
                     line for line in text.splitlines() if line.startswith("scheduler_schedule_attempts_total")
                 ]
                 print("\n" + "\n".join(attempts))
+                if not explain_examples(scheduler, pods):
+                    return 1
             finally:
                 code = scheduler.stop()
             if code != 0:
