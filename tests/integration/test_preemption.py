@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -362,7 +361,7 @@ def test_preemption_across_schedulers_both_ways(
     assert sorted(g.split("-")[0] for g in gone) == ["kube", "py"], gone
     events = _events(core_v1, namespace, "Preempted")
     reporters = {
-        e["involvedObject"]["name"]: e.get("reportingComponent") or e["source"].get("component")
+        e["involvedObject"]["name"]: e.get("reportingComponent") or (e.get("source") or {}).get("component")
         for e in events
     }
     assert len(events) == 2, reporters
@@ -441,7 +440,10 @@ def test_side_by_side_preemption_matches_kube_scheduler(
     for seed in range(40):
         nodes, need = _case(seed)
         tied, victims = _expected(nodes, need)
-        if tied and any(victims[i] for i in tied):  # preemption needed and possible
+        # Upstream sorts victims by priority then start time (none here, without a kubelet), so among
+        # pods of one class on a node the reprieve order is arbitrary: keep one size per class and node.
+        one_size = all(len({c for k, c in pods if k == cls}) <= 1 for pods in nodes for cls in PRIORITY)
+        if one_size and tied and any(victims[i] for i in tied):  # preemption needed and possible
             cases.append((seed, nodes, need))
         if len(cases) == 4:
             break
@@ -487,11 +489,13 @@ def test_side_by_side_preemption_matches_kube_scheduler(
                 ]
                 outcome[pool] = (node_names[pool].index(node), sorted(gone))
             tied, victims = _expected(case_nodes, need)
-            assert Counter(outcome["py"][1]) == Counter(outcome["kube"][1]), (seed, outcome)
-            assert outcome["kube"][0] in tied and outcome["py"][0] in tied, (seed, outcome, tied)
+            # Both choose among the best nodes and evict exactly that node's minimal victims; with one
+            # best node, the same node and the same victims.
+            for pool, (index, gone) in outcome.items():
+                assert index in tied, (seed, pool, outcome, tied)
+                assert gone == sorted(victims[index]), (seed, pool, outcome, victims)
             if len(tied) == 1:
-                assert outcome["py"][0] == outcome["kube"][0] == tied[0], (seed, outcome)
-                assert outcome["py"][1] == sorted(victims[tied[0]]), (seed, outcome, victims)
+                assert outcome["py"] == outcome["kube"], (seed, outcome)
         finally:
             for ns in namespaces.values():
                 _delete_namespace(core_v1, ns)
