@@ -217,8 +217,23 @@ def test_two_preemptors_at_once_claim_different_rooms(
     assert vips["vip-a"]["spec"]["nodeName"] != vips["vip-b"]["spec"]["nodeName"]
     time.sleep(2)  # any late, redundant round would show up here
     gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
-    assert len(gone) == 4, gone
     by_preemptor = _preempted_by(core_v1, namespace)
+    history = sorted(
+        (
+            e.get("eventTime") or e.get("firstTimestamp") or "",
+            e["reason"],
+            e["involvedObject"]["name"],
+            e["message"],
+        )
+        for e in list_events(core_v1, namespace)
+        if e["reason"] in ("Preempted", "FailedScheduling", "Scheduled")
+    )
+    assert len(gone) == 4, (
+        gone,
+        {u: p for u, p in by_preemptor.items()},
+        history,
+        {n: v["metadata"]["uid"] for n, v in vips.items()},
+    )
     victims = [v for pairs in by_preemptor.values() for v, _ in pairs]
     assert sorted(victims) == gone and len(set(victims)) == len(victims), by_preemptor
     for vip in vips.values():
