@@ -118,6 +118,12 @@ async def _measure(
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
         await _warm_up(client, contestant.scheduler_name)
+        for class_name, value in workload.priority_classes.items():
+            body: dict[str, object] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
+            body |= {"metadata": {"name": class_name}, "value": value}
+            await client.request(
+                "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", orjson.dumps(body), ok=(201, 409)
+            )
         if workload.init_pods:
             await _place_init_pods(client, workload, contestant.scheduler_name, timeout, concurrency)
         bodies = workload.bodies(contestant.scheduler_name)

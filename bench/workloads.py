@@ -36,12 +36,14 @@ CONSTRAINT_WORKLOADS = (
     POD_AFFINITY,
     PREFERRED_AFFINITY,
 )
+# scheduler_perf's PreemptionBasic (misc/performance-config.yaml).
+PREEMPTION = "preemption"
 # scheduler_perf's volume and DRA cases, and a basic workload through one extender.
 VOLUMES = "volumes"
 DRA = "dra"
 EXTENDER = "extender"
 EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
-ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS, *EXTRA_WORKLOADS)
+ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS)
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench"
@@ -91,6 +93,9 @@ class Workload:
     # Created, in order, before the scheduler starts (PVs, PVCs, CSINodes, ResourceSlices...).
     objects: list[ApiObject] = field(default_factory=list)
     extender: ExtenderSpec | None = None
+    # PriorityClasses (name -> value) created before any pod: the Priority admission plugin refuses a
+    # bare spec.priority, so pods name a class.
+    priority_classes: dict[str, int] = field(default_factory=dict)
 
     @property
     def pod_names(self) -> list[str]:
@@ -346,6 +351,41 @@ def constraint_workload(name: str, nodes: int, init: int, measure: int) -> Workl
         pods=[_upstream_pod(f"pod-{i:05d}", labels, template) for i in range(measure)],
         init_pods=[_upstream_pod(f"init-{i:05d}", init_labels, init_spec) for i in range(init)],
     )
+
+
+def preemption(nodes: int, init: int, measure: int) -> Workload:
+    """scheduler_perf's PreemptionBasic: low-priority init pods (900m CPU, 500 MiB; four fill a 4-CPU
+    node) bound before the clock, then high-priority pods (3 CPU, 500 MiB) that each fit only by
+    preempting three of them. Upstream's templates set spec.priority 0 and 10; here PriorityClasses."""
+    low = _upstream_pod_sized("init-{:05d}", "900m", "bench-low")
+    high = _upstream_pod_sized("pod-{:05d}", "3", "bench-high")
+    return Workload(
+        name=PREEMPTION,
+        description=(
+            f"scheduler_perf's PreemptionBasic shape: {nodes} nodes (4 CPU, 32 GiB, 110 pods), {init} "
+            f"low-priority init pods (900m CPU) bound before the clock, then {measure} high-priority pods "
+            "(3 CPU) that each preempt three"
+        ),
+        nodes=[make_node(f"node-{i:05d}", cpu="4", memory="32Gi", pods=110) for i in range(nodes)],
+        pods=[high(i) for i in range(measure)],
+        init_pods=[low(i) for i in range(init)],
+        priority_classes={"bench-low": 0, "bench-high": 10},
+    )
+
+
+def _upstream_pod_sized(name: str, cpu: str, priority_class: str) -> Any:
+    def make(i: int) -> dict[str, Any]:
+        body = pod(name.format(i), cpu, "500Mi")
+        body["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+        body["spec"]["priorityClassName"] = priority_class
+        return body
+
+    return make
+
+
+# (nodes, init pods, measured pods) for the preemption workload, full and quick (upstream: 1000 nodes,
+# 4000 init pods, 1000 measured pods).
+PREEMPTION_SIZES = ((500, 2000, 500), (100, 400, 100))
 
 
 # (nodes, init pods, measured pods) per constraint workload, full and quick. Sized for two cores:
@@ -616,6 +656,8 @@ def build(name: str, *, quick: bool = False) -> Workload:
     if name in CONSTRAINT_SIZES:
         full, small = CONSTRAINT_SIZES[name]
         return constraint_workload(name, *(small if quick else full))
+    if name == PREEMPTION:
+        return preemption(*PREEMPTION_SIZES[1 if quick else 0])
     if name == BASIC:
         return basic(500, 1000) if quick else basic()
     if name == LARGE:

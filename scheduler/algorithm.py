@@ -199,15 +199,32 @@ class SchedulingAlgorithm:
         count = len(nodes)
         start = 0 if restricted else self.next_start_node_index % count
         processed = 0
-        # Nodes where nominated pods of higher or equal priority must be counted take the per-node loop
-        # (RunFilterPluginsWithNominatedPods); nominations are rare and short-lived.
+        # Nodes where nominated pods of higher or equal priority must be counted take the two passes of
+        # RunFilterPluginsWithNominatedPods, one node at a time; every other node the batch path.
         nominated_nodes = fwk.nodes_with_nominated_pods_for(pod) if plugins else set()
-        columns = None if restricted or nominated_nodes else snapshot.columns(fwk.node_columns)
+        columns = None if restricted else snapshot.columns(fwk.node_columns)
         if columns is not None and len(columns) == count:
             # All nodes of the snapshot: filter (and later score) them as arrays.
             if plugins:
+                special: list[int] = []
+                for name in nominated_nodes:
+                    position = snapshot.index_of(name)
+                    if position is not None:
+                        special.append(position)
+
+                def with_nominated(node: NodeInfo) -> Status | None:
+                    return fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+
                 feasible, processed, failures = find_feasible(
-                    columns, start, num_to_find, state, pod, plugins, fwk.batch_filter
+                    columns,
+                    start,
+                    num_to_find,
+                    state,
+                    pod,
+                    plugins,
+                    fwk.batch_filter,
+                    special,
+                    with_nominated,
                 )
                 noted: Status | None = None
                 for rejected, rejection in failures:

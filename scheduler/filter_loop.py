@@ -6,7 +6,7 @@ for the nodes the one-node-at-a-time loop would reach, so the outcome is exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, overload
 
 import numpy as np
@@ -42,8 +42,14 @@ def find_feasible(
     pod: PodInfo,
     plugins: Sequence[_Filter],
     batch_of: Callable[[Any], _BatchFilter | None],
+    special: Collection[int] = (),
+    special_filter: Callable[[NodeInfo], Status | None] | None = None,
 ) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]]]:
     """The Filter loop of a cycle, run a window of nodes at a time.
+
+    ``special``: positions whose verdict is ``special_filter(node)`` instead of the plugins' (the nodes
+    with nominated pods, which take RunFilterPluginsWithNominatedPods' two passes); its statuses carry
+    their plugin already. Every other node takes the batch path.
 
     Visits nodes from ``start`` round the snapshot and stops at the ``num_to_find``-th feasible one,
     with the outcome of the one-node-at-a-time loop: each node's status is that of its first failing
@@ -54,6 +60,10 @@ def find_feasible(
     """
     count = len(columns)
     order: IntArray = (np.arange(count, dtype=np.int64) + start) % count
+    special_positions: IntArray | None = None
+    if special and special_filter is not None:
+        special_positions = np.fromiter(special, dtype=np.int64, count=len(special))
+    overridden = len(plugins)  # the "plugin index" of a rejection by ``special_filter``
     batches = [batch_of(plugin) for plugin in plugins]
     all_batch = all(batch is not None for batch in batches)
     found_parts: list[IntArray] = []
@@ -76,14 +86,32 @@ def find_feasible(
                 statuses = batch.filter_nodes(state, pod, subset)
                 results.append(statuses)
                 masks.append(ok_mask(statuses))
+        overrides: dict[int, Status | None] = {}
+        if special_positions is not None:
+            assert special_filter is not None
+            hits = np.flatnonzero(np.isin(window, special_positions)).tolist()
+            if hits and all_batch:
+                # Judged up front, like the batch plugins: a few nodes past the stopping point cost a
+                # little work and change nothing (the filters are pure).
+                overrides = {i: special_filter(infos[window[i]]) for i in hits}
+            elif hits:
+                overrides = dict.fromkeys(hits)
         if all_batch:
-            alive, cut, rejected = _judge_window(masks, results, len(window), need)
+            alive, cut, rejected = _judge_window(masks, results, len(window), need, overrides)
         else:
-            alive, cut, rejected = _walk_window(plugins, masks, results, subset, need, state, pod)
+            lazy = special_filter if overrides else None
+            alive, cut, rejected = _walk_window(
+                plugins, masks, results, subset, need, state, pod, overrides, lazy
+            )
         processed += cut
         found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
         found_parts.append(window[alive])
         for index, plugin_index in rejected:
+            if plugin_index == overridden:
+                override = overrides[index]
+                assert override is not None
+                failures.append((infos[window[index]], override))
+                continue
             judged = results[plugin_index]
             rejection = judged[index] if judged is not None else None
             assert rejection is not None
@@ -100,21 +128,25 @@ def _judge_window(
     results: Sequence[Sequence[Status | None] | None],
     size: int,
     need: int,
+    overrides: Mapping[int, Status | None] | None = None,
 ) -> tuple[IntArray | slice, int, list[tuple[int, int]]]:
     """All plugins are batch plugins: combine their masks. Returns the feasible window indices up to
     the ``need``-th (a slice when all pass), the number of nodes processed, and (index, first failing
-    plugin) per rejection."""
+    plugin) per rejection. ``overrides``: window indices whose verdict is given (None passes; a status
+    rejects, reported as plugin index ``len(masks)``)."""
     failing = [
         (plugin_index, mask)
         for plugin_index, mask in enumerate(masks)
         if mask is not None and not getattr(results[plugin_index], "all_ok", False) and not mask.all()
     ]
-    if not failing:
+    if not failing and not overrides:
         cut = min(need, size)
         return slice(0, cut), cut, []
     first_failure: IntArray = np.full(size, -1, dtype=np.int64)
     for plugin_index, mask in failing:
         first_failure[(first_failure < 0) & ~mask] = plugin_index
+    for index, verdict in (overrides or {}).items():
+        first_failure[index] = -1 if verdict is None else len(masks)
     alive: IntArray = np.flatnonzero(first_failure < 0)
     if len(alive) >= need:
         cut = int(alive[need - 1]) + 1
@@ -133,10 +165,14 @@ def _walk_window(
     need: int,
     state: CycleState,
     pod: PodInfo,
+    overrides: dict[int, Status | None] | None = None,
+    special_filter: Callable[[NodeInfo], Status | None] | None = None,
 ) -> tuple[IntArray, int, list[tuple[int, int]]]:
     """Some plugins only judge one node at a time: walk the window in order, calling them only for
     nodes every earlier plugin passed, until ``need`` nodes fit. Their rejections are stored in
-    ``results`` (as dicts by index) for the caller."""
+    ``results`` (as dicts by index) for the caller. The window indices in ``overrides`` are judged by
+    ``special_filter`` instead, when reached; the verdict is stored there (rejections reported as
+    plugin index ``len(plugins)``)."""
     ok_lists = [mask.tolist() if mask is not None else None for mask in masks]
     per_node: dict[int, dict[int, Status]] = {k: {} for k, mask in enumerate(masks) if mask is None}
     alive: list[int] = []
@@ -144,6 +180,16 @@ def _walk_window(
     cut = len(subset)
     for index, node in enumerate(subset):
         failed_at = -1
+        if overrides is not None and special_filter is not None and index in overrides:
+            verdict = overrides[index] = special_filter(node)
+            if verdict is None:
+                alive.append(index)
+                if len(alive) == need:
+                    cut = index + 1
+                    break
+            else:
+                rejected.append((index, len(plugins)))
+            continue
         for plugin_index, plugin in enumerate(plugins):
             ok = ok_lists[plugin_index]
             if ok is not None:

@@ -440,6 +440,14 @@ class SchedulingQueue:
             qpi: QueuedPodInfo = entry[-1]
             if backoff.get(qpi.key) is entry:
                 del backoff[qpi.key]
+                # Upstream runs PreEnqueue when a pod enters backoffQ, so a pod popped from it early
+                # has passed it; here it runs now (e.g. DefaultPreemption holds a preemptor whose
+                # victims are still being evicted, which would otherwise preempt them again).
+                pre_enqueue = self._pre_enqueue
+                gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
+                if gate:
+                    self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
+                    continue
                 self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
                 qpi.attempts += 1
                 self._in_flight.start(qpi)

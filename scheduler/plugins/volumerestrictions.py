@@ -103,6 +103,20 @@ def _claim_names(pod: Mapping[str, Any]) -> list[str]:
 class PreFilterState:
     read_write_once_pod_pvcs: frozenset[str]
     conflicting_pvc_ref_count: int
+    # The namespace of the pod being scheduled: claim names only mean something within it.
+    namespace: str = ""
+
+    def clone(self) -> PreFilterState:
+        return PreFilterState(self.read_write_once_pod_pvcs, self.conflicting_pvc_ref_count, self.namespace)
+
+    def update_with_pod(self, other: PodInfo, multiplier: int) -> None:
+        """upstream updateWithPod: each volume of ``other`` naming one of our ReadWriteOncePod claims
+        counts once. Unlike upstream, a pod of another namespace never counts (a claim of the same name
+        there is a different claim)."""
+        if not self.read_write_once_pod_pvcs or other.namespace != self.namespace:
+            return
+        refs = sum(1 for c in _claim_names(other.pod) if c in self.read_write_once_pod_pvcs)
+        self.conflicting_pvc_ref_count += multiplier * refs
 
 
 class VolumeRestrictions:
@@ -155,8 +169,25 @@ class VolumeRestrictions:
         conflicts = self._claims_in_use(pod.namespace, claims) if claims else 0
         if not needs_check and conflicts == 0:
             return None, Status.skip()
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState(claims, conflicts))
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(claims, conflicts, pod.namespace))
         return None, None
+
+    # --- PreFilterExtensions: what-if runs (preemption victims removed, nominated pods added) ---
+    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
+        data = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(data, PreFilterState):
+            return Status.as_error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState')
+        data.update_with_pod(to_add, 1)
+        return None
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
+    ) -> Status | None:
+        data = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(data, PreFilterState):
+            return Status.as_error(f'cannot read "{PRE_FILTER_STATE_KEY}" from cycleState')
+        data.update_with_pod(to_remove, -1)
+        return None
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not satisfy_volume_conflicts(pod.pod, [p.pod for p in node.pods.values()]):

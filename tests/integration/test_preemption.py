@@ -8,6 +8,8 @@ Pods get their priority from PriorityClasses (the Priority admission plugin refu
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,16 @@ from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
 from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
 
+CLASSES = (("low", 10, None), ("mid", 100, None), ("high", 1000, None), ("never", 1000, "Never"))
+PRIORITY = {name: value for name, value, _ in CLASSES}
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(control_plane: Any) -> Iterator[Any]:
+    handle = control_plane.start_kube_scheduler()
+    yield handle
+    handle.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
+
 
 @pytest.fixture
 def run_id(core_v1: Any, api_client: Any) -> Iterator[str]:
@@ -25,14 +37,14 @@ def run_id(core_v1: Any, api_client: Any) -> Iterator[str]:
 
     rid = new_run_id()
     scheduling = SchedulingV1Api(api_client)
-    for name, value, policy in (("low", 10, None), ("high", 1000, None), ("never", 1000, "Never")):
+    for name, value, policy in CLASSES:
         body: dict[str, Any] = {"metadata": {"name": f"{name}-{rid}"}, "value": value}
         if policy:
             body["preemptionPolicy"] = policy
         scheduling.create_priority_class(body=body, _preload_content=False)
     yield rid
     core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
-    for name in ("low", "high", "never"):
+    for name, _, _ in CLASSES:
         scheduling.delete_priority_class(f"{name}-{rid}", _preload_content=False)
 
 
@@ -126,8 +138,8 @@ def test_preemption_policy_never_evicts_nothing_and_waits(
         return None
 
     message = wait_for(reported, 60, "FailedScheduling for the preemptionPolicy=Never pod")
-    # Upstream's text, then (py-scheduler's addition) the nearest misses.
-    assert "preemption: not eligible due to preemptionPolicy=Never.." in message, message
+    # The explain feature may append "Nearest misses: ..." after upstream's text.
+    assert "2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.." in message, message
     pods = _by_name(core_v1, namespace)
     assert len(pods) == 5 and not pods["polite"]["spec"].get("nodeName")
     assert not _events(core_v1, namespace, "Preempted")
@@ -171,3 +183,335 @@ def test_pdb_protected_pods_are_not_chosen_when_others_will_do(
     gone = set(pods) - set(_by_name(core_v1, namespace))
     assert len(gone) == 1
     assert pods[gone.pop()]["metadata"]["labels"]["app"] == "free"
+
+
+def _preempted_by(core_v1: Any, namespace: str) -> dict[str, list[tuple[str, str]]]:
+    """Preempted events per preemptor uid: (victim, node) pairs."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for e in _events(core_v1, namespace, "Preempted"):
+        words = e["message"].split()  # "Preempted by pod <uid> on node <node>"
+        out.setdefault(words[3], []).append((e["involvedObject"]["name"], words[6]))
+    return out
+
+
+def test_two_preemptors_at_once_claim_different_rooms(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    """Two 2-cpu preemptors created together on three full 2-cpu nodes: each must empty a node of its own
+    (the second sees the first's nomination), so exactly four victims, none twice, and the victims of
+    each preemptor are on the node it binds to."""
+    nodes = _nodes(api_client, run_id, 3)
+    _fill(core_v1, namespace, run_id, nodes)
+    before = {n: p["spec"]["nodeName"] for n, p in _by_name(core_v1, namespace).items()}
+    for name in ("vip-a", "vip-b"):
+        _create(core_v1, namespace, _pod(name, run_id, "high", "2"))
+
+    def both_bound() -> dict[str, dict[str, Any]] | None:
+        pods = _by_name(core_v1, namespace)
+        vips: dict[str, dict[str, Any]] = {
+            n: pods[n] for n in ("vip-a", "vip-b") if n in pods and pods[n]["spec"].get("nodeName")
+        }
+        return vips if len(vips) == 2 else None
+
+    vips = wait_for(both_bound, 90, "both preemptors bound")
+    assert vips["vip-a"]["spec"]["nodeName"] != vips["vip-b"]["spec"]["nodeName"]
+    time.sleep(2)  # any late, redundant round would show up here
+    gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
+    by_preemptor = _preempted_by(core_v1, namespace)
+    history = sorted(
+        (
+            e.get("eventTime") or e.get("firstTimestamp") or "",
+            e["reason"],
+            e["involvedObject"]["name"],
+            e["message"],
+        )
+        for e in list_events(core_v1, namespace)
+        if e["reason"] in ("Preempted", "FailedScheduling", "Scheduled")
+    )
+    assert len(gone) == 4, (
+        gone,
+        {u: p for u, p in by_preemptor.items()},
+        history,
+        {n: v["metadata"]["uid"] for n, v in vips.items()},
+    )
+    victims = [v for pairs in by_preemptor.values() for v, _ in pairs]
+    assert sorted(victims) == gone and len(set(victims)) == len(victims), by_preemptor
+    for vip in vips.values():
+        pairs = by_preemptor[vip["metadata"]["uid"]]
+        assert {node for _, node in pairs} == {vip["spec"]["nodeName"]}
+        assert {before[v] for v, _ in pairs} == {vip["spec"]["nodeName"]}
+
+
+def _replica_set(name: str, run_id: str, replicas: int, cls: str, cpu: str) -> dict[str, Any]:
+    template = _pod("unused", run_id, cls, cpu, {"app": name})
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": template["metadata"]["labels"]}, "spec": template["spec"]},
+        },
+    }
+
+
+def test_no_preemption_loop_when_the_victim_is_recreated(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    """A ReplicaSet fills two nodes; a high-priority pod preempts one replica. The ReplicaSet recreates
+    it at once: the replacement must neither take the room nominated to the preemptor nor, once it
+    waits (and later binds on a new node), cause another round. Evictions are counted over a window
+    until stable: exactly one, ever."""
+    from kubernetes.client import AppsV1Api
+
+    nodes = _nodes(api_client, run_id, 2)
+    AppsV1Api(api_client).create_namespaced_replica_set(
+        namespace, body=_replica_set("fill", run_id, 4, "low", "1"), _preload_content=False
+    )
+
+    def replicas_bound() -> bool:
+        pods = list(_by_name(core_v1, namespace).values())
+        return len(pods) == 4 and all(p["spec"].get("nodeName") for p in pods)
+
+    wait_for(replicas_bound, 60, "the ReplicaSet's pods bound")
+    first = set(_by_name(core_v1, namespace))
+    _create(core_v1, namespace, _pod("vip", run_id, "high", "1"))
+    seen: set[str] = set(first)
+
+    def replacement_refused() -> str | None:
+        pods = _by_name(core_v1, namespace)
+        seen.update(pods)
+        vip = pods.get("vip")
+        new = [n for n in pods if n not in first and n != "vip"]
+        if not (vip and vip["spec"].get("nodeName") and len(new) == 1):
+            return None
+        assert not pods[new[0]]["spec"].get("nodeName"), "the replacement took the preemptor's room"
+        refused = [
+            e
+            for e in _events(core_v1, namespace, "FailedScheduling")
+            if e["involvedObject"]["name"] == new[0]
+        ]
+        return new[0] if refused else None
+
+    replacement = wait_for(replacement_refused, 60, "the preemptor bound and the replacement refused")
+    # The replacement has lower priority than the preemptor and equal to everything else: no victims.
+    extra = f"extra-{run_id}"
+    create_nodes(api_client, [make_node(extra, cpu="2", labels={RUN_LABEL: run_id})])
+
+    def replacement_bound() -> bool:
+        pod = _by_name(core_v1, namespace).get(replacement)
+        return bool(pod and pod["spec"].get("nodeName") == extra)
+
+    wait_for(replacement_bound, 60, "the replacement bound on the new node")
+    # Stable: no new pods, no new Preempted events, for 5 s in a row (bounded at 30 s).
+    last: tuple[int, int] | None = None
+    since = time.monotonic()
+    deadline = since + 30
+    while time.monotonic() < deadline:
+        pods = _by_name(core_v1, namespace)
+        seen.update(pods)
+        now = (len(seen), len(_events(core_v1, namespace, "Preempted")))
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= 5:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"evictions never settled: {last}")
+    assert last == (6, 1), (sorted(seen), last)  # four replicas, one replacement, the preemptor
+    pods = _by_name(core_v1, namespace)
+    assert len(pods) == 5 and all(p["spec"].get("nodeName") for p in pods.values())
+    assert pods["vip"]["spec"]["nodeName"] in nodes
+
+
+def test_preemption_across_schedulers_both_ways(
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    """Pool "kube": kube-scheduler places the low-priority pods, a py-scheduler pod preempts one. Pool
+    "py": the reverse. Victims are chosen whatever scheduler placed them, as upstream; each side
+    reports its own Preempted events, and neither scheduler acts on the other's preemptor."""
+    names = {pool: [f"{pool}{i}-{run_id}" for i in range(2)] for pool in ("kube", "py")}
+    create_nodes(
+        api_client,
+        [
+            make_node(n, cpu="2", labels={RUN_LABEL: run_id, "pool": pool})
+            for pool, ns in names.items()
+            for n in ns
+        ],
+    )
+    fillers = {"kube": "default-scheduler", "py": "py-scheduler"}
+    for pool, scheduler_name in fillers.items():
+        for i in range(4):
+            pod = _pod(f"{pool}-low-{i}", run_id, "low", "1")
+            pod["spec"]["schedulerName"] = scheduler_name
+            pod["spec"]["nodeSelector"]["pool"] = pool
+            _create(core_v1, namespace, pod)
+
+    def filled() -> bool:
+        pods = _by_name(core_v1, namespace).values()
+        return len(pods) == 8 and all(p["spec"].get("nodeName") for p in pods)
+
+    wait_for(filled, 60, "both pools filled")
+    before = {n: p["spec"]["nodeName"] for n, p in _by_name(core_v1, namespace).items()}
+    # The preemptor of pool "kube" is py-scheduler's, and the other way round.
+    for pool, scheduler_name in (("kube", "py-scheduler"), ("py", "default-scheduler")):
+        pod = _pod(f"vip-{pool}", run_id, "high", "1")
+        pod["spec"]["schedulerName"] = scheduler_name
+        pod["spec"]["nodeSelector"]["pool"] = pool
+        _create(core_v1, namespace, pod)
+
+    def vips_bound() -> dict[str, dict[str, Any]] | None:
+        pods = _by_name(core_v1, namespace)
+        vips = {p: pods.get(f"vip-{p}") for p in ("kube", "py")}
+        return vips if all(v and v["spec"].get("nodeName") for v in vips.values()) else None  # type: ignore[return-value]
+
+    vips = wait_for(vips_bound, 90, "both preemptors bound")
+    time.sleep(2)
+    gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
+    assert sorted(g.split("-")[0] for g in gone) == ["kube", "py"], gone
+    events = _events(core_v1, namespace, "Preempted")
+    reporters = {
+        e["involvedObject"]["name"]: e.get("reportingComponent") or (e.get("source") or {}).get("component")
+        for e in events
+    }
+    assert len(events) == 2, reporters
+    for pool, reporter in (("kube", "py-scheduler"), ("py", "default-scheduler")):
+        [victim] = [g for g in gone if g.startswith(pool)]
+        assert before[victim] == vips[pool]["spec"]["nodeName"]
+        assert reporters[victim] == reporter, reporters
+
+
+# --- side by side with kube-scheduler on identical seeded cases -------------------------------------
+
+NODE_CPU = 4
+
+
+def _case(seed: int) -> tuple[list[list[tuple[str, int]]], int]:
+    """Three 4-cpu nodes, each filled exactly with (class, cpu) pods, and the preemptor's cpu."""
+    rng = random.Random(seed)
+    nodes = []
+    for _ in range(3):
+        pods: list[tuple[str, int]] = []
+        free = NODE_CPU
+        while free:
+            cpu = rng.choice([c for c in (1, 2) if c <= free])
+            pods.append((rng.choice(["low", "low", "mid", "mid", "high"]), cpu))
+            free -= cpu
+        nodes.append(pods)
+    return nodes, rng.choice([1, 2, 3])
+
+
+def _expected(
+    nodes: list[list[tuple[str, int]]], need: int
+) -> tuple[list[int], dict[int, list[tuple[str, int]]]]:
+    """Upstream's choice for cpu-only pods without PDBs or start times: per node the minimal victims
+    (all lower-priority pods removed, then reprieved most important first while the preemptor fits),
+    then pickOneNodeForPreemption's first three criteria. Returns the tied best nodes and the victims."""
+    victims: dict[int, list[tuple[str, int]]] = {}
+    for index, pods in enumerate(nodes):
+        keep = [p for p in pods if PRIORITY[p[0]] >= PRIORITY["high"]]
+        lower = sorted((p for p in pods if PRIORITY[p[0]] < PRIORITY["high"]), key=lambda p: -PRIORITY[p[0]])
+        used = sum(c for _, c in keep)
+        if used + need > NODE_CPU:
+            continue
+        chosen = []
+        for p in lower:
+            if used + p[1] + need <= NODE_CPU:
+                used += p[1]
+            else:
+                chosen.append(p)
+        victims[index] = chosen
+    offset = 2**31
+
+    def rank(i: int) -> tuple[int, int, int]:
+        v = victims[i]
+        return (
+            max((PRIORITY[c] for c, _ in v), default=-offset),
+            sum(PRIORITY[c] + offset for c, _ in v),
+            len(v),
+        )
+
+    best = min(rank(i) for i in victims) if victims else None
+    return [i for i in victims if rank(i) == best], victims
+
+
+def test_side_by_side_preemption_matches_kube_scheduler(
+    core_v1: Any,
+    api_client: Any,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    """Identical seeded cases, one per scheduler in its own pool and namespace: the same victims (by
+    priority class and size) and, when the choice is unique, the same node."""
+    from tests.conftest import _delete_namespace
+
+    cases = []
+    for seed in range(40):
+        nodes, need = _case(seed)
+        tied, victims = _expected(nodes, need)
+        # Upstream sorts victims by priority then start time (none here, without a kubelet), so among
+        # pods of one class on a node the reprieve order is arbitrary: keep one size per class and node.
+        one_size = all(len({c for k, c in pods if k == cls}) <= 1 for pods in nodes for cls in PRIORITY)
+        if one_size and tied and any(victims[i] for i in tied):  # preemption needed and possible
+            cases.append((seed, nodes, need))
+        if len(cases) == 4:
+            break
+    for seed, case_nodes, need in cases:
+        namespaces = {pool: f"pre-{pool}-{seed}-{run_id}" for pool in ("kube", "py")}
+        for ns in namespaces.values():
+            core_v1.create_namespace(body={"metadata": {"name": ns}}, _preload_content=False)
+        try:
+            node_names = {pool: [f"{pool}-c{seed}-{i}-{run_id}" for i in range(3)] for pool in namespaces}
+            create_nodes(
+                api_client,
+                [
+                    make_node(n, cpu=str(NODE_CPU), labels={RUN_LABEL: run_id, "pool": f"{pool}{seed}"})
+                    for pool, ns in node_names.items()
+                    for n in ns
+                ],
+            )
+            for pool, scheduler_name in (("kube", "default-scheduler"), ("py", "py-scheduler")):
+                for index, pods in enumerate(case_nodes):
+                    for j, (cls, cpu) in enumerate(pods):
+                        pod = _pod(f"f{index}-{j}-{cls}-{cpu}", run_id, cls, str(cpu))
+                        pod["spec"]["nodeName"] = node_names[pool][index]  # placed, not scheduled
+                        _create(core_v1, namespaces[pool], pod)
+                vip = _pod("vip", run_id, "high", str(need))
+                vip["spec"]["schedulerName"] = scheduler_name
+                vip["spec"]["nodeSelector"]["pool"] = f"{pool}{seed}"
+                _create(core_v1, namespaces[pool], vip)
+            outcome: dict[str, tuple[int, list[tuple[str, int]]]] = {}
+            for pool, ns in namespaces.items():
+
+                def bound(ns: str = ns) -> str | None:
+                    vip = _by_name(core_v1, ns).get("vip")
+                    return vip["spec"].get("nodeName") if vip else None
+
+                node = wait_for(bound, 90, f"seed {seed}: {pool}'s preemptor bound")
+                time.sleep(1)
+                remaining = set(_by_name(core_v1, ns))
+                gone = [
+                    (cls, int(cpu))
+                    for index, pods in enumerate(case_nodes)
+                    for j, (cls, cpu) in enumerate(pods)
+                    if f"f{index}-{j}-{cls}-{cpu}" not in remaining
+                ]
+                outcome[pool] = (node_names[pool].index(node), sorted(gone))
+            tied, victims = _expected(case_nodes, need)
+            # Both choose among the best nodes and evict exactly that node's minimal victims; with one
+            # best node, the same node and the same victims.
+            for pool, (index, gone) in outcome.items():
+                assert index in tied, (seed, pool, outcome, tied)
+                assert gone == sorted(victims[index]), (seed, pool, outcome, victims)
+            if len(tied) == 1:
+                assert outcome["py"] == outcome["kube"], (seed, outcome)
+        finally:
+            for ns in namespaces.values():
+                _delete_namespace(core_v1, ns)

@@ -19,7 +19,13 @@ from scheduler.cache.cache import new_snapshot
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.loader import parse_config
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.listers import POD_DISRUPTION_BUDGETS, ResourceSpec, StaticLister
+from scheduler.framework.listers import (
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    POD_DISRUPTION_BUDGETS,
+    ResourceSpec,
+    StaticLister,
+)
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
@@ -29,6 +35,7 @@ from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Candidate, pick_one_node_for_preemption
 from scheduler.preemption.pdb import filter_pods_with_pdb_violation, parse_pdbs
 from tests.unit.plugins.plugin_testlib import node, pod
+from tests.unit.plugins.volume_testlib import pv, pvc
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -82,9 +89,12 @@ class Env:
         pods: Sequence[Mapping[str, Any]],
         pdbs: Sequence[Mapping[str, Any]] = (),
         args: Mapping[str, Any] | None = None,
+        objects: Mapping[ResourceSpec, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.snapshot: Snapshot = new_snapshot(nodes, pods)
         listers: dict[ResourceSpec, StaticLister] = {POD_DISRUPTION_BUDGETS: StaticLister(pdbs)}
+        for spec, objs in (objects or {}).items():
+            listers[spec] = StaticLister(objs)
         plugin_config = [{"name": "DefaultPreemption", "args": dict(args)}] if args else []
         cfg = parse_config(
             {
@@ -416,6 +426,46 @@ def test_victims_are_the_minimal_set_most_important_reprieved_first() -> None:
     env = Env(big_nodes("node1"), pods)
     [candidate] = env.dry_run(mk("p", HIGH, MEDIUM))
     assert names_of(candidate.victims) == ["low"]
+
+
+def _rwop_objects(name: str) -> dict[ResourceSpec, list[dict[str, Any]]]:
+    """A ReadWriteOncePod claim bound to a PV with no node affinity (VolumeBinding passes it)."""
+    mode = ("ReadWriteOncePod",)
+    claim = pvc(name, volume_name=f"pv-{name}", access_modes=mode)
+    volume = pv(f"pv-{name}", phase="Bound", access_modes=mode, claim=claim)
+    return {PERSISTENT_VOLUME_CLAIMS: [claim], PERSISTENT_VOLUMES: [volume]}
+
+
+def test_read_write_once_pod_holder_is_the_victim() -> None:
+    """VolumeRestrictions' RemovePod: the dry run sees that evicting the low-priority holder of a
+    ReadWriteOncePod claim frees it; the pod beside it, which does not help, is reprieved."""
+    claim = {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}
+    pods = [
+        mk("holder", LOW, SMALL, node_name="node1", extra_spec=claim),
+        mk("bystander", LOW, SMALL, node_name="node1"),
+        mk("other", LOW, SMALL, node_name="node2"),
+    ]
+    env = Env(big_nodes("node1", "node2"), pods, objects=_rwop_objects("c"))
+    preemptor = mk("p", HIGH, SMALL, extra_spec=claim)
+    statuses = env.node_statuses(preemptor)
+    assert {n: s.plugin for n, s in statuses.items()} == {
+        "node1": "VolumeRestrictions",
+        "node2": "VolumeRestrictions",
+    }
+    [candidate] = env.dry_run(preemptor)
+    assert candidate.name == "node1" and names_of(candidate.victims) == ["holder"]
+    nominated, status = env.post_filter(preemptor)
+    assert nominated == "node1" and (status is None or status.code is Code.Success)
+
+
+def test_read_write_once_pod_holder_of_higher_priority_means_no_candidate() -> None:
+    claim = {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]}
+    pods = [
+        mk("holder", HIGH, SMALL, node_name="node1", extra_spec=claim),
+        mk("low", LOW, SMALL, node_name="node1"),
+    ]
+    env = Env(big_nodes("node1"), pods, objects=_rwop_objects("c"))
+    assert env.dry_run(mk("p", HIGH, SMALL, extra_spec=claim)) == []
 
 
 def test_post_filter_messages() -> None:

@@ -505,3 +505,28 @@ async def test_run_returns_on_close_even_mid_sleep(clock: FakeClock) -> None:
     q.close()
     await asyncio.wait_for(runner, timeout=2)
     await q.run()  # closed: returns at once
+
+
+def test_pop_from_backoff_runs_pre_enqueue(clock: FakeClock) -> None:
+    """A pod taken from backoffQ while activeQ is empty passes PreEnqueue first (upstream runs it when
+    the pod enters backoffQ): DefaultPreemption holds a preemptor whose victims are being evicted."""
+    held = {"now": False}
+
+    def gate(pod: Any) -> str:
+        return "DefaultPreemption" if held["now"] else ""
+
+    hints = {name: [ClusterEventWithHint(NODE_ADD)] for name in ("NodeAffinity", "DefaultPreemption")}
+    q = new_queue(clock, pre_enqueue=gate, hints=hints)
+    q.add(make_pod("a"))
+    qpi = pop(q)
+    q.move_all_to_active_or_backoff(NODE_ADD)  # seen in flight: the rejection is retried after backoff
+    held["now"] = True  # PostFilter started a preemption for it
+    fail(q, qpi, "NodeAffinity")
+    assert q.where("default/a") == BACKOFF
+    assert q.pop_nowait() is None
+    assert q.where("default/a") == GATED
+    held["now"] = False
+    q.move_all_to_active_or_backoff(NODE_ADD)  # e.g. the last victim's deletion
+    assert q.where("default/a") == BACKOFF  # its backoff is still running
+    clock.advance(2.0)
+    assert q.pop_nowait() is qpi

@@ -217,6 +217,35 @@ def test_access_mode_conflicts(name: str, claims: tuple[str, ...], want: Any) ->
     assert _run_restrictions(plugin, pod_with_claims("p", *claims), NodeInfo(node("other"))) == want
 
 
+def test_restriction_add_remove_pod() -> None:
+    """PreFilterExtensions (upstream AddPod/RemovePod): a what-if run that removes the holder of the
+    claim clears the conflict, adding it back restores it; pods of other namespaces never count."""
+    pvcs = (pvc("rwop", access_modes=("ReadWriteOncePod",)),)
+    holder_raw = _with_volumes(
+        "holder", {"name": "v", "persistentVolumeClaim": {"claimName": "rwop"}}, node_name="n"
+    )
+    holder = PodInfo(holder_raw)
+    plugin = VolumeRestrictions({}, handle(nodes=(_node_with(holder_raw),), pvcs=pvcs))
+    target = pod_with_claims("p", "rwop")
+    state = CycleState()
+    assert plugin.pre_filter(state, target, ()) == (None, None)
+    free = NodeInfo(node("free"))
+    assert _status(plugin.filter(state, target, free)) == RWOP
+    what_if = state.clone()
+    assert plugin.remove_pod(what_if, target, holder, free) is None
+    assert plugin.filter(what_if, target, free) is None
+    assert _status(plugin.filter(state, target, free)) == RWOP  # the clone did not leak back
+    assert plugin.add_pod(what_if, target, holder, free) is None
+    assert _status(plugin.filter(what_if, target, free)) == RWOP
+    stranger_raw = _with_volumes("s", {"name": "v", "persistentVolumeClaim": {"claimName": "rwop"}})
+    stranger_raw["metadata"]["namespace"] = "elsewhere"
+    assert plugin.remove_pod(what_if, target, PodInfo(stranger_raw), free) is None
+    assert _status(plugin.filter(what_if, target, free)) == RWOP
+    # No PreFilter state: an error, as upstream.
+    status = plugin.add_pod(CycleState(), target, holder, free)
+    assert status is not None and status.code is Code.Error
+
+
 def test_restriction_hints() -> None:
     plugin = VolumeRestrictions({}, handle())
     target = _with_volumes("p", {"name": "v", "persistentVolumeClaim": {"claimName": "c"}})
