@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +111,13 @@ class DynamicResources:
     """PreEnqueue, PreFilter, Filter, Score, Reserve/Unreserve and PreBind for ResourceClaims."""
 
     name = names.DYNAMIC_RESOURCES
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Claims depend on allocation state beyond the node (upstream declines them too); extended
+        resources may be backed by device classes, so those pods decline as well."""
+        if pod.spec.get("resourceClaims") or pod.requests.scalar:
+            return None
+        return ()
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         reader = ArgsReader(self.name)
