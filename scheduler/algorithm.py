@@ -95,11 +95,13 @@ TRACE_KEY = "explain/trace"
 class SchedulingAlgorithm:
     """Holds the round-robin start index that spreads filter work across calls."""
 
-    def __init__(self, rng: random.Random | None = None, *, batching: bool = True) -> None:
+    def __init__(self, rng: random.Random | None = None, *, batching: bool = False) -> None:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
-        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.batching); the
-        # placements are those of one-by-one scheduling, so it is on unless a test compares the two.
+        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.batching). Placements
+        # equal one-by-one scheduling, but it is off by default: measured (bench.batching_bench), a hit
+        # still pays PreFilter, PreScore, signing and per-plugin dispatch for the changed rows, which on
+        # the vectorised plugins costs about what judging the whole window does (optimisation-log).
         self.batch: BatchCache | None = BatchCache() if batching else None
         # The cache entry the current attempt filtered with; its Score step reads and fills it.
         self._batched: BatchEntry | None = None
