@@ -91,6 +91,8 @@ class Scheduler:
         # Exactly the node columns the enabled plugins of all profiles read (conflicts stop startup).
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
         self.algorithm = SchedulingAlgorithm()
+        if self.algorithm.batch is not None:
+            self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.extenders = extenders if extenders is not None else Extenders(())
         if self.extenders.has_binders:

@@ -183,6 +183,23 @@ LEADER_ELECTION_SLOWPATH = Counter(
     ["name"],
 )
 
+# py-scheduler's own (no kube-scheduler counterpart with these semantics): opportunistic batching.
+BATCHING_HITS = Counter(
+    "py_scheduler_batching_hits",
+    "Scheduling attempts that reused the Filter verdicts and raw Scores of an earlier pod with the same "
+    "signature, revalidating only the nodes changed since.",
+)
+BATCHING_MISSES = Counter(
+    "py_scheduler_batching_misses",
+    "Scheduling attempts that judged every node afresh: a new signature, a pod no plugin could sign, "
+    "or a node list that changed.",
+)
+
+
+def observe_batching(result: str) -> None:
+    (BATCHING_HITS if result == "hit" else BATCHING_MISSES).inc()
+
+
 _M = TypeVar("_M", bound=MetricWrapperBase)
 _children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
 

@@ -67,6 +67,15 @@ class InternedColumn:
 ColumnSpec = NodeColumn | InternedColumn
 
 
+def _generation(info: NodeInfo) -> int:
+    return info.generation
+
+
+# Each row's NodeInfo generation, kept row by row like every column: the batching cache compares it
+# with the generations its results were computed at to find the few nodes that changed since.
+GENERATION_COLUMN = NodeColumn("framework/generation", np.int64, _generation)
+
+
 class ColumnConflictError(ValueError):
     """Two plugins declared different columns under one name."""
 

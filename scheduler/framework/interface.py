@@ -13,7 +13,7 @@ Returning ``None`` from a method that returns a Status means Success.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -70,6 +70,22 @@ class PreFilterExtensions(Protocol):
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """Opportunistic batching (upstream's ``SignPlugin``): the part of a pod this plugin's PreFilter,
+    Filter, PreScore and Score read, as a hashable value.
+
+    Two pods whose parts are equal for every plugin of a profile must get the same Filter verdict and
+    raw Score on any node in the same state, and a plugin's verdict on a node may depend only on that
+    node (and on what the part itself captures). Return None when that cannot be promised for this
+    pod (its answer depends on other pods' placement, on API objects a node generation does not
+    track): batching is then off for the pod. A profile with any such plugin lacking ``sign`` never
+    batches.
+    """
+
+    def sign(self, pod: PodInfo) -> Hashable | None: ...
 
 
 @runtime_checkable

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from scheduler.framework.columns import ColumnSpec, IntArray, merge_column_specs
+from scheduler.framework.columns import GENERATION_COLUMN, ColumnSpec, IntArray, merge_column_specs
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle
 from scheduler.framework.interface import (
@@ -43,6 +43,7 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
@@ -159,7 +160,21 @@ class Framework:
             for p in self.all_plugins()
             if isinstance(p, ColumnarPlugin)
         )
-        self.node_columns: tuple[ColumnSpec, ...] = merge_column_specs(self.column_declarations)
+        # Opportunistic batching: every plugin that decides where a pod goes must sign pods (upstream's
+        # computeBatchablePlugins); otherwise the profile never batches. Extenders are checked by the
+        # algorithm, which only batches on the extender-free path.
+        deciding = {
+            p.name: p for p in (*plugins.pre_filter, *plugins.filter, *plugins.pre_score, *plugins.score)
+        }
+        self.signers: tuple[SignPlugin, ...] | None = (
+            tuple(p for p in deciding.values() if isinstance(p, SignPlugin))
+            if all(isinstance(p, SignPlugin) for p in deciding.values())
+            else None
+        )
+        declarations = self.column_declarations
+        if self.signers is not None:
+            declarations = (*declarations, ("the batching cache", (GENERATION_COLUMN,)))
+        self.node_columns: tuple[ColumnSpec, ...] = merge_column_specs(declarations)
         # PreFilter plugins that keep their state right under AddPod/RemovePod (what-if runs).
         self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
             (p.name, p) for p in plugins.pre_filter if isinstance(p, PreFilterExtensions)
@@ -208,6 +223,19 @@ class Framework:
         return self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
 
     # --- scheduling cycle ---------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> Hashable | None:
+        """The pod's scheduling signature (upstream's SignPod), or None: cannot batch this pod."""
+        signers = self.signers
+        if signers is None:
+            return None
+        parts: list[Hashable] = [pod.scheduler_name]
+        for plugin in signers:
+            part = plugin.sign(pod)
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
+
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
@@ -349,6 +377,9 @@ class Framework:
     def batch_filter(self, plugin: FilterPlugin) -> BatchFilterPlugin | None:
         return self._batch_filters.get(plugin.name)
 
+    def batch_score(self, name: str) -> BatchScorePlugin | None:
+        return self._batch_scores.get(name)
+
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
@@ -389,8 +420,17 @@ class Framework:
         totals: list[int] = self.run_score_array(state, pod, nodes).tolist()
         return totals
 
-    def run_score_array(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> IntArray:
-        """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout."""
+    def run_score_array(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        raw_scores: Mapping[str, IntArray] | None = None,
+    ) -> IntArray:
+        """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout.
+
+        ``raw_scores``: plugins' raw (un-normalised) scores aligned with ``nodes``, already known (the
+        batching cache); each array is the caller's to give away, normalizers may rewrite it."""
         totals: IntArray = np.zeros(len(nodes), dtype=np.int64)
         skip = state.skip_score_plugins
         breakdown: list[tuple[str, IntArray, IntArray, int]] | None = state.get(SCORE_BREAKDOWN_KEY)
@@ -399,7 +439,10 @@ class Framework:
                 continue
             batch = self._batch_scores.get(plugin.name)
             raw: Sequence[int] | IntArray
-            if batch is not None:
+            known = raw_scores.get(plugin.name) if raw_scores is not None else None
+            if known is not None:
+                raw = known
+            elif batch is not None:
                 raw = batch.score_nodes(state, pod, nodes)
             else:
                 per_node: list[int] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from scheduler.framework import MAX_NODE_SCORE, CycleState, Handle, NodeInfo, PodInfo, Status
@@ -69,6 +69,16 @@ class ImageLocality:
     """
 
     name = names.IMAGE_LOCALITY
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """The images and how many nodes hold each: the spread factor scales every node's score."""
+        snapshot = self._handle.snapshot
+        images = pod_images(pod).images
+        return (
+            tuple(images),
+            snapshot.num_nodes(),
+            tuple(snapshot.image_num_nodes(image) for image in images),
+        )
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

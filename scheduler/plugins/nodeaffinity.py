@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from scheduler.plugins.helper.nodeselector import (
 )
 from scheduler.plugins.helper.nodeselector_batch import preferred_scores, required_mask, selector_mask
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
+from scheduler.plugins.helper.signature import spec_part
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -112,6 +113,11 @@ class NodeAffinity:
     """
 
     name = names.NODE_AFFINITY
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """nodeSelector and the affinity stanza (its pod (anti-)affinity parts make InterPodAffinity
+        decline anyway)."""
+        return spec_part(pod, "nodeSelector", "affinity")
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         reader = ArgsReader(self.name)

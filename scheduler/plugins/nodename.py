@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import (
@@ -34,6 +34,9 @@ class NodeName:
     """
 
     name = names.NODE_NAME
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return pod.node_name
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

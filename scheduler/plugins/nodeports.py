@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import (
@@ -48,6 +48,9 @@ class NodePorts:
     """
 
     name = names.NODE_PORTS
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return pod.host_ports
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

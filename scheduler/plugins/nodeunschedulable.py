@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint, uid_of
+from scheduler.plugins.helper.signature import spec_part
 from scheduler.plugins.helper.taints import (
     NO_SCHEDULE,
     TAINT_NODE_UNSCHEDULABLE,
@@ -64,6 +65,9 @@ class NodeUnschedulable:
     """
 
     name = names.NODE_UNSCHEDULABLE
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return spec_part(pod, "tolerations")
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

@@ -18,7 +18,7 @@ Differences from upstream, on purpose and named here:
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import (
@@ -41,6 +41,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, safe_hint
+from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     KubeObject,
@@ -110,6 +111,9 @@ class NodeVolumeLimits:
     """
 
     name = names.NODE_VOLUME_LIMITS
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return volumes_signature(pod)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

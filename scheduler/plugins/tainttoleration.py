@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint, uid_of
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
+from scheduler.plugins.helper.signature import spec_part
 from scheduler.plugins.helper.taints import (
     PREFER_NO_SCHEDULE,
     Toleration,
@@ -107,6 +108,9 @@ class TaintToleration:
     """
 
     name = names.TAINT_TOLERATION
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return spec_part(pod, "tolerations")
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

@@ -3,7 +3,7 @@ v1.36)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
+from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import meta, name_of, spec
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
@@ -126,6 +127,9 @@ class VolumeRestrictions:
     """
 
     name = names.VOLUME_RESTRICTIONS
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return volumes_signature(pod)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
+from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, name_of, spec
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
@@ -85,6 +86,10 @@ class VolumeZone:
     """
 
     name = names.VOLUME_ZONE
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Only pods without claims: a claim's PV and storage class are objects of their own."""
+        return volumes_signature(pod)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

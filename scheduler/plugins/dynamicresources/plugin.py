@@ -23,11 +23,13 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
+
+import numpy as np
 
 from scheduler.config.duration import parse_duration
 from scheduler.framework import (
@@ -40,6 +42,7 @@ from scheduler.framework import (
     Code,
     CycleState,
     Handle,
+    IntArray,
     NodeInfo,
     NodeScore,
     PodInfo,
@@ -71,7 +74,7 @@ from scheduler.plugins.dynamicresources.claims import (
 )
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
-from scheduler.plugins.helper.normalize import default_normalize_score
+from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,13 @@ class DynamicResources:
     """PreEnqueue, PreFilter, Filter, Score, Reserve/Unreserve and PreBind for ResourceClaims."""
 
     name = names.DYNAMIC_RESOURCES
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Claims depend on allocation state beyond the node (upstream declines them too); extended
+        resources may be backed by device classes, so those pods decline as well."""
+        if pod.spec.get("resourceClaims") or pod.requests.scalar:
+            return None
+        return ()
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         reader = ArgsReader(self.name)
@@ -367,6 +377,18 @@ class DynamicResources:
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(100, False, scores)
         return None
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> IntArray:
+        """Score for many nodes. A pod without claims scores 0 everywhere: one array instead of a
+        Python call per node (every pod of the basic workload used to pay ~400 of them)."""
+        if state.get(STATE_KEY) is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return np.fromiter(
+            (self.score(state, pod, node)[0] for node in nodes), dtype=np.int64, count=len(nodes)
+        )
+
+    def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        return default_normalize_score_array(100, False, scores)
 
     # --- Reserve / Unreserve ----------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

@@ -9,7 +9,7 @@ existing pods' required affinity weighted by ``hardPodAffinityWeight``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,19 @@ class InterPodAffinity:
     """
 
     name = names.INTER_POD_AFFINITY
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Verdicts here depend on other pods' placement across a topology domain, not on one node:
+        sign only when the plugin has nothing to do (no pod affinity of its own, no existing pod with
+        required anti-affinity, and no existing pod with any affinity unless those are ignored)."""
+        if pod.has_pod_affinity or self._handle is None:
+            return None
+        nodes = self._all_nodes(())
+        if self._nodes_with("pods_with_required_anti_affinity", nodes):
+            return None
+        if not self.ignore_preferred_terms_of_existing_pods and self._nodes_with("pods_with_affinity", nodes):
+            return None
+        return ()
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         reader = ArgsReader(self.name)

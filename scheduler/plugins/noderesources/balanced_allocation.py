@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.gomath import go_div, go_div_array
+from scheduler.plugins.helper.signature import requests_part
 from scheduler.plugins.noderesources.args import parse_balanced_allocation_args
 from scheduler.plugins.noderesources.resource_allocation import ResourceAllocationScorer
 
@@ -105,6 +106,9 @@ class NodeResourcesBalancedAllocation:
     """
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return requests_part(pod)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         resources = parse_balanced_allocation_args(ArgsReader(self.name), args)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.signature import requests_part
 from scheduler.plugins.noderesources import columns
 from scheduler.plugins.noderesources.args import (
     LEAST_ALLOCATED,
@@ -226,6 +227,10 @@ class NodeResourcesFit:
     """
 
     name = names.NODE_RESOURCES_FIT
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Filter and Score read only the pod's requests (and this plugin's args)."""
+        return requests_part(pod)
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         self.args = parse_fit_args(ArgsReader(self.name), args)

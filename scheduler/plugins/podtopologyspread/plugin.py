@@ -8,7 +8,7 @@ SchedulerQueueingHints is GA (pods also wake on a toleration change of their own
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework import IntArray, as_subset
@@ -77,6 +77,13 @@ class PodTopologySpread:
     """
 
     name = names.POD_TOPOLOGY_SPREAD
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """Spreading depends on where matching pods run: sign only pods without any constraint, own
+        or defaulted (both Filter and Score skip those)."""
+        if self.constraints(pod, DO_NOT_SCHEDULE) or self.constraints(pod, SCHEDULE_ANYWAY):
+            return None
+        return ()
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         parsed = parse_args(args)

@@ -10,7 +10,7 @@ utilisation of the PVs they would bind, along ``shape``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.shape import broken_linear_function
+from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     KubeObject,
@@ -92,6 +93,9 @@ class VolumeBinding:
     """
 
     name = names.VOLUME_BINDING
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return volumes_signature(pod)
 
     def __init__(
         self,

@@ -1,0 +1,255 @@
+"""Opportunistic batching: identical pods reuse the last Filter verdicts and raw Scores.
+
+Upstream (``framework/runtime/batch.go``, OpportunisticBatching) hands the next pod of the same
+signature the runner-up node of the last cycle, skipping Filter and Score. That changes placements
+where ``percentageOfNodesToScore`` limits the search (the hinted pod does not advance the round-robin
+start index, and its candidates are the last pod's window) and where normalisation depends on the
+feasible set. This cache keeps placements exactly those of one-by-one scheduling instead:
+
+* per signature it keeps, for every snapshot row, the first failing Filter plugin and its Status, and
+  each Score plugin's raw score, with the NodeInfo generation each was computed at;
+* the next pod of that signature re-judges only the rows whose generation changed (usually the node
+  the previous pod went to), then runs the ordinary round-robin window over the cached verdicts from
+  the same start index, with the same ``numFeasibleNodesToFind``, and scores the same feasible nodes,
+  normalising over them as before. Only raw scores of changed or never-scored rows are computed.
+
+The signature (``Framework.sign_pod``) promises that a plugin's verdict and raw score on a node
+depend only on that node's state and the pod's signature, so a row whose generation is unchanged
+keeps its answers. Rows move only when nodes are added or removed, which builds new columns: entries
+of other columns are discarded.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterPlugin, ScorePlugin
+from scheduler.framework.masked import ok_mask
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo
+
+# Raw scores are 0..100 (checked when used); this marks a row not scored since it last changed.
+_UNKNOWN = -1
+# Signatures kept per profile: a few interleaved ReplicaSets each keep their entry.
+MAX_ENTRIES = 8
+# Past this share of changed rows, judging everything afresh costs no more than patching.
+_REBUILD_SHARE = 4
+
+
+@dataclass(slots=True)
+class BatchStats:
+    """Counters exported as py_scheduler_batching_{hits,misses}_total."""
+
+    hits: int = 0
+    misses: int = 0
+    unsignable: int = 0
+
+
+@dataclass(slots=True)
+class BatchEntry:
+    columns: Any  # the NodeColumns the rows index; other columns mean other rows
+    filters: tuple[str, ...]
+    generations: IntArray
+    # Per row: index in ``filters`` of the first plugin that rejects it, -1 when all pass.
+    first_failure: IntArray
+    statuses: dict[int, Status]
+    raw: dict[str, IntArray] = field(default_factory=dict)
+
+
+class BatchCache:
+    """The per-profile cache of one SchedulingAlgorithm (the loop's only scheduling task uses it)."""
+
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._entries: dict[str, OrderedDict[Hashable, BatchEntry]] = {}
+        self._max_entries = max_entries
+        self.stats = BatchStats()
+        # Called with "hit" or "miss" per signed pod (metrics); unsignable pods count as misses.
+        self.observe: Callable[[str], None] = _ignore
+
+    def unsignable(self) -> None:
+        self.stats.unsignable += 1
+        self.stats.misses += 1
+        self.observe("miss")
+
+    def find_feasible(
+        self,
+        profile: str,
+        signature: Hashable,
+        columns: Any,
+        start: int,
+        num_to_find: int,
+        state: CycleState,
+        pod: PodInfo,
+        plugins: Sequence[FilterPlugin],
+        batch_of: Callable[[FilterPlugin], BatchFilterPlugin | None],
+    ) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]], BatchEntry | None]:
+        """The Filter loop's answer (feasible nodes, processed count, failures in visit order) from
+        the cached verdicts, patched for the rows that changed. Returns the entry for scoring (None
+        when the verdicts were not cacheable)."""
+        entries = self._entries.setdefault(profile, OrderedDict())
+        names = tuple(p.name for p in plugins)
+        generations: IntArray = columns.array(GENERATION_COLUMN)
+        entry = entries.get(signature)
+        count = len(columns)
+        if entry is not None and entry.columns is columns and entry.filters == names:
+            dirty = np.flatnonzero(generations != entry.generations)
+            if len(dirty) * _REBUILD_SHARE > count:
+                entry = None
+            else:
+                self.stats.hits += 1
+                self.observe("hit")
+                entries.move_to_end(signature)
+                if len(dirty):
+                    self._judge(entry, dirty, columns, state, pod, plugins, batch_of)
+                    entry.generations[dirty] = generations[dirty]
+                    for raw in entry.raw.values():
+                        raw[dirty] = _UNKNOWN
+        else:
+            entry = None
+        if entry is None:
+            self.stats.misses += 1
+            self.observe("miss")
+            every = np.arange(count, dtype=np.int64)
+            entry = BatchEntry(columns, names, generations.copy(), np.full(count, -1, dtype=np.int64), {})
+            self._judge(entry, every, columns, state, pod, plugins, batch_of)
+            entries[signature] = entry
+            entries.move_to_end(signature)
+            while len(entries) > self._max_entries:
+                entries.popitem(last=False)
+        feasible, processed, failures = _window(entry, columns, start, num_to_find)
+        if any(status.code is Code.Error for status in entry.statuses.values()):
+            # An internal error is not a verdict to keep: judge afresh next time.
+            entries.pop(signature, None)
+            return feasible, processed, failures, None
+        return feasible, processed, failures, entry
+
+    @staticmethod
+    def _judge(
+        entry: BatchEntry,
+        rows: IntArray,
+        columns: Any,
+        state: CycleState,
+        pod: PodInfo,
+        plugins: Sequence[FilterPlugin],
+        batch_of: Callable[[FilterPlugin], BatchFilterPlugin | None],
+    ) -> None:
+        """Each row's first failing plugin (plugin order, as the per-node loop) and its Status.
+        Batch plugins are pure, so judging a row another plugin already rejected changes nothing."""
+        subset = NodeSubset(columns, rows)
+        first: IntArray = np.full(len(rows), -1, dtype=np.int64)
+        statuses = entry.statuses
+        for row in rows.tolist():
+            statuses.pop(row, None)
+        for plugin_index, plugin in enumerate(plugins):
+            batch = batch_of(plugin)
+            assert batch is not None, "only profiles whose Filter plugins are all batch plugins batch"
+            results = batch.filter_nodes(state, pod, subset)
+            if getattr(results, "all_ok", False):
+                continue
+            mask = ok_mask(results)
+            newly = np.flatnonzero((first < 0) & ~mask)
+            if not len(newly):
+                continue
+            first[newly] = plugin_index
+            for index in newly.tolist():
+                status = results[index]
+                assert status is not None
+                statuses[int(rows[index])] = status.with_plugin(plugin.name)
+        entry.first_failure[rows] = first
+
+    def raw_scores(
+        self,
+        entry: BatchEntry,
+        feasible: NodeSubset,
+        state: CycleState,
+        pod: PodInfo,
+        plugins: Sequence[ScorePlugin],
+        batch_scores: Callable[[str], BatchScorePlugin | None],
+    ) -> dict[str, IntArray]:
+        """Raw scores of ``feasible`` per Score plugin not skipped: cached rows as they were, the
+        rest computed now (PreScore has run) and kept."""
+        rows = feasible.positions
+        out: dict[str, IntArray] = {}
+        skip = state.skip_score_plugins
+        for plugin in plugins:
+            if plugin.name in skip:
+                continue
+            raw = entry.raw.get(plugin.name)
+            if raw is None:
+                raw = entry.raw[plugin.name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
+            values = raw[rows]
+            missing = np.flatnonzero(values == _UNKNOWN)
+            if len(missing):
+                missing_rows = rows[missing]
+                computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
+                if computed is None:
+                    # Out of range (the framework reports it) or an error: never cache it.
+                    continue
+                values[missing] = computed
+                raw[missing_rows] = computed
+            out[plugin.name] = values
+        return out
+
+
+def _score_rows(
+    plugin: ScorePlugin,
+    batch: BatchScorePlugin | None,
+    feasible: NodeSubset,
+    indices: IntArray,
+    state: CycleState,
+    pod: PodInfo,
+) -> IntArray | None:
+    nodes = NodeSubset(feasible.columns, feasible.positions[indices])
+    if batch is not None:
+        computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
+    else:
+        values: list[int] = []
+        for node in nodes:
+            value, status = plugin.score(state, pod, node)
+            if status is not None and status.code is not Code.Success:
+                return None
+            values.append(value)
+        computed = np.asarray(values, dtype=np.int64)
+    if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
+        return None
+    return computed
+
+
+def _window(
+    entry: BatchEntry, columns: Any, start: int, num_to_find: int
+) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]]]:
+    """The round-robin Filter window over cached verdicts: visit rows from ``start``, stop at the
+    ``num_to_find``-th feasible one (``scheduler.filter_loop.find_feasible``'s contract)."""
+    count = len(entry.first_failure)
+    if not entry.statuses:
+        # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``.
+        size = min(num_to_find, count)
+        positions: IntArray = np.arange(start, start + size, dtype=np.int64)
+        if start + size > count:
+            positions %= count
+        return NodeSubset(columns, positions), size, []
+    order: IntArray = np.arange(start, start + count, dtype=np.int64)
+    order %= count
+    ok = entry.first_failure[order] < 0
+    alive = np.flatnonzero(ok)
+    if len(alive) >= num_to_find:
+        cut = int(alive[num_to_find - 1]) + 1
+        alive = alive[:num_to_find]
+    else:
+        cut = count
+    failed_rows = order[:cut][~ok[:cut]].tolist()
+    infos = columns.infos
+    statuses = entry.statuses
+    failures = [(infos[row], statuses[row]) for row in failed_rows]
+    return NodeSubset(columns, order[alive]), cut, failures
+
+
+def _ignore(result: str) -> None:
+    return None
