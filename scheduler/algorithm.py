@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -210,6 +211,9 @@ class SchedulingAlgorithm:
         if not fwk.has_score_plugins() and not find_all:
             # Nothing to rank by: upstream stops at the first feasible node.
             num_to_find = 1
+        # The Filter point is timed over all nodes of the cycle, as upstream's findNodesThatPassFilters
+        # (RunFilterPlugins runs per node and is not observed per point).
+        filter_start = time.perf_counter()
         plugins = fwk.filter_plugins_for(state)
         feasible: Sequence[NodeInfo] = []
         count = len(nodes)
@@ -242,6 +246,7 @@ class SchedulingAlgorithm:
                 )
                 for rejected, rejection in failures:
                     if rejection.code is Code.Error:
+                        fwk.observe_point("Filter", "Error", time.perf_counter() - filter_start)
                         raise FilterError(rejection, rejected.name)
                     diagnosis.node_to_status[rejected.name] = rejection
                     self._note_rejector(diagnosis, rejection)
@@ -297,10 +302,12 @@ class SchedulingAlgorithm:
                     if len(passing) >= num_to_find:
                         break
                 elif node_status.code is Code.Error:
+                    fwk.observe_point("Filter", "Error", time.perf_counter() - filter_start)
                     raise FilterError(node_status, node.name)
                 else:
                     node_to_status[node.name] = node_status
                     self._note_rejector(diagnosis, node_status)
+        fwk.observe_point("Filter", "Success", time.perf_counter() - filter_start)
         if not restricted:
             self.next_start_node_index = (start + processed) % len(all_nodes)
         elif not feasible:

@@ -171,6 +171,7 @@ class Scheduler:
         except _ALGORITHM_ERRORS as err:
             self._algorithm_failed(attempt, err)
             return
+        self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
         self._assume_and_hand_off(attempt, result.node_name)
 
     async def schedule_one_with_extenders(self, qpi: QueuedPodInfo) -> None:
@@ -186,6 +187,7 @@ class Scheduler:
         except (*_ALGORITHM_ERRORS, ExtenderFilterError) as err:
             self._algorithm_failed(attempt, err)
             return
+        self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
         self._assume_and_hand_off(attempt, result.node_name)
 
     def _begin(self, qpi: QueuedPodInfo) -> _Attempt | None:
@@ -229,7 +231,7 @@ class Scheduler:
             return None
 
         self.cache.update_snapshot(self.snapshot)
-        state = CycleState()
+        state = fwk.new_cycle_state()
         self.decisions.begin(fwk, pod, state, qpi.attempts)
         return _Attempt(qpi, fwk, pod, state, start)
 
@@ -237,7 +239,10 @@ class Scheduler:
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
         if isinstance(err, FitError):
             self._handle_fit_error(qpi, pod, fwk, attempt.state, err, start)
-        elif isinstance(err, SchedulingError | PluginError | ExtenderFilterError):
+            return
+        # A failed algorithm counts too (upstream's deferred Observe); a FitError's includes PostFilter.
+        self._algorithm_done(fwk, attempt.state, start)
+        if isinstance(err, SchedulingError | PluginError | ExtenderFilterError):
             self._fail(qpi, pod, err.status, fwk, start=start, message=str(err))
         else:
             self._fail(
@@ -297,6 +302,12 @@ class Scheduler:
             fwk.run_unreserve(state, assumed, node_name)
             self.cache.forget_pod(assumed.key)
             raise
+
+    @staticmethod
+    def _algorithm_done(fwk: Framework, state: CycleState, start: float) -> None:
+        # Upstream's SchedulingAlgorithmLatency: from the cycle's start to the algorithm's end.
+        metrics.observe_algorithm(time.perf_counter() - start)
+        fwk.flush_plugin_metrics(state)
 
     def _activate_requested(self, state: CycleState) -> None:
         """Pods a plugin asked to move to activeQ (upstream's PodsToActivate), e.g. a gang's siblings."""
@@ -389,6 +400,7 @@ class Scheduler:
             nominated, post_status = fwk.run_post_filter(state, pod, err.diagnosis.node_to_status)
             if post_status is not None and post_status.reasons:
                 err.diagnosis.post_filter_msg = post_status.message()
+        self._algorithm_done(fwk, state, start)
         qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(err.diagnosis.pending_plugins)
         self.stats.unschedulable += 1

@@ -18,11 +18,16 @@ children are memoised per label tuple.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Final, TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 # Go's client exposes no ``*_created`` series; without this every counter and histogram would carry an
 # extra series that kube-scheduler dashboards neither expect nor use.
@@ -37,6 +42,80 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
         buckets.append(value)
         value *= factor
     return tuple(buckets)
+
+
+class _FastChild:
+    """One label set of a FastHistogram: a count per bucket (not cumulative) and the sum."""
+
+    __slots__ = ("_bounds", "_lock", "counts", "sum")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self._bounds = bounds
+        self._lock = threading.Lock()
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, amount: float) -> None:
+        # bisect_left: a value equal to a bound falls in that bucket (Prometheus' le is inclusive).
+        index = bisect_left(self._bounds, amount)
+        with self._lock:
+            self.counts[index] += 1
+            self.sum += amount
+
+
+class FastHistogram(Collector):
+    """A histogram for the scheduling cycle's hot path, exposed exactly like prometheus_client's.
+
+    prometheus_client's observe takes three locks and walks the buckets (1.5 us); the cycle observes
+    four extension points and the algorithm latency per pod, which made those 5 % of a cycle. This one
+    bisects and takes one lock (0.3 us). Only for histograms observed on every cycle.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str] = (),
+        *,
+        buckets: Sequence[float],
+        registry: CollectorRegistry | None = REGISTRY,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._bounds = tuple(float(b) for b in buckets)
+        self._children: dict[tuple[str, ...], _FastChild] = {}
+        self._lock = threading.Lock()
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str) -> _FastChild:
+        if len(values) != len(self._labelnames):
+            raise ValueError(f"{self._name}: expected labels {self._labelnames}, got {values}")
+        child = self._children.get(values)
+        if child is None:
+            with self._lock:
+                child = self._children.setdefault(values, _FastChild(self._bounds))
+        return child
+
+    def observe(self, amount: float) -> None:
+        self.labels().observe(amount)
+
+    def describe(self) -> list[Metric]:
+        return [HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)]
+
+    def collect(self) -> Iterator[Metric]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        les = [floatToGoString(b) for b in self._bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+        for values, child in list(self._children.items()):
+            with child._lock:
+                counts, total = list(child.counts), child.sum
+            cumulative, running = [], 0
+            for le, count in zip(les, counts, strict=True):
+                running += count
+                cumulative.append((le, float(running)))
+            family.add_metric(list(values), cumulative, total)
+        yield family
 
 
 # Result label values (pkg/scheduler/metrics/profile_metrics.go).
@@ -78,7 +157,7 @@ SCHEDULING_ATTEMPT_DURATION = Histogram(
     ["result", "profile"],
     buckets=exponential_buckets(0.001, 2, 15),
 )
-SCHEDULING_ALGORITHM_DURATION = Histogram(
+SCHEDULING_ALGORITHM_DURATION = FastHistogram(
     "scheduler_scheduling_algorithm_duration_seconds",
     "Scheduling algorithm latency in seconds",
     buckets=exponential_buckets(0.001, 2, 15),
@@ -101,13 +180,13 @@ POD_SCHEDULING_ATTEMPTS = Histogram(
     "Number of attempts to successfully schedule a pod.",
     buckets=exponential_buckets(1, 2, 5),
 )
-FRAMEWORK_EXTENSION_POINT_DURATION = Histogram(
+FRAMEWORK_EXTENSION_POINT_DURATION = FastHistogram(
     "scheduler_framework_extension_point_duration_seconds",
     "Latency for running all plugins of a specific extension point.",
     ["extension_point", "status", "profile"],
     buckets=exponential_buckets(0.0001, 2, 12),
 )
-PLUGIN_EXECUTION_DURATION = Histogram(
+PLUGIN_EXECUTION_DURATION = FastHistogram(
     "scheduler_plugin_execution_duration_seconds",
     "Duration for running a plugin at a specific extension point.",
     ["plugin", "extension_point", "status"],
@@ -243,8 +322,13 @@ def observe_pod_bound(attempts: int, sli_seconds: float) -> None:
     _child(POD_SCHEDULING_SLI_DURATION, attempts_label(attempts)).observe(sli_seconds)
 
 
+_ALGORITHM = SCHEDULING_ALGORITHM_DURATION.labels()
+_points: dict[tuple[str, str, str], _FastChild] = {}
+_plugin_children: dict[tuple[str, str, str], _FastChild] = {}
+
+
 def observe_algorithm(seconds: float) -> None:
-    SCHEDULING_ALGORITHM_DURATION.observe(seconds)
+    _ALGORITHM.observe(seconds)
 
 
 def observe_event_handling(event: str, seconds: float) -> None:
@@ -253,7 +337,11 @@ def observe_event_handling(event: str, seconds: float) -> None:
 
 def observe_extension_point(extension_point: str, status: str, profile: str, seconds: float) -> None:
     """``status`` is the Status code's name as upstream prints it: Success, Unschedulable, Error, ..."""
-    _child(FRAMEWORK_EXTENSION_POINT_DURATION, extension_point, status, profile).observe(seconds)
+    key = (extension_point, status, profile)
+    child = _points.get(key)
+    if child is None:
+        child = _points[key] = FRAMEWORK_EXTENSION_POINT_DURATION.labels(*key)
+    child.observe(seconds)
 
 
 def should_sample_plugin_metrics(rand: Callable[[], float] = random.random) -> bool:
@@ -262,7 +350,11 @@ def should_sample_plugin_metrics(rand: Callable[[], float] = random.random) -> b
 
 
 def observe_plugin(plugin: str, extension_point: str, status: str, seconds: float) -> None:
-    _child(PLUGIN_EXECUTION_DURATION, plugin, extension_point, status).observe(seconds)
+    key = (plugin, extension_point, status)
+    child = _plugin_children.get(key)
+    if child is None:
+        child = _plugin_children[key] = PLUGIN_EXECUTION_DURATION.labels(*key)
+    child.observe(seconds)
 
 
 def count_plugin_evaluation(plugin: str, extension_point: str, profile: str, n: int = 1) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -14,7 +15,12 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.listers import KubeObject, Lister, ResourceSpec, StaticLister
-from scheduler.framework.runtime import Framework, PluginSet, implemented_points
+from scheduler.framework.runtime import (
+    PLUGIN_METRICS_SAMPLE_PERCENT,
+    Framework,
+    PluginSet,
+    implemented_points,
+)
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
@@ -201,7 +207,21 @@ def build_framework(
         observe_point=observe_point,
         observe_plugin=metrics.observe_plugin,
         guard=UnsupportedFieldGuard(registry.keys()),
+        plugin_metrics_sample_percent=_plugin_metrics_sample_percent(),
     )
+
+
+# Tests only: upstream samples 10% of cycles and has no knob; an integration test that counts the
+# samples sets 100 so its assertions are exact rather than probabilistic.
+SAMPLE_PERCENT_ENV = "PY_SCHEDULER_PLUGIN_METRICS_SAMPLE_PERCENT"
+
+
+def _plugin_metrics_sample_percent() -> int:
+    value = os.environ.get(SAMPLE_PERCENT_ENV, "")
+    try:
+        return min(max(int(value), 0), 100) if value else PLUGIN_METRICS_SAMPLE_PERCENT
+    except ValueError:
+        raise ValueError(f"{SAMPLE_PERCENT_ENV}={value!r}: want an integer percentage") from None
 
 
 def build_frameworks(

@@ -52,7 +52,8 @@ def nearest_misses(
     """(misses, nodes probed). Resolvable rejections are probed first: a node rejected as
     UnschedulableAndUnresolvable (a missing label, a cordon) is rarely the one a user can fix by
     freeing room."""
-    plugins = fwk.filter_plugins_for(state)
+    # Not part of the cycle: untimed, so the plugin metrics count only the cycle's own calls.
+    plugins = fwk.filter_plugins_for(state, timed=False)
     candidates = sorted(
         islice(node_to_status.items(), probe_limit * 4),
         key=lambda item: item[1].code is not Code.Unschedulable,

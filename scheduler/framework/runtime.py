@@ -45,6 +45,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     SignPlugin,
 )
+from scheduler.framework.masked import ok_mask
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.framework.unsupported import UnsupportedFieldGuard
@@ -116,7 +117,70 @@ class PluginSet:
 
 
 def _status_label(status: Status | None) -> str:
+    """Upstream's ``status.Code().String()``: a nil status is Success."""
     return "Success" if status is None else status.code.name
+
+
+_perf = time.perf_counter
+
+
+def _add_seconds(
+    timings: dict[tuple[str, str, str], float], key: tuple[str, str, str], seconds: float
+) -> None:
+    timings[key] = timings.get(key, 0.0) + seconds
+
+
+class _TimedFilter:
+    """A Filter plugin seen through a stopwatch: handed out by ``filter_plugins_for`` in the cycles
+    that record plugin metrics, so the Filter loops need no branch of their own for it. Its time
+    goes into the cycle's ``plugin_seconds``, observed once per cycle."""
+
+    __slots__ = ("_plugin", "_timings", "batch", "name")
+
+    def __init__(
+        self,
+        plugin: FilterPlugin,
+        batch: BatchFilterPlugin | None,
+        timings: dict[tuple[str, str, str], float],
+    ) -> None:
+        self.name = plugin.name
+        self._plugin = plugin
+        self._timings = timings
+        self.batch = None if batch is None else _TimedBatchFilter(batch, timings)
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        start = _perf()
+        status = self._plugin.filter(state, pod, node)
+        _add_seconds(self._timings, (self.name, "Filter", _status_label(status)), _perf() - start)
+        return status
+
+
+class _TimedBatchFilter:
+    """A batch call judges a window of nodes at once: its time counts under the first rejection's
+    code, or Success when every node of the window passed."""
+
+    __slots__ = ("_plugin", "_timings", "name")
+
+    def __init__(self, plugin: BatchFilterPlugin, timings: dict[tuple[str, str, str], float]) -> None:
+        self.name = plugin.name
+        self._plugin = plugin
+        self._timings = timings
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        start = _perf()
+        statuses = self._plugin.filter_nodes(state, pod, nodes)
+        seconds = _perf() - start
+        label = "Success"
+        if not getattr(statuses, "all_ok", False):
+            # Find the first rejection through the mask: iterating would build every failed status.
+            failed = np.flatnonzero(~ok_mask(statuses))
+            if len(failed):
+                first = statuses[int(failed[0])]
+                label = first.code.name if first is not None else "Success"
+        _add_seconds(self._timings, (self.name, "Filter", label), seconds)
+        return statuses
 
 
 class Framework:
@@ -131,6 +195,7 @@ class Framework:
         observe_plugin: PluginObserver = _noop_plugin,
         rng: random.Random | None = None,
         guard: UnsupportedFieldGuard | None = None,
+        plugin_metrics_sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
     ) -> None:
         self.profile_name = profile_name
         # Refuses pods using fields no plugin of this build implements (see framework/unsupported.py).
@@ -141,6 +206,7 @@ class Framework:
         self._observe_point = observe_point
         self._observe_plugin = observe_plugin
         self._rng = rng or random.Random()
+        self._sample_percent = plugin_metrics_sample_percent
         self._batch_filters: dict[str, BatchFilterPlugin] = {
             p.name: p for p in plugins.filter if isinstance(p, BatchFilterPlugin)
         }
@@ -191,11 +257,20 @@ class Framework:
         return self.plugins.queue_sort[0].less
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        # Upstream (runPreEnqueuePlugins) samples plugin timings per call here: there is no cycle.
+        start = _perf()
+        record = self.should_sample_plugin_metrics()
+        result: Status | None = None
         for plugin in self.plugins.pre_enqueue:
+            began = _perf()
             status = plugin.pre_enqueue(pod)
+            if record:
+                self._observe_plugin(plugin.name, "PreEnqueue", _status_label(status), _perf() - began)
             if status is not None and status.code is not Code.Success:
-                return status.with_plugin(plugin.name)
-        return None
+                result = status.with_plugin(plugin.name)
+                break
+        self._observe_point("PreEnqueue", _status_label(result), _perf() - start)
+        return result
 
     def all_plugins(self) -> Iterable[Plugin]:
         seen: set[int] = set()
@@ -220,7 +295,26 @@ class Framework:
         return out
 
     def should_sample_plugin_metrics(self) -> bool:
-        return self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        """Upstream's ``rand.Intn(100) < pluginMetricsSamplePercent``, once per scheduling cycle."""
+        return self._rng.randrange(100) < self._sample_percent
+
+    def new_cycle_state(self) -> CycleState:
+        """A CycleState for one scheduling cycle, with this cycle's plugin-metrics sampling decision."""
+        return CycleState(record_plugin_metrics=self._rng.randrange(100) < self._sample_percent)
+
+    def flush_plugin_metrics(self, state: CycleState) -> None:
+        """Observe the per-node plugin time the cycle summed (Filter, Score, AddPod/RemovePod): one
+        observation per (plugin, point, status) per sampled cycle. See README "Metrics"."""
+        timings = state.plugin_seconds
+        if timings:
+            for (plugin, point, status), seconds in timings.items():
+                self._observe_plugin(plugin, point, status, seconds)
+            timings.clear()
+
+    def observe_point(self, point: str, status: str, seconds: float) -> None:
+        """For the points the framework does not run as one call (Filter is timed by the algorithm,
+        across all nodes of the cycle, as upstream's findNodesThatPassFilters)."""
+        self._observe_point(point, status, seconds)
 
     # --- scheduling cycle ---------------------------------------------------------------------
     def sign_pod(self, pod: PodInfo) -> Hashable | None:
@@ -239,17 +333,21 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        start = time.perf_counter()
+        start = _perf()
         result: PreFilterResult | None = None
         status: Status | None = None
         narrowing: list[str] = []
         if self.guard is not None:
             status = self.guard.check(pod)
             if status is not None:
-                self._observe_point("PreFilter", _status_label(status), time.perf_counter() - start)
+                self._observe_point("PreFilter", _status_label(status), _perf() - start)
                 return None, status
+        record = state.record_plugin_metrics
         for plugin in self.plugins.pre_filter:
+            began = _perf()
             plugin_result, plugin_status = plugin.pre_filter(state, pod, nodes)
+            if record:
+                self._observe_plugin(plugin.name, "PreFilter", _status_label(plugin_status), _perf() - began)
             if plugin_status is not None and plugin_status.code is not Code.Success:
                 if plugin_status.code is Code.Skip:
                     state.skip_filter_plugins.add(plugin.name)
@@ -271,12 +369,18 @@ class Framework:
                     )
                     status = Status.unschedulable(message, resolvable=False).with_plugin(plugin.name)
                     break
-        self._observe_point("PreFilter", _status_label(status), time.perf_counter() - start)
+        self._observe_point("PreFilter", _status_label(status), _perf() - start)
         return result, status
 
-    def filter_plugins_for(self, state: CycleState) -> list[FilterPlugin]:
+    def filter_plugins_for(self, state: CycleState, *, timed: bool = True) -> list[FilterPlugin]:
+        """The Filter plugins of this cycle. In a cycle that records plugin metrics they come wrapped
+        in stopwatches (``timed=False`` for re-runs that are not part of the cycle, e.g. explain)."""
         skip = state.skip_filter_plugins
-        return [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
+        plugins = [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
+        if timed and state.record_plugin_metrics:
+            timings = state.plugin_seconds
+            return [_TimedFilter(p, self._batch_filters.get(p.name), timings) for p in plugins]
+        return plugins
 
     def run_filters(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, plugins: Sequence[FilterPlugin]
@@ -297,7 +401,14 @@ class Framework:
         for name, plugin in self._pre_filter_extensions:
             if name in skip:
                 continue
+            began = _perf()
             status = plugin.add_pod(state, pod, to_add, node)
+            if state.record_plugin_metrics:
+                _add_seconds(
+                    state.plugin_seconds,
+                    (name, "PreFilterExtensionAddPod", _status_label(status)),
+                    _perf() - began,
+                )
             if status is not None and status.code is not Code.Success:
                 return Status.as_error(
                     f"running AddPod on PreFilter plugin {name!r}: {status.message()}"
@@ -311,7 +422,14 @@ class Framework:
         for name, plugin in self._pre_filter_extensions:
             if name in skip:
                 continue
+            began = _perf()
             status = plugin.remove_pod(state, pod, to_remove, node)
+            if state.record_plugin_metrics:
+                _add_seconds(
+                    state.plugin_seconds,
+                    (name, "PreFilterExtensionRemovePod", _status_label(status)),
+                    _perf() - began,
+                )
             if status is not None and status.code is not Code.Success:
                 return Status.as_error(
                     f"running RemovePod on PreFilter plugin {name!r}: {status.message()}"
@@ -375,12 +493,22 @@ class Framework:
         return True, state_out, node_out
 
     def batch_filter(self, plugin: FilterPlugin) -> BatchFilterPlugin | None:
+        if isinstance(plugin, _TimedFilter):
+            return plugin.batch
         return self._batch_filters.get(plugin.name)
 
     def batch_score(self, name: str) -> BatchScorePlugin | None:
         return self._batch_scores.get(name)
 
     def run_post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        start = _perf()
+        nominated, status = self._run_post_filter(state, pod, node_statuses)
+        self._observe_point("PostFilter", _status_label(status), _perf() - start)
+        return nominated, status
+
+    def _run_post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
         """Upstream's RunPostFilterPlugins: the first success wins; UnschedulableAndUnresolvable stops
@@ -390,7 +518,10 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for plugin in self.plugins.post_filter:
+            began = _perf()
             nominated, status = plugin.post_filter(state, pod, node_statuses)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
             if status is None or status.code is Code.Success:
                 return nominated, None
             if status.code is Code.UnschedulableAndUnresolvable:
@@ -406,14 +537,22 @@ class Framework:
         return result, Status(Code.Unschedulable, reasons, rejector)
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
+        start = _perf()
+        record = state.record_plugin_metrics
+        result: Status | None = None
         for plugin in self.plugins.pre_score:
+            began = _perf()
             status = plugin.pre_score(state, pod, nodes)
+            if record:
+                self._observe_plugin(plugin.name, "PreScore", _status_label(status), _perf() - began)
             if status is not None and status.code is not Code.Success:
                 if status.code is Code.Skip:
                     state.skip_score_plugins.add(plugin.name)
                     continue
-                return status.with_plugin(plugin.name)
-        return None
+                result = status.with_plugin(plugin.name)
+                break
+        self._observe_point("PreScore", _status_label(result), _perf() - start)
+        return result
 
     def run_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """Weighted, normalised total score per node, aligned with ``nodes``. Raises on plugin error."""
@@ -429,8 +568,27 @@ class Framework:
     ) -> IntArray:
         """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout.
 
+        The Score point covers scoring, normalising and weighting, as upstream's RunScorePlugins.
         ``raw_scores``: plugins' raw (un-normalised) scores aligned with ``nodes``, already known (the
         batching cache); each array is the caller's to give away, normalizers may rewrite it."""
+        start = _perf()
+        try:
+            totals = self._score_array(state, pod, nodes, raw_scores)
+        except PluginError as err:
+            self._observe_point("Score", _status_label(err.status), _perf() - start)
+            raise
+        self._observe_point("Score", "Success", _perf() - start)
+        return totals
+
+    def _score_array(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        raw_scores: Mapping[str, IntArray] | None,
+    ) -> IntArray:
+        record = state.record_plugin_metrics
+        observe = self._observe_plugin
         totals: IntArray = np.zeros(len(nodes), dtype=np.int64)
         skip = state.skip_score_plugins
         breakdown: list[tuple[str, IntArray, IntArray, int]] | None = state.get(SCORE_BREAKDOWN_KEY)
@@ -443,14 +601,29 @@ class Framework:
             if known is not None:
                 raw = known
             elif batch is not None:
+                # One observation per batch call over all the scored nodes (README "Metrics").
+                began = _perf()
                 raw = batch.score_nodes(state, pod, nodes)
+                if record:
+                    observe(plugin.name, "Score", "Success", _perf() - began)
             else:
                 per_node: list[int] = []
+                # Timed as one loop: the loop stops at the first failure, so every call before it
+                # succeeded, and the cycle's sum per status is the same as timing each call.
+                began = _perf()
                 for node in nodes:
                     value, status = plugin.score(state, pod, node)
                     if status is not None and status.code is not Code.Success:
+                        if record:
+                            _add_seconds(
+                                state.plugin_seconds,
+                                (plugin.name, "Score", status.code.name),
+                                _perf() - began,
+                            )
                         raise PluginError(status.with_plugin(plugin.name))
                     per_node.append(value)
+                if record:
+                    _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
                 raw = per_node
             normalizer = self._normalizers.get(plugin.name)
             raw_copy: IntArray | None = None
@@ -458,15 +631,22 @@ class Framework:
                 # Normalizers may rewrite the raw array in place: keep a copy of what they were given.
                 raw_copy = np.array(raw, dtype=np.int64) if normalizer is not None else None
             if normalizer is not None:
+                began = _perf()
                 array_normalizer = self._array_normalizers.get(plugin.name)
                 if array_normalizer is not None:
                     raw = array_normalizer.normalize_score_array(
                         state, pod, _checked_array(plugin.name, nodes, raw)
                     )
+                    if record:
+                        observe(plugin.name, "ScoreExtensionNormalize", "Success", _perf() - began)
                 else:
                     values = raw.tolist() if isinstance(raw, np.ndarray) else list(raw)
                     scores = [NodeScore(node.name, value) for node, value in zip(nodes, values, strict=True)]
                     status = normalizer.normalize_score(state, pod, scores)
+                    if record:
+                        observe(
+                            plugin.name, "ScoreExtensionNormalize", _status_label(status), _perf() - began
+                        )
                     if status is not None and status.code is not Code.Success:
                         raise PluginError(status.with_plugin(plugin.name))
                     raw = [s.score for s in scores]
@@ -489,19 +669,32 @@ class Framework:
         return bool(self.plugins.score)
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        result: Status | None = None
         for plugin in self.plugins.reserve:
+            began = _perf()
             status = plugin.reserve(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "Reserve", _status_label(status), _perf() - began)
             if status is not None and status.code is not Code.Success:
-                return status.with_plugin(plugin.name)
-        return None
+                result = status.with_plugin(plugin.name)
+                break
+        self._observe_point("Reserve", _status_label(result), _perf() - start)
+        return result
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Upstream labels Unreserve Success always: it has no status.
+        start = _perf()
         # Reverse order, as upstream, so later plugins undo first.
         for plugin in reversed(self.plugins.reserve):
+            began = _perf()
             try:
                 plugin.unreserve(state, pod, node_name)
             except Exception:
                 log.exception("Unreserve of plugin %s failed for pod %s", plugin.name, pod.key)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "Unreserve", "Success", _perf() - began)
+        self._observe_point("Unreserve", "Success", _perf() - start)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
         """Success, a rejection, or Wait naming the plugin whose timeout expires first, and that timeout."""
@@ -519,9 +712,20 @@ class Framework:
         first timer to fire rejects it. Each timeout is capped at 15 minutes. The Wait status names
         the plugin whose timeout expires first.
         """
+        start = _perf()
+        status, timeouts = self._run_permit_plugins(state, pod, node_name)
+        self._observe_point("Permit", _status_label(status), _perf() - start)
+        return status, timeouts
+
+    def _run_permit_plugins(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status | None, dict[str, float]]:
         timeouts: dict[str, float] = {}
         for plugin in self.plugins.permit:
+            began = _perf()
             status, timeout = plugin.permit(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "Permit", _status_label(status), _perf() - began)
             if status is None or status.code is Code.Success:
                 continue
             if status.code is Code.Wait:
@@ -535,26 +739,48 @@ class Framework:
 
     # --- binding cycle (threads) --------------------------------------------------------------
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        result: Status | None = None
         for plugin in self.plugins.pre_bind:
+            began = _perf()
             status = plugin.pre_bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "PreBind", _status_label(status), _perf() - began)
             if status is not None and status.code not in (Code.Success, Code.Skip):
-                return status.with_plugin(plugin.name)
-        return None
+                result = status.with_plugin(plugin.name)
+                break
+        self._observe_point("PreBind", _status_label(result), _perf() - start)
+        return result
 
     def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = _perf()
+        result = self._run_bind(state, pod, node_name)
+        self._observe_point("Bind", _status_label(result), _perf() - start)
+        return result
+
+    def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for plugin in self.plugins.bind:
+            began = _perf()
             status = plugin.bind(state, pod, node_name)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "Bind", _status_label(status), _perf() - began)
             if status is not None and status.code is Code.Skip:
                 continue
             return None if status is None else status.with_plugin(plugin.name)
         return Status.as_error("no bind plugin handled the pod")
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Upstream labels PostBind Success always: PostBind is informational.
+        start = _perf()
         for plugin in self.plugins.post_bind:
+            began = _perf()
             try:
                 plugin.post_bind(state, pod, node_name)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", plugin.name, pod.key)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "PostBind", "Success", _perf() - began)
+        self._observe_point("PostBind", "Success", _perf() - start)
 
 
 def _counts_for(nominated: PodInfo, pod: PodInfo) -> bool:

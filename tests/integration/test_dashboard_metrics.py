@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster.binaries import require_binaries
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
+from scheduler.profiles import SAMPLE_PERCENT_ENV
 from tests.grafana import Selector, dashboard_selectors, load_dashboard
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod
 
@@ -108,7 +109,10 @@ def test_every_dashboard_series_is_in_a_live_scrape(
     create_nodes(
         core_v1, [make_node(f"dash-{run_id}-{i}", cpu="4", labels={RUN_LABEL: run_id}) for i in range(2)]
     )
-    scheduler = SchedulerProcess(kubeconfig, tmp_path, config, name="dashboard-scheduler").start()
+    # Plugin durations are sampled in 10% of cycles: sample all of them so a few pods record them.
+    scheduler = SchedulerProcess(
+        kubeconfig, tmp_path, config, name="dashboard-scheduler", env={SAMPLE_PERCENT_ENV: "100"}
+    ).start()
     try:
         scheduler.wait_ready(timeout=60)
         pods = [make_pod(f"p-{i}", run_id, scheduler_name=SCHEDULER_NAME) for i in range(5)]

@@ -81,6 +81,10 @@ def test_dashboard_has_the_panels_the_issue_asks_for(dashboard: dict[str, Any]) 
     assert "by (queue)" in exprs["Pending pods by queue"]
     assert "by (plugin)" in exprs["Unschedulable pods by plugin"]
     assert "by (le, extension_point)" in exprs["Extension point latency (p99)"]
+    point_panel = next(p for p in panels(dashboard) if p["title"] == "Extension point latency (p99)")
+    point_exprs = " ".join(t["expr"] for t in point_panel["targets"])
+    assert "scheduler_scheduling_algorithm_duration_seconds_bucket" in point_exprs
+    assert "by (plugin, extension_point)" in point_exprs
 
 
 def test_every_query_uses_the_datasource_variable(dashboard: dict[str, Any]) -> None:
