@@ -225,6 +225,7 @@ class SchedulerApp:
             cache=self.cache,
             profiles=self.frameworks.keys(),
             on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+            wakes_on_add=podgroup_status.is_gang_member if PODGROUPS in self.listers.kinds else None,
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(

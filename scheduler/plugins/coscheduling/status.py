@@ -270,6 +270,10 @@ class PodGroupStatusController:
         loop.call_later(delay, self.mark, key)
 
 
+def is_gang_member(pod: Mapping[str, Any]) -> bool:
+    return bool(pod_group_name(pod))
+
+
 def install(
     factory: Any, pod_groups: Lister | None, api: Any, clock: Callable[[], float]
 ) -> PodGroupStatusController | None:
