@@ -126,7 +126,12 @@ class PyScheduler:
     scheduler_name = PY_SCHEDULER_NAME
 
     def __init__(
-        self, cp: ControlPlane, workdir: Path, profiler: str | None = None, profile_out: Path | None = None
+        self,
+        cp: ControlPlane,
+        workdir: Path,
+        profiler: str | None = None,
+        profile_out: Path | None = None,
+        profile: dict[str, Any] | None = None,
     ) -> None:
         self._cp = cp
         self._workdir = workdir
@@ -138,7 +143,8 @@ class PyScheduler:
             "kind": "KubeSchedulerConfiguration",
             "leaderElection": {"leaderElect": False},
             "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_BURST},
-            "profiles": [{"schedulerName": PY_SCHEDULER_NAME}],
+            # ``profile``: plugins/pluginConfig of a non-default profile (the gang bench's Coscheduling).
+            "profiles": [{"schedulerName": PY_SCHEDULER_NAME, **(profile or {})}],
         }
         self.config_path.write_text(yaml.safe_dump(config))
         self.log_path = workdir / "py-scheduler.log"
