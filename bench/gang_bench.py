@@ -148,10 +148,7 @@ def _measure(
 
     def create(item: tuple[str, bytes]) -> None:
         name, body = item
-        api.call_api(
-            f"/api/v1/namespaces/{NAMESPACE}/pods", "POST", body=orjson.loads(body),
-            auth_settings=["BearerToken"], _preload_content=False,
-        )  # fmt: skip
+        core.create_namespaced_pod(NAMESPACE, body=orjson.loads(body), _preload_content=False)
         created[name] = time.monotonic()
 
     start = time.monotonic()
