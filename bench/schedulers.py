@@ -134,6 +134,7 @@ class PyScheduler:
         profiler: str | None = None,
         profile_out: Path | None = None,
         extenders: list[dict[str, Any]] | None = None,
+        profile: dict[str, Any] | None = None,
     ) -> None:
         self._cp = cp
         self._workdir = workdir
@@ -145,7 +146,8 @@ class PyScheduler:
             "kind": "KubeSchedulerConfiguration",
             "leaderElection": {"leaderElect": False},
             "clientConnection": {"kubeconfig": str(cp.kubeconfig), "qps": CLIENT_QPS, "burst": CLIENT_BURST},
-            "profiles": [{"schedulerName": PY_SCHEDULER_NAME}],
+            # ``profile``: plugins/pluginConfig of a non-default profile (the gang bench's Coscheduling).
+            "profiles": [{"schedulerName": PY_SCHEDULER_NAME, **(profile or {})}],
         }
         if extenders:
             config["extenders"] = extenders

@@ -669,3 +669,51 @@ def build(name: str, *, quick: bool = False) -> Workload:
         workload.name = CEILING
         return workload
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(ALL_WORKLOADS)}")
+
+
+# --- gang (Coscheduling): bench/gang_bench.py, not side_by_side (it needs the PodGroup CRD) ---------
+GANG = "gang"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+@dataclass
+class GangWorkload:
+    workload: Workload
+    # PodGroup name -> minMember.
+    groups: dict[str, int]
+    # Groups one of whose members fits no node: the rest reach Permit, wait, and must let go.
+    incomplete: frozenset[str]
+
+    def group_of(self, pod_name: str) -> str:
+        return pod_name.rsplit("-", 1)[0]
+
+
+def gang(
+    nodes: int = 50, gangs: int = 40, size: int = 8, incomplete: int = 5, cpu: str = "500m"
+) -> GangWorkload:
+    """``gangs`` PodGroups of ``size`` pods (minMember ``size``), plus ``incomplete`` more whose last member
+    selects a label no node has. Complete gangs need gangs*size*cpu of nodes*4 CPUs."""
+    groups: dict[str, int] = {}
+    pods: list[dict[str, Any]] = []
+    broken: set[str] = set()
+    for g in range(gangs + incomplete):
+        name = f"gang-{g:03d}" if g < gangs else f"stuck-{g - gangs:03d}"
+        groups[name] = size
+        for i in range(size):
+            selector = {"bench/no-such-label": "x"} if g >= gangs and i == size - 1 else None
+            pods.append(pod(f"{name}-{i}", cpu=cpu, labels={POD_GROUP_LABEL: name}, node_selector=selector))
+        if g >= gangs:
+            broken.add(name)
+    stuck_pods = frozenset(p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith("stuck-"))
+    return GangWorkload(
+        workload=Workload(
+            name=GANG,
+            description=f"{nodes} nodes (4 CPU), {gangs} gangs of {size} x {cpu} CPU, "
+            f"{incomplete} more gangs of {size} whose last member fits nowhere",
+            nodes=[make_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110) for i in range(nodes)],
+            pods=pods,
+            expect_unschedulable=stuck_pods,
+        ),
+        groups=groups,
+        incomplete=frozenset(broken),
+    )

@@ -323,8 +323,11 @@ class ControlPlane:
         extra_args: Sequence[str] = (),
         config_path: str | Path | None = None,
         timeout: float | None = None,
+        binary: str | Path | None = None,
     ) -> ManagedProcess:
-        """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop()."""
+        """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop().
+
+        ``binary``: another kube-scheduler build (the gang bench's scheduler-plugins scheduler)."""
         self._require_running_etcd()
         if not self.kubeconfig.exists():
             raise RuntimeError("kube-apiserver has not been started: no kubeconfig yet")
@@ -337,7 +340,7 @@ class ControlPlane:
             nonlocal port
             port = free_port()
             return kube_scheduler_argv(
-                self.binaries_dir / "kube-scheduler",
+                Path(binary) if binary is not None else self.binaries_dir / "kube-scheduler",
                 kubeconfig=self.kubeconfig,
                 secure_port=port,
                 cert_dir=cert_dir,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
+from informers.resource import PODGROUPS
 from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.binding import BINDING_WORKERS, BindingPool
@@ -39,6 +40,7 @@ from scheduler.framework.types import PodSpecError
 from scheduler.informer_listers import InformerListers
 from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector, RestLeaseClient
+from scheduler.plugins.coscheduling import status as podgroup_status
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
@@ -123,6 +125,7 @@ class SchedulerApp:
         self._loop_heartbeat = time.monotonic()
         self._synced = False
         self.lease_rest: RestClient | None = None
+        self.podgroup_status: podgroup_status.PodGroupStatusController | None = None
         # Replaced by tests; in the product it ends the process at once (see _start_elector).
         self._on_leadership_lost: Callable[[int], None] = exit_now
 
@@ -222,6 +225,7 @@ class SchedulerApp:
             cache=self.cache,
             profiles=self.frameworks.keys(),
             on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+            wakes_on_add=podgroup_status.is_gang_member if PODGROUPS in self.listers.kinds else None,
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(
@@ -235,6 +239,9 @@ class SchedulerApp:
         pods.add_event_handler(on_delete=self._forget_pod_writes)
         for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
             handlers.watch_other_kind(spec, informer)
+        # Coscheduling on: PodGroup status is kept current by the leader (issue 14).
+        pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
+        self.podgroup_status = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
         self.factory.start()
         background = [
             loop.create_task(self._heartbeat(), name="heartbeat"),
@@ -248,6 +255,8 @@ class SchedulerApp:
             if not await self._wait_leading():
                 return self._exit_code
             log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
+            if self.podgroup_status is not None:
+                self.podgroup_status.start()
             scheduling = loop.create_task(self.scheduler.run(), name="scheduling-cycle")
             stop_wait = loop.create_task(self._stop.wait())
             await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -266,8 +275,19 @@ class SchedulerApp:
         assert self.factory is not None
         sync = asyncio.ensure_future(self.factory.wait_for_cache_sync())
         stop_wait = asyncio.ensure_future(self._stop.wait())
-        await asyncio.wait({sync, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        waits: set[asyncio.Future[Any]] = {sync, stop_wait}
+        # A missing CRD would keep its informer from ever syncing: fail start-up, saying so, instead.
+        missing = None
+        if self.podgroup_status is not None:
+            missing = asyncio.ensure_future(podgroup_status.pod_group_api_missing(self.api))
+            waits.add(missing)
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
+        if missing is not None:
+            missing.cancel()
+            if missing.done() and not missing.cancelled() and not sync.done():
+                log.error("%s", missing.result())
+                self._exit_code = 1
         if not sync.done() or not sync.result():
             sync.cancel()
             return False
@@ -378,6 +398,8 @@ class SchedulerApp:
         server or etcd does not answer: bindings SHUTDOWN_DRAIN_SECONDS, then the rest a few seconds
         each. Threads left in a hung request are abandoned; the CLI exits without joining them."""
         self._stop.set()
+        if self.podgroup_status is not None:
+            await self.podgroup_status.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
             # In-flight bindings may finish; new ones are refused by may_bind().

@@ -14,7 +14,7 @@ from typing import Any
 from informers import DeletedFinalStateUnknown, ResourceSpec, SharedInformer
 from scheduler import metrics
 from scheduler.cache import SchedulerCache
-from scheduling_queue import SchedulingQueue
+from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,13 @@ class EventHandlers:
         cache: SchedulerCache,
         profiles: Collection[str],
         on_pending_pod_deleted: Callable[[str, str], None] | None = None,
+        wakes_on_add: Callable[[Obj], bool] | None = None,
     ) -> None:
         # Rejects the pod if it waits at Permit, as upstream's deletePodFromSchedulingQueue does.
         self.on_pending_pod_deleted = on_pending_pod_deleted
+        # New pending pods whose add is a cluster event for the others (UnscheduledPod/Add): a gang's
+        # last member releases the members PreEnqueue holds. Others' adds stay O(1), as upstream's.
+        self.wakes_on_add = wakes_on_add
         self.queue = queue
         self.cache = cache
         self.profiles = frozenset(profiles)
@@ -80,6 +84,8 @@ class EventHandlers:
             metrics.observe_event_handling("AssignedPodAdd", time.perf_counter() - start)
         elif self.responsible_for(pod):
             self.queue.add(pod)
+            if self.wakes_on_add is not None and self.wakes_on_add(pod):
+                self.queue.move_all_to_active_or_backoff(EVENT_UNSCHEDULED_POD_ADD, None, pod)
             metrics.observe_event_handling("UnscheduledPodAdd", time.perf_counter() - start)
 
     def on_pod_update(self, old: Obj, new: Obj) -> None:

@@ -6,7 +6,9 @@ The CRD is applied from deploy/components/podgroup-crd; py-scheduler runs with C
 from __future__ import annotations
 
 import random
+import statistics
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,15 +19,27 @@ from kubernetes import client as k8s
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
 
 CRD = Path(__file__).resolve().parents[2] / "deploy/components/podgroup-crd/crd.yaml"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PERMIT_TIMEOUT = 5
 
 
-@pytest.fixture(scope="module")
-def crd(api_client: Any) -> None:
+CRD_NAME = "podgroups.scheduling.x-k8s.io"
+
+
+def pod_groups_served(api_client: Any) -> bool:
+    try:
+        found = k8s.CustomObjectsApi(api_client).get_api_resources("scheduling.x-k8s.io", "v1alpha1")
+    except k8s.ApiException as err:
+        if err.status == 404:
+            return False
+        raise
+    return any(r.name == "podgroups" for r in found.resources)
+
+
+def install_crd(api_client: Any) -> None:
     ext: Any = k8s.ApiextensionsV1Api(api_client)
     body = yaml.safe_load(CRD.read_text())
     try:
@@ -35,10 +49,40 @@ def crd(api_client: Any) -> None:
             raise
 
     def established() -> bool:
-        got = ext.read_custom_resource_definition("podgroups.scheduling.x-k8s.io")
+        got = ext.read_custom_resource_definition(CRD_NAME)
         return any(c.type == "Established" and c.status == "True" for c in got.status.conditions or [])
 
     wait_for(established, 30, "the PodGroup CRD to be established")
+    wait_for(lambda: pod_groups_served(api_client), 30, "PodGroups served")
+
+
+def test_coscheduling_without_the_crd_fails_start_up_in_one_line(
+    api_client: Any, kubeconfig: str, tmp_path: Path
+) -> None:
+    """A user who enables Coscheduling but forgot the CRD gets an exit (a CrashLoopBackOff in a
+    cluster) and one line saying what to install, not a scheduler stuck waiting for an informer."""
+    ext: Any = k8s.ApiextensionsV1Api(api_client)
+    had_crd = pod_groups_served(api_client)
+    if had_crd:
+        ext.delete_custom_resource_definition(CRD_NAME)
+        wait_for(lambda: not pod_groups_served(api_client), 60, "the PodGroup CRD gone")
+    proc = gang_scheduler(kubeconfig, tmp_path).start()
+    try:
+        assert proc.proc is not None
+        code = proc.proc.wait(30)
+        assert code == 1, proc.log_tail()
+        lines = [ln for ln in proc.log_path.read_text().splitlines() if "PodGroup CRD is not installed" in ln]
+        assert len(lines) == 1, proc.log_tail()
+        assert "deploy/components/podgroup-crd" in lines[0]
+    finally:
+        proc.stop()
+        if had_crd:
+            install_crd(api_client)
+
+
+@pytest.fixture(scope="module")
+def crd(api_client: Any) -> None:
+    install_crd(api_client)
 
 
 @pytest.fixture
@@ -58,14 +102,16 @@ def scheduler(kubeconfig: str, tmp_path: Path, crd: None) -> Iterator[SchedulerP
         proc.stop()
 
 
-def gang_scheduler(kubeconfig: str, tmp_path: Path) -> SchedulerProcess:
+def gang_scheduler(kubeconfig: str, tmp_path: Path, **args: Any) -> SchedulerProcess:
     config = scheduler_config(
         profile_extra={
             "plugins": {
                 "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
                 "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
             },
-            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": PERMIT_TIMEOUT}}],
+            "pluginConfig": [
+                {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": PERMIT_TIMEOUT, **args}}
+            ],
         }
     )
     return SchedulerProcess(kubeconfig, tmp_path, config=config)
@@ -177,3 +223,172 @@ def test_a_gang_that_cannot_complete_releases_what_it_reserved(
         "the solo pods bound",
     )
     assert bound_by_group(core_v1, namespace).get("stuck", 0) == 0
+
+
+def get_pod_group(api_client: Any, namespace: str, name: str) -> dict[str, Any]:
+    custom: Any = k8s.CustomObjectsApi(api_client)
+    got: dict[str, Any] = custom.get_namespaced_custom_object(
+        "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups", name
+    )
+    return got
+
+
+def set_phase(core_v1: Any, namespace: str, name: str, phase: str) -> None:
+    """What a kubelet would report (the devcluster has none)."""
+    core_v1.patch_namespaced_pod_status(name, namespace, {"status": {"phase": phase}})
+
+
+def test_pod_group_status_follows_its_pods(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    nodes(api_client, run_id, 2)
+    pod_group(api_client, namespace, "st", 3)
+
+    def status() -> dict[str, Any]:
+        got: dict[str, Any] = get_pod_group(api_client, namespace, "st").get("status") or {}
+        return got
+
+    wait_for(lambda: status().get("phase") == "Pending", 10, "the new group Pending")
+    names = [f"st-{i}" for i in range(3)]
+    create(core_v1, namespace, [member(n, run_id, "st", "100m") for n in names])
+    wait_for(lambda: bound_by_group(core_v1, namespace).get("st", 0) == 3, 20, "the gang bound")
+    wait_for(lambda: status().get("phase") == "Scheduling", 10, "Scheduling once minMember pods exist")
+    assert status().get("scheduleStartTime"), status()
+    for n in names:
+        set_phase(core_v1, namespace, n, "Running")
+    wait_for(lambda: status().get("phase") == "Running" and status().get("running") == 3, 10, "Running")
+    # Finished pods leave the scheduler's own pod watch; the controller's informer still counts them.
+    for n in names[:2]:
+        set_phase(core_v1, namespace, n, "Succeeded")
+    wait_for(lambda: (status().get("running"), status().get("succeeded")) == (1, 2), 10, "counts updated")
+    assert status().get("phase") == "Running"
+    set_phase(core_v1, namespace, names[2], "Succeeded")
+    wait_for(lambda: status().get("phase") == "Finished", 10, "Finished")
+    assert (status().get("running"), status().get("succeeded"), status().get("failed")) == (0, 3, 0)
+
+
+def debug_outcome(proc: SchedulerProcess, namespace: str, name: str) -> str:
+    code, body = proc.get(f"/debug/pods/{namespace}/{name}")
+    return body if code == 200 else ""
+
+
+def waiting_at_permit(proc: SchedulerProcess, namespace: str, names: list[str]) -> bool:
+    return all("WaitingOnPermit" in debug_outcome(proc, namespace, n) for n in names)
+
+
+def bind_latencies(core_v1: Any, namespace: str, run_id: str, batch: str, count: int) -> list[float]:
+    """Creates ``count`` plain pods at once; per pod, seconds from its create call to its binding seen."""
+    pods = [make_pod(f"{batch}-{i}", run_id, cpu="10m") for i in range(count)]
+    for pod in pods:
+        pod["metadata"]["labels"]["batch"] = batch
+    created: dict[str, float] = {}
+
+    def create_some(chunk: list[dict[str, Any]]) -> None:
+        for pod in chunk:
+            core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
+            created[pod["metadata"]["name"]] = time.monotonic()
+
+    threads = [threading.Thread(target=create_some, args=(pods[i::8],)) for i in range(8)]
+    for t in threads:
+        t.start()
+    bound: dict[str, float] = {}
+    deadline = time.monotonic() + 120
+    while len(bound) < count and time.monotonic() < deadline:
+        resp = core_v1.list_namespaced_pod(namespace, label_selector=f"batch={batch}", _preload_content=False)
+        now = time.monotonic()
+        for pod in orjson_items(resp.data):
+            if pod["spec"].get("nodeName"):
+                bound.setdefault(pod["metadata"]["name"], now)
+        time.sleep(POLL)
+    for t in threads:
+        t.join()
+    assert len(bound) == count, f"{len(bound)}/{count} of {batch} bound"
+    return sorted(bound[n] - created[n] for n in bound)
+
+
+def orjson_items(data: bytes) -> list[dict[str, Any]]:
+    import orjson
+
+    items: list[dict[str, Any]] = orjson.loads(data)["items"]
+    return items
+
+
+POLL = 0.05
+
+
+def test_500_pods_waiting_at_permit_do_not_slow_other_pods(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path, crd: None
+) -> None:
+    # podGroupRejectPercentage 100: the member that never fits does not release the waiting 500.
+    proc = gang_scheduler(kubeconfig, tmp_path, podGroupRejectPercentage=100).start()
+    try:
+        proc.wait_ready(60)
+        nodes(api_client, run_id, 10)  # 1,100 pod slots
+        others = 100
+        bind_latencies(core_v1, namespace, run_id, "warm", 20)  # first-cycle costs out of the baseline
+        baseline = bind_latencies(core_v1, namespace, run_id, "base", others)
+
+        pod_group(api_client, namespace, "big", 501, scheduleTimeoutSeconds=600)
+        waiters = [f"big-{i:03d}" for i in range(500)]
+        never = member("zz-never", run_id, "big", "10m")
+        never["spec"]["nodeSelector"]["no-such-label"] = "x"
+        create_pods(core_v1, namespace, [*(member(n, run_id, "big", "10m") for n in waiters), never])
+        wait_for(lambda: waiting_at_permit(proc, namespace, waiters[::25]), 120, "a sample waiting at Permit")
+        wait_for(lambda: waiting_at_permit(proc, namespace, waiters), 60, "all 500 waiting at Permit")
+
+        loaded = bind_latencies(core_v1, namespace, run_id, "loaded", others)
+        assert bound_by_group(core_v1, namespace).get("big", 0) == 0
+        # Still waiting afterwards: the measurement was made with 500 waiters.
+        assert waiting_at_permit(proc, namespace, waiters[::50])
+        proc.assert_running()
+    finally:
+        proc.stop()
+    base_p50, base_p90 = statistics.median(baseline), baseline[int(0.9 * len(baseline))]
+    p50, p90 = statistics.median(loaded), loaded[int(0.9 * len(loaded))]
+    print(f"bind latency without waiters p50 {base_p50:.3f}s p90 {base_p90:.3f}s; "
+          f"with 500 at Permit p50 {p50:.3f}s p90 {p90:.3f}s")  # fmt: skip
+    # Generous, relative to this run's own baseline; 2 polls are the measurement's resolution.
+    assert p50 <= 3 * base_p50 + 2 * POLL, (baseline, loaded)
+    assert p90 <= 3 * base_p90 + 2 * POLL, (baseline, loaded)
+
+
+def test_killed_while_a_gang_waits_at_permit_the_gang_binds_whole_or_not_at_all(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path, crd: None
+) -> None:
+    nodes(api_client, run_id, 2)
+    pod_group(api_client, namespace, "kill", 4, scheduleTimeoutSeconds=120)
+    ready = [f"kill-{i}" for i in range(3)]
+    last = member("kill-3", run_id, "kill", "100m")
+    last["spec"]["nodeSelector"]["gang-ready"] = "yes"  # fits nowhere until a node gets the label
+    create(core_v1, namespace, [*(member(n, run_id, "kill", "100m") for n in ready), last])
+
+    (tmp_path / "first").mkdir()
+    first = gang_scheduler(kubeconfig, tmp_path / "first").start()
+    try:
+        first.wait_ready(60)
+        wait_for(lambda: waiting_at_permit(first, namespace, ready), 30, "3 members waiting at Permit")
+        first.kill()  # SIGKILL: no shutdown, no Unreserve
+    finally:
+        first.stop()
+    assert bound_by_group(core_v1, namespace).get("kill", 0) == 0
+
+    second_dir = tmp_path / "second"
+    second_dir.mkdir()
+    second = gang_scheduler(kubeconfig, second_dir).start()
+    try:
+        second.wait_ready(60)
+        wait_for(lambda: waiting_at_permit(second, namespace, ready), 30, "the restarted scheduler's waiters")
+        # Not at all, while the gang cannot complete (longer than the Permit timeout of the plugin args).
+        seen = []
+        end = time.monotonic() + PERMIT_TIMEOUT + 2
+        while time.monotonic() < end:
+            seen.append(bound_by_group(core_v1, namespace).get("kill", 0))
+            time.sleep(0.2)
+        assert set(seen) == {0}, seen
+        node = f"g0-{run_id}"
+        core_v1.patch_node(node, {"metadata": {"labels": {"gang-ready": "yes"}}})
+        # Whole, once it can.
+        wait_for(lambda: bound_by_group(core_v1, namespace).get("kill", 0) == 4, 30, "the whole gang bound")
+        second.assert_running()
+    finally:
+        second.stop()

@@ -14,7 +14,7 @@ from scheduler.event_handlers import EventHandlers, node_update_actions
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.types import PodInfo
 from scheduler.profiles import queue_hints
-from scheduling_queue import FakeClock, SchedulingQueue
+from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, FakeClock, SchedulingQueue
 from scheduling_queue.types import ActionType, QueuedPodInfo
 from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
 
@@ -228,3 +228,22 @@ def test_unschedulable_false_and_missing_are_the_same() -> None:
     assert node_update_actions(
         BASE_NODE, bumped(BASE_NODE, _set(("spec", "unschedulable"), False))
     ) == ActionType(0)
+
+
+def test_only_chosen_pending_pods_broadcast_their_add(env: Env) -> None:
+    """A gang member's add is an UnscheduledPod/Add event for the others (Coscheduling's held members);
+    any other pending pod's add stays a plain queue add."""
+    events: list[tuple[Any, Any]] = []
+
+    def record(event: Any, old: Any, new: Any, *_: Any) -> None:
+        events.append((event, new))
+
+    env.queue.move_all_to_active_or_backoff = record  # type: ignore[method-assign,assignment]
+    env.handlers.wakes_on_add = lambda pod: "gang" in (pod["metadata"].get("labels") or {})
+    plain = make_pod("plain")
+    member = make_pod("member")
+    member["metadata"].setdefault("labels", {})["gang"] = "g"
+    env.handlers.on_pod_add(plain)
+    env.handlers.on_pod_add(member)
+    assert [(e, p["metadata"]["name"]) for e, p in events] == [(EVENT_UNSCHEDULED_POD_ADD, "member")]
+    assert env.queue.where("default/member") == "active"

@@ -168,7 +168,7 @@ def test_all_values_file_sets_every_key() -> None:
         ({"image.digest": "latest"}, "digest"),
         ({"extenders[0].urlprefix": "http://x"}, "urlprefix"),
         ({"grafanaDashboard.label.a": "b"}, "label"),
-        ({"podGroup.crd.enabled": "true"}, "enabled"),  # reserved for gang scheduling
+        ({"podGroup.crd.enabled": "yes"}, "enabled"),
     ],
 )
 def test_schema_rejects_typos_and_bad_values(set_values: dict[str, str], message: str) -> None:
@@ -444,3 +444,33 @@ def test_config_change_rolls_the_pods() -> None:
 def test_inconsistent_values_fail_with_a_message(set_values: dict[str, str], message: str) -> None:
     with pytest.raises(HelmError, match=message):
         template_text(set_values=set_values)
+
+
+# --- podGroup.crd.enabled: the kustomize component's objects ------------------------------------------
+
+
+def test_pod_group_crd_renders_the_kustomize_component() -> None:
+    component = ROOT / "deploy/components/podgroup-crd"
+    expected = [
+        doc
+        for name in ("crd.yaml", "rbac.yaml")
+        for doc in yaml.safe_load_all((component / name).read_text())
+        if doc
+    ]
+    rendered = template(set_values={"podGroup.crd.enabled": "true"})
+    got = [
+        o for o in rendered if o["kind"] == "CustomResourceDefinition" or "podgroups" in o["metadata"]["name"]
+    ]
+
+    def comparable(obj: dict[str, Any]) -> tuple[str, str, str]:
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"].pop("labels", None)  # the chart's standard labels differ from the component's
+        return obj["kind"], obj["metadata"]["name"], json.dumps(obj, sort_keys=True)
+
+    assert sorted(map(comparable, got)) == sorted(map(comparable, expected))
+    # The chart's copy of the CRD is byte-for-byte the component's.
+    assert (CHART / "files/podgroup-crd.yaml").read_text() == (component / "crd.yaml").read_text()
+
+
+def test_pod_group_crd_is_off_by_default(default: list[dict[str, Any]]) -> None:
+    assert not [o for o in default if "podgroup" in o["metadata"]["name"]]

@@ -90,6 +90,8 @@ class Coscheduling:
         self._last_failed: dict[str, float] = {}
         # Group full name -> uids of members that passed Permit (waiting or binding).
         self._assigned: dict[str, set[str]] = {}
+        # The last pod-add event the hint answered, and whether its group had minMember pods then.
+        self._add_memo: tuple[Mapping[str, Any], bool] | None = None
 
     # --- lookups --------------------------------------------------------------------------------
     def get_pod_group(self, pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
@@ -289,11 +291,21 @@ class Coscheduling:
     def is_schedulable_after_pod_add(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        # Another member of the same group appeared: the quorum may now be reached.
+        # Another member of the same group appeared: worth a retry only once minMember exist. Every
+        # held member is asked about the same add, so the count is taken once per event: a gang of
+        # 500 created pod by pod costs 500 counts, not 500 x 500 re-run PreEnqueues of 500 each.
         full_name = pod_group_full_name(pod)
-        if full_name and isinstance(new_obj, Mapping) and pod_group_full_name(new_obj) == full_name:
-            return QueueingHint.Queue
-        return QueueingHint.Skip
+        if not (full_name and isinstance(new_obj, Mapping) and pod_group_full_name(new_obj) == full_name):
+            return QueueingHint.Skip
+        memo = self._add_memo
+        if memo is not None and memo[0] is new_obj:
+            complete = memo[1]
+        else:
+            _, pg = self.get_pod_group(new_obj)
+            # No PodGroup yet: its add wakes the group (is_schedulable_after_pod_group_change).
+            complete = pg is not None and len(self.siblings(new_obj)) >= min_member(pg)
+            self._add_memo = (new_obj, complete)
+        return QueueingHint.Queue if complete else QueueingHint.Skip
 
     @safe_hint
     def is_schedulable_after_pod_group_change(

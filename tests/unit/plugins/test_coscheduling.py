@@ -319,8 +319,8 @@ async def test_post_filter_table(
 
 # --- queueing hints ---
 async def test_hints_wake_a_group_on_its_own_pod_group_and_members_only() -> None:
-    plugin = plugin_for(GangHandle({}))
     waiting = member("a", "pg1")
+    plugin = plugin_for(GangHandle({PODGROUPS: [pg("pg1", 2)], PODS: [waiting, member("b", "pg1")]}))
     assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg1")).name == "Queue"
     assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg2")).name == "Skip"
     assert plugin.is_schedulable_after_pod_group_change(waiting, None, pg("pg1", 2)).name == "Queue"
@@ -328,3 +328,28 @@ async def test_hints_wake_a_group_on_its_own_pod_group_and_members_only() -> Non
     status_only = pg("pg1", 2)
     assert plugin.is_schedulable_after_pod_group_change(waiting, pg("pg1", 2), status_only).name == "Skip"
     assert plugin.is_schedulable_after_pod_group_change(waiting, pg("pg1", 3), pg("pg1", 2)).name == "Queue"
+
+
+async def test_a_member_add_wakes_the_group_only_once_min_member_exist_counting_once_per_event() -> None:
+    held = [member(f"m{i}", "pg1") for i in range(3)]
+    handle = GangHandle({PODGROUPS: [pg("pg1", 4)], PODS: held})
+    plugin = plugin_for(handle)
+    counts = 0
+    siblings = plugin.siblings
+
+    def counting(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        nonlocal counts
+        counts += 1
+        return siblings(pod)
+
+    plugin.siblings = counting  # type: ignore[method-assign]
+    # The third of four: nobody wakes, and the three held pods cost one count.
+    assert {plugin.is_schedulable_after_pod_add(p, None, held[2]).name for p in held} == {"Skip"}
+    assert counts == 1
+    fourth = member("m3", "pg1")
+    handle.listers[PODS].add(fourth)
+    assert {plugin.is_schedulable_after_pod_add(p, None, fourth).name for p in held} == {"Queue"}
+    assert counts == 2
+    # A member whose PodGroup does not exist yet waits for the PodGroup's add.
+    orphan = member("o", "nopg")
+    assert plugin.is_schedulable_after_pod_add(orphan, None, member("o2", "nopg")).name == "Skip"
