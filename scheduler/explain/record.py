@@ -71,7 +71,7 @@ class Trace:
         self.feasible: Sequence[NodeInfo] = ()
         self.scores: Sequence[int] | IntArray | None = None
         self.best = -1
-        self.breakdown: list[tuple[str, IntArray, IntArray, int]] = []
+        self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
 
     def attach(self, state: CycleState) -> None:
         state.write(TRACE_KEY, self)
@@ -99,7 +99,7 @@ class Trace:
             record.pre_filter = diagnosis.pre_filter_msg
             record.filters = filter_verdicts(diagnosis.node_to_status)
             record.post_filter = diagnosis.post_filter_msg
-        record.scores = top_scores(self, chosen)
+        record.score_table = top_scores(self, chosen)
         return record
 
 
@@ -135,6 +135,26 @@ class NodeScores:
         }
 
 
+@dataclass(slots=True, frozen=True)
+class ScoreTable:
+    """The chosen node and the runners-up as plain ints, extracted on the loop; NodeScores on read."""
+
+    # (plugin, weight) in Score order
+    plugins: tuple[tuple[str, int], ...]
+    # (node, total, chosen, raw per plugin, normalised per plugin)
+    rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]]
+
+    def node_scores(self) -> list[NodeScores]:
+        out: list[NodeScores] = []
+        for node, total, chosen, raws, norms in self.rows:
+            plugins = {
+                name: (raw, norm, norm * weight)
+                for (name, weight), raw, norm in zip(self.plugins, raws, norms, strict=True)
+            }
+            out.append(NodeScores(node, total, plugins, chosen))
+        return out
+
+
 @dataclass(slots=True)
 class Miss:
     """A node that failed exactly one Filter plugin, with what is short in the user's terms."""
@@ -167,11 +187,17 @@ class AttemptRecord:
     feasible: int = 0
     pre_filter: str = ""
     filters: dict[str, PluginVerdicts] = field(default_factory=dict)
-    scores: list[NodeScores] = field(default_factory=list)
+    score_table: ScoreTable | None = None
     post_filter: str = ""
     nominated_node: str = ""
     nearest_misses: list[Miss] = field(default_factory=list)
     misses_probed: int = 0
+
+    @property
+    def scores(self) -> list[NodeScores]:
+        """The top-K nodes with their per-plugin scores (built on each read: readers are rare)."""
+        table = self.score_table
+        return table.node_scores() if table is not None else []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -224,33 +250,49 @@ def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdic
     return verdicts
 
 
-def top_scores(trace: Trace, chosen: str) -> list[NodeScores]:
-    """The best ``TOP_K`` scored nodes (and the chosen one), each with every plugin's scores."""
-    feasible = trace.feasible
+def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
+    """The best ``TOP_K`` scored nodes (the chosen one first), each with every plugin's scores.
+
+    Runs once per attempt on the scheduling loop, so it only picks the rows (``argmax`` on a copy of
+    the totals, which select has just scanned anyway) and reads a few ints out of each plugin's arrays
+    with ``.item``: a fancy index per plugin costs microseconds each at this size, a scalar read a
+    fraction of one. The NodeScores objects are built when someone reads the record.
+    """
     if trace.scores is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
-        return [NodeScores(chosen, 0, {}, chosen=True)] if chosen else []
-    totals = np.asarray(trace.scores)
-    # The chosen node first, then the best of the rest (equal totals in visit order). A few argmax
-    # calls on a copy cost less than a partition of the whole array for so small a K.
+        return ScoreTable((), [(chosen, 0, True, (), ())]) if chosen else None
+    totals = trace.scores
+    count = len(totals)
     best = trace.best
-    remaining = totals.copy()
-    picked: list[int] = []
-    if best >= 0:
-        picked.append(best)
-        remaining[best] = _NEVER
-    while len(picked) < min(TOP_K, len(totals)):
-        index = int(remaining.argmax())
-        picked.append(index)
-        remaining[index] = _NEVER
-    # One fancy index per plugin array rather than a numpy scalar per node and plugin.
-    rows = np.asarray(picked)
-    columns = [
-        (name, raw[rows].tolist(), norm[rows].tolist(), weight) for name, raw, norm, weight in trace.breakdown
-    ]
-    picked_totals = totals[rows].tolist()
-    out: list[NodeScores] = []
-    for row, index in enumerate(picked):
-        plugins = {name: (raw[row], norm[row], norm[row] * weight) for name, raw, norm, weight in columns}
-        out.append(NodeScores(feasible[index].name, picked_totals[row], plugins, index == best))
-    return out
+    picked: list[int] = [best] if best >= 0 else []
+    want = min(TOP_K, count)
+    if len(picked) < want:
+        remaining = np.array(totals, dtype=np.int64)
+        if best >= 0:
+            remaining[best] = _NEVER
+        while len(picked) < want:
+            index = int(remaining.argmax())
+            picked.append(index)
+            remaining[index] = _NEVER
+    feasible = trace.feasible
+    breakdown = trace.breakdown
+    rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]] = []
+    for index in picked:
+        rows.append(
+            (
+                feasible[index].name,
+                _at(totals, index),
+                index == best,
+                tuple([_at(raw, index) for _, raw, _, _ in breakdown]),
+                tuple([_at(norm, index) for _, _, norm, _ in breakdown]),
+            )
+        )
+    return ScoreTable(tuple([(name, weight) for name, _, _, weight in breakdown]), rows)
+
+
+def _at(values: Sequence[int] | IntArray, index: int) -> int:
+    """One score as a Python int: ``.item`` on an array (no numpy scalar), plain indexing on a list."""
+    if isinstance(values, np.ndarray):
+        value: int = values.item(index)
+        return value
+    return int(values[index])

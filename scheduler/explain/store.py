@@ -9,11 +9,9 @@ keeps its last few attempts. One lock guards everything; the loop holds it for m
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
-
-from cachetools import LRUCache
 
 from scheduler.explain.record import BIND_FAILED, ERROR, UNSCHEDULABLE, AttemptRecord
 
@@ -34,8 +32,12 @@ class DecisionStore:
     ) -> None:
         self._lock = threading.Lock()
         self._attempts_per_pod = attempts_per_pod
-        self._pending: LRUCache[str, deque[AttemptRecord]] = LRUCache(maxsize=pending_pods)
-        self._recent: LRUCache[str, deque[AttemptRecord]] = LRUCache(maxsize=recent_pods)
+        # Plain OrderedDicts as LRUs (C code; cachetools' LRUCache costs microseconds per operation):
+        # filing moves a pod to the end, the oldest is evicted from the front.
+        self._pending: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
+        self._recent: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
+        self._pending_limit = pending_pods
+        self._recent_limit = recent_pods
 
     def file(self, record: AttemptRecord) -> None:
         """A finished (or handed-to-binding) attempt joins its pod's history, filed as pending or recent."""
@@ -47,8 +49,14 @@ class DecisionStore:
             if history is None:
                 history = deque(maxlen=self._attempts_per_pod)
             history.append(record)
-            target = self._pending if record.outcome in _PENDING_OUTCOMES else self._recent
-            target[key] = history
+            self._put(self._pending if record.outcome in _PENDING_OUTCOMES else self._recent, key, history)
+
+    def _put(
+        self, target: OrderedDict[str, deque[AttemptRecord]], key: str, history: deque[AttemptRecord]
+    ) -> None:
+        target[key] = history
+        if len(target) > (self._pending_limit if target is self._pending else self._recent_limit):
+            target.popitem(last=False)
 
     def update(self, record: AttemptRecord, change: Callable[[AttemptRecord], None]) -> None:
         """Apply ``change`` to a filed record under the lock (a binding finishing), and re-file its pod
@@ -64,7 +72,7 @@ class DecisionStore:
             target = self._pending if record.outcome in _PENDING_OUTCOMES else self._recent
             if target is not source:
                 source.pop(key, None)
-                target[key] = history
+                self._put(target, key, history)
 
     def latest(self, key: str) -> AttemptRecord | None:
         with self._lock:
