@@ -28,7 +28,7 @@ from scheduler.cycle import Scheduler
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.explain.debug import debug_pods_handler
-from scheduler.explain.recorder import DecisionRecorder
+from scheduler.explain.recorder import ANNOTATION, DecisionRecorder
 from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
@@ -75,6 +75,8 @@ class SchedulerApp:
         kubeconfig: str | None = None,
         serving: ServingOptions | None = None,
         leader_elect: bool | None = None,
+        record_decisions: bool = True,
+        annotate_decisions: frozenset[str] = frozenset(),
     ) -> None:
         # Extenders: built first, so a bad TLS setting stops start-up; their ignored resources reach
         # NodeResourcesFit before the frameworks are built.
@@ -110,7 +112,12 @@ class SchedulerApp:
         )
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
-        self.decisions = DecisionRecorder(clock=self.clock)
+        self.decisions = DecisionRecorder(
+            enabled=record_decisions,
+            clock=self.clock,
+            annotate_profiles=annotate_decisions,
+            annotator=self._annotate_decision if annotate_decisions else None,
+        )
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.server: HealthServer | None = None
@@ -178,6 +185,9 @@ class SchedulerApp:
             if not ok:
                 return False, why
         return True, "ok"
+
+    def _annotate_decision(self, key: str, uid: str, value: str) -> None:
+        self.recorder.annotate_pod(key, uid, {ANNOTATION: value})
 
     def _is_leading(self) -> bool:
         return self._leading.is_set() if self.elector is not None else self.scheduler is not None

@@ -15,6 +15,7 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+import orjson
 
 from scheduler.algorithm import TRACE_KEY
 from scheduler.framework.columns import IntArray
@@ -296,3 +297,44 @@ def _at(values: Sequence[int] | IntArray, index: int) -> int:
         value: int = values.item(index)
         return value
     return int(values[index])
+
+
+def summary(record: AttemptRecord, max_bytes: int) -> str:
+    """The attempt in one compact JSON line of at most ``max_bytes`` (the pod annotation).
+
+    Outcome, node, node counts, the rejections per Filter plugin, the chosen node's and runners-up's
+    totals, the nearest misses. What does not fit is dropped from the least telling end: misses, then
+    runners-up, then Filter plugins with the fewest rejections; the message is cut last.
+    """
+    doc: dict[str, Any] = {
+        "attempt": record.attempt,
+        "outcome": record.outcome,
+        "node": record.node,
+        "nodes": [record.nodes_total, record.nodes_evaluated, record.feasible],
+    }
+    if record.message and record.outcome != BOUND:
+        doc["message"] = record.message
+    if record.filters:
+        ranked = sorted(record.filters.items(), key=lambda kv: -kv[1].rejected)
+        doc["filtered"] = {plugin or "?": verdict.rejected for plugin, verdict in ranked}
+    table = record.score_table
+    if table is not None and table.plugins:
+        doc["scores"] = {node: total for node, total, _, _, _ in table.rows}
+    if record.nearest_misses:
+        doc["nearestMisses"] = [miss.text() for miss in record.nearest_misses]
+    encoded = orjson.dumps(doc)
+    while len(encoded) > max_bytes:
+        if doc.get("nearestMisses"):
+            doc["nearestMisses"].pop()
+        elif len(doc.get("scores") or ()) > 1:
+            doc["scores"].popitem()
+        elif len(doc.get("filtered") or ()) > 1:
+            doc["filtered"].popitem()
+        elif len(doc.get("message") or "") > 16:
+            doc["message"] = doc["message"][: max(16, len(doc["message"]) - (len(encoded) - max_bytes) - 4)]
+            doc["message"] = doc["message"][:-1] + "\u2026"
+        else:
+            # Pathological names: keep what always fits.
+            doc = {key: doc[key] for key in ("attempt", "outcome", "nodes")}
+        encoded = orjson.dumps(doc)
+    return encoded.decode()
