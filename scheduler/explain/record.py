@@ -188,7 +188,8 @@ class AttemptRecord:
     feasible: int = 0
     pre_filter: str = ""
     filters: dict[str, PluginVerdicts] = field(default_factory=dict)
-    score_table: ScoreTable | None = None
+    # A ScoreTable, or (recently filed records) the LazyScores it is condensed from.
+    score_table: ScoreTable | LazyScores | None = None
     post_filter: str = ""
     nominated_node: str = ""
     nearest_misses: list[Miss] = field(default_factory=list)
@@ -197,8 +198,20 @@ class AttemptRecord:
     @property
     def scores(self) -> list[NodeScores]:
         """The top-K nodes with their per-plugin scores (built on each read: readers are rare)."""
-        table = self.score_table
+        table = self.table()
         return table.node_scores() if table is not None else []
+
+    def table(self) -> ScoreTable | None:
+        """The condensed scores. A reader on another thread may condense concurrently with the loop:
+        both compute the same table from arrays nobody writes, and the attribute swap is atomic."""
+        table = self.score_table
+        if isinstance(table, LazyScores):
+            table = self.score_table = table.table()
+        return table
+
+    @property
+    def lazy(self) -> bool:
+        return isinstance(self.score_table, LazyScores)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -251,44 +264,75 @@ def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdic
     return verdicts
 
 
-def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
+def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
     """The best ``TOP_K`` scored nodes (the chosen one first), each with every plugin's scores.
 
-    Runs once per attempt on the scheduling loop, so it only picks the rows (``argmax`` on a copy of
-    the totals, which select has just scanned anyway) and reads a few ints out of each plugin's arrays
-    with ``.item``: a fancy index per plugin costs microseconds each at this size, a scalar read a
-    fraction of one. The NodeScores objects are built when someone reads the record.
+    Runs once per attempt on the scheduling loop, between Filter/Score work that evicts the CPU caches:
+    every numpy call here costs several microseconds cold. So only the rows are picked now (two
+    ``argmax`` over the totals, masking the winners in place and restoring them: no copy) and their
+    node names read (the NodeSubset resolves names through the snapshot, which later cycles change).
+    The per-plugin values stay in the arrays scoring produced (fresh per cycle, never written again)
+    until the store condenses a batch of records, or someone reads the record.
     """
     if trace.scores is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
         return ScoreTable((), [(chosen, 0, True, (), ())]) if chosen else None
     totals = trace.scores
-    count = len(totals)
     best = trace.best
     picked: list[int] = [best] if best >= 0 else []
-    want = min(TOP_K, count)
+    want = min(TOP_K, len(totals))
     if len(picked) < want:
-        remaining = np.array(totals, dtype=np.int64)
+        array = totals if isinstance(totals, np.ndarray) else np.asarray(totals, dtype=np.int64)
+        saved: list[tuple[int, int]] = []
         if best >= 0:
-            remaining[best] = _NEVER
+            saved.append((best, array.item(best)))
+            array[best] = _NEVER
         while len(picked) < want:
-            index = int(remaining.argmax())
+            index = int(array.argmax())
             picked.append(index)
-            remaining[index] = _NEVER
+            saved.append((index, array.item(index)))
+            array[index] = _NEVER
+        for index, value in saved:
+            array[index] = value
     feasible = trace.feasible
-    breakdown = trace.breakdown
-    rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]] = []
-    for index in picked:
-        rows.append(
-            (
-                feasible[index].name,
-                _at(totals, index),
-                index == best,
-                tuple([_at(raw, index) for _, raw, _, _ in breakdown]),
-                tuple([_at(norm, index) for _, _, norm, _ in breakdown]),
+    names = [feasible[index].name for index in picked]
+    return LazyScores(totals, trace.breakdown, picked, names, best)
+
+
+class LazyScores:
+    """The picked rows of an attempt's scores and references to the arrays; see :func:`top_scores`."""
+
+    __slots__ = ("best", "breakdown", "names", "picked", "totals")
+
+    def __init__(
+        self,
+        totals: Sequence[int] | IntArray,
+        breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]],
+        picked: list[int],
+        names: list[str],
+        best: int,
+    ) -> None:
+        self.totals = totals
+        self.breakdown = breakdown
+        self.picked = picked
+        self.names = names
+        self.best = best
+
+    def table(self) -> ScoreTable:
+        """A few plain ints per plugin, read with ``.item`` (no numpy scalars, no fancy index)."""
+        breakdown = self.breakdown
+        rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]] = []
+        for index, name in zip(self.picked, self.names, strict=True):
+            rows.append(
+                (
+                    name,
+                    _at(self.totals, index),
+                    index == self.best,
+                    tuple([_at(raw, index) for _, raw, _, _ in breakdown]),
+                    tuple([_at(norm, index) for _, _, norm, _ in breakdown]),
+                )
             )
-        )
-    return ScoreTable(tuple([(name, weight) for name, _, _, weight in breakdown]), rows)
+        return ScoreTable(tuple([(name, weight) for name, _, _, weight in breakdown]), rows)
 
 
 def _at(values: Sequence[int] | IntArray, index: int) -> int:
@@ -317,7 +361,7 @@ def summary(record: AttemptRecord, max_bytes: int) -> str:
     if record.filters:
         ranked = sorted(record.filters.items(), key=lambda kv: -kv[1].rejected)
         doc["filtered"] = {plugin or "?": verdict.rejected for plugin, verdict in ranked}
-    table = record.score_table
+    table = record.table()
     if table is not None and table.plugins:
         doc["scores"] = {node: total for node, total, _, _, _ in table.rows}
     if record.nearest_misses:
