@@ -136,7 +136,7 @@ class NodeScores:
         }
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class ScoreTable:
     """The chosen node and the runners-up as plain ints, extracted on the loop; NodeScores on read."""
 
@@ -295,8 +295,8 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
         for index, value in saved:
             array[index] = value
     feasible = trace.feasible
-    names = [feasible[index].name for index in picked]
-    return LazyScores(totals, trace.breakdown, picked, names, best)
+    names = tuple([feasible[index].name for index in picked])
+    return LazyScores(totals, trace.breakdown, tuple(picked), names, best)
 
 
 class LazyScores:
@@ -308,8 +308,8 @@ class LazyScores:
         self,
         totals: Sequence[int] | IntArray,
         breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]],
-        picked: list[int],
-        names: list[str],
+        picked: tuple[int, ...],
+        names: tuple[str, ...],
         best: int,
     ) -> None:
         self.totals = totals
@@ -320,19 +320,33 @@ class LazyScores:
 
     def table(self) -> ScoreTable:
         """A few plain ints per plugin, read with ``.item`` (no numpy scalars, no fancy index)."""
-        breakdown = self.breakdown
+        picked = self.picked
+        columns: list[list[int]] = []  # per plugin: raw at each picked row, then normalised at each
+        plugins: list[tuple[str, int]] = []
+        for name, raw, norm, weight in self.breakdown:
+            plugins.append((name, weight))
+            norms = [norm.item(i) for i in picked]
+            if raw is norm:
+                raws = norms
+            elif isinstance(raw, np.ndarray):
+                raws = [raw.item(i) for i in picked]
+            else:
+                raws = [int(raw[i]) for i in picked]
+            columns.append(raws)
+            columns.append(norms)
+        totals = self.totals
         rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]] = []
-        for index, name in zip(self.picked, self.names, strict=True):
+        for row, (index, node) in enumerate(zip(picked, self.names, strict=True)):
             rows.append(
                 (
-                    name,
-                    _at(self.totals, index),
+                    node,
+                    _at(totals, index),
                     index == self.best,
-                    tuple([_at(raw, index) for _, raw, _, _ in breakdown]),
-                    tuple([_at(norm, index) for _, _, norm, _ in breakdown]),
+                    tuple([column[row] for column in columns[0::2]]),
+                    tuple([column[row] for column in columns[1::2]]),
                 )
             )
-        return ScoreTable(tuple([(name, weight) for name, _, _, weight in breakdown]), rows)
+        return ScoreTable(tuple(plugins), rows)
 
 
 def _at(values: Sequence[int] | IntArray, index: int) -> int:
