@@ -138,21 +138,27 @@ class NodeScores:
 
 @dataclass(slots=True)
 class ScoreTable:
-    """The chosen node and the runners-up as plain ints, extracted on the loop; NodeScores on read."""
+    """The chosen node and the runners-up as plain ints, by column (that is how they are read out of
+    the score arrays, on the loop); NodeScores are built on read."""
 
     # (plugin, weight) in Score order
     plugins: tuple[tuple[str, int], ...]
-    # (node, total, chosen, raw per plugin, normalised per plugin)
-    rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]]
+    nodes: tuple[str, ...]
+    totals: list[int]
+    # which of ``nodes`` was chosen (-1: none)
+    chosen: int
+    # per plugin, its raw and its normalised score at each of ``nodes``
+    raws: list[list[int]]
+    norms: list[list[int]]
 
     def node_scores(self) -> list[NodeScores]:
         out: list[NodeScores] = []
-        for node, total, chosen, raws, norms in self.rows:
+        for row, node in enumerate(self.nodes):
             plugins = {
-                name: (raw, norm, norm * weight)
-                for (name, weight), raw, norm in zip(self.plugins, raws, norms, strict=True)
+                name: (raw[row], norm[row], norm[row] * weight)
+                for (name, weight), raw, norm in zip(self.plugins, self.raws, self.norms, strict=True)
             }
-            out.append(NodeScores(node, total, plugins, chosen))
+            out.append(NodeScores(node, self.totals[row], plugins, row == self.chosen))
         return out
 
 
@@ -276,7 +282,7 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
     """
     if trace.scores is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
-        return ScoreTable((), [(chosen, 0, True, (), ())]) if chosen else None
+        return ScoreTable((), (chosen,), [0], 0, [], []) if chosen else None
     totals = trace.scores
     best = trace.best
     picked: list[int] = [best] if best >= 0 else []
@@ -321,32 +327,26 @@ class LazyScores:
     def table(self) -> ScoreTable:
         """A few plain ints per plugin, read with ``.item`` (no numpy scalars, no fancy index)."""
         picked = self.picked
-        columns: list[list[int]] = []  # per plugin: raw at each picked row, then normalised at each
-        plugins: list[tuple[str, int]] = []
-        for name, raw, norm, weight in self.breakdown:
-            plugins.append((name, weight))
-            norms = [norm.item(i) for i in picked]
+        raws: list[list[int]] = []
+        norms: list[list[int]] = []
+        for _, raw, norm, _ in self.breakdown:
+            values = [norm.item(i) for i in picked]
+            norms.append(values)
             if raw is norm:
-                raws = norms
+                raws.append(values)
             elif isinstance(raw, np.ndarray):
-                raws = [raw.item(i) for i in picked]
+                raws.append([raw.item(i) for i in picked])
             else:
-                raws = [int(raw[i]) for i in picked]
-            columns.append(raws)
-            columns.append(norms)
+                raws.append([int(raw[i]) for i in picked])
         totals = self.totals
-        rows: list[tuple[str, int, bool, tuple[int, ...], tuple[int, ...]]] = []
-        for row, (index, node) in enumerate(zip(picked, self.names, strict=True)):
-            rows.append(
-                (
-                    node,
-                    _at(totals, index),
-                    index == self.best,
-                    tuple([column[row] for column in columns[0::2]]),
-                    tuple([column[row] for column in columns[1::2]]),
-                )
-            )
-        return ScoreTable(tuple(plugins), rows)
+        return ScoreTable(
+            tuple([(name, weight) for name, _, _, weight in self.breakdown]),
+            self.names,
+            [_at(totals, i) for i in picked],
+            picked.index(self.best) if self.best in picked else -1,
+            raws,
+            norms,
+        )
 
 
 def _at(values: Sequence[int] | IntArray, index: int) -> int:
@@ -377,7 +377,7 @@ def summary(record: AttemptRecord, max_bytes: int) -> str:
         doc["filtered"] = {plugin or "?": verdict.rejected for plugin, verdict in ranked}
     table = record.table()
     if table is not None and table.plugins:
-        doc["scores"] = {node: total for node, total, _, _, _ in table.rows}
+        doc["scores"] = dict(zip(table.nodes, table.totals, strict=True))
     if record.nearest_misses:
         doc["nearestMisses"] = [miss.text() for miss in record.nearest_misses]
     encoded = orjson.dumps(doc)

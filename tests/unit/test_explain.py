@@ -177,9 +177,8 @@ def test_summary_stays_within_its_bound() -> None:
     record.message = "0/5000 nodes are available: " + "x" * 3000
     record.filters = {f"Plugin{i}": PluginVerdicts(rejected=i + 1) for i in range(40)}
     record.nearest_misses = [Miss(f"node-{i}-{'y' * 200}", "NodeResourcesFit", "short") for i in range(10)]
-    record.score_table = ScoreTable(
-        (("A", 1),), [(f"n{i}-{'z' * 250}", 10 - i, i == 0, (1,), (2,)) for i in range(3)]
-    )
+    names = tuple(f"n{i}-{'z' * 250}" for i in range(3))
+    record.score_table = ScoreTable((("A", 1),), names, [10, 9, 8], 0, [[1, 1, 1]], [[2, 2, 2]])
     text = summary(record, 1024)
     assert len(text.encode()) <= 1024
     doc = orjson.loads(text)
