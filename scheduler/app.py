@@ -315,7 +315,9 @@ class SchedulerApp:
             tls_key_file=self.serving.tls_key_file,
             readiness=self.readiness,
             liveness=self.liveness,
-            debug_pods=debug_pods_handler(self.decisions.store, self._is_leading),
+            debug_pods=debug_pods_handler(
+                self.decisions.store, self._is_leading, lambda: self.decisions.enabled
+            ),
         )
         self.server.start()
         log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)

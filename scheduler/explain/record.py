@@ -44,66 +44,6 @@ ERROR = "Error"
 BIND_FAILED = "BindFailed"
 
 
-class Trace:
-    """Collects references during one cycle; see the module docstring."""
-
-    __slots__ = (
-        "attempt",
-        "best",
-        "breakdown",
-        "diagnosis",
-        "feasible",
-        "pod",
-        "profile",
-        "scores",
-        "time",
-        "total_nodes",
-        "uid",
-    )
-
-    def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
-        self.pod = pod
-        self.uid = uid
-        self.profile = profile
-        self.attempt = attempt
-        self.time = time
-        self.total_nodes = 0
-        self.diagnosis: Diagnosis | None = None
-        self.feasible: Sequence[NodeInfo] = ()
-        self.scores: Sequence[int] | IntArray | None = None
-        self.best = -1
-        self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
-
-    def attach(self, state: CycleState) -> None:
-        state.write(TRACE_KEY, self)
-        state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
-
-    def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
-        self.total_nodes = total_nodes
-        self.diagnosis = diagnosis
-        self.feasible = feasible
-
-    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
-        self.scores = scores
-        self.best = best
-
-    def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
-        """The condensed record of this attempt: filter verdicts per plugin, top-K score breakdown."""
-        record = AttemptRecord(
-            self.pod, self.uid, self.profile, self.attempt, self.time, outcome, chosen, message
-        )
-        diagnosis = self.diagnosis
-        record.nodes_total = self.total_nodes
-        record.feasible = len(self.feasible)
-        if diagnosis is not None:
-            record.nodes_evaluated = len(self.feasible) + len(diagnosis.node_to_status)
-            record.pre_filter = diagnosis.pre_filter_msg
-            record.filters = filter_verdicts(diagnosis.node_to_status)
-            record.post_filter = diagnosis.post_filter_msg
-        record.score_table = top_scores(self, chosen)
-        return record
-
-
 @dataclass(slots=True)
 class PluginVerdicts:
     """One Filter (or PreFilter) plugin's rejections in an attempt."""
@@ -244,6 +184,56 @@ class AttemptRecord:
         }
 
 
+class Trace(AttemptRecord):
+    """The record of the attempt in progress, collecting references during the cycle (see the module
+    docstring). Filed as is when the outcome is known: no second object, nothing copied."""
+
+    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "totals")
+
+    def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
+        AttemptRecord.__init__(self, pod, uid, profile, attempt, time)
+        self.diagnosis: Diagnosis | None = None
+        self.feasible_nodes: Sequence[NodeInfo] = ()
+        self.totals: Sequence[int] | IntArray | None = None
+        self.best = -1
+        self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
+
+    def attach(self, state: CycleState) -> None:
+        state.write(TRACE_KEY, self)
+        state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
+
+    def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
+        self.nodes_total = total_nodes
+        self.diagnosis = diagnosis
+        self.feasible_nodes = feasible
+
+    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
+        self.totals = scores
+        self.best = best
+
+    def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
+        """Condense this attempt (filter verdicts per plugin, top-K scores) and drop the references
+        to the cycle's structures (the LazyScores keeps the score arrays until the store condenses)."""
+        self.outcome = outcome
+        self.node = chosen
+        self.message = message
+        diagnosis = self.diagnosis
+        feasible = len(self.feasible_nodes)
+        self.feasible = feasible
+        if diagnosis is not None:
+            self.nodes_evaluated = feasible + len(diagnosis.node_to_status)
+            self.pre_filter = diagnosis.pre_filter_msg
+            if diagnosis.node_to_status:
+                self.filters = filter_verdicts(diagnosis.node_to_status)
+            self.post_filter = diagnosis.post_filter_msg
+        self.score_table = top_scores(self, chosen)
+        self.diagnosis = None
+        self.feasible_nodes = ()
+        self.totals = None
+        self.breakdown = []
+        return self
+
+
 def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdicts]:
     """Rejections per plugin: complete counts per reason, the names of the first few nodes.
 
@@ -280,10 +270,10 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
     The per-plugin values stay in the arrays scoring produced (fresh per cycle, never written again)
     until the store condenses a batch of records, or someone reads the record.
     """
-    if trace.scores is None:
+    if trace.totals is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
         return ScoreTable((), (chosen,), [0], 0, [], []) if chosen else None
-    totals = trace.scores
+    totals = trace.totals
     best = trace.best
     picked: list[int] = [best] if best >= 0 else []
     want = min(TOP_K, len(totals))
@@ -300,7 +290,7 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
             array[index] = _NEVER
         for index, value in saved:
             array[index] = value
-    feasible = trace.feasible
+    feasible = trace.feasible_nodes
     names = tuple([feasible[index].name for index in picked])
     return LazyScores(totals, trace.breakdown, tuple(picked), names, best)
 

@@ -2,8 +2,10 @@
 attempt's outcome becomes known. Everything here runs on the event loop; readers (the HTTP server's
 threads) go through the DecisionStore's lock.
 
-Cheap by construction: ``begin`` makes one small Trace; the record is built once, when the attempt
-is handed to binding or fails, and filed with one lock acquisition.
+Cheap by construction: ``begin`` makes the attempt's record (a Trace) and the cycle hands it
+references; when the attempt is handed to binding or fails, the record condenses what is cheap (the
+counts, the top-K rows and their names) and is filed with one lock acquisition. The per-plugin score
+values are read out of the arrays later, a batch at a time (DecisionStore.condense), or on read.
 """
 
 from __future__ import annotations

@@ -246,13 +246,13 @@ def _get(url: str) -> tuple[int, dict[str, Any]]:
 def test_debug_endpoint_serves_records_only_on_the_leader() -> None:
     store = DecisionStore()
     store.file(_record("ns/web", UNSCHEDULABLE))
-    leading = [True]
+    leading, recording = [True], [True]
     server = HealthServer(
         "127.0.0.1",
         0,
         readiness=lambda: (True, "ok"),
         liveness=lambda: (True, "ok"),
-        debug_pods=debug_pods_handler(store, lambda: leading[0]),
+        debug_pods=debug_pods_handler(store, lambda: leading[0], lambda: recording[0]),
     )
     server.start()
     try:
@@ -260,6 +260,9 @@ def test_debug_endpoint_serves_records_only_on_the_leader() -> None:
         assert status == 200 and doc["pod"] == "ns/web" and doc["attempts"][0]["outcome"] == UNSCHEDULABLE
         assert _get(f"{server.url}/debug/pods/ns/nope")[0] == 404
         assert _get(f"{server.url}/debug/pods/ns")[0] == 400
+        recording[0] = False
+        status, doc = _get(f"{server.url}/debug/pods/ns/nope")
+        assert status == 404 and "--record-decisions=false" in doc["error"]
         leading[0] = False
         status, doc = _get(f"{server.url}/debug/pods/ns/web")
         assert status == 503 and doc["leader"] is False
