@@ -1,8 +1,9 @@
 """What decision recording costs: ``python -m bench.explain_bench`` (part of ``make bench``).
 
 Runs the product's ``Scheduler.schedule_one`` (default plugins, real cache, snapshot and queue) over
-1,000 and 5,000 fake nodes, with recording on and off in the same run, alternating batches so drift
-hits both alike. Bindings are not sent (the pool is a stub) and the API is a no-op, so the figure is the
+1,000 and 5,000 fake nodes, one scheduler with recording switched on and off batch by batch
+(neighbouring batches, alternating which goes first) so drift hits both alike; ``--control`` keeps
+it off in both halves to show the method's noise. Bindings are not sent (the pool is a stub) and the API is a no-op, so the figure is the
 scheduling cycle alone: the worst case for the overhead ratio. A second workload makes every tenth pod
 unschedulable, which exercises the nearest-miss probe.
 
