@@ -4,8 +4,8 @@ Runs the product's ``Scheduler.schedule_one`` (default plugins, real cache, snap
 1,000 and 5,000 fake nodes, one scheduler with recording switched on and off batch by batch
 (neighbouring batches, alternating which goes first) so drift hits both alike; ``--control`` keeps
 it off in both halves to show the method's noise. Bindings are not sent (the pool is a stub) and the
-API is a no-op, so the figure is the scheduling cycle alone: the worst case for the overhead ratio. A second workload makes every tenth pod
-unschedulable, which exercises the nearest-miss probe.
+API is a no-op, so the figure is the scheduling cycle alone: the worst case for the overhead ratio.
+A second workload makes every tenth pod unschedulable, which exercises the nearest-miss probe.
 
 The last line is ``explain recording overhead: X% (1000 nodes) Y% (5000 nodes)``. Not a test.
 """
