@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -165,6 +166,8 @@ class PyScheduler:
             "--bind-address", "127.0.0.1",
             "--port", str(self.port),
             "--leader-elect", "false",
+            # e.g. PY_SCHEDULER_BENCH_ARGS=--record-decisions=false: the cost of decision recording.
+            *shlex.split(os.environ.get("PY_SCHEDULER_BENCH_ARGS", "")),
         ]  # fmt: skip
         if self._profiler == "pyinstrument":
             assert self._profile_out is not None

@@ -29,7 +29,7 @@ from scheduler.cycle import Scheduler
 from scheduler.event_handlers import EventHandlers
 from scheduler.events import EVENT_WRITERS, EventRecorder
 from scheduler.explain.debug import debug_pods_handler
-from scheduler.explain.recorder import DecisionRecorder
+from scheduler.explain.recorder import ANNOTATION, DecisionRecorder
 from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
@@ -77,6 +77,8 @@ class SchedulerApp:
         kubeconfig: str | None = None,
         serving: ServingOptions | None = None,
         leader_elect: bool | None = None,
+        record_decisions: bool = True,
+        annotate_decisions: frozenset[str] = frozenset(),
     ) -> None:
         # Extenders: built first, so a bad TLS setting stops start-up; their ignored resources reach
         # NodeResourcesFit before the frameworks are built.
@@ -112,7 +114,12 @@ class SchedulerApp:
         )
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
-        self.decisions = DecisionRecorder(clock=self.clock)
+        self.decisions = DecisionRecorder(
+            enabled=record_decisions,
+            clock=self.clock,
+            annotate_profiles=annotate_decisions,
+            annotator=self._annotate_decision if annotate_decisions else None,
+        )
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
         self.server: HealthServer | None = None
@@ -181,6 +188,9 @@ class SchedulerApp:
             if not ok:
                 return False, why
         return True, "ok"
+
+    def _annotate_decision(self, key: str, uid: str, value: str) -> None:
+        self.recorder.annotate_pod(key, uid, {ANNOTATION: value})
 
     def _is_leading(self) -> bool:
         return self._leading.is_set() if self.elector is not None else self.scheduler is not None
@@ -325,7 +335,9 @@ class SchedulerApp:
             tls_key_file=self.serving.tls_key_file,
             readiness=self.readiness,
             liveness=self.liveness,
-            debug_pods=debug_pods_handler(self.decisions.store, self._is_leading),
+            debug_pods=debug_pods_handler(
+                self.decisions.store, self._is_leading, lambda: self.decisions.enabled
+            ),
         )
         self.server.start()
         log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)

@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from scheduler.app import SchedulerApp, ServingOptions, exit_now
 from scheduler.config import ConfigError, load_config
+from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.kubeclient import KubeconfigError, one_line
 from scheduler.logs import setup_logging
 from scheduler.plugins.registry import IN_TREE_REGISTRY
@@ -38,6 +39,13 @@ def _bool(text: str) -> bool:
     if lowered in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _profiles(text: str) -> frozenset[str]:
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected one or more profile names, comma-separated")
+    return names
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,6 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--leader-elect", type=_bool, default=None, help="override leaderElection.leaderElect"
     )
+    parser.add_argument(
+        "--record-decisions",
+        type=_bool,
+        default=True,
+        help="keep decision records for explain and /debug/pods (py-scheduler only; default true)",
+    )
+    parser.add_argument(
+        "--annotate-decisions",
+        type=_profiles,
+        default=frozenset(),
+        metavar="PROFILE[,PROFILE]",
+        help=f"write a decision summary (at most {ANNOTATION_MAX_BYTES} bytes) to the {ANNOTATION} "
+        "annotation of the pods of these profiles (py-scheduler only; default none)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog style)")
     return parser
@@ -94,6 +116,11 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
+    if args.annotate_decisions and not args.record_decisions:
+        raise StartupError("--annotate-decisions needs --record-decisions=true")
+    unknown = sorted(set(args.annotate_decisions) - {p.scheduler_name for p in config.profiles})
+    if unknown:
+        raise StartupError(f"--annotate-decisions: no profile named {', '.join(unknown)}")
     try:
         app = SchedulerApp(
             config,
@@ -103,6 +130,8 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
                 args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
             ),
             leader_elect=args.leader_elect,
+            record_decisions=args.record_decisions,
+            annotate_decisions=args.annotate_decisions,
         )
     except KubeconfigError as err:
         raise StartupError(str(err)) from None

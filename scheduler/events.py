@@ -364,6 +364,19 @@ class EventRecorder:
 
         self._submit(_Write(uid, f"PodScheduled=False of {namespace}/{name}", send, gate=gate))
 
+    def annotate_pod(self, key: str, uid: str, annotations: Mapping[str, str]) -> None:
+        """Merge ``annotations`` into pod ``key`` (namespace/name), off the loop like the condition.
+
+        Sent through pods/status, which system:kube-scheduler may patch (the apiserver keeps metadata
+        changes made there, except ownerReferences). The uid in the patch makes it fail (422, not
+        retried) on a namesake that replaced the pod."""
+        namespace, _, name = key.partition("/")
+        patch = {"metadata": {"uid": uid, "annotations": dict(annotations)}}
+        send = functools.partial(
+            self._api.patch_pod_status, namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT
+        )
+        self._submit(_Write(uid, f"annotation of {key}", send))
+
     def before_bind(self, uid: str, timeout: float = STATUS_PATCH_TIMEOUT + 1.0) -> bool:
         """Called by a binding thread right before the Binding POST of pod ``uid``.
 

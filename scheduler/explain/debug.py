@@ -16,7 +16,7 @@ from scheduler.explain.store import DecisionStore
 
 
 def debug_pods_handler(
-    store: DecisionStore, is_leader: Callable[[], bool]
+    store: DecisionStore, is_leader: Callable[[], bool], recording: Callable[[], bool] = lambda: True
 ) -> Callable[[str], tuple[int, bytes]]:
     def handle(key: str) -> tuple[int, bytes]:
         namespace, _, name = key.partition("/")
@@ -28,6 +28,8 @@ def debug_pods_handler(
             )
         found = store.get_json(key)
         if found is None:
+            if not recording():
+                return _error(HTTPStatus.NOT_FOUND, "decision recording is off (--record-decisions=false)")
             return _error(HTTPStatus.NOT_FOUND, f"no scheduling attempts recorded for pod {key}")
         found["leader"] = True
         return HTTPStatus.OK, orjson.dumps(found)

@@ -15,6 +15,7 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+import orjson
 
 from scheduler.algorithm import TRACE_KEY
 from scheduler.framework.columns import IntArray
@@ -41,66 +42,6 @@ BOUND = "Bound"
 UNSCHEDULABLE = "Unschedulable"
 ERROR = "Error"
 BIND_FAILED = "BindFailed"
-
-
-class Trace:
-    """Collects references during one cycle; see the module docstring."""
-
-    __slots__ = (
-        "attempt",
-        "best",
-        "breakdown",
-        "diagnosis",
-        "feasible",
-        "pod",
-        "profile",
-        "scores",
-        "time",
-        "total_nodes",
-        "uid",
-    )
-
-    def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
-        self.pod = pod
-        self.uid = uid
-        self.profile = profile
-        self.attempt = attempt
-        self.time = time
-        self.total_nodes = 0
-        self.diagnosis: Diagnosis | None = None
-        self.feasible: Sequence[NodeInfo] = ()
-        self.scores: Sequence[int] | IntArray | None = None
-        self.best = -1
-        self.breakdown: list[tuple[str, IntArray, IntArray, int]] = []
-
-    def attach(self, state: CycleState) -> None:
-        state.write(TRACE_KEY, self)
-        state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
-
-    def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
-        self.total_nodes = total_nodes
-        self.diagnosis = diagnosis
-        self.feasible = feasible
-
-    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
-        self.scores = scores
-        self.best = best
-
-    def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
-        """The condensed record of this attempt: filter verdicts per plugin, top-K score breakdown."""
-        record = AttemptRecord(
-            self.pod, self.uid, self.profile, self.attempt, self.time, outcome, chosen, message
-        )
-        diagnosis = self.diagnosis
-        record.nodes_total = self.total_nodes
-        record.feasible = len(self.feasible)
-        if diagnosis is not None:
-            record.nodes_evaluated = len(self.feasible) + len(diagnosis.node_to_status)
-            record.pre_filter = diagnosis.pre_filter_msg
-            record.filters = filter_verdicts(diagnosis.node_to_status)
-            record.post_filter = diagnosis.post_filter_msg
-        record.scores = top_scores(self, chosen)
-        return record
 
 
 @dataclass(slots=True)
@@ -136,6 +77,32 @@ class NodeScores:
 
 
 @dataclass(slots=True)
+class ScoreTable:
+    """The chosen node and the runners-up as plain ints, by column (that is how they are read out of
+    the score arrays, on the loop); NodeScores are built on read."""
+
+    # (plugin, weight) in Score order
+    plugins: tuple[tuple[str, int], ...]
+    nodes: tuple[str, ...]
+    totals: list[int]
+    # which of ``nodes`` was chosen (-1: none)
+    chosen: int
+    # per plugin, its raw and its normalised score at each of ``nodes``
+    raws: list[list[int]]
+    norms: list[list[int]]
+
+    def node_scores(self) -> list[NodeScores]:
+        out: list[NodeScores] = []
+        for row, node in enumerate(self.nodes):
+            plugins = {
+                name: (raw[row], norm[row], norm[row] * weight)
+                for (name, weight), raw, norm in zip(self.plugins, self.raws, self.norms, strict=True)
+            }
+            out.append(NodeScores(node, self.totals[row], plugins, row == self.chosen))
+        return out
+
+
+@dataclass(slots=True)
 class Miss:
     """A node that failed exactly one Filter plugin, with what is short in the user's terms."""
 
@@ -167,11 +134,30 @@ class AttemptRecord:
     feasible: int = 0
     pre_filter: str = ""
     filters: dict[str, PluginVerdicts] = field(default_factory=dict)
-    scores: list[NodeScores] = field(default_factory=list)
+    # A ScoreTable, or (recently filed records) the LazyScores it is condensed from.
+    score_table: ScoreTable | LazyScores | None = None
     post_filter: str = ""
     nominated_node: str = ""
     nearest_misses: list[Miss] = field(default_factory=list)
     misses_probed: int = 0
+
+    @property
+    def scores(self) -> list[NodeScores]:
+        """The top-K nodes with their per-plugin scores (built on each read: readers are rare)."""
+        table = self.table()
+        return table.node_scores() if table is not None else []
+
+    def table(self) -> ScoreTable | None:
+        """The condensed scores. A reader on another thread may condense concurrently with the loop:
+        both compute the same table from arrays nobody writes, and the attribute swap is atomic."""
+        table = self.score_table
+        if isinstance(table, LazyScores):
+            table = self.score_table = table.table()
+        return table
+
+    @property
+    def lazy(self) -> bool:
+        return isinstance(self.score_table, LazyScores)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -196,6 +182,56 @@ class AttemptRecord:
             "nearestMisses": [m.to_json() for m in self.nearest_misses],
             "nearestMissesProbed": self.misses_probed,
         }
+
+
+class Trace(AttemptRecord):
+    """The record of the attempt in progress, collecting references during the cycle (see the module
+    docstring). Filed as is when the outcome is known: no second object, nothing copied."""
+
+    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "totals")
+
+    def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
+        AttemptRecord.__init__(self, pod, uid, profile, attempt, time)
+        self.diagnosis: Diagnosis | None = None
+        self.feasible_nodes: Sequence[NodeInfo] = ()
+        self.totals: Sequence[int] | IntArray | None = None
+        self.best = -1
+        self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
+
+    def attach(self, state: CycleState) -> None:
+        state.write(TRACE_KEY, self)
+        state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
+
+    def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
+        self.nodes_total = total_nodes
+        self.diagnosis = diagnosis
+        self.feasible_nodes = feasible
+
+    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
+        self.totals = scores
+        self.best = best
+
+    def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
+        """Condense this attempt (filter verdicts per plugin, top-K scores) and drop the references
+        to the cycle's structures (the LazyScores keeps the score arrays until the store condenses)."""
+        self.outcome = outcome
+        self.node = chosen
+        self.message = message
+        diagnosis = self.diagnosis
+        feasible = len(self.feasible_nodes)
+        self.feasible = feasible
+        if diagnosis is not None:
+            self.nodes_evaluated = feasible + len(diagnosis.node_to_status)
+            self.pre_filter = diagnosis.pre_filter_msg
+            if diagnosis.node_to_status:
+                self.filters = filter_verdicts(diagnosis.node_to_status)
+            self.post_filter = diagnosis.post_filter_msg
+        self.score_table = top_scores(self, chosen)
+        self.diagnosis = None
+        self.feasible_nodes = ()
+        self.totals = None
+        self.breakdown = []
+        return self
 
 
 def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdicts]:
@@ -224,33 +260,129 @@ def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdic
     return verdicts
 
 
-def top_scores(trace: Trace, chosen: str) -> list[NodeScores]:
-    """The best ``TOP_K`` scored nodes (and the chosen one), each with every plugin's scores."""
-    feasible = trace.feasible
-    if trace.scores is None:
+def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
+    """The best ``TOP_K`` scored nodes (the chosen one first), each with every plugin's scores.
+
+    Runs once per attempt on the scheduling loop, between Filter/Score work that evicts the CPU caches:
+    every numpy call here costs several microseconds cold. So only the rows are picked now (two
+    ``argmax`` over the totals, masking the winners in place and restoring them: no copy) and their
+    node names read (the NodeSubset resolves names through the snapshot, which later cycles change).
+    The per-plugin values stay in the arrays scoring produced (fresh per cycle, never written again)
+    until the store condenses a batch of records, or someone reads the record.
+    """
+    if trace.totals is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
-        return [NodeScores(chosen, 0, {}, chosen=True)] if chosen else []
-    totals = np.asarray(trace.scores)
-    # The chosen node first, then the best of the rest (equal totals in visit order). A few argmax
-    # calls on a copy cost less than a partition of the whole array for so small a K.
+        return ScoreTable((), (chosen,), [0], 0, [], []) if chosen else None
+    totals = trace.totals
     best = trace.best
-    remaining = totals.copy()
-    picked: list[int] = []
-    if best >= 0:
-        picked.append(best)
-        remaining[best] = _NEVER
-    while len(picked) < min(TOP_K, len(totals)):
-        index = int(remaining.argmax())
-        picked.append(index)
-        remaining[index] = _NEVER
-    # One fancy index per plugin array rather than a numpy scalar per node and plugin.
-    rows = np.asarray(picked)
-    columns = [
-        (name, raw[rows].tolist(), norm[rows].tolist(), weight) for name, raw, norm, weight in trace.breakdown
-    ]
-    picked_totals = totals[rows].tolist()
-    out: list[NodeScores] = []
-    for row, index in enumerate(picked):
-        plugins = {name: (raw[row], norm[row], norm[row] * weight) for name, raw, norm, weight in columns}
-        out.append(NodeScores(feasible[index].name, picked_totals[row], plugins, index == best))
-    return out
+    picked: list[int] = [best] if best >= 0 else []
+    want = min(TOP_K, len(totals))
+    if len(picked) < want:
+        array = totals if isinstance(totals, np.ndarray) else np.asarray(totals, dtype=np.int64)
+        saved: list[tuple[int, int]] = []
+        if best >= 0:
+            saved.append((best, array.item(best)))
+            array[best] = _NEVER
+        while len(picked) < want:
+            index = int(array.argmax())
+            picked.append(index)
+            saved.append((index, array.item(index)))
+            array[index] = _NEVER
+        for index, value in saved:
+            array[index] = value
+    feasible = trace.feasible_nodes
+    names = tuple([feasible[index].name for index in picked])
+    return LazyScores(totals, trace.breakdown, tuple(picked), names, best)
+
+
+class LazyScores:
+    """The picked rows of an attempt's scores and references to the arrays; see :func:`top_scores`."""
+
+    __slots__ = ("best", "breakdown", "names", "picked", "totals")
+
+    def __init__(
+        self,
+        totals: Sequence[int] | IntArray,
+        breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]],
+        picked: tuple[int, ...],
+        names: tuple[str, ...],
+        best: int,
+    ) -> None:
+        self.totals = totals
+        self.breakdown = breakdown
+        self.picked = picked
+        self.names = names
+        self.best = best
+
+    def table(self) -> ScoreTable:
+        """A few plain ints per plugin, read with ``.item`` (no numpy scalars, no fancy index)."""
+        picked = self.picked
+        raws: list[list[int]] = []
+        norms: list[list[int]] = []
+        for _, raw, norm, _ in self.breakdown:
+            values = [norm.item(i) for i in picked]
+            norms.append(values)
+            if raw is norm:
+                raws.append(values)
+            elif isinstance(raw, np.ndarray):
+                raws.append([raw.item(i) for i in picked])
+            else:
+                raws.append([int(raw[i]) for i in picked])
+        totals = self.totals
+        return ScoreTable(
+            tuple([(name, weight) for name, _, _, weight in self.breakdown]),
+            self.names,
+            [_at(totals, i) for i in picked],
+            picked.index(self.best) if self.best in picked else -1,
+            raws,
+            norms,
+        )
+
+
+def _at(values: Sequence[int] | IntArray, index: int) -> int:
+    """One score as a Python int: ``.item`` on an array (no numpy scalar), plain indexing on a list."""
+    if isinstance(values, np.ndarray):
+        value: int = values.item(index)
+        return value
+    return int(values[index])
+
+
+def summary(record: AttemptRecord, max_bytes: int) -> str:
+    """The attempt in one compact JSON line of at most ``max_bytes`` (the pod annotation).
+
+    Outcome, node, node counts, the rejections per Filter plugin, the chosen node's and runners-up's
+    totals, the nearest misses. What does not fit is dropped from the least telling end: misses, then
+    runners-up, then Filter plugins with the fewest rejections; the message is cut last.
+    """
+    doc: dict[str, Any] = {
+        "attempt": record.attempt,
+        "outcome": record.outcome,
+        "node": record.node,
+        "nodes": [record.nodes_total, record.nodes_evaluated, record.feasible],
+    }
+    if record.message and record.outcome != BOUND:
+        doc["message"] = record.message
+    if record.filters:
+        ranked = sorted(record.filters.items(), key=lambda kv: -kv[1].rejected)
+        doc["filtered"] = {plugin or "?": verdict.rejected for plugin, verdict in ranked}
+    table = record.table()
+    if table is not None and table.plugins:
+        doc["scores"] = dict(zip(table.nodes, table.totals, strict=True))
+    if record.nearest_misses:
+        doc["nearestMisses"] = [miss.text() for miss in record.nearest_misses]
+    encoded = orjson.dumps(doc)
+    while len(encoded) > max_bytes:
+        if doc.get("nearestMisses"):
+            doc["nearestMisses"].pop()
+        elif len(doc.get("scores") or ()) > 1:
+            doc["scores"].popitem()
+        elif len(doc.get("filtered") or ()) > 1:
+            doc["filtered"].popitem()
+        elif len(doc.get("message") or "") > 16:
+            doc["message"] = doc["message"][: max(16, len(doc["message"]) - (len(encoded) - max_bytes) - 4)]
+            doc["message"] = doc["message"][:-1] + "\u2026"
+        else:
+            # Pathological names: keep what always fits.
+            doc = {key: doc[key] for key in ("attempt", "outcome", "nodes")}
+        encoded = orjson.dumps(doc)
+    return encoded.decode()

@@ -2,8 +2,10 @@
 attempt's outcome becomes known. Everything here runs on the event loop; readers (the HTTP server's
 threads) go through the DecisionStore's lock.
 
-Cheap by construction: ``begin`` makes one small Trace; the record is built once, when the attempt
-is handed to binding or fails, and filed with one lock acquisition.
+Cheap by construction: ``begin`` makes the attempt's record (a Trace) and the cycle hands it
+references; when the attempt is handed to binding or fails, the record condenses what is cheap (the
+counts, the top-K rows and their names) and is filed with one lock acquisition. The per-plugin score
+values are read out of the arrays later, a batch at a time (DecisionStore.condense), or on read.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from scheduler.explain.record import (
     WAITING_ON_PERMIT,
     AttemptRecord,
     Trace,
+    summary,
 )
 from scheduler.explain.store import DecisionStore
 from scheduler.framework.cycle_state import CycleState
@@ -32,6 +35,13 @@ from scheduler.framework.types import PodInfo
 # CycleState key of the attempt's record once filed (the binding result carries the CycleState back).
 RECORD_KEY = "explain/record"
 
+# The pod annotation with the decision summary (``--annotate-decisions``), and its size bound.
+ANNOTATION = "py-scheduler.io/decision"
+ANNOTATION_MAX_BYTES = 1024
+
+# Writes one annotation: (namespace/name, uid, value). The EventRecorder's writer pool sends it.
+Annotator = Callable[[str, str, str], None]
+
 
 class DecisionRecorder:
     def __init__(
@@ -40,9 +50,14 @@ class DecisionRecorder:
         *,
         enabled: bool = True,
         clock: Callable[[], float] = time.time,
+        annotate_profiles: frozenset[str] = frozenset(),
+        annotator: Annotator | None = None,
     ) -> None:
         self.store = store if store is not None else DecisionStore()
         self.enabled = enabled
+        # Profiles whose pods get the summary annotation (off unless asked for; needs recording on).
+        self.annotate_profiles = annotate_profiles if annotator is not None else frozenset()
+        self._annotator = annotator
         self._clock = clock
         # The attempt of the cycle now running: its failures reach the cycle's _fail without a state.
         self._current: Trace | None = None
@@ -76,6 +91,8 @@ class DecisionRecorder:
             )
         record.nominated_node = nominated or ""
         self.store.file(record)
+        if record.profile in self.annotate_profiles:
+            self._annotate(record)
         return gist(record.nearest_misses)
 
     def assumed(self, state: CycleState, node_name: str, *, waiting: bool) -> None:
@@ -105,6 +122,12 @@ class DecisionRecorder:
                 r.message = message
 
         self.store.update(record, change)
+        if bound and record.profile in self.annotate_profiles:
+            self._annotate(record)
+
+    def _annotate(self, record: AttemptRecord) -> None:
+        assert self._annotator is not None
+        self._annotator(record.pod, record.uid, summary(record, ANNOTATION_MAX_BYTES))
 
     def _take(self, key: str) -> Trace | None:
         trace, self._current = self._current, None

@@ -9,17 +9,19 @@ keeps its last few attempts. One lock guards everything; the loop holds it for m
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
-
-from cachetools import LRUCache
 
 from scheduler.explain.record import BIND_FAILED, ERROR, UNSCHEDULABLE, AttemptRecord
 
 DEFAULT_PENDING_PODS = 5000
 DEFAULT_RECENT_PODS = 5000
 DEFAULT_ATTEMPTS_PER_POD = 4
+# Records filed with LazyScores (references to a cycle's score arrays) before the store condenses them
+# all at once: a batch runs with warm caches, several times cheaper than one per cycle, and the arrays
+# held meanwhile are bounded (a few hundred KiB per record at most).
+LAZY_WINDOW = 64
 
 _PENDING_OUTCOMES = frozenset({UNSCHEDULABLE, ERROR, BIND_FAILED})
 
@@ -34,8 +36,13 @@ class DecisionStore:
     ) -> None:
         self._lock = threading.Lock()
         self._attempts_per_pod = attempts_per_pod
-        self._pending: LRUCache[str, deque[AttemptRecord]] = LRUCache(maxsize=pending_pods)
-        self._recent: LRUCache[str, deque[AttemptRecord]] = LRUCache(maxsize=recent_pods)
+        # Plain OrderedDicts as LRUs (C code; cachetools' LRUCache costs microseconds per operation):
+        # filing moves a pod to the end, the oldest is evicted from the front.
+        self._pending: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
+        self._recent: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
+        self._lazy: list[AttemptRecord] = []  # the loop's only
+        self._pending_limit = pending_pods
+        self._recent_limit = recent_pods
 
     def file(self, record: AttemptRecord) -> None:
         """A finished (or handed-to-binding) attempt joins its pod's history, filed as pending or recent."""
@@ -47,8 +54,26 @@ class DecisionStore:
             if history is None:
                 history = deque(maxlen=self._attempts_per_pod)
             history.append(record)
-            target = self._pending if record.outcome in _PENDING_OUTCOMES else self._recent
-            target[key] = history
+            self._put(self._pending if record.outcome in _PENDING_OUTCOMES else self._recent, key, history)
+        if record.lazy:
+            lazy = self._lazy
+            lazy.append(record)
+            if len(lazy) >= LAZY_WINDOW:
+                self.condense()
+
+    def condense(self) -> None:
+        """Turn the LazyScores of recently filed records into ScoreTables (and drop the arrays).
+        Called on the loop, which files; no lock: each record only swaps its own attribute."""
+        for record in self._lazy:
+            record.table()
+        self._lazy.clear()
+
+    def _put(
+        self, target: OrderedDict[str, deque[AttemptRecord]], key: str, history: deque[AttemptRecord]
+    ) -> None:
+        target[key] = history
+        if len(target) > (self._pending_limit if target is self._pending else self._recent_limit):
+            target.popitem(last=False)
 
     def update(self, record: AttemptRecord, change: Callable[[AttemptRecord], None]) -> None:
         """Apply ``change`` to a filed record under the lock (a binding finishing), and re-file its pod
@@ -64,7 +89,7 @@ class DecisionStore:
             target = self._pending if record.outcome in _PENDING_OUTCOMES else self._recent
             if target is not source:
                 source.pop(key, None)
-                target[key] = history
+                self._put(target, key, history)
 
     def latest(self, key: str) -> AttemptRecord | None:
         with self._lock:

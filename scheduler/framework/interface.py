@@ -144,7 +144,8 @@ class ScoreExtensions(Protocol):
 @runtime_checkable
 class BatchScoreExtensions(Protocol):
     """Optional fast path of NormalizeScore: the scores of all nodes as one int64 numpy array, in node
-    order; returns the normalised array. Same answers as ``normalize_score``."""
+    order; returns the normalised array, a new one: the input is not modified (decision records keep
+    it as the raw scores). Same answers as ``normalize_score``."""
 
     def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: Any) -> Any: ...
 

@@ -66,7 +66,8 @@ ALL_EVENTS = ClusterEventWithHint(ClusterEvent(Resource.WildCard, ActionType.All
 PRE_FILTER_NARROWING_KEY = "framework/preFilterNarrowingPlugins"
 
 # CycleState key: when a list is stored here (decision recording is on), run_score_array appends
-# (plugin, raw, normalised, weight) per Score plugin. The arrays are aligned with the scored nodes.
+# (plugin, raw, normalised, weight) per Score plugin: references to what scoring computed anyway (raw
+# may be a list), aligned with the scored nodes.
 SCORE_BREAKDOWN_KEY = "framework/scoreBreakdown"
 
 # Upstream's maxTimeout for a Permit Wait.
@@ -591,7 +592,9 @@ class Framework:
         observe = self._observe_plugin
         totals: IntArray = np.zeros(len(nodes), dtype=np.int64)
         skip = state.skip_score_plugins
-        breakdown: list[tuple[str, IntArray, IntArray, int]] | None = state.get(SCORE_BREAKDOWN_KEY)
+        breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] | None = state.get(
+            SCORE_BREAKDOWN_KEY
+        )
         for plugin in self.plugins.score:
             if plugin.name in skip:
                 continue
@@ -626,10 +629,9 @@ class Framework:
                     _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
                 raw = per_node
             normalizer = self._normalizers.get(plugin.name)
-            raw_copy: IntArray | None = None
-            if breakdown is not None:
-                # Normalizers may rewrite the raw array in place: keep a copy of what they were given.
-                raw_copy = np.array(raw, dtype=np.int64) if normalizer is not None else None
+            # For the breakdown: a reference, not a copy (array normalizers return a new array; the
+            # list path normalises NodeScore objects and leaves ``raw`` alone).
+            given = raw
             if normalizer is not None:
                 began = _perf()
                 array_normalizer = self._array_normalizers.get(plugin.name)
@@ -660,9 +662,7 @@ class Framework:
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
             totals += values_array * weight
             if breakdown is not None:
-                breakdown.append(
-                    (plugin.name, values_array if raw_copy is None else raw_copy, values_array, weight)
-                )
+                breakdown.append((plugin.name, given, values_array, weight))
         return totals
 
     def has_score_plugins(self) -> bool:

@@ -92,6 +92,65 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     print(table.stdout)
 
 
+def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path
+) -> None:
+    """Three feasible nodes, one busy: the record names the winner and the runners-up with every Score
+    plugin's raw/normalised/weighted values; --annotate-decisions writes the summary to the pod."""
+    labels = {RUN_LABEL: run_id}
+    names = [f"score-{run_id}-{i}" for i in range(3)]
+    create_nodes(api_client, [make_node(name, cpu="4", memory="8Gi", labels=labels) for name in names])
+    proc = SchedulerProcess(kubeconfig, tmp_path, extra_args=["--annotate-decisions", "py-scheduler"])
+    proc.start()
+    try:
+        proc.wait_ready()
+        endpoint = proc.url("")
+        # Fill the first node so LeastAllocated (the default) prefers the other two.
+        filler = make_pod("filler", run_id, cpu="3")
+        filler["spec"]["nodeName"] = names[0]
+        create_pods(core_v1, namespace, [filler])
+        create_pods(core_v1, namespace, [make_pod("web", run_id, cpu="500m")])
+        key = f"{namespace}/web"
+
+        def bound_explained() -> dict[str, Any] | None:
+            done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+            doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
+            attempts = doc.get("attempts") or [{}]
+            return doc if attempts[-1].get("outcome") == "Bound" else None
+
+        attempt = wait_for(bound_explained, 60, "a Bound record for web")["attempts"][-1]
+        winner = attempt["node"]
+        assert winner in names[1:]
+        scores = attempt["scores"]
+        assert attempt["nodes"]["feasible"] == 3 and len(scores) == 3
+        assert scores[0]["node"] == winner and scores[0]["chosen"]
+        runners_up = [s for s in scores[1:] if not s["chosen"]]
+        assert len(runners_up) == 2 and {s["node"] for s in scores} == set(names)
+        assert scores[0]["total"] >= runners_up[0]["total"] >= runners_up[1]["total"]
+        assert runners_up[-1]["node"] == names[0]  # the busy node scores lowest
+        fit = {s["node"]: s["plugins"]["NodeResourcesFit"] for s in scores}
+        assert fit[winner]["raw"] > fit[names[0]]["raw"]
+        for s in scores:
+            assert s["total"] == sum(v["weighted"] for v in s["plugins"].values())
+        table = cli("explain", key, "--endpoint", endpoint)
+        assert table.returncode == 0, table.stderr
+        assert "Why this node" in table.stdout and f"{winner} (chosen)" in table.stdout
+        assert names[0] in table.stdout and "NodeResourcesFit" in table.stdout
+        print(table.stdout)
+
+        def annotated() -> dict[str, Any] | None:
+            pod = core_v1.read_namespaced_pod("web", namespace)
+            value = (pod.metadata.annotations or {}).get("py-scheduler.io/decision")
+            return orjson.loads(value) if value else None
+
+        summary = wait_for(annotated, 30, "the py-scheduler.io/decision annotation on web")
+        assert summary["outcome"] == "Bound" and summary["node"] == winner
+        assert next(iter(summary["scores"])) == winner and len(summary["scores"]) == 3
+    finally:
+        code = proc.stop()
+        assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
+
+
 def test_simulate_matches_kube_scheduler_and_compares_packing(
     core_v1: Any, api_client: Any, namespace: str, run_id: str, control_plane: Any, kubeconfig: str,
     tmp_path: Path,

@@ -123,6 +123,17 @@ CASES: list[Case] = [
         ("parallelism", "podInitialBackoffSeconds"),
     ),
     ("unknown flag", lambda t, p: ["--no-such-flag"], ("unrecognized arguments", "--no-such-flag")),
+    (
+        "annotate an unknown profile",
+        lambda t, p: [*kc(t), "--annotate-decisions", "nope,default-scheduler"],
+        ("--annotate-decisions", "nope"),
+    ),
+    (
+        "annotate without recording",
+        lambda t, p: [*kc(t), "--record-decisions=false", "--annotate-decisions", "default-scheduler"],
+        ("--record-decisions=true",),
+    ),
+    ("record-decisions not a bool", lambda t, p: ["--record-decisions", "maybe"], ("true or false",)),
 ]
 
 

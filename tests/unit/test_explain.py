@@ -16,7 +16,16 @@ from scheduler.explain import cli as explain_cli
 from scheduler.explain.debug import debug_pods_handler
 from scheduler.explain.manifests import expand_pods
 from scheduler.explain.misses import format_bytes, format_cpu
-from scheduler.explain.record import BINDING, BOUND, UNSCHEDULABLE, AttemptRecord
+from scheduler.explain.record import (
+    BINDING,
+    BOUND,
+    UNSCHEDULABLE,
+    AttemptRecord,
+    Miss,
+    PluginVerdicts,
+    ScoreTable,
+    summary,
+)
 from scheduler.explain.simulate import Simulation
 from scheduler.explain.store import DecisionStore
 from scheduler.server import HealthServer
@@ -136,6 +145,49 @@ async def test_recording_off_records_nothing_and_keeps_upstreams_event(make_env:
     )
 
 
+async def test_annotation_is_written_for_annotated_profiles_only(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    written: list[tuple[str, str, str]] = []
+    decisions = env.sched.decisions
+    decisions._annotator = lambda key, uid, value: written.append((key, uid, value))
+    env.queue.add(make_pod("web", cpu="500m"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert written == []  # off by default: no profile named
+
+    decisions.annotate_profiles = frozenset({env.fwk.profile_name})
+    env.queue.add(make_pod("web2", cpu="500m"))
+    env.queue.add(make_pod("huge", cpu="8"))
+    await env.schedule_next()
+    await env.schedule_next()
+    await env.wait_bindings(2)
+    by_pod = {key: orjson.loads(value) for key, _, value in written}
+    assert set(by_pod) == {"default/web2", "default/huge"}
+    bound, pending = by_pod["default/web2"], by_pod["default/huge"]
+    assert bound["outcome"] == BOUND and bound["node"] in ("n1", "n2") and bound["nodes"] == [2, 2, 2]
+    assert next(iter(bound["scores"])) == bound["node"] and len(bound["scores"]) == 2
+    assert pending["outcome"] == UNSCHEDULABLE and pending["filtered"] == {"NodeResourcesFit": 2}
+    assert sorted(pending["nearestMisses"])[0].startswith("n1: Insufficient cpu (requests 8, free ")
+    assert len(pending["nearestMisses"]) == 2
+    assert pending["message"].startswith("0/2 nodes are available")
+
+
+def test_summary_stays_within_its_bound() -> None:
+    record = _record("ns/p", UNSCHEDULABLE)
+    record.message = "0/5000 nodes are available: " + "x" * 3000
+    record.filters = {f"Plugin{i}": PluginVerdicts(rejected=i + 1) for i in range(40)}
+    record.nearest_misses = [Miss(f"node-{i}-{'y' * 200}", "NodeResourcesFit", "short") for i in range(10)]
+    names = tuple(f"n{i}-{'z' * 250}" for i in range(3))
+    record.score_table = ScoreTable((("A", 1),), names, [10, 9, 8], 0, [[1, 1, 1]], [[2, 2, 2]])
+    text = summary(record, 1024)
+    assert len(text.encode()) <= 1024
+    doc = orjson.loads(text)
+    assert doc["outcome"] == UNSCHEDULABLE and doc["message"].startswith("0/5000 nodes are available")
+    assert next(iter(doc["filtered"])) == "Plugin39"  # the biggest rejector survives
+    tiny = summary(record, 80)
+    assert len(tiny.encode()) <= 80 and orjson.loads(tiny)["outcome"] == UNSCHEDULABLE
+
+
 def test_quantities_read_like_kubectl() -> None:
     assert [format_cpu(m) for m in (2000, 1500, 250, 100)] == ["2", "1.5", "250m", "0.1"]
     assert [format_bytes(b) for b in (1 << 30, 3 << 29, 512 << 20)] == ["1Gi", "1.5Gi", "512Mi"]
@@ -194,13 +246,13 @@ def _get(url: str) -> tuple[int, dict[str, Any]]:
 def test_debug_endpoint_serves_records_only_on_the_leader() -> None:
     store = DecisionStore()
     store.file(_record("ns/web", UNSCHEDULABLE))
-    leading = [True]
+    leading, recording = [True], [True]
     server = HealthServer(
         "127.0.0.1",
         0,
         readiness=lambda: (True, "ok"),
         liveness=lambda: (True, "ok"),
-        debug_pods=debug_pods_handler(store, lambda: leading[0]),
+        debug_pods=debug_pods_handler(store, lambda: leading[0], lambda: recording[0]),
     )
     server.start()
     try:
@@ -208,6 +260,9 @@ def test_debug_endpoint_serves_records_only_on_the_leader() -> None:
         assert status == 200 and doc["pod"] == "ns/web" and doc["attempts"][0]["outcome"] == UNSCHEDULABLE
         assert _get(f"{server.url}/debug/pods/ns/nope")[0] == 404
         assert _get(f"{server.url}/debug/pods/ns")[0] == 400
+        recording[0] = False
+        status, doc = _get(f"{server.url}/debug/pods/ns/nope")
+        assert status == 404 and "--record-decisions=false" in doc["error"]
         leading[0] = False
         status, doc = _get(f"{server.url}/debug/pods/ns/web")
         assert status == 503 and doc["leader"] is False
