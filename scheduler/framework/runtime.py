@@ -398,42 +398,33 @@ class Framework:
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
     ) -> Status | None:
         """Upstream's RunPreFilterExtensionAddPod: plugins skipped at PreFilter are skipped here too."""
-        skip = state.skip_filter_plugins
-        for name, plugin in self._pre_filter_extensions:
-            if name in skip:
-                continue
-            began = _perf()
-            status = plugin.add_pod(state, pod, to_add, node)
-            if state.record_plugin_metrics:
-                _add_seconds(
-                    state.plugin_seconds,
-                    (name, "PreFilterExtensionAddPod", _status_label(status)),
-                    _perf() - began,
-                )
-            if status is not None and status.code is not Code.Success:
-                return Status.as_error(
-                    f"running AddPod on PreFilter plugin {name!r}: {status.message()}"
-                ).with_plugin(name)
-        return None
+        return self._run_pre_filter_extension(state, pod, to_add, node, remove=False)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo
     ) -> Status | None:
+        """Upstream's RunPreFilterExtensionRemovePod."""
+        return self._run_pre_filter_extension(state, pod, to_remove, node, remove=True)
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo, *, remove: bool
+    ) -> Status | None:
+        verb = "RemovePod" if remove else "AddPod"
+        point = "PreFilterExtension" + verb
         skip = state.skip_filter_plugins
         for name, plugin in self._pre_filter_extensions:
             if name in skip:
                 continue
             began = _perf()
-            status = plugin.remove_pod(state, pod, to_remove, node)
+            if remove:
+                status = plugin.remove_pod(state, pod, other, node)
+            else:
+                status = plugin.add_pod(state, pod, other, node)
             if state.record_plugin_metrics:
-                _add_seconds(
-                    state.plugin_seconds,
-                    (name, "PreFilterExtensionRemovePod", _status_label(status)),
-                    _perf() - began,
-                )
+                _add_seconds(state.plugin_seconds, (name, point, _status_label(status)), _perf() - began)
             if status is not None and status.code is not Code.Success:
                 return Status.as_error(
-                    f"running RemovePod on PreFilter plugin {name!r}: {status.message()}"
+                    f"running {verb} on PreFilter plugin {name!r}: {status.message()}"
                 ).with_plugin(name)
         return None
 

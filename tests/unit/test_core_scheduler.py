@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -34,20 +34,6 @@ from tests.unit.test_core_fakes import (
 )
 
 MakeEnv = Callable[..., CoreEnv]
-
-
-@pytest.fixture
-async def make_env() -> AsyncIterator[MakeEnv]:
-    made: list[CoreEnv] = []
-
-    def make(*args: Any, **kwargs: Any) -> CoreEnv:
-        env = CoreEnv(*args, **kwargs)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
 
 
 def handlers(env: CoreEnv) -> EventHandlers:

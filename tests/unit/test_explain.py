@@ -4,7 +4,7 @@ simulate and scenarios. Everything runs the product's own cycle and plugins (Cor
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "examples" / "scenarios"
 
 MakeEnv = Callable[..., CoreEnv]
-
-
-@pytest.fixture
-async def make_env() -> AsyncIterator[MakeEnv]:
-    made: list[CoreEnv] = []
-
-    def make(*args: Any, **kwargs: Any) -> CoreEnv:
-        env = CoreEnv(*args, **kwargs)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
 
 
 def latest(env: CoreEnv, key: str) -> AttemptRecord:

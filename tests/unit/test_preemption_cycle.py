@@ -6,10 +6,8 @@ by Filter so two preemptors never claim the same room."""
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from scheduler import metrics
 from scheduler.event_handlers import EventHandlers
@@ -17,20 +15,6 @@ from scheduler.plugins.defaultpreemption import DefaultPreemption
 from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
 
 MakeEnv = Callable[..., CoreEnv]
-
-
-@pytest.fixture
-async def make_env() -> AsyncIterator[MakeEnv]:
-    made: list[CoreEnv] = []
-
-    def make(*args: Any, **kwargs: Any) -> CoreEnv:
-        env = CoreEnv(*args, **kwargs)
-        made.append(env)
-        return env
-
-    yield make
-    for env in made:
-        env.close()
 
 
 def with_priority(pod: dict[str, Any], priority: int, **spec: Any) -> dict[str, Any]:
