@@ -63,6 +63,11 @@ class Credential:
     refresh_at: float | None = None
 
 
+def same(a: Credential, b: Credential) -> bool:
+    """Whether two credentials would authenticate the same way (retrying with ``b`` is pointless)."""
+    return a.authorization == b.authorization and a.cert == b.cert
+
+
 class Source(Protocol):
     def fetch(self) -> Credential:
         """A fresh credential. Raises :class:`CredentialError`."""
@@ -176,7 +181,7 @@ class ExecSource:
             raise CredentialError("exec plugin: no command")
         # clientcmd resolves a command containing a path separator against the kubeconfig's directory.
         if os.sep in command and not os.path.isabs(command) and base_dir:
-            command = os.path.join(base_dir, command)
+            command = os.path.normpath(os.path.join(base_dir, command))
         self.api_version = str(spec.get("apiVersion") or "")
         if self.api_version not in EXEC_API_VERSIONS:
             raise CredentialError(f"exec plugin {command}: unsupported apiVersion {self.api_version!r}")

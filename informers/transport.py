@@ -22,7 +22,7 @@ import orjson
 
 from informers.clock import REAL_CLOCK, Clock
 from informers.connection import connection_for, load
-from informers.credentials import Credential, CredentialError
+from informers.credentials import Credential, CredentialError, same
 from informers.errors import ApiError, TransportError
 from informers.ratelimit import TokenBucket
 
@@ -197,7 +197,7 @@ class AsyncTransport:
         """After a 401: the new credential to retry with once, or None when it did not change."""
         self.credentials.unauthorized(used)
         fresh = await self._credential()
-        return None if fresh is used else fresh
+        return None if same(fresh, used) else fresh
 
     def _headers(self, cred: Credential) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "py-scheduler-informers"}

@@ -20,7 +20,7 @@ import orjson
 from kubernetes import config as k8s_config
 
 from informers.connection import connection_for, load
-from informers.credentials import CredentialError
+from informers.credentials import CredentialError, same
 from scheduler.httppool import ConnectionPool
 
 
@@ -154,7 +154,7 @@ class RestClient:
             return status, data
         self.credentials.unauthorized(cred)
         fresh = self.credentials.current()
-        if fresh is cred:  # a source that cannot change (a static token): nothing to retry with
+        if same(fresh, cred):  # nothing new to retry with (a static token, an unchanged file)
             return status, data
         headers = self._headers(content_type, fresh.authorization)
         return self._pool.request(method, path, payload, headers, timeout, cert=fresh.cert)
