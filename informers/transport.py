@@ -1,7 +1,8 @@
 """HTTP transport for LIST and WATCH: aiohttp with the kubernetes client's configuration, raw JSON out.
 
-The client's own ``Configuration`` loading is reused (kubeconfig or in-cluster: bearer tokens, exec
-plugins via its refresh hook, CA, client certificates); requests go through one aiohttp session and
+Server and TLS settings come from the client's ``Configuration``; credentials from the process's shared
+:class:`~informers.credentials.Credentials` for it (exec plugins, token files, in-cluster token,
+re-fetched on expiry and after a 401); requests go through one aiohttp session and
 responses are parsed with orjson, never into the client's model classes.
 """
 
@@ -20,6 +21,8 @@ import aiohttp
 import orjson
 
 from informers.clock import REAL_CLOCK, Clock
+from informers.connection import connection_for, load
+from informers.credentials import Credential, CredentialError, same
 from informers.errors import ApiError, TransportError
 from informers.ratelimit import TokenBucket
 
@@ -154,7 +157,10 @@ class AsyncTransport:
             if qps is not None and qps > 0
             else None
         )
-        self._ssl: ssl.SSLContext | bool = self._make_ssl(configuration)
+        connection = connection_for(configuration)
+        self.credentials = connection.credentials
+        self._tls = connection.tls
+        self._https = str(configuration.host).startswith("https")
         self._server_hostname: str | None = getattr(configuration, "tls_server_name", None) or None
         self._proxy: str | None = getattr(configuration, "proxy", None) or None
         self._session: aiohttp.ClientSession | None = None
@@ -172,52 +178,38 @@ class AsyncTransport:
         **kwargs: Any,
     ) -> AsyncTransport:
         """From a kubeconfig file; ``path=None`` means ``$KUBECONFIG``/``~/.kube/config``, else in-cluster."""
-        # Imported here: the client package costs ~0.3 s and ~8 MiB to import, and only this needs it.
-        from kubernetes import client as k8s_client  # noqa: PLC0415
-        from kubernetes import config as k8s_config_module  # noqa: PLC0415
+        return cls(load(path, context=context).configuration, qps=qps, burst=burst, **kwargs)
 
-        k8s_config: Any = k8s_config_module  # its loaders are untyped
-        cfg = k8s_client.Configuration()
-        if path is None:
+    def _ssl(self, cred: Credential) -> ssl.SSLContext | bool:
+        return self._tls.get(cred.cert) if self._https else False
+
+    async def _credential(self) -> Credential:
+        """The current credential; fetched off the loop when due (an exec plugin may take a while)."""
+        cred = self.credentials.peek()
+        if cred is None:
             try:
-                k8s_config.load_incluster_config(client_configuration=cfg)
-            except k8s_config.ConfigException:
-                k8s_config.load_kube_config(context=context, client_configuration=cfg)
-        else:
-            k8s_config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
-        return cls(cfg, qps=qps, burst=burst, **kwargs)
+                cred = await asyncio.to_thread(self.credentials.current)
+            except CredentialError as err:  # retried like a network failure
+                raise TransportError(f"credentials: {err}") from err
+        return cred
 
-    @staticmethod
-    def _make_ssl(cfg: Any) -> ssl.SSLContext | bool:
-        if not str(cfg.host).startswith("https"):
-            return False
-        if not cfg.verify_ssl:
-            return False
-        ctx = ssl.create_default_context(
-            cafile=cfg.ssl_ca_cert or None, cadata=getattr(cfg, "ca_cert_data", None)
-        )
-        if cfg.cert_file:
-            ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file or None)
-        if getattr(cfg, "assert_hostname", None) is False:
-            ctx.check_hostname = False
-        return ctx
+    async def _refetch(self, used: Credential) -> Credential | None:
+        """After a 401: the new credential to retry with once, or None when it did not change."""
+        self.credentials.unauthorized(used)
+        fresh = await self._credential()
+        return None if same(fresh, used) else fresh
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, cred: Credential) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": "py-scheduler-informers"}
         if not self._compress:
             headers["Accept-Encoding"] = "identity"
-        cfg = self.configuration
-        # Called per request so an exec plugin's or in-cluster token's refresh hook can rotate it.
-        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")
-        if token:
-            headers["Authorization"] = token
-        elif cfg.username or cfg.password:
-            headers["Authorization"] = cfg.get_basic_auth_token()
+        if cred.authorization:
+            headers["Authorization"] = cred.authorization
         return headers
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self._ssl, limit=self._connection_limit)
+            connector = aiohttp.TCPConnector(limit=self._connection_limit)
             tracing = aiohttp.TraceConfig()
             tracing.on_request_headers_sent.append(_signal_sent)
             self._session = aiohttp.ClientSession(
@@ -274,29 +266,36 @@ class AsyncTransport:
         """
         if self._limiter is not None:
             await self._limiter.acquire()
-        headers = self._headers()
-        data: bytes | None = None
-        if body is not None:
-            data = orjson.dumps(body)
-            headers["Content-Type"] = content_type
-        try:
-            async with self._get_session().request(
-                method,
-                self.host + path,
-                params=params,
-                data=data,
-                headers=headers,
-                timeout=self._timeout(),
-                proxy=self._proxy,
-                server_hostname=self._server_hostname,
-                # The apiserver redirects only when misconfigured; never follow with credentials.
-                allow_redirects=False,
-                trace_request_ctx=sent,
-            ) as resp:
-                await self._raise_for_status(resp)
-                return await resp.read()
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            raise TransportError(f"{method} {path}: {exc!r}") from exc
+        data = None if body is None else orjson.dumps(body)
+        cred = await self._credential()
+        for attempt in range(2):
+            headers = self._headers(cred)
+            if data is not None:
+                headers["Content-Type"] = content_type
+            try:
+                async with self._get_session().request(
+                    method,
+                    self.host + path,
+                    params=params,
+                    data=data,
+                    headers=headers,
+                    timeout=self._timeout(),
+                    proxy=self._proxy,
+                    ssl=self._ssl(cred),
+                    server_hostname=self._server_hostname,
+                    # The apiserver redirects only when misconfigured; never follow with credentials.
+                    allow_redirects=False,
+                    trace_request_ctx=sent,
+                ) as resp:
+                    # A 401: fetch the credential again and retry once with it (RestClient does too).
+                    if resp.status == 401 and attempt == 0 and (fresh := await self._refetch(cred)):
+                        cred = fresh
+                        continue
+                    await self._raise_for_status(resp)
+                    return await resp.read()
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                raise TransportError(f"{method} {path}: {exc!r}") from exc
+        raise AssertionError("unreachable")
 
     async def request(
         self,
@@ -350,34 +349,41 @@ class AsyncTransport:
             await self._limiter.acquire()
         query = dict(params)
         query["watch"] = "true"
+        cred = await self._credential()
         try:
-            async with self._get_session().get(
-                self.host + path,
-                params=query,
-                headers=self._headers(),
-                timeout=self._timeout(),
-                proxy=self._proxy,
-                server_hostname=self._server_hostname,
-                allow_redirects=False,
-            ) as resp:
-                await self._raise_for_status(resp)
-                # Own line splitting: aiohttp's readline() refuses lines over 128 KiB, and one JSON
-                # event (a big ConfigMap or Node) can be far larger than that.
-                buf = bytearray()
-                async for chunk in resp.content.iter_chunked(_CHUNK_SIZE):
-                    buf += chunk
-                    start = 0
-                    while True:
-                        end = buf.find(b"\n", start)
-                        if end < 0:
-                            break
-                        if end > start:
-                            yield orjson.loads(buf[start:end])
-                        start = end + 1
-                    if start:
-                        del buf[:start]
-                if buf.strip():
-                    yield orjson.loads(buf)
+            for attempt in range(2):
+                async with self._get_session().get(
+                    self.host + path,
+                    params=query,
+                    headers=self._headers(cred),
+                    timeout=self._timeout(),
+                    proxy=self._proxy,
+                    ssl=self._ssl(cred),
+                    server_hostname=self._server_hostname,
+                    allow_redirects=False,
+                ) as resp:
+                    if resp.status == 401 and attempt == 0 and (fresh := await self._refetch(cred)):
+                        cred = fresh
+                        continue
+                    await self._raise_for_status(resp)
+                    # Own line splitting: aiohttp's readline() refuses lines over 128 KiB, and one
+                    # JSON event (a big ConfigMap or Node) can be far larger than that.
+                    buf = bytearray()
+                    async for chunk in resp.content.iter_chunked(_CHUNK_SIZE):
+                        buf += chunk
+                        start = 0
+                        while True:
+                            end = buf.find(b"\n", start)
+                            if end < 0:
+                                break
+                            if end > start:
+                                yield orjson.loads(buf[start:end])
+                            start = end + 1
+                        if start:
+                            del buf[:start]
+                    if buf.strip():
+                        yield orjson.loads(buf)
+                    return
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise TransportError(f"watch {path}: {exc!r}") from exc
         except orjson.JSONDecodeError as exc:

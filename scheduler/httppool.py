@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 import urllib3
 from urllib3.util.wait import wait_for_read
 
+from informers.credentials import TLSContexts
+
 
 class ConnectionFailed(urllib3.exceptions.ProtocolError):
     """The request did not get an HTTP answer (connect, TLS, reset, timeout...)."""
@@ -37,22 +39,18 @@ class _HTTPSConnection(http.client.HTTPSConnection):
         self.sock = context.wrap_socket(self.sock, server_hostname=self._server_hostname or self.host)
 
 
-def ssl_context(configuration: Any) -> ssl.SSLContext:
-    """TLS settings of a kubernetes ``Configuration``: CA, client certificate, verification."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
-    return context
-
-
 class ConnectionPool:
     """Up to ``maxsize`` idle connections kept for reuse; more are opened when all are busy and
     closed after use (urllib3's ``block=False``)."""
 
-    def __init__(self, configuration: Any, *, maxsize: int = 16, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        configuration: Any,
+        *,
+        maxsize: int = 16,
+        connect_timeout: float = 10.0,
+        tls: TLSContexts | None = None,
+    ) -> None:
         url = urlsplit(str(configuration.host))
         self.scheme = url.scheme or "https"
         self.host = url.hostname or "localhost"
@@ -60,29 +58,38 @@ class ConnectionPool:
         # A server URL may carry a path prefix (a proxy in front of the API server).
         self.prefix = url.path.rstrip("/")
         self._connect_timeout = connect_timeout
-        self._context = ssl_context(configuration) if self.scheme == "https" else None
+        self._https = self.scheme == "https"
+        self._tls = tls or TLSContexts(configuration)
+        # The client certificate idle connections were opened with (an exec plugin's pair, or None).
+        self._cert: tuple[str, str] | None = None
         self._server_hostname: str | None = getattr(configuration, "tls_server_name", None) or None
         self._maxsize = maxsize
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
-    def _new(self) -> http.client.HTTPConnection:
-        if self._context is None:
+    def _new(self, cert: tuple[str, str] | None) -> http.client.HTTPConnection:
+        if not self._https:
             return http.client.HTTPConnection(self.host, self.port, timeout=self._connect_timeout)
         return _HTTPSConnection(
             self.host,
             self.port,
             server_hostname=self._server_hostname,
-            context=self._context,
+            context=self._tls.get(cert),
             timeout=self._connect_timeout,
         )
 
-    def _get(self) -> http.client.HTTPConnection:
+    def _get(self, cert: tuple[str, str] | None) -> http.client.HTTPConnection:
+        stale: list[http.client.HTTPConnection] = []
+        with self._lock:
+            if cert != self._cert:  # a new client certificate: connections with the old one go
+                stale, self._idle, self._cert = self._idle, [], cert
+        for old in stale:
+            old.close()
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
-                return self._new()
+                return self._new(cert)
             sock = conn.sock
             # Readable while idle means the server closed it (or sent junk): never reuse that.
             if sock is not None and not wait_for_read(sock, timeout=0.0):
@@ -97,10 +104,18 @@ class ConnectionPool:
         conn.close()
 
     def request(
-        self, method: str, path: str, body: bytes | None, headers: dict[str, str], timeout: float
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: float,
+        *,
+        cert: tuple[str, str] | None = None,
     ) -> tuple[int, bytes]:
-        """One request on a pooled connection; returns (status, body)."""
-        conn = self._get()
+        """One request on a pooled connection; returns (status, body). ``cert``: an exec plugin's
+        client certificate pair, else the configuration's own."""
+        conn = self._get(cert)
         try:
             if conn.sock is None:
                 # A caller's deadline (a lease renewal) bounds the connect too, not only the reads.
@@ -115,7 +130,7 @@ class ConnectionPool:
             conn.close()
             reason = "timed out" if isinstance(err, socket.timeout | TimeoutError) else repr(err)
             raise ConnectionFailed(f"{method} {path}: {reason}") from err
-        if response.will_close:
+        if response.will_close or cert != self._cert:
             conn.close()
         else:
             self._put(conn)

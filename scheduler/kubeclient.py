@@ -1,9 +1,11 @@
 """Connection settings and a lean synchronous REST client for the scheduler's few writes.
 
-The kubernetes client loads the kubeconfig (or in-cluster config) for us: auth plugins, certificates
-and token refresh stay its job. Requests go straight through a small http.client connection pool
-(``scheduler.httppool``) with raw JSON bodies, because the generated API methods build model objects we
-never use and, for bindings, raise after a successful POST (kubernetes-client/python issue #547).
+``informers.connection`` loads the kubeconfig (or in-cluster config): the kubernetes client's loader
+for the server and TLS, ``informers.credentials`` for tokens that expire or rotate (exec plugins,
+token files, the in-cluster token), shared by every client built on the same Configuration. Requests
+go straight through a small http.client connection pool (``scheduler.httppool``) with raw JSON
+bodies, because the generated API methods build model objects we never use and, for bindings, raise
+after a successful POST (kubernetes-client/python issue #547).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from informers.connection import connection_for, load
+from informers.credentials import CredentialError, same
 from scheduler.httppool import ConnectionPool
 
 
@@ -28,32 +31,32 @@ class KubeconfigError(ValueError):
 def load_configuration(kubeconfig: str | None) -> Any:
     """A kubernetes ``Configuration`` from ``kubeconfig``, else in-cluster, else the default kubeconfig.
 
-    Any failure (missing, empty or malformed file, missing context or certificate) is a
-    ``KubeconfigError``: the client's own exceptions are several types with multi-line messages.
+    Its credentials (``informers.connection.connection_for``) are fetched once here, so a failing exec
+    plugin or an unreadable token file stops start-up. Any failure (missing, empty or malformed file,
+    missing context or certificate, credential plugin error) is a one-line ``KubeconfigError``.
     """
-    configuration = k8s_client.Configuration()
-    if kubeconfig:
-        if not os.path.isfile(kubeconfig):
-            raise KubeconfigError(f"kubeconfig {kubeconfig}: no such file")
-        _load_kube_config(kubeconfig, configuration)
-        return configuration
-    try:
-        k8s_config.load_incluster_config(client_configuration=configuration)
-    except k8s_config.ConfigException:
-        default = os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
-        if not os.path.isfile(default):
+    if kubeconfig and not os.path.isfile(kubeconfig):
+        raise KubeconfigError(f"kubeconfig {kubeconfig}: no such file")
+    path = kubeconfig or None
+    if path is None and not _in_cluster():
+        path = os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)
+        if os.pathsep not in path and not os.path.isfile(path):
             raise KubeconfigError(
-                f"no kubeconfig: not running in a cluster, --kubeconfig not given and {default} missing"
-            ) from None
-        _load_kube_config(default, configuration)
-    return configuration
-
-
-def _load_kube_config(path: str, configuration: Any) -> None:
+                f"no kubeconfig: not running in a cluster, --kubeconfig not given and {path} missing"
+            )
+    where = f"kubeconfig {path}" if path else "in-cluster config"
     try:
-        k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
+        return load(path).configuration
+    except CredentialError as err:
+        raise KubeconfigError(f"{where}: {err}") from None
     except Exception as err:  # ConfigException, YAMLError, OSError, TypeError on a wrong-shaped file
-        raise KubeconfigError(f"kubeconfig {path}: {one_line(err)}") from None
+        raise KubeconfigError(f"{where}: {one_line(err)}") from None
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.isfile(
+        k8s_config.incluster_config.SERVICE_TOKEN_FILENAME
+    )
 
 
 def one_line(err: BaseException, limit: int = 300) -> str:
@@ -99,10 +102,6 @@ class RateLimiter:
         return delay
 
 
-# How long a bearer token read from the configuration is reused. Reading it runs the kubeconfig
-# loader's refresh hook, which re-applies the whole config and re-reads the proxy environment: tens of
-# microseconds per request, for a token that exec plugins and projected tokens renew in minutes.
-TOKEN_REFRESH_SECONDS = 10.0
 USER_AGENT = "py-scheduler"
 
 
@@ -119,28 +118,17 @@ class RestClient:
         clock: Callable[[], float] = time.monotonic,
     ):
         self._configuration = configuration
-        self._clock = clock
-        # (Authorization header or None, monotonic time it was read); replaced whole, so threads may
-        # race to refresh it without a lock.
-        self._token: tuple[str | None, float] | None = None
+        connection = connection_for(configuration)
+        self.credentials = connection.credentials
         self.host: str = configuration.host.rstrip("/")
-        self.limiter = RateLimiter(qps, burst)
-        self._pool = ConnectionPool(configuration, maxsize=pool_size)
+        self.limiter = RateLimiter(qps, burst, clock=clock)
+        self._pool = ConnectionPool(configuration, maxsize=pool_size, tls=connection.tls)
 
-    def _authorization(self) -> str | None:
-        now = self._clock()
-        cached = self._token
-        if cached is not None and now - cached[1] < TOKEN_REFRESH_SECONDS:
-            return cached[0]
-        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
-        self._token = (token or None, now)
-        return token or None
-
-    def _headers(self, content_type: str) -> dict[str, str]:
+    @staticmethod
+    def _headers(content_type: str, authorization: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
-        token = self._authorization()
-        if token:
-            headers["Authorization"] = token
+        if authorization:
+            headers["Authorization"] = authorization
         return headers
 
     def request(
@@ -152,10 +140,24 @@ class RestClient:
         content_type: str = "application/json",
         timeout: float = 30.0,
     ) -> tuple[int, bytes]:
-        """One request; returns (status, body bytes). Network errors raise a urllib3 ``HTTPError``."""
+        """One request; returns (status, body bytes). Network errors raise a urllib3 ``HTTPError``.
+
+        A 401 makes the credentials fetch again and the request is sent once more with the new ones;
+        a second 401 is returned. A credential that cannot be fetched raises ``CredentialError``.
+        """
         self.limiter.wait()
         payload = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
-        return self._pool.request(method, path, payload, self._headers(content_type), timeout)
+        cred = self.credentials.current()
+        headers = self._headers(content_type, cred.authorization)
+        status, data = self._pool.request(method, path, payload, headers, timeout, cert=cred.cert)
+        if status != 401:
+            return status, data
+        self.credentials.unauthorized(cred)
+        fresh = self.credentials.current()
+        if same(fresh, cred):  # nothing new to retry with (a static token, an unchanged file)
+            return status, data
+        headers = self._headers(content_type, fresh.authorization)
+        return self._pool.request(method, path, payload, headers, timeout, cert=fresh.cert)
 
     def close(self) -> None:
         self._pool.clear()

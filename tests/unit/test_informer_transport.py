@@ -202,4 +202,4 @@ current-context: ctx
     )
     t = AsyncTransport.from_kubeconfig(str(kubeconfig), qps=5, burst=10)
     assert t.host == "http://127.0.0.1:6443"
-    assert t._headers()["Authorization"] == "Bearer abc"
+    assert t._headers(t.credentials.current())["Authorization"] == "Bearer abc"
