@@ -14,6 +14,7 @@ import orjson
 import urllib3
 
 from informers.resource import ResourceSpec
+from scheduler.framework.objects import meta as object_meta
 from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 
@@ -97,7 +98,7 @@ class SchedulerApi:
 
     def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """PUT one object of ``resource``; the stored object comes back."""
-        meta = obj.get("metadata") or {}
+        meta = object_meta(obj)
         path = f"{resource.path(meta.get('namespace'))}/{quote(str(meta.get('name', '')), safe='')}"
         stored: Mapping[str, Any] = orjson.loads(self._call("PUT", path, obj))
         return stored

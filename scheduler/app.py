@@ -34,6 +34,7 @@ from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
+from scheduler.framework.objects import meta, pod_spec
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
@@ -159,7 +160,7 @@ class SchedulerApp:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     def _pre_enqueue(self, pod: Pod) -> str:
-        fwk = self.frameworks.get((pod.get("spec") or {}).get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(pod_spec(pod).get("schedulerName") or "default-scheduler")
         if fwk is None or not fwk.plugins.pre_enqueue:
             return ""
         try:
@@ -389,7 +390,7 @@ class SchedulerApp:
     def _forget_pod_writes(self, obj: Any) -> None:
         pod = getattr(obj, "obj", obj)  # a DeletedFinalStateUnknown tombstone carries the last state
         if isinstance(pod, Mapping):
-            self.recorder.forget_pod((pod.get("metadata") or {}).get("uid", ""))
+            self.recorder.forget_pod(meta(pod).get("uid", ""))
 
     async def _flush_events(self) -> None:
         ticks = 0

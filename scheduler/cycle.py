@@ -24,6 +24,8 @@ from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
@@ -193,9 +195,9 @@ class Scheduler:
     def _begin(self, qpi: QueuedPodInfo) -> _Attempt | None:
         """The checks before the algorithm; None when the pod is not scheduled in this attempt."""
         pod_dict = qpi.pod
-        spec = pod_dict.get("spec") or {}
+        spec = pod_spec(pod_dict)
         fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
-        meta = pod_dict.get("metadata") or {}
+        meta = object_meta(pod_dict)
         if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.
             self.queue.done(qpi)
@@ -380,7 +382,7 @@ class Scheduler:
                 EVENT_ASSIGNED_POD_DELETE,
                 pod.pod,
                 None,
-                pre_check=lambda other: (other.get("metadata") or {}).get("uid") != uid,
+                pre_check=lambda other: object_meta(other).get("uid") != uid,
             )
 
     def _handle_fit_error(
@@ -458,7 +460,7 @@ class Scheduler:
         self.queue.add_unschedulable_if_not_present(qpi)
         if nominated is not None:
             self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
-            current = (qpi.pod.get("status") or {}).get("nominatedNodeName") or ""
+            current = pod_status(qpi.pod).get("nominatedNodeName") or ""
             if current == nominated:
                 nominated = None
         controller = fwk.profile_name if fwk is not None else "py-scheduler"

@@ -14,6 +14,7 @@ from typing import Any
 from informers import DeletedFinalStateUnknown, ResourceSpec, SharedInformer
 from scheduler import metrics
 from scheduler.cache import SchedulerCache
+from scheduler.framework.objects import NodeStatus, meta, namespaced_name, node_spec, node_status, pod_spec
 from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
@@ -25,15 +26,15 @@ Obj = Mapping[str, Any]
 
 
 def _assigned(pod: Obj) -> bool:
-    return bool((pod.get("spec") or {}).get("nodeName"))
+    return bool(pod_spec(pod).get("nodeName"))
 
 
 def node_update_actions(old: Obj, new: Obj) -> ActionType:
     """Which scheduling-relevant properties changed (upstream's nodeSchedulingPropertiesChange)."""
     actions = ActionType(0)
-    old_status, new_status = old.get("status") or {}, new.get("status") or {}
-    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
-    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    old_status, new_status = node_status(old), node_status(new)
+    old_spec, new_spec = node_spec(old), node_spec(new)
+    old_meta, new_meta = meta(old), meta(new)
     if old_status.get("allocatable") != new_status.get("allocatable"):
         actions |= ActionType.UpdateNodeAllocatable
     if old_meta.get("labels") != new_meta.get("labels"):
@@ -49,7 +50,7 @@ def node_update_actions(old: Obj, new: Obj) -> ActionType:
     return actions
 
 
-def _conditions(status: Obj) -> dict[str, str]:
+def _conditions(status: NodeStatus) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
 
 
@@ -73,7 +74,7 @@ class EventHandlers:
         self.profiles = frozenset(profiles)
 
     def responsible_for(self, pod: Obj) -> bool:
-        return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.profiles
+        return (pod_spec(pod).get("schedulerName") or "default-scheduler") in self.profiles
 
     # --- pods ---------------------------------------------------------------------------------
     def on_pod_add(self, pod: Obj, is_initial_list: bool = False) -> None:
@@ -118,10 +119,7 @@ class EventHandlers:
         elif self.responsible_for(pod):
             self.queue.delete(pod)
             if self.on_pending_pod_deleted is not None:
-                meta = pod.get("metadata") or {}
-                self.on_pending_pod_deleted(
-                    f"{meta.get('namespace', '')}/{meta.get('name', '')}", "pod deleted"
-                )
+                self.on_pending_pod_deleted(namespaced_name(pod), "pod deleted")
             metrics.observe_event_handling("UnscheduledPodDelete", time.perf_counter() - start)
 
     # --- nodes --------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from typing import Any
 from cachetools import TTLCache
 
 from scheduler.api import ApiError, SchedulerApi
+from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import pod_status
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +258,7 @@ class EventRecorder:
         controller: str,
         aggregate: bool = True,
     ) -> None:
-        meta = pod.get("metadata") or {}
+        meta = object_meta(pod)
         namespace = meta.get("namespace", "default")
         uid = meta.get("uid", "")
         key = (uid, reason, message)
@@ -327,7 +329,7 @@ class EventRecorder:
         self, pod: Mapping[str, Any], *, reason: str, message: str, nominated_node: str | None = None
     ) -> None:
         """Set PodScheduled=False with ``reason``, unless the pod already says exactly that."""
-        for condition in (pod.get("status") or {}).get("conditions") or ():
+        for condition in pod_status(pod).get("conditions") or ():
             if (
                 condition.get("type") == "PodScheduled"
                 and condition.get("status") == "False"
@@ -353,7 +355,7 @@ class EventRecorder:
         }
         if nominated_node is not None:
             patch["status"]["nominatedNodeName"] = nominated_node
-        meta = pod.get("metadata") or {}
+        meta = object_meta(pod)
         namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
         gate = _StatusGate()
         with self._lock:

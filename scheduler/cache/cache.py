@@ -38,6 +38,8 @@ from typing import Any
 from scheduler.cache.node_tree import NodeTree, node_zone_key
 from scheduler.cache.pod_infos import PodInfoCache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import namespaced_name, pod_spec, pod_status
 from scheduler.framework.resources import Resource
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
 
@@ -62,15 +64,14 @@ class _PodState:
 
 
 def is_terminal(pod: Mapping[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+    return pod_status(pod).get("phase") in TERMINAL_PHASES
 
 
 def _identity(pod: PodLike) -> tuple[str, str]:
     """(key, uid) without parsing the pod."""
     if isinstance(pod, PodInfo):
         return pod.key, pod.uid
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}", meta.get("uid", "")
+    return namespaced_name(pod), object_meta(pod).get("uid", "")
 
 
 def with_node_name(info: PodInfo, node_name: str) -> PodInfo:
@@ -122,7 +123,7 @@ class SchedulerCache:
     # -- nodes ---------------------------------------------------------------------------------------
 
     def add_node(self, node: Mapping[str, Any]) -> None:
-        name = (node.get("metadata") or {}).get("name", "")
+        name = object_meta(node).get("name", "")
         info = self._nodes.get(name)
         if info is None:
             info = NodeInfo(name=name)
@@ -138,7 +139,7 @@ class SchedulerCache:
         self.add_node(new)
 
     def remove_node(self, node: Mapping[str, Any]) -> None:
-        name = (node.get("metadata") or {}).get("name", "")
+        name = object_meta(node).get("name", "")
         info = self._nodes.get(name)
         if info is None:
             log.debug("remove_node: node %s is not in the cache", name)
@@ -354,7 +355,7 @@ class SchedulerCache:
         message per difference; empty means consistent.
         """
         problems: list[str] = []
-        store_nodes = {(node.get("metadata") or {}).get("name", "") for node in nodes}
+        store_nodes = {object_meta(node).get("name", "") for node in nodes}
         live_nodes = {name for name, info in self._nodes.items() if info.node is not None}
         problems += [f"node {name} is missing from the cache" for name in sorted(store_nodes - live_nodes)]
         problems += [
@@ -366,7 +367,7 @@ class SchedulerCache:
             key, _ = _identity(pod)
             store_pods[key] = pod
         for key, pod in sorted(store_pods.items()):
-            node_name = (pod.get("spec") or {}).get("nodeName") or ""
+            node_name = pod_spec(pod).get("nodeName") or ""
             if not node_name or is_terminal(pod):
                 continue
             state = self._pods.get(key)
@@ -377,7 +378,7 @@ class SchedulerCache:
                 problems.append(
                     f"pod {key}: the cache has node {state.info.node_name}, the store {node_name}"
                 )
-            uid = (pod.get("metadata") or {}).get("uid", "")
+            uid = object_meta(pod).get("uid", "")
             if uid and state.info.uid and uid != state.info.uid:
                 problems.append(f"pod {key}: the cache has uid {state.info.uid}, the store {uid}")
         for key, state in sorted(self._pods.items()):
@@ -387,9 +388,7 @@ class SchedulerCache:
                 problems.append(
                     f"{kind} {key} on node {state.info.node_name} is in the cache but not in the store"
                 )
-            elif not state.assumed and (
-                not (stored.get("spec") or {}).get("nodeName") or is_terminal(stored)
-            ):
+            elif not state.assumed and (not pod_spec(stored).get("nodeName") or is_terminal(stored)):
                 problems.append(f"pod {key} is in the cache but is not assigned and running in the store")
         return problems
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.framework.objects import meta
+
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
 LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -36,7 +38,7 @@ def zone_key(labels: Mapping[str, str] | None) -> str:
 
 
 def node_zone_key(node: Mapping[str, Any]) -> str:
-    return zone_key((node.get("metadata") or {}).get("labels"))
+    return zone_key(meta(node).get("labels"))
 
 
 class NodeTree:

@@ -12,6 +12,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from scheduler.framework.objects import meta as object_meta
 from scheduler.framework.types import PodInfo, PodSpecError
 
 DEFAULT_MAX_SIZE = 16384
@@ -35,7 +36,7 @@ class PodInfoCache:
         self.misses = 0
 
     def get(self, pod: Mapping[str, Any]) -> PodInfo:
-        meta = pod.get("metadata") or {}
+        meta = object_meta(pod)
         uid = meta.get("uid") or ""
         resource_version = meta.get("resourceVersion") or ""
         if not uid or not resource_version:

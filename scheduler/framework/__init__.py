@@ -3,7 +3,9 @@
 ``from scheduler.framework import ...`` gives Status/Code, CycleState, PodInfo/NodeInfo, the plugin
 protocols, the queueing-hint types (ClusterEvent, ActionType, Resource, ClusterEventWithHint,
 QueueingHint), the Handle and its listers, and the vectorised fast path: node column specs
-(NodeColumn, InternedColumn), NodeSubset and MaskedStatuses.
+(NodeColumn, InternedColumn), NodeSubset and MaskedStatuses. The typed views of the raw API objects
+(Pod, PodSpec, ObjectMeta, Node...) and their null-safe accessors (meta, pod_spec, labels_of...) come from
+``scheduler.framework.objects``.
 
 ``Resource`` is the kind of a cluster event (``Resource.Node``), as plugins register events far more
 often than they build resource vectors; the resource vector is ``ResourceVector``.
@@ -72,6 +74,26 @@ from scheduler.framework.listers import (
     object_key,
 )
 from scheduler.framework.masked import MaskedStatuses, all_pass, ok_mask, per_node_statuses
+from scheduler.framework.objects import (
+    Container,
+    Node,
+    NodeSpec,
+    NodeStatus,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    PodCondition,
+    PodSpec,
+    PodStatus,
+    annotations_of,
+    labels_of,
+    meta,
+    namespaced_name,
+    node_spec,
+    node_status,
+    pod_spec,
+    pod_status,
+)
 from scheduler.framework.resources import Resource as ResourceVector
 from scheduler.framework.resources import pod_requests
 from scheduler.framework.status import Code, Status, code_of, is_success
@@ -128,6 +150,7 @@ __all__ = [
     "ColumnConflictError",
     "ColumnSpec",
     "ColumnarPlugin",
+    "Container",
     "CycleState",
     "Diagnosis",
     "EnqueueExtensions",
@@ -140,15 +163,24 @@ __all__ = [
     "KubeObject",
     "Lister",
     "MaskedStatuses",
+    "Node",
     "NodeColumn",
     "NodeInfo",
     "NodeScore",
+    "NodeSpec",
+    "NodeStatus",
     "NodeSubset",
+    "ObjectMeta",
+    "OwnerReference",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "Pod",
+    "PodCondition",
     "PodInfo",
+    "PodSpec",
     "PodSpecError",
+    "PodStatus",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PreBindPlugin",
@@ -172,11 +204,19 @@ __all__ = [
     "Status",
     "WaitingPodHandle",
     "all_pass",
+    "annotations_of",
     "as_subset",
     "code_of",
     "is_success",
+    "labels_of",
+    "meta",
+    "namespaced_name",
+    "node_spec",
+    "node_status",
     "object_key",
     "ok_mask",
     "per_node_statuses",
     "pod_requests",
+    "pod_spec",
+    "pod_status",
 ]

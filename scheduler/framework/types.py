@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
+from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import node_spec, node_status, pod_spec
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resources import Resource, pod_requests_and_non_zero
 
@@ -75,8 +77,8 @@ class PodInfo:
     )
 
     def __init__(self, pod: Mapping[str, Any]) -> None:
-        meta = pod.get("metadata") or {}
-        spec = pod.get("spec") or {}
+        meta = object_meta(pod)
+        spec = pod_spec(pod)
         self.pod = pod
         self.spec: Mapping[str, Any] = spec
         self.namespace: str = meta.get("namespace", "")
@@ -165,9 +167,9 @@ class NodeInfo:
             self.set_node(node)
 
     def set_node(self, node: Mapping[str, Any]) -> None:
-        meta = node.get("metadata") or {}
-        spec = node.get("spec") or {}
-        status = node.get("status") or {}
+        meta = object_meta(node)
+        spec = node_spec(node)
+        status = node_status(node)
         self.node = node
         self.name = meta.get("name", self.name)
         self.labels = meta.get("labels") or {}
