@@ -14,7 +14,7 @@ import orjson
 import urllib3
 
 from informers.resource import ResourceSpec
-from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import object_meta
 from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 

@@ -34,7 +34,7 @@ from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
-from scheduler.framework.objects import meta, pod_spec
+from scheduler.framework.objects import object_meta, pod_spec
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
@@ -390,7 +390,7 @@ class SchedulerApp:
     def _forget_pod_writes(self, obj: Any) -> None:
         pod = getattr(obj, "obj", obj)  # a DeletedFinalStateUnknown tombstone carries the last state
         if isinstance(pod, Mapping):
-            self.recorder.forget_pod(meta(pod).get("uid", ""))
+            self.recorder.forget_pod(object_meta(pod).get("uid", ""))
 
     async def _flush_events(self) -> None:
         ticks = 0

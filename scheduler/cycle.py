@@ -24,8 +24,7 @@ from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.objects import meta as object_meta
-from scheduler.framework.objects import pod_spec, pod_status
+from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError

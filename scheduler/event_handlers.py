@@ -14,7 +14,14 @@ from typing import Any
 from informers import DeletedFinalStateUnknown, ResourceSpec, SharedInformer
 from scheduler import metrics
 from scheduler.cache import SchedulerCache
-from scheduler.framework.objects import NodeStatus, meta, namespaced_name, node_spec, node_status, pod_spec
+from scheduler.framework.objects import (
+    NodeStatus,
+    namespaced_name,
+    node_spec,
+    node_status,
+    object_meta,
+    pod_spec,
+)
 from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
@@ -34,7 +41,7 @@ def node_update_actions(old: Obj, new: Obj) -> ActionType:
     actions = ActionType(0)
     old_status, new_status = node_status(old), node_status(new)
     old_spec, new_spec = node_spec(old), node_spec(new)
-    old_meta, new_meta = meta(old), meta(new)
+    old_meta, new_meta = object_meta(old), object_meta(new)
     if old_status.get("allocatable") != new_status.get("allocatable"):
         actions |= ActionType.UpdateNodeAllocatable
     if old_meta.get("labels") != new_meta.get("labels"):

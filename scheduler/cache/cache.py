@@ -38,8 +38,7 @@ from typing import Any
 from scheduler.cache.node_tree import NodeTree, node_zone_key
 from scheduler.cache.pod_infos import PodInfoCache
 from scheduler.cache.snapshot import Snapshot
-from scheduler.framework.objects import meta as object_meta
-from scheduler.framework.objects import namespaced_name, pod_spec, pod_status
+from scheduler.framework.objects import namespaced_name, object_meta, pod_spec, pod_status
 from scheduler.framework.resources import Resource
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.framework.objects import meta
+from scheduler.framework.objects import object_meta
 
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
@@ -38,7 +38,7 @@ def zone_key(labels: Mapping[str, str] | None) -> str:
 
 
 def node_zone_key(node: Mapping[str, Any]) -> str:
-    return zone_key(meta(node).get("labels"))
+    return zone_key(object_meta(node).get("labels"))
 
 
 class NodeTree:

@@ -12,7 +12,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from scheduler.framework.objects import meta as object_meta
+from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo, PodSpecError
 
 DEFAULT_MAX_SIZE = 16384

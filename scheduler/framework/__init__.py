@@ -4,8 +4,8 @@
 protocols, the queueing-hint types (ClusterEvent, ActionType, Resource, ClusterEventWithHint,
 QueueingHint), the Handle and its listers, and the vectorised fast path: node column specs
 (NodeColumn, InternedColumn), NodeSubset and MaskedStatuses. The typed views of the raw API objects
-(Pod, PodSpec, ObjectMeta, Node...) and their null-safe accessors (meta, pod_spec, labels_of...) come from
-``scheduler.framework.objects``.
+(Pod, PodSpec, ObjectMeta, Node...) and their null-safe accessors (object_meta, pod_spec, labels_of...)
+come from ``scheduler.framework.objects``.
 
 ``Resource`` is the kind of a cluster event (``Resource.Node``), as plugins register events far more
 often than they build resource vectors; the resource vector is ``ResourceVector``.
@@ -87,10 +87,10 @@ from scheduler.framework.objects import (
     PodStatus,
     annotations_of,
     labels_of,
-    meta,
     namespaced_name,
     node_spec,
     node_status,
+    object_meta,
     pod_spec,
     pod_status,
 )
@@ -209,11 +209,11 @@ __all__ = [
     "code_of",
     "is_success",
     "labels_of",
-    "meta",
     "namespaced_name",
     "node_spec",
     "node_status",
     "object_key",
+    "object_meta",
     "ok_mask",
     "per_node_statuses",
     "pod_requests",

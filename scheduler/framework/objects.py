@@ -26,10 +26,10 @@ __all__ = [
     "PodStatus",
     "annotations_of",
     "labels_of",
-    "meta",
     "namespaced_name",
     "node_spec",
     "node_status",
+    "object_meta",
     "pod_spec",
     "pod_status",
 ]
@@ -144,7 +144,7 @@ class Node(TypedDict, total=False):
 # return ``obj.get(field) or {}``: a missing field and an explicit JSON null both read as empty.
 
 
-def meta(obj: Mapping[str, Any]) -> ObjectMeta:
+def object_meta(obj: Mapping[str, Any]) -> ObjectMeta:
     """``metadata``, or ``{}`` when missing or null."""
     return cast(ObjectMeta, obj.get("metadata") or {})
 
@@ -171,16 +171,16 @@ def node_status(node: Mapping[str, Any]) -> NodeStatus:
 
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     """``metadata.labels``, or ``{}`` when metadata or labels are missing or null."""
-    return meta(obj).get("labels") or {}
+    return object_meta(obj).get("labels") or {}
 
 
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     """``metadata.annotations``, or ``{}`` when metadata or annotations are missing or null."""
-    return meta(obj).get("annotations") or {}
+    return object_meta(obj).get("annotations") or {}
 
 
 def namespaced_name(obj: Mapping[str, Any]) -> str:
     """``namespace/name`` (upstream's klog.KObj), with ``""`` for a missing part: ``/name`` for a
     cluster-scoped object."""
-    m = meta(obj)
+    m = object_meta(obj)
     return f"{m.get('namespace', '')}/{m.get('name', '')}"

@@ -11,8 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from scheduler.framework.objects import meta as object_meta
-from scheduler.framework.objects import node_spec, node_status, pod_spec
+from scheduler.framework.objects import node_spec, node_status, object_meta, pod_spec
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resources import Resource, pod_requests_and_non_zero
 

@@ -9,16 +9,16 @@ import pytest
 from scheduler.framework import (
     annotations_of,
     labels_of,
-    meta,
     namespaced_name,
     node_spec,
     node_status,
+    object_meta,
     pod_spec,
     pod_status,
 )
 
 ACCESSORS = [
-    (meta, "metadata"),
+    (object_meta, "metadata"),
     (pod_spec, "spec"),
     (pod_status, "status"),
     (node_spec, "spec"),
@@ -46,7 +46,7 @@ def test_pod_fields() -> None:
         "spec": {"nodeName": "n1", "schedulerName": "s"},
         "status": {"nominatedNodeName": "n2", "phase": "Running"},
     }
-    assert meta(pod).get("uid") == "u1"
+    assert object_meta(pod).get("uid") == "u1"
     assert pod_spec(pod).get("nodeName") == "n1"
     assert pod_status(pod).get("nominatedNodeName") == "n2"
     assert pod_status(pod).get("phase") == "Running"
