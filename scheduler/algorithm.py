@@ -21,6 +21,7 @@ from scheduler.extender.runner import EXTENDER_NAME, Extenders
 from scheduler.filter_loop import find_feasible, first_nodes
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.objects import pod_status
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
@@ -319,7 +320,7 @@ class SchedulingAlgorithm:
     ) -> NodeInfo | None:
         """Upstream's evaluateNominatedNode: a pod nominated by an earlier preemption tries that node
         first, nominated pods counted, and takes it if it fits (no scoring)."""
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName")
+        nominated = pod_status(pod.pod).get("nominatedNodeName")
         if not nominated:
             return None
         node = snapshot.get(nominated)

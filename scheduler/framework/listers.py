@@ -35,6 +35,7 @@ from informers.resource import (
     STORAGE_CLASSES,
     ResourceSpec,
 )
+from scheduler.framework.objects import object_meta
 
 KubeObject = Mapping[str, Any]
 
@@ -92,7 +93,7 @@ class StaticLister:
             self.add(obj)
 
     def add(self, obj: KubeObject) -> None:
-        meta = obj.get("metadata") or {}
+        meta = object_meta(obj)
         self._by_key[object_key(meta.get("name", ""), meta.get("namespace", ""))] = obj
 
     def delete(self, name: str, namespace: str = "") -> None:
@@ -101,7 +102,7 @@ class StaticLister:
     def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
         if namespace is None:
             return list(self._by_key.values())
-        return [o for o in self._by_key.values() if (o.get("metadata") or {}).get("namespace") == namespace]
+        return [o for o in self._by_key.values() if object_meta(o).get("namespace") == namespace]
 
     def get(self, name: str, namespace: str = "") -> KubeObject | None:
         return self._by_key.get(object_key(name, namespace))

@@ -27,6 +27,7 @@ from scheduler import metrics
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle, PreemptionHandle
 from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
+from scheduler.framework.objects import pod_status
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
@@ -163,7 +164,7 @@ class DefaultPreemption:
     ) -> tuple[bool, str]:
         if pod.spec.get("preemptionPolicy") == PREEMPT_NEVER:
             return False, NOT_ELIGIBLE_NEVER_MSG
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         if nominated:
             # The nominated node can never fit: look elsewhere.
             if (

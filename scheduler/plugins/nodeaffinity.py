@@ -26,6 +26,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.objects import object_meta
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint
@@ -282,5 +283,5 @@ class NodeAffinity:
 
 
 def _labels_and_name(node: Mapping[str, Any]) -> tuple[Mapping[str, str], str]:
-    meta = node.get("metadata") or {}
+    meta = object_meta(node)
     return meta.get("labels") or {}, str(meta.get("name") or "")

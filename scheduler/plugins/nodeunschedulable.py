@@ -25,6 +25,7 @@ from scheduler.framework import (
     as_subset,
     per_node_statuses,
 )
+from scheduler.framework.objects import node_spec, pod_spec
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint, uid_of
@@ -54,7 +55,7 @@ def _tolerates_unschedulable(tolerations: Sequence[Toleration]) -> bool:
 
 
 def _is_unschedulable(node: Mapping[str, Any] | None) -> bool:
-    return bool(node and (node.get("spec") or {}).get("unschedulable"))
+    return bool(node and node_spec(node).get("unschedulable"))
 
 
 class NodeUnschedulable:
@@ -126,5 +127,5 @@ class NodeUnschedulable:
     ) -> QueueingHint:
         if uid_of(new_obj) != uid_of(pod):
             return QueueingHint.Skip
-        tolerations = parse_tolerations((new_obj.get("spec") or {}).get("tolerations"))
+        tolerations = parse_tolerations(pod_spec(new_obj).get("tolerations"))
         return QueueingHint.Queue if _tolerates_unschedulable(tolerations) else QueueingHint.Skip

@@ -19,6 +19,7 @@ from typing import Protocol
 from scheduler.algorithm import FitError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import SnapshotLister
+from scheduler.framework.objects import pod_status
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
 from scheduler.preemption.pdb import PodDisruptionBudget
@@ -85,7 +86,7 @@ class Evaluator:
     ) -> tuple[str | None, Status | None]:
         """Upstream's ``Evaluator.Preempt``. Returns the nominated node (``""`` clears a nomination,
         None leaves it alone) and a status (None on success)."""
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         # Nodes absent from the map were never filtered (PreFilter narrowed them away): upstream's
         # default absent status is UnschedulableAndUnresolvable.
         nominated_status = node_to_status.get(nominated, Status(Code.UnschedulableAndUnresolvable))

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from scheduler import metrics
 from scheduler.api import ApiError
 from scheduler.events import NORMAL, rfc3339
+from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.status import Status
 from scheduler.framework.types import PodInfo
 from scheduler.preemption.pods import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -108,7 +109,7 @@ class PreemptionExecutor:
         self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
     ) -> Status | None:
         """Start evicting ``victims`` from ``node_name`` for ``preemptor``; returns at once."""
-        to_delete = [v for v in victims if not (v.pod.get("metadata") or {}).get("deletionTimestamp")]
+        to_delete = [v for v in victims if not object_meta(v.pod).get("deletionTimestamp")]
         if not to_delete:
             return None
         metrics.PREEMPTION_VICTIMS.observe(len(victims))
@@ -136,7 +137,7 @@ class PreemptionExecutor:
         self._runs[key] = run
         metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
         loop = asyncio.get_running_loop()
-        lower_pods = [p.pod for p in lower if (p.pod.get("status") or {}).get("nominatedNodeName")]
+        lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
         self._pool.submit(self._write, loop, key, run, lower_pods, plugin)
         return None
 
@@ -150,7 +151,7 @@ class PreemptionExecutor:
         victim = self._assigned_pod(run.last_victim)
         if victim is None:
             return False
-        return not (victim.pod.get("metadata") or {}).get("deletionTimestamp")
+        return not object_meta(victim.pod).get("deletionTimestamp")
 
     @property
     def in_flight(self) -> int:
@@ -196,7 +197,7 @@ class PreemptionExecutor:
     ) -> None:
         try:
             for pod in lower_nominated:
-                meta = pod.get("metadata") or {}
+                meta = object_meta(pod)
                 try:
                     self._patch(meta, {"status": {"nominatedNodeName": None}})
                 except ApiError as err:
@@ -225,12 +226,12 @@ class PreemptionExecutor:
             "message": f"{run.preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
             "lastTransitionTime": rfc3339(self._clock()),
         }
-        generation = (pod.get("metadata") or {}).get("generation")
+        generation = object_meta(pod).get("generation")
         if isinstance(generation, int):
             condition["observedGeneration"] = generation
         try:
             if not _has_condition(pod, condition):
-                self._patch(pod.get("metadata") or {}, {"status": {"conditions": [condition]}})
+                self._patch(object_meta(pod), {"status": {"conditions": [condition]}})
             self._api.delete_pod(victim.namespace, victim.name, victim.uid)
         except ApiError as err:
             if err.status == 404:
@@ -246,7 +247,7 @@ class PreemptionExecutor:
 
 def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """``UpdatePodCondition`` would change nothing: same status, reason and message already there."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+    for condition in pod_status(pod).get("conditions") or ():
         if condition.get("type") == wanted["type"]:
             return all(condition.get(k) == wanted[k] for k in ("status", "reason", "message"))
     return False
@@ -257,5 +258,5 @@ def _ident(pod: PodInfo) -> str:
 
 
 def _ident_of(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
+    meta = object_meta(pod)
     return str(meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}")

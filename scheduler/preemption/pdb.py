@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import SelectorError
@@ -29,7 +30,7 @@ def parse_pdbs(objects: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBudget
     """The budgets with a readable selector; upstream skips one whose selector does not parse."""
     out: list[PodDisruptionBudget] = []
     for obj in objects:
-        meta = obj.get("metadata") or {}
+        meta = object_meta(obj)
         spec = obj.get("spec") or {}
         status = obj.get("status") or {}
         try:
@@ -60,7 +61,7 @@ def filter_pods_with_pdb_violation(
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []
     for pod in pods:
-        labels = (pod.pod.get("metadata") or {}).get("labels") or {}
+        labels = labels_of(pod.pod)
         violated = False
         if labels:
             for i, pdb in enumerate(pdbs):

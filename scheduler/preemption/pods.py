@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.types import PodInfo
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -26,7 +27,7 @@ def _parse_time(value: Any) -> float | None:
 
 def pod_start_time(pod: PodInfo) -> float:
     """``GetPodStartTime``: ``status.startTime``, or now for a pod the kubelet has not started."""
-    started = _parse_time((pod.pod.get("status") or {}).get("startTime"))
+    started = _parse_time(pod_status(pod.pod).get("startTime"))
     return time.time() if started is None else started
 
 
@@ -42,7 +43,7 @@ def by_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
     now = time.time()
 
     def key(pod: PodInfo) -> tuple[int, float]:
-        started = _parse_time((pod.pod.get("status") or {}).get("startTime"))
+        started = _parse_time(pod_status(pod.pod).get("startTime"))
         return -pod.priority, now if started is None else started
 
     return sorted(pods, key=key)
@@ -66,9 +67,9 @@ def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:
 def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
     """``podTerminatingByPreemption``: being deleted, with the DisruptionTarget condition a scheduler
     sets before it deletes a victim."""
-    if not (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if not object_meta(pod).get("deletionTimestamp"):
         return False
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+    for condition in pod_status(pod).get("conditions") or ():
         if condition.get("type") == DISRUPTION_TARGET:
             return bool(
                 condition.get("status") == "True"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from scheduler.framework.objects import node_spec
 from scheduler.framework.types import PodInfo
 
 NO_SCHEDULE = "NoSchedule"
@@ -90,4 +91,4 @@ def find_untolerated_taint(
 def node_taints(node: Mapping[str, Any] | None) -> Sequence[Mapping[str, Any]]:
     if not node:
         return ()
-    return (node.get("spec") or {}).get("taints") or ()
+    return node_spec(node).get("taints") or ()

@@ -17,6 +17,7 @@ from scheduler.framework import IntArray, MaskedStatuses, all_pass, as_subset
 from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import NAMESPACES, Lister
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.plugins import names
@@ -70,15 +71,15 @@ _ARGS_FIELDS = ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
 
 
 def _pod_labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
+    return labels_of(obj)
 
 
 def _namespace_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "")
+    return str(object_meta(obj).get("namespace") or "")
 
 
 def _node_labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
+    return labels_of(obj)
 
 
 def _matches_all_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> bool:
@@ -143,7 +144,7 @@ class InterPodAffinity:
         if obj is None:
             log.debug("namespace %s not found, assuming no namespace labels", namespace)
             return None
-        labels = (obj.get("metadata") or {}).get("labels")
+        labels = object_meta(obj).get("labels")
         return labels if isinstance(labels, Mapping) else None
 
     def _widen(self, term: AffinityTerm) -> AffinityTerm:
@@ -159,9 +160,9 @@ class InterPodAffinity:
         if selector is NOTHING or selector.empty or self._namespaces is None:
             return term
         selected = {
-            str((ns.get("metadata") or {}).get("name") or "")
+            str(object_meta(ns).get("name") or "")
             for ns in self._namespaces.list()
-            if selector.matches((ns.get("metadata") or {}).get("labels") or {})
+            if selector.matches(object_meta(ns).get("labels") or {})
         }
         return replace(term, namespaces=term.namespaces | selected)
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import SelectorError
@@ -63,7 +64,7 @@ NO_TERMS = PodAffinityTerms()
 
 
 def pod_labels(pod: PodInfo) -> Mapping[str, str]:
-    labels = (pod.pod.get("metadata") or {}).get("labels")
+    labels = object_meta(pod.pod).get("labels")
     return labels if isinstance(labels, Mapping) else _NO_LABELS
 
 

@@ -25,6 +25,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.objects import pod_spec
 from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
@@ -332,7 +333,7 @@ class NodeResourcesFit:
             return QueueingHint.Queue if is_assigned_or_nominated(old_obj) else QueueingHint.Skip
         if uid_of(new_obj) == uid_of(pod):
             return QueueingHint.Queue
-        if not (new_obj.get("spec") or {}).get("nodeName"):
+        if not pod_spec(new_obj).get("nodeName"):
             return QueueingHint.Skip
         target = pod_info(pod).requests
         if _scaled_down(target, pod_requests(old_obj), pod_requests(new_obj)):
