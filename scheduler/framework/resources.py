@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from scheduler.framework.objects import pod_spec, pod_status
 from scheduler.framework.quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
@@ -194,7 +195,7 @@ def _max(*lists: Mapping[str, Fraction]) -> Amounts:
 
 def is_resize_infeasible(pod: Mapping[str, Any]) -> bool:
     """Upstream ``IsPodResizeInfeasible``: the PodResizePending condition says Infeasible."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
+    for condition in pod_status(pod).get("conditions") or ():
         if condition.get("type") == POD_RESIZE_PENDING:
             return bool(condition.get("reason") == REASON_INFEASIBLE)
     return False
@@ -233,8 +234,8 @@ def pod_request_amounts(
 
     Raises QuantityError (a ValueError) on an unreadable quantity.
     """
-    spec = pod.get("spec") or {}
-    status = (pod.get("status") or {}) if use_status else {}
+    spec = pod_spec(pod)
+    status: Mapping[str, Any] = pod_status(pod) if use_status else {}
     statuses: dict[Any, Mapping[str, Any]] = {}
     for key in ("containerStatuses", "initContainerStatuses"):
         for container_status in status.get(key) or ():
@@ -305,7 +306,7 @@ def pod_request_amounts(
 def non_missing_defaults(pod: Mapping[str, Any], requests: Mapping[str, Fraction]) -> Mapping[str, Fraction]:
     """Upstream ``getNonMissingContainerRequests``: without pod-level requests every container gets
     the defaults; with them, only a resource missing at both levels does."""
-    if pod_level_requests(pod.get("spec") or {}) is None:
+    if pod_level_requests(pod_spec(pod)) is None:
         return NON_ZERO_DEFAULTS
     return {name: amount for name, amount in NON_ZERO_DEFAULTS.items() if name not in requests}
 
@@ -344,7 +345,7 @@ def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resourc
     sums over the containers, and the non-zero one differs only by the defaults of containers that
     omit cpu or memory. Parsed on every new pod version, so it is worth the shortcut.
     """
-    spec = pod.get("spec") or {}
+    spec = pod_spec(pod)
     if (
         spec.get("initContainers")
         or spec.get("overhead")

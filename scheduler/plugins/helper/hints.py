@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from cachetools import LRUCache
 
 from scheduler.cache.pod_infos import PodInfoCache
+from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduling_queue.types import QueueingHint
 
@@ -48,7 +49,7 @@ def node_info(node: Mapping[str, Any]) -> NodeInfo:
 
     Shared between calls (cached by uid and resourceVersion): callers must not add pods to it.
     """
-    meta = node.get("metadata") or {}
+    meta = object_meta(node)
     uid, version = meta.get("uid") or "", meta.get("resourceVersion") or ""
     if not uid or not version:
         return NodeInfo(node)
@@ -62,11 +63,11 @@ def node_info(node: Mapping[str, Any]) -> NodeInfo:
 def uid_of(obj: Mapping[str, Any] | None) -> str:
     if not obj:
         return ""
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return str(object_meta(obj).get("uid") or "")
 
 
 def is_assigned_or_nominated(pod: Mapping[str, Any]) -> bool:
     """Deleting such a pod may free room on a node (upstream checks nodeName and nominatedNodeName)."""
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
+    spec = pod_spec(pod)
+    status = pod_status(pod)
     return bool(spec.get("nodeName") or status.get("nominatedNodeName"))
