@@ -16,6 +16,7 @@ from scheduler.config.types import ExtenderConfig
 from scheduler.extender.client import ExtenderError, HTTPExtender
 from scheduler.extender.wire import MAX_EXTENDER_PRIORITY, Victims, WireError
 from scheduler.framework.columns import IntArray
+from scheduler.framework.objects import object_meta
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -226,7 +227,7 @@ def _convert_to_victims(
         pods = pods_on_node(node_name)
         if pods is None:
             raise ExtenderError(f'nodeinfo not found for node name "{node_name}"')
-        by_uid = {str((p.get("metadata") or {}).get("uid") or ""): p for p in pods}
+        by_uid = {str(object_meta(p).get("uid") or ""): p for p in pods}
         chosen = []
         for uid in mv.uids:
             pod = by_uid.get(uid)

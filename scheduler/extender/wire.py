@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.objects import object_meta
+
 # Upstream MinExtenderPriority / MaxExtenderPriority: extender scores are 0..10 and are scaled to the
 # framework's 0..MaxNodeScore range.
 MIN_EXTENDER_PRIORITY = 0
@@ -58,9 +60,7 @@ class MetaVictims:
 def to_meta_victims(victims: Mapping[str, Victims]) -> dict[str, MetaVictims]:
     """Upstream ``convertToMetaVictims``."""
     return {
-        node: MetaVictims(
-            [str((p.get("metadata") or {}).get("uid") or "") for p in v.pods], v.num_pdb_violations
-        )
+        node: MetaVictims([str(object_meta(p).get("uid") or "") for p in v.pods], v.num_pdb_violations)
         for node, v in victims.items()
     }
 

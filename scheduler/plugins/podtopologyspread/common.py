@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.objects import object_meta
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import (
@@ -60,7 +61,7 @@ class SpreadConstraint:
 
 
 def labels_of(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return (pod.get("metadata") or {}).get("labels") or {}
+    return object_meta(pod).get("labels") or {}
 
 
 def _selector_with_match_label_keys(
@@ -194,7 +195,7 @@ def count_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: 
     for pod in pods:
         if pod.namespace != namespace:
             continue
-        meta = pod.pod.get("metadata") or {}
+        meta = object_meta(pod.pod)
         # Terminating pods are about to leave their domain (kubernetes#87621).
         if meta.get("deletionTimestamp") is not None:
             continue

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import Lister
+from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
@@ -58,7 +59,7 @@ def _equals(labels: Mapping[str, str]) -> list[LabelRequirement]:
 
 
 def _controller_of(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+    for ref in object_meta(pod).get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
             return ref
     return None

@@ -15,6 +15,7 @@ from scheduler.framework import IntArray, as_subset
 from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
+from scheduler.framework.objects import node_spec, object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import PluginError
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
@@ -317,29 +318,29 @@ class PodTopologySpread:
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+    return str(object_meta(obj).get("uid") or "")
 
 
 def _involved(incoming: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     """``involvedInTopologySpreading``: the pod itself, or a placed (or nominated) pod of its namespace."""
     if _uid(incoming) == _uid(pod):
         return True
-    spec = incoming.get("spec") or {}
-    status = incoming.get("status") or {}
+    spec = pod_spec(incoming)
+    status = pod_status(incoming)
     if not spec.get("nodeName") and not status.get("nominatedNodeName"):
         return False
-    namespace = (incoming.get("metadata") or {}).get("namespace", "")
-    return bool(namespace == (pod.get("metadata") or {}).get("namespace", ""))
+    namespace = object_meta(incoming).get("namespace", "")
+    return bool(namespace == object_meta(pod).get("namespace", ""))
 
 
 def _tolerations(pod: Mapping[str, Any]) -> list[Any]:
     # Semantic equality: a missing list equals an empty one.
-    return list((pod.get("spec") or {}).get("tolerations") or [])
+    return list(pod_spec(pod).get("tolerations") or [])
 
 
 def _node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
-    return (node.get("metadata") or {}).get("labels") or {}
+    return object_meta(node).get("labels") or {}
 
 
 def _taints(node: Mapping[str, Any]) -> list[Any]:
-    return list((node.get("spec") or {}).get("taints") or [])
+    return list(node_spec(node).get("taints") or [])
