@@ -25,6 +25,7 @@ from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.listers import Lister, StaticLister
+from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.profiles import FrameworkHandle, build_frameworks
@@ -60,7 +61,7 @@ class Simulation:
         for node in objects.get(NODES.name, ()):
             self.cache.add_node(node)
         for pod in objects.get(PODS.name, ()):
-            if (pod.get("spec") or {}).get("nodeName") and _active(pod):
+            if pod_spec(pod).get("nodeName") and _active(pod):
                 self.cache.add_pod(pod)
         self.frameworks: dict[str, Framework] = build_frameworks(config, registry, self._handle_for)
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
@@ -104,7 +105,7 @@ class Simulation:
     def framework_for(self, pod: KubeObject) -> Framework:
         """The pod's profile, or the first one: manifests written for another scheduler are still
         placed by the configuration under test."""
-        name = (pod.get("spec") or {}).get("schedulerName") or ""
+        name = pod_spec(pod).get("schedulerName") or ""
         return self.frameworks.get(name) or next(iter(self.frameworks.values()))
 
     def place(self, pod: KubeObject) -> Placement:
@@ -164,9 +165,9 @@ class Simulation:
 
 
 def _key(pod: KubeObject) -> str:
-    meta = pod.get("metadata") or {}
+    meta = object_meta(pod)
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _active(pod: KubeObject) -> bool:
-    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    return pod_status(pod).get("phase") not in ("Succeeded", "Failed")
