@@ -24,7 +24,7 @@ from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_p
 README = Path(__file__).resolve().parents[2] / "README.md"
 SCHEDULER_NAME = "py-scheduler-metrics"
 PODS = 12
-# Recorded only with extenders configured (tests/integration/test_extender.py covers them).
+# Recorded only with extenders configured (tests/integration/test_extender_on_cluster.py covers them).
 NEEDS_EXTENDERS = ("scheduler_extender_",)
 
 
