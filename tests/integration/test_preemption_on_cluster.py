@@ -374,17 +374,21 @@ def test_preemption_across_schedulers_both_ways(
     vips = wait_for(vips_bound, 90, "both preemptors bound")
     time.sleep(2)
     gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
-    assert sorted(g.split("-")[0] for g in gone) == ["kube", "py"], gone
+    by_pool = {pool: [g for g in gone if g.startswith(pool)] for pool in ("kube", "py")}
+    # py-scheduler (pool "kube") evicts the minimal set: one pod. The real kube-scheduler (pool "py") is
+    # the peer here, not the subject: with its async preemption it has been seen to take a second victim
+    # when its retry races the first deletion, so it is held to "at least one, on its preemptor's node".
+    assert len(by_pool["kube"]) == 1, gone
+    assert len(by_pool["py"]) >= 1, gone
     events = _events(core_v1, namespace, "Preempted")
     reporters = {
         e["involvedObject"]["name"]: e.get("reportingComponent") or (e.get("source") or {}).get("component")
         for e in events
     }
-    assert len(events) == 2, reporters
+    assert sorted(reporters) == gone, reporters
     for pool, reporter in (("kube", "py-scheduler"), ("py", "default-scheduler")):
-        [victim] = [g for g in gone if g.startswith(pool)]
-        assert before[victim] == vips[pool]["spec"]["nodeName"]
-        assert reporters[victim] == reporter, reporters
+        assert any(before[victim] == vips[pool]["spec"]["nodeName"] for victim in by_pool[pool]), gone
+        assert all(reporters[victim] == reporter for victim in by_pool[pool]), reporters
 
 
 # --- side by side with kube-scheduler on identical seeded cases -------------------------------------
