@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -511,11 +512,18 @@ def test_side_by_side_preemption_matches_kube_scheduler(
             tied, victims = _expected(case_nodes, need)
             # Both choose among the best nodes and evict exactly that node's minimal victims; with one
             # best node, the same node and the same victims.
+            # py-scheduler, the subject, is held to exactly that. The real kube-scheduler, the peer, has
+            # been seen (rarely, here without kubelets) to take a second round of victims while its async
+            # preemption races its own retry: it is held to a best node whose minimal victims are among
+            # its evictions.
             for pool, (index, gone) in outcome.items():
                 assert index in tied, (seed, pool, outcome, tied)
-                assert gone == sorted(victims[index]), (seed, pool, outcome, victims)
+                if pool == "py":
+                    assert gone == sorted(victims[index]), (seed, pool, outcome, victims)
+                else:
+                    assert not Counter(victims[index]) - Counter(gone), (seed, pool, outcome, victims)
             if len(tied) == 1:
-                assert outcome["py"] == outcome["kube"], (seed, outcome)
+                assert outcome["py"][0] == outcome["kube"][0], (seed, outcome)
         finally:
             for ns in namespaces.values():
                 _delete_namespace(core_v1, ns)
