@@ -93,6 +93,12 @@ def _check_reusable(run_dir: Path) -> None:
         raise RuntimeError(f"run dir {run_dir} is in use by a running control plane (pid {owner})")
 
 
+# The alpha scheduling.k8s.io/v1alpha2 API and the gates of upstream's gang scheduling. The same gates
+# go to a kube-scheduler or py-scheduler that should use it (``--feature-gates``).
+WORKLOAD_RUNTIME_CONFIG = "--runtime-config=scheduling.k8s.io/v1alpha2=true"
+WORKLOAD_FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+
+
 class ControlPlane:
     """etcd and kube-apiserver for tests and demos. Use as a context manager or call start()/stop()."""
 
@@ -107,6 +113,7 @@ class ControlPlane:
         etcd_quota_bytes: int = 8 * 1024**3,
         etcd_fsync: bool = False,
         apiserver_args: Sequence[str] = (),
+        workload_api: bool = False,
         start_timeout: float = 120.0,
         keep_logs: bool | None = None,
     ) -> None:
@@ -118,6 +125,10 @@ class ControlPlane:
         self.etcd_quota_bytes = etcd_quota_bytes
         self.etcd_fsync = etcd_fsync
         self.apiserver_args = list(apiserver_args)
+        # Upstream's alpha gang API (scheduling.k8s.io/v1alpha2 Workload/PodGroup, spec.schedulingGroup).
+        self.workload_api = workload_api
+        if workload_api:
+            self.apiserver_args += [WORKLOAD_RUNTIME_CONFIG, WORKLOAD_FEATURE_GATES]
         self.start_timeout = start_timeout
         env_keep = os.environ.get(KEEP_LOGS_ENV, "").lower() not in ("", "0", "false")
         self._keep_logs = keep_logs if keep_logs is not None else env_keep
@@ -399,6 +410,8 @@ class ControlPlane:
                 "--concurrent-deployment-syncs=10",
                 "--concurrent-replicaset-syncs=10",
                 "--v=1",
+                # The podgroup-protection controller removes the finalizer the API server puts on them.
+                *([WORKLOAD_FEATURE_GATES] if self.workload_api else []),
                 *extra_args,
             ]
 

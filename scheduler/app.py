@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
-from informers.resource import PODGROUPS
+from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.api import SchedulerApi
 from scheduler.binding import BINDING_WORKERS, BindingPool
@@ -32,6 +32,7 @@ from scheduler.explain.debug import debug_pods_handler
 from scheduler.explain.recorder import ANNOTATION, DecisionRecorder
 from scheduler.extender.runner import Extenders
 from scheduler.extender.setup import with_extender_hints, with_ignored_resources
+from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.objects import object_meta, pod_spec
@@ -42,6 +43,7 @@ from scheduler.informer_listers import InformerListers
 from scheduler.kubeclient import RestClient, load_configuration
 from scheduler.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.plugins.coscheduling import status as podgroup_status
+from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
@@ -54,6 +56,14 @@ LOOP_STALL_LIMIT = 30.0
 # SIGTERM: in-flight bindings get this long (the README promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
+
+
+# GangScheduling asked for upstream's PodGroups, and the API server does not serve them.
+WORKLOAD_API_MISSING = (
+    "the GangScheduling feature gate is on but the API server does not serve {resource}: start "
+    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha2=true "
+    "--feature-gates=GenericWorkload=true,GangScheduling=true"
+)
 
 
 @dataclass
@@ -80,12 +90,14 @@ class SchedulerApp:
         leader_elect: bool | None = None,
         record_decisions: bool = True,
         annotate_decisions: frozenset[str] = frozenset(),
+        features: FeatureGates = DEFAULT_FEATURE_GATES,
     ) -> None:
         # Extenders: built first, so a bad TLS setting stops start-up; their ignored resources reach
         # NodeResourcesFit before the frameworks are built.
         self.extenders = Extenders.from_config(config.extenders)
         config = with_ignored_resources(config)
         self.config = config
+        self.features = features
         self.registry = dict(registry)
         self.serving = serving or ServingOptions()
         self.leader_elect = config.leader_election.leader_elect if leader_elect is None else leader_elect
@@ -112,7 +124,10 @@ class SchedulerApp:
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
             pod_requests=pod_request_amounts,
+            generic_workload=features.generic_workload,
         )
+        # GenericWorkload: the pod group cycle finds a group's members in the pod informer's store.
+        self._pod_lister = self.listers.lister(PODS) if features.generic_workload else None
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
         self.decisions = DecisionRecorder(
@@ -149,7 +164,26 @@ class SchedulerApp:
                 listers=self.listers.lister,
             )
 
-        return build_frameworks(self.config, self.registry, handle_for)
+        return build_frameworks(self.config, self.registry, handle_for, self.features)
+
+    def _group_members(self, namespace: str, name: str) -> list[Pod]:
+        assert self._pod_lister is not None
+        return [p for p in self._pod_lister.list(namespace) if scheduling_group_name(p) == name]
+
+    def _wakes_on_add(self) -> Callable[[Pod], bool] | None:
+        """Pending pods whose add may complete a group (upstream sends UnscheduledPodAdd to the queue
+        for every add while GangScheduling is on; here only members' adds, the others wake nobody)."""
+        coscheduling = PODGROUPS in self.listers.kinds
+        gang = self.features.gang_scheduling
+        if not (coscheduling or gang):
+            return None
+
+        def wakes(pod: Pod) -> bool:
+            return (gang and bool(scheduling_group_name(pod))) or (
+                coscheduling and podgroup_status.is_gang_member(pod)
+            )
+
+        return wakes
 
     def _snapshot(self) -> Any:
         if self.scheduler is None:
@@ -226,6 +260,7 @@ class SchedulerApp:
             api=self.api,
             extenders=self.extenders,
             decisions=self.decisions,
+            pod_group_members=self._group_members if self._pod_lister is not None else None,
         )
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
@@ -236,7 +271,7 @@ class SchedulerApp:
             cache=self.cache,
             profiles=self.frameworks.keys(),
             on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
-            wakes_on_add=podgroup_status.is_gang_member if PODGROUPS in self.listers.kinds else None,
+            wakes_on_add=self._wakes_on_add(),
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(
@@ -288,13 +323,21 @@ class SchedulerApp:
         stop_wait = asyncio.ensure_future(self._stop.wait())
         waits: set[asyncio.Future[Any]] = {sync, stop_wait}
         # A missing CRD would keep its informer from ever syncing: fail start-up, saying so, instead.
-        missing = None
+        probes: list[asyncio.Future[str]] = []
         if self.podgroup_status is not None:
-            missing = asyncio.ensure_future(podgroup_status.pod_group_api_missing(self.api))
-            waits.add(missing)
+            probes.append(asyncio.ensure_future(podgroup_status.pod_group_api_missing(self.api)))
+        if WORKLOAD_PODGROUPS in self.listers.kinds:
+            probes.append(
+                asyncio.ensure_future(
+                    podgroup_status.pod_group_api_missing(
+                        self.api, spec=WORKLOAD_PODGROUPS, missing=WORKLOAD_API_MISSING
+                    )
+                )
+            )
+        waits.update(probes)
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
-        if missing is not None:
+        for missing in probes:
             missing.cancel()
             if missing.done() and not missing.cancelled() and not sync.done():
                 log.error("%s", missing.result())

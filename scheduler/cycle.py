@@ -28,6 +28,7 @@ from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
+from scheduler.podgroup_cycle import GroupMembers, PodGroupCycle, in_scheduling_group
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
 from scheduler.waiting_pods import CallLater, WaitingPod, WaitingPods
@@ -81,6 +82,7 @@ class Scheduler:
         extenders: Extenders | None = None,
         call_later: CallLater | None = None,
         decisions: DecisionRecorder | None = None,
+        pod_group_members: GroupMembers | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
         # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
@@ -122,6 +124,10 @@ class Scheduler:
         for fwk in self.frameworks.values():
             fwk.nominator = self.nominated
             fwk.preemption_executor = self.preemption
+        # Feature gate GenericWorkload: pods of a scheduling group are scheduled group by group.
+        self.pod_group_cycle = (
+            PodGroupCycle(self, pod_group_members) if pod_group_members is not None else None
+        )
 
     # --- the loop -----------------------------------------------------------------------------
     async def run(self) -> None:
@@ -135,7 +141,9 @@ class Scheduler:
                 self.queue.done(qpi)
                 break
             try:
-                if self.extenders:
+                if self.pod_group_cycle is not None and in_scheduling_group(qpi.pod):
+                    self.pod_group_cycle.schedule(qpi)
+                elif self.extenders:
                     await self.schedule_one_with_extenders(qpi)
                 else:
                     self.schedule_one(qpi)
@@ -392,12 +400,14 @@ class Scheduler:
         state: CycleState,
         err: FitError,
         start: float,
+        *,
+        post_filter: bool = True,
     ) -> None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
-        # None (ModeNoop) leaves it alone.
+        # None (ModeNoop) leaves it alone. The pod group cycle runs no PostFilter (podgroup_cycle.py).
         nominated: str | None = CLEAR_NOMINATION
-        if fwk.plugins.post_filter and (err.num_all_nodes or err.diagnosis.node_to_status):
+        if post_filter and fwk.plugins.post_filter and (err.num_all_nodes or err.diagnosis.node_to_status):
             nominated, post_status = fwk.run_post_filter(state, pod, err.diagnosis.node_to_status)
             if post_status is not None and post_status.reasons:
                 err.diagnosis.post_filter_msg = post_status.message()

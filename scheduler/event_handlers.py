@@ -155,7 +155,7 @@ class EventHandlers:
         Kinds with no upstream event resource (Namespace, Service, ReplicaSet...) only feed listers:
         upstream's plugins register no events for them either.
         """
-        resource = _EVENT_RESOURCES.get(spec.kind)
+        resource = _EVENT_RESOURCES_BY_NAME.get(spec.name) or _EVENT_RESOURCES.get(spec.kind)
         if resource is None:
             return
         add = ClusterEvent(resource, ActionType.Add)
@@ -186,5 +186,9 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "ResourceClaim": Resource.ResourceClaim,
     "ResourceSlice": Resource.ResourceSlice,
     "DeviceClass": Resource.DeviceClass,
-    "PodGroup": Resource.PodGroup,
+}
+# Kinds whose name is not unique across groups (two PodGroups), by ``plural.group``.
+_EVENT_RESOURCES_BY_NAME: dict[str, Resource] = {
+    "podgroups.scheduling.x-k8s.io": Resource.PodGroup,
+    "podgroups.scheduling.k8s.io": Resource.WorkloadPodGroup,
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from scheduler import metrics
@@ -11,6 +11,7 @@ from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.cycle import POD_SPEC_PLUGIN
+from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
@@ -24,7 +25,7 @@ from scheduler.framework.runtime import (
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT
+from scheduler.plugins.registry import default_multipoint, gated_off
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 
 # config point name -> PluginSet attribute
@@ -180,6 +181,7 @@ def build_framework(
     plugins: PluginInstances,
     score_weights: Mapping[str, int],
     percentage_of_nodes_to_score: int | None,
+    gated_off: Collection[str] = (),
 ) -> Framework:
     # One instance per plugin name, shared by every extension point it is enabled at.
     instances = {name: plugins.get(name) for names in points.values() for name in names}
@@ -206,7 +208,7 @@ def build_framework(
         percentage_of_nodes_to_score=percentage_of_nodes_to_score,
         observe_point=observe_point,
         observe_plugin=metrics.observe_plugin,
-        guard=UnsupportedFieldGuard(registry.keys()),
+        guard=UnsupportedFieldGuard(set(registry) - set(gated_off)),
         plugin_metrics_sample_percent=_plugin_metrics_sample_percent(),
     )
 
@@ -228,12 +230,15 @@ def build_frameworks(
     config: SchedulerConfig,
     registry: Mapping[str, PluginFactory],
     handle_for: Callable[[str], FrameworkHandle],
+    features: FeatureGates = DEFAULT_FEATURE_GATES,
 ) -> dict[str, Framework]:
-    """One Framework per configured profile, keyed by schedulerName."""
+    """One Framework per configured profile, keyed by schedulerName; ``features`` decide the default
+    profile's gated plugins."""
     frameworks: dict[str, Framework] = {}
+    defaults = default_multipoint(features)
     for profile in config.profiles:
         plugins = PluginInstances(registry, profile.args_for, handle_for(profile.scheduler_name))
-        resolved = resolve_profile(profile, registry, DEFAULT_MULTIPOINT, plugins.implements)
+        resolved = resolve_profile(profile, registry, defaults, plugins.implements)
         percentage = resolved.percentage_of_nodes_to_score
         if percentage is None:
             percentage = config.percentage_of_nodes_to_score
@@ -244,6 +249,7 @@ def build_frameworks(
             plugins=plugins,
             score_weights=resolved.score_weights,
             percentage_of_nodes_to_score=percentage,
+            gated_off=gated_off(features),
         )
         plugins.handle.attach(fwk)
     return frameworks

@@ -140,6 +140,7 @@ class SchedulingQueue:
         backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
         pod_requests: PodRequestsFn | None = None,
+        generic_workload: bool = False,
     ) -> None:
         if initial_backoff < 0 or max_backoff < initial_backoff:
             raise ValueError("need 0 <= initial_backoff <= max_backoff")
@@ -156,6 +157,9 @@ class SchedulingQueue:
         self._backoff_flush_interval = backoff_flush_interval
         self._unschedulable_flush_interval = unschedulable_flush_interval
         self._pod_requests = pod_requests
+        # Feature gate GenericWorkload: members of a pod group retry after backoff only (upstream's
+        # determineSchedulingHintForInFlightPod: no event-based requeueing at pod group level yet).
+        self._generic_workload = generic_workload
 
         self._seq = 0
         self._active_heap: list[Entry] = []
@@ -481,6 +485,8 @@ class SchedulingQueue:
             if rec is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
                 # An error (no rejector), or nothing to replay: retry after backoff, as upstream.
                 strategy = AFTER_BACKOFF
+            elif self._generic_workload and _in_scheduling_group(qpi.pod):
+                strategy = AFTER_BACKOFF
             else:
                 strategy = self._in_flight_strategy(qpi, rec)
             if self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
@@ -488,6 +494,22 @@ class SchedulingQueue:
         finally:
             if rec is not None:
                 self._in_flight.finish(rec)
+
+    def pop_specific(self, pod: Pod) -> QueuedPodInfo | None:
+        """Take this pending pod out of the queue as if popped (upstream's PopSpecificPod, for the pod
+        group cycle): activated first (PreEnqueue runs), then taken from activeQ. None when it is not
+        there (gated, in flight, unknown)."""
+        key = pod_key(pod)
+        if key not in self._active:
+            self.activate([pod])
+        entry = self._active.pop(key, None)
+        if entry is None:
+            return None
+        self._note_active_stale()
+        qpi: QueuedPodInfo = entry[-1]
+        qpi.attempts += 1
+        self._in_flight.start(qpi)
+        return qpi
 
     def done(self, pod: str | QueuedPodInfo) -> None:
         """The attempt ended without a requeue (bound, or given up): stop tracking it.
@@ -835,3 +857,8 @@ class SchedulingQueue:
             heapify(self._backoff_heap)
             heapify(self._error_backoff_heap)
             self._backoff_stale = 0
+
+
+def _in_scheduling_group(pod: Pod) -> bool:
+    spec = pod.get("spec")
+    return bool(spec and spec.get("schedulingGroup"))

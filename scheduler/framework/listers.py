@@ -33,6 +33,7 @@ from informers.resource import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    WORKLOAD_PODGROUPS,
     ResourceSpec,
 )
 from scheduler.framework.objects import object_meta
@@ -59,6 +60,7 @@ __all__ = [
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",
+    "WORKLOAD_PODGROUPS",
     "KubeObject",
     "Lister",
     "ResourceSpec",

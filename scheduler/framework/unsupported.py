@@ -7,8 +7,9 @@ naming the field and the missing plugin. The pod shows a FailedScheduling Event 
 and is retried when its spec changes.
 
 The guard is about this build, not about a user's configuration: a field is guarded only while the plugin
-that implements it is absent from the registry (in-tree plus out-of-tree). A user who disables a plugin
-that exists gets upstream's behaviour, the constraint not enforced.
+that implements it is absent from the registry (in-tree plus out-of-tree), or is held off by a feature
+gate that is off (GangScheduling). A user who disables a plugin that exists gets upstream's behaviour,
+the constraint not enforced.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class GuardedField:
     field: str
     plugin: str
     used: Callable[[Spec], bool]
+    # Set when the plugin exists but is off until a feature gate is: what the user must turn on.
+    needs: str = ""
 
 
 # Inline in-tree cloud disks count against CSI attach limits only through csi-translation-lib, which is
@@ -69,11 +72,20 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
         ),
     ),
     GuardedField("resourceClaims", "DynamicResources", lambda spec: bool(spec.get("resourceClaims"))),
-    GuardedField("schedulingGroup", "GangScheduling", lambda spec: bool(spec.get("schedulingGroup"))),
+    # Upstream's API server drops the field while GenericWorkload is off; with it on, a py-scheduler
+    # whose gates are off would split the gang, so it refuses the pod instead.
+    GuardedField(
+        "schedulingGroup",
+        "GangScheduling",
+        lambda spec: bool(spec.get("schedulingGroup")),
+        needs="--feature-gates=GenericWorkload=true,GangScheduling=true",
+    ),
 )
 
 
-def unsupported_message(field: str, plugin: str) -> str:
+def unsupported_message(field: str, plugin: str, needs: str = "") -> str:
+    if needs:
+        return f"pod uses {field}, which py-scheduler honours only with {needs} ({plugin})"
     return f"pod uses {field}, which py-scheduler does not support yet ({plugin})"
 
 
@@ -103,5 +115,5 @@ class UnsupportedFieldGuard:
     def _first_unsupported(self, pod: PodInfo) -> str | None:
         for guarded in self._guarded:
             if guarded.used(pod.spec):
-                return unsupported_message(guarded.field, guarded.plugin)
+                return unsupported_message(guarded.field, guarded.plugin, guarded.needs)
         return None

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from scheduler.features import GANG_SCHEDULING, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
+from scheduler.plugins.gangscheduling import GangScheduling
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
@@ -48,6 +50,8 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.VOLUME_ZONE: VolumeZone,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DYNAMIC_RESOURCES: DynamicResources,
+    # Alpha upstream (feature gate GangScheduling): in the default profile only while the gate is on.
+    names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
 }
@@ -76,3 +80,18 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.IMAGE_LOCALITY, 1),
     (names.DEFAULT_BINDER, 0),
 ]
+
+# Plugins that exist only behind a feature gate: name -> gate (upstream's applyFeatureGates).
+FEATURE_GATED_PLUGINS: dict[str, str] = {names.GANG_SCHEDULING: GANG_SCHEDULING}
+
+
+def default_multipoint(features: FeatureGates) -> list[tuple[str, int]]:
+    """The default profile under ``features``: gated plugins are appended, as upstream's
+    applyGangScheduling appends GangScheduling."""
+    gated = [(name, 0) for name, gate in FEATURE_GATED_PLUGINS.items() if features.enabled(gate)]
+    return [*DEFAULT_MULTIPOINT, *gated]
+
+
+def gated_off(features: FeatureGates) -> frozenset[str]:
+    """Plugins of the registry that the feature gates hold off."""
+    return frozenset(name for name, gate in FEATURE_GATED_PLUGINS.items() if not features.enabled(gate))

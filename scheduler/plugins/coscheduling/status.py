@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import quote
 
 from informers import DeletedFinalStateUnknown
-from informers.resource import PODGROUPS
+from informers.resource import PODGROUPS, ResourceSpec
 from scheduler.framework.listers import Lister
 from scheduler.plugins.coscheduling.plugin import POD_GROUP_LABEL, min_member, pod_group_name
 
@@ -315,23 +315,29 @@ MISSING_CRD = (
 )
 
 
-async def pod_group_api_missing(api: Any, probe_every: float = CRD_PROBE_SECONDS) -> str:
-    """Returns (one line) once the API server answers that PodGroups are not served; never returns
-    while they are, or while it cannot tell (unreachable: the informers' own retries go on)."""
+async def pod_group_api_missing(
+    api: Any,
+    probe_every: float = CRD_PROBE_SECONDS,
+    spec: ResourceSpec = PODGROUPS,
+    missing: str = MISSING_CRD,
+) -> str:
+    """Returns (one line) once the API server answers that ``spec`` (PodGroups) is not served; never
+    returns while it is, or while it cannot tell (unreachable: the informers' own retries go on)."""
     loop = asyncio.get_running_loop()
-    path = f"/apis/{PODGROUPS.api_version}"
+    path = f"/apis/{spec.api_version}"
+    message = missing.format(resource=f"{spec.name}/{spec.version}")
     while True:
         try:
             found = await loop.run_in_executor(None, api.request_json, "GET", path)
         except Exception as err:
             if getattr(err, "status", None) == 404:
-                return MISSING_CRD.format(resource=f"{PODGROUPS.name}/{PODGROUPS.version}")
+                return message
             log.debug("probing %s: %s", path, err)
         else:
             served = {r.get("name") for r in found.get("resources") or [] if isinstance(r, Mapping)}
-            if PODGROUPS.plural in served:
+            if spec.plural in served:
                 await asyncio.Event().wait()  # served: nothing to report, ever
-            return MISSING_CRD.format(resource=f"{PODGROUPS.name}/{PODGROUPS.version}")
+            return message
         await asyncio.sleep(probe_every)
 
 

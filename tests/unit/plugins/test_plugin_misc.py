@@ -166,6 +166,13 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_VOLUME_LIMITS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.DEFAULT_BINDER: (BindPlugin,),
     names.DEFAULT_PREEMPTION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
+    names.GANG_SCHEDULING: (
+        PreEnqueuePlugin,
+        PreFilterPlugin,
+        ReservePlugin,
+        PermitPlugin,
+        EnqueueExtensions,
+    ),
     names.COSCHEDULING: (
         PreEnqueuePlugin,
         QueueSortPlugin,

@@ -1,0 +1,175 @@
+"""The pod group scheduling cycle (feature gate GenericWorkload): a group's queued pods are tried together.
+
+Mirrors ``pkg/scheduler/schedule_one_podgroup.go`` of kube-scheduler v1.36.3 (its default algorithm; the
+placement algorithm of TopologyAwareWorkloadScheduling and workload-aware preemption are not ported).
+When a pod with ``spec.schedulingGroup`` is popped:
+
+1. Every other queued member of its group is popped with it (PopSpecificPod), and the members are
+   ordered by priority, then by their first attempt.
+2. Trial: on one snapshot, each member runs the scheduling algorithm; a feasible one is assumed and
+   Reserved, and Permit runs. Later members see the earlier ones on their nodes. The group is feasible
+   when some member's Permit succeeds (GangScheduling: ``minCount`` members scheduled).
+3. Every trial assumption is undone. If the group is feasible, each feasible member is assumed,
+   Reserved and Permitted again for real and goes to binding (GangScheduling lets the earlier ones wait
+   at Permit until the member that reaches ``minCount`` allows them all). Otherwise nothing is held:
+   every member goes back to the queue, unschedulable, with its own reason.
+
+Members retry after backoff only (the queue's GenericWorkload rule), as upstream's. Deviation: PostFilter
+(preemption) does not run for members of a group; a member that does not fit is simply unschedulable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scheduler.algorithm import FitError, SchedulingError
+from scheduler.cache import CacheError
+from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.runtime import PluginError
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.plugins.gangscheduling import scheduling_group_name
+from scheduling_queue.types import QueuedPodInfo, pod_key
+
+if TYPE_CHECKING:
+    from scheduler.cycle import Scheduler, _Attempt
+
+# (namespace, podGroupName) -> the group's pods the scheduler knows.
+GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
+
+
+def in_scheduling_group(pod: Mapping[str, Any]) -> bool:
+    return bool(scheduling_group_name(pod))
+
+
+@dataclass(slots=True)
+class _Trial:
+    attempt: _Attempt
+    node_name: str = ""
+    permit: Status | None = None
+    failure: Exception | Status | None = None
+
+
+class PodGroupCycle:
+    def __init__(self, scheduler: Scheduler, members: GroupMembers) -> None:
+        self.scheduler = scheduler
+        self.members = members
+
+    def schedule(self, first: QueuedPodInfo) -> None:
+        sched = self.scheduler
+        queued = self._pop_group(first)
+        names = {pod_spec(q.pod).get("schedulerName") or "default-scheduler" for q in queued}
+        if len(names) > 1:
+            a, b = sorted(names)[:2]
+            error = Status.as_error(
+                "all pods in a single pod group should have the same .spec.schedulerName set, "
+                f'got: "{a}" and "{b}"'
+            )
+            for qpi in queued:
+                sched._fail(qpi, None, error, None)
+            return
+        trials, feasible = self._trial(queued)
+        for trial in trials:
+            self._submit(trial, feasible)
+
+    def _pop_group(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
+        namespace = object_meta(first.pod).get("namespace", "")
+        queued = [first]
+        for pod in self.members(namespace, scheduling_group_name(first.pod)):
+            if pod_key(pod) == first.key or pod_spec(pod).get("nodeName"):
+                continue
+            qpi = self.scheduler.queue.pop_specific(pod)
+            if qpi is not None:
+                queued.append(qpi)
+        queued.sort(key=lambda q: (-_priority(q.pod), q.initial_attempt_timestamp))
+        return queued
+
+    def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], bool]:
+        """Each member on the same snapshot, earlier ones assumed; everything undone at the end."""
+        sched = self.scheduler
+        trials: list[_Trial] = []
+        undo: list[tuple[_Attempt, PodInfo, str]] = []
+        feasible = False
+        try:
+            for qpi in queued:
+                attempt = sched._begin(qpi)  # updates the snapshot from the cache (trial pods included)
+                if attempt is None:
+                    continue
+                trial = _Trial(attempt)
+                trials.append(trial)
+                try:
+                    result = sched.algorithm.schedule_pod(
+                        attempt.fwk, attempt.state, attempt.pod, sched.snapshot
+                    )
+                except (FitError, SchedulingError, PluginError, PodSpecError) as err:
+                    trial.failure = err
+                    continue
+                node = result.node_name
+                try:
+                    assumed = sched.cache.assume_pod(attempt.pod, node)
+                except CacheError as err:
+                    trial.failure = Status.as_error(err)
+                    continue
+                fwk, state = attempt.fwk, attempt.state
+                status = fwk.run_reserve(state, assumed, node)
+                if status is None:
+                    status, _ = fwk.run_permit_plugins(state, assumed, node)
+                if status is not None and status.code is not Code.Wait:
+                    fwk.run_unreserve(state, assumed, node)
+                    sched.cache.forget_pod(assumed.key)
+                    trial.failure = status
+                    trial.node_name = node
+                    continue
+                undo.append((attempt, assumed, node))
+                trial.node_name, trial.permit = node, status
+                feasible = feasible or status is None
+        finally:
+            for attempt, assumed, node in reversed(undo):
+                attempt.fwk.run_unreserve(attempt.state, assumed, node)
+                sched.cache.forget_pod(assumed.key)
+        return trials, feasible
+
+    def _submit(self, trial: _Trial, feasible: bool) -> None:
+        sched = self.scheduler
+        attempt = trial.attempt
+        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
+        failure = trial.failure
+        if failure is None and feasible:
+            sched._algorithm_done(fwk, attempt.state, start)
+            # Assume, Reserve and Permit for real, on the node the trial chose (upstream's
+            # prepareForBindingCycle); the cycle state is the trial's, as upstream's.
+            attempt.state.delete(PODS_TO_ACTIVATE_KEY)
+            sched._assume_and_hand_off(attempt, trial.node_name)
+            return
+        if failure is None:
+            # Feasible alone, but the group is not: nothing is held, the reason is its Permit's.
+            message = trial.permit.message() if trial.permit is not None else "pod group is unschedulable"
+            sched._algorithm_done(fwk, attempt.state, start)
+            sched._fail(qpi, pod, Status.unschedulable(message), fwk, start=start)
+            return
+        if isinstance(failure, FitError):
+            sched._handle_fit_error(qpi, pod, fwk, attempt.state, failure, start, post_filter=False)
+        elif isinstance(failure, Status):
+            sched._algorithm_done(fwk, attempt.state, start)
+            message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""
+            sched._fail(qpi, pod, failure, fwk, start=start, message=message)
+        else:
+            sched._algorithm_failed(attempt, failure)
+
+
+# Upstream's framework.PodsToActivateKey (the trial's Permit may have asked to activate siblings that
+# are in this very cycle).
+PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+def _priority(pod: Mapping[str, Any]) -> int:
+    value = pod_spec(pod).get("priority")
+    return value if isinstance(value, int) else 0
+
+
+def _one_node(pod: PodInfo, node_name: str, status: Status) -> str:
+    from scheduler.cycle import _one_node_message  # noqa: PLC0415 -- cycle imports this module
+
+    return _one_node_message(pod, node_name, status)
