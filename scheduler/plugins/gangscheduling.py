@@ -37,6 +37,7 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 
 NAME = "GangScheduling"
@@ -92,7 +93,8 @@ class GangScheduling:
     name = NAME
 
     def __init__(self, args: Mapping[str, Any] | None, handle: Handle) -> None:
-        # Upstream's New ignores its args; so does this.
+        # Upstream's plugin has no args type: any args are refused, as for the other arg-less plugins.
+        ArgsReader(self.name).top(args, None, ())
         self.handle = handle
         self.pod_groups = handle.lister(WORKLOAD_PODGROUPS)
         self.pods = handle.lister(PODS)

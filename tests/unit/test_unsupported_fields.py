@@ -11,11 +11,27 @@ from scheduler.framework.runtime import Framework, PluginSet
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.framework.unsupported import UNSUPPORTED_FIELDS_PLUGIN, UnsupportedFieldGuard
+from scheduler.plugins.registry import IN_TREE_REGISTRY
 from tests.unit.plugins.plugin_testlib import node, pod
 
 
 def _pod(**spec: Any) -> PodInfo:
     return PodInfo(pod("p", extra_spec=spec))
+
+
+def test_group_members_are_refused_while_the_gang_gates_are_off() -> None:
+    """GangScheduling is in the registry, but its feature gate holds it off: the guard names the field
+    and the flags that turn it on."""
+    spec = {"schedulingGroup": {"podGroupName": "g"}}
+    status = UnsupportedFieldGuard(available_plugins=set(IN_TREE_REGISTRY) - {"GangScheduling"}).check(
+        _pod(**spec)
+    )
+    assert status is not None and status.code is Code.UnschedulableAndUnresolvable
+    assert status.message() == (
+        "pod uses schedulingGroup, which py-scheduler honours only with "
+        "--feature-gates=GenericWorkload=true,GangScheduling=true (GangScheduling)"
+    )
+    assert UnsupportedFieldGuard(available_plugins=IN_TREE_REGISTRY).check(_pod(**spec)) is None
 
 
 @pytest.mark.parametrize(
@@ -42,7 +58,6 @@ def _pod(**spec: Any) -> PodInfo:
             "resourceClaims",
             "DynamicResources",
         ),
-        ({"schedulingGroup": {"podGroupName": "g"}}, "schedulingGroup", "GangScheduling"),
     ],
 )
 def test_guard_names_field_and_missing_plugin(spec: dict[str, Any], field: str, plugin: str) -> None:

@@ -199,8 +199,8 @@ async def test_unreserve_takes_a_member_out_of_the_quorum() -> None:
 
 
 async def test_bound_members_count_towards_the_quorum() -> None:
-    bound = [pod(n, namespace="ns1", uid=n, node_name="n", extra_spec={"schedulingGroup": {"podGroupName": "pg1"}})
-             for n in ("p2", "p3")]  # fmt: skip
+    group = {"schedulingGroup": {"podGroupName": "pg1"}}
+    bound = [pod(n, namespace="ns1", uid=n, node_name="n", extra_spec=group) for n in ("p2", "p3")]
     plugin, _, _ = flow(P1, bound, GROUPS[:1])
     plugin.reserve(CycleState(), PodInfo(P1), "n")
     assert plugin.permit(CycleState(), PodInfo(P1), "n") == (None, 0.0)

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.features import parse_feature_gates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     BindPlugin,
@@ -32,7 +33,7 @@ from scheduler.plugins.helper.normalize import default_normalize_score
 from scheduler.plugins.helper.shape import broken_linear_function
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.queuesort import PrioritySort
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
+from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY, default_multipoint, gated_off
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduling_queue.types import ActionType, QueuedPodInfo, QueueingHint, Resource
 from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod, run_filter
@@ -238,7 +239,20 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("DefaultBinder", 0),
     ]
     # Coscheduling is out of tree upstream (scheduler-plugins): registered, never on by default.
-    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {names.COSCHEDULING}
+    # GangScheduling is alpha: on by default only with its feature gate.
+    assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
+        names.COSCHEDULING,
+        names.GANG_SCHEDULING,
+    }
+
+
+def test_gang_scheduling_gate_appends_the_plugin_to_the_default_profile() -> None:
+    """As upstream's applyGangScheduling: appended after the others, no weight."""
+    on = parse_feature_gates("GenericWorkload=true,GangScheduling=true")
+    assert default_multipoint(on) == [*DEFAULT_MULTIPOINT, ("GangScheduling", 0)]
+    assert default_multipoint(parse_feature_gates("GenericWorkload=true")) == DEFAULT_MULTIPOINT
+    assert gated_off(on) == frozenset()
+    assert gated_off(parse_feature_gates("")) == {"GangScheduling"}
 
 
 # --- helpers ------------------------------------------------------------------------------------

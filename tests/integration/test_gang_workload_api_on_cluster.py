@@ -1,0 +1,158 @@
+"""Issue 14, upstream's own gang API: scheduling.k8s.io/v1alpha2 PodGroups and pods'
+``spec.schedulingGroup``, on the real control plane (the session's API server serves the alpha API).
+
+Each case runs against py-scheduler (``--feature-gates=GenericWorkload=true,GangScheduling=true``) and
+against the real kube-scheduler v1.36.3 started with the same gates: the same objects must give the
+same all-or-nothing outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from devcluster.cluster import WORKLOAD_FEATURE_GATES
+from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod
+
+
+@pytest.fixture(scope="module")
+def schedulers(
+    control_plane: Any, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """py-scheduler (profile ``py-scheduler``) and kube-scheduler (``default-scheduler``), both gated on."""
+    kube = control_plane.start_kube_scheduler(extra_args=[WORKLOAD_FEATURE_GATES])
+    py = SchedulerProcess(
+        kubeconfig, tmp_path_factory.mktemp("gang-alpha"), extra_args=[WORKLOAD_FEATURE_GATES]
+    )
+    py.start()
+    try:
+        py.wait_ready(60)
+        yield
+    finally:
+        code = py.stop()
+        kube.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
+        assert code == 0, f"py-scheduler exited with {code}:\n{py.log_tail()}"
+
+
+SCHEDULERS = ["py-scheduler", "default-scheduler"]
+
+
+def pod_group(api_client: Any, namespace: str, name: str, min_count: int) -> None:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+    custom: Any = k8s.CustomObjectsApi(api_client)
+    custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", body)
+
+
+def member(name: str, run_id: str, scheduler: str, group: str, cpu: str) -> dict[str, Any]:
+    pod = make_pod(name, run_id, cpu=cpu, scheduler_name=scheduler)
+    pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return pod
+
+
+def create(core_v1: Any, namespace: str, pods: list[dict[str, Any]]) -> None:
+    for pod in pods:
+        core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
+
+
+def bound(core_v1: Any, namespace: str, prefix: str) -> int:
+    return sum(
+        1
+        for p in list_pods(core_v1, namespace)
+        if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")
+    )
+
+
+def nodes(api_client: Any, run_id: str, count: int, cpu: str = "4") -> None:
+    create_nodes(
+        api_client, [make_node(f"w{i}-{run_id}", cpu=cpu, labels={RUN_LABEL: run_id}) for i in range(count)]
+    )
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fits_binds_whole(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: None, scheduler: str
+) -> None:
+    nodes(api_client, run_id, 2)  # 8 CPUs
+    pod_group(api_client, namespace, "big", 4)  # 4 x 3 CPU: only two fit, one per node
+    pod_group(api_client, namespace, "fits", 3)  # 3 x 1 CPU
+    create(core_v1, namespace, [member(f"big-{i}", run_id, scheduler, "big", "3") for i in range(4)])
+    create(core_v1, namespace, [member(f"fits-{i}", run_id, scheduler, "fits", "1") for i in range(3)])
+
+    wait_for(lambda: bound(core_v1, namespace, "fits-") == 3, 60, "the gang that fits bound whole")
+
+    def big_refused() -> bool:
+        return any(
+            e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"].startswith("big-")
+            for e in list_events(core_v1, namespace)
+        )
+
+    wait_for(big_refused, 60, "the gang that cannot fit reported unschedulable")
+    # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
+    # "fits") are placed while it keeps retrying.
+    create(
+        core_v1,
+        namespace,
+        [make_pod(f"plain-{i}", run_id, cpu="1500m", scheduler_name=scheduler) for i in range(2)],
+    )
+    wait_for(lambda: bound(core_v1, namespace, "plain-") == 2, 60, "plain pods bound beside the failed gang")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        assert bound(core_v1, namespace, "big-") == 0
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_pods_created_before_their_pod_group_bind_once_it_is_created(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: None, scheduler: str
+) -> None:
+    nodes(api_client, run_id, 2)
+    create(core_v1, namespace, [member(f"early-{i}", run_id, scheduler, "late", "100m") for i in range(3)])
+    wait_for(lambda: len(list_pods(core_v1, namespace)) == 3, 10, "the pods created")
+    time.sleep(2)
+    assert bound(core_v1, namespace, "early-") == 0  # held by PreEnqueue: no PodGroup yet
+    pod_group(api_client, namespace, "late", 3)
+    # Event-driven: the PodGroup's add wakes the held pods (no 5-minute flush needed).
+    wait_for(
+        lambda: bound(core_v1, namespace, "early-") == 3, 15, "the gang bound after its PodGroup appeared"
+    )
+
+
+def test_py_scheduler_without_the_gates_refuses_group_members_by_name(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path
+) -> None:
+    """Gates off in py-scheduler while the API server keeps the field: the pod is refused naming the
+    field and the flags, never scheduled as if it had no group."""
+    nodes(api_client, run_id, 1)
+    pod_group(api_client, namespace, "g", 1)
+    # Its own profile: the module's gated py-scheduler may still run under "py-scheduler".
+    config = scheduler_config(scheduler_name="py-scheduler-gates-off")
+    proc = SchedulerProcess(kubeconfig, tmp_path, config=config, name="py-scheduler-gates-off").start()
+    try:
+        proc.wait_ready(60)
+        create(core_v1, namespace, [member("solo", run_id, "py-scheduler-gates-off", "g", "100m")])
+
+        def refused() -> list[str]:
+            return [
+                e.get("message", "")
+                for e in list_events(core_v1, namespace)
+                if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"] == "solo"
+            ]
+
+        messages = wait_for(refused, 30, "the group member refused")
+        assert "pod uses schedulingGroup" in messages[0]
+        assert "--feature-gates=GenericWorkload=true,GangScheduling=true" in messages[0]
+        assert bound(core_v1, namespace, "solo") == 0
+    finally:
+        proc.stop()
