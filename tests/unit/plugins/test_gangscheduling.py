@@ -207,8 +207,8 @@ async def test_bound_members_count_towards_the_quorum() -> None:
 
 
 async def test_permit_errors_when_the_pod_group_is_gone() -> None:
-    plugin, _, _ = flow(P1, [P2, P3], GROUPS[:1])
-    plugin.handle.lister(WORKLOAD_PODGROUPS).delete("pg1", "ns1")
+    plugin, handle, _ = flow(P1, [P2, P3], GROUPS[:1])
+    handle.lister(WORKLOAD_PODGROUPS).delete("pg1", "ns1")
     status, _ = plugin.permit(CycleState(), PodInfo(P1), "n")
     assert status is not None and status.code is Code.Error
     assert 'podgroups.scheduling.k8s.io "pg1" not found' in status.message()
