@@ -410,7 +410,8 @@ class ControlPlane:
                 "--concurrent-deployment-syncs=10",
                 "--concurrent-replicaset-syncs=10",
                 "--v=1",
-                # The podgroup-protection controller removes the finalizer the API server puts on them.
+                # The API server's gates, so controllers decode the same API (podgroup-protection, which
+                # clears the PodGroup finalizer, runs only if named in ``controllers``).
                 *([WORKLOAD_FEATURE_GATES] if self.workload_api else []),
                 *extra_args,
             ]
