@@ -194,7 +194,10 @@ class Scheduler:
                 attempt.fwk, attempt.state, attempt.pod, self.snapshot, self.extenders
             )
         except (*_ALGORITHM_ERRORS, ExtenderFilterError) as err:
-            self._algorithm_failed(attempt, err)
+            if isinstance(err, FitError) and self.extenders.preempts_for(attempt.pod):
+                await self._handle_fit_error_with_extenders(attempt, err)
+            else:
+                self._algorithm_failed(attempt, err)
             return
         self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
         self._assume_and_hand_off(attempt, result.node_name)
@@ -247,7 +250,7 @@ class Scheduler:
     def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> None:
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
         if isinstance(err, FitError):
-            self._handle_fit_error(qpi, pod, fwk, attempt.state, err, start)
+            self._handle_fit_error(attempt, err)
             return
         # A failed algorithm counts too (upstream's deferred Observe); a FitError's includes PostFilter.
         self._algorithm_done(fwk, attempt.state, start)
@@ -392,25 +395,34 @@ class Scheduler:
                 pre_check=lambda other: object_meta(other).get("uid") != uid,
             )
 
-    def _handle_fit_error(
-        self,
-        qpi: QueuedPodInfo,
-        pod: PodInfo,
-        fwk: Framework,
-        state: CycleState,
-        err: FitError,
-        start: float,
-        *,
-        post_filter: bool = True,
-    ) -> None:
+    def _handle_fit_error(self, attempt: _Attempt, err: FitError, *, post_filter: bool = True) -> None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
         # None (ModeNoop) leaves it alone. The pod group cycle runs no PostFilter (podgroup_cycle.py).
         nominated: str | None = CLEAR_NOMINATION
-        if post_filter and fwk.plugins.post_filter and (err.num_all_nodes or err.diagnosis.node_to_status):
-            nominated, post_status = fwk.run_post_filter(state, pod, err.diagnosis.node_to_status)
-            if post_status is not None and post_status.reasons:
-                err.diagnosis.post_filter_msg = post_status.message()
+        post_status: Status | None = None
+        if post_filter and _runs_post_filter(attempt.fwk, err):
+            nominated, post_status = attempt.fwk.run_post_filter(
+                attempt.state, attempt.pod, err.diagnosis.node_to_status
+            )
+        self._finish_fit_error(attempt, err, nominated, post_status)
+
+    async def _handle_fit_error_with_extenders(self, attempt: _Attempt, err: FitError) -> None:
+        """``_handle_fit_error`` whose PostFilter may ask the extenders' preemptVerb, awaited on the loop."""
+        nominated: str | None = CLEAR_NOMINATION
+        post_status: Status | None = None
+        if _runs_post_filter(attempt.fwk, err):
+            nominated, post_status = await attempt.fwk.run_post_filter_with_extenders(
+                attempt.state, attempt.pod, err.diagnosis.node_to_status, self.extenders
+            )
+        self._finish_fit_error(attempt, err, nominated, post_status)
+
+    def _finish_fit_error(
+        self, attempt: _Attempt, err: FitError, nominated: str | None, post_status: Status | None
+    ) -> None:
+        qpi, pod, fwk, state, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.state, attempt.start
+        if post_status is not None and post_status.reasons:
+            err.diagnosis.post_filter_msg = post_status.message()
         self._algorithm_done(fwk, state, start)
         qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(err.diagnosis.pending_plugins)
@@ -498,3 +510,7 @@ def _one_node_message(pod: PodInfo, node_name: str, status: Status) -> str:
     if not status.is_rejection():
         return ""
     return FitError(pod, 1, Diagnosis(node_to_status={node_name: status})).message()
+
+
+def _runs_post_filter(fwk: Framework, err: FitError) -> bool:
+    return bool(fwk.plugins.post_filter) and bool(err.num_all_nodes or err.diagnosis.node_to_status)

@@ -150,7 +150,7 @@ class PodGroupCycle:
             sched._fail(qpi, pod, Status.unschedulable(message), fwk, start=start)
             return
         if isinstance(failure, FitError):
-            sched._handle_fit_error(qpi, pod, fwk, attempt.state, failure, start, post_filter=False)
+            sched._handle_fit_error(attempt, failure, post_filter=False)
         elif isinstance(failure, Status):
             sched._algorithm_done(fwk, attempt.state, start)
             message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""

@@ -153,6 +153,10 @@ class Extenders:
         return False, None
 
     # --- preempt ------------------------------------------------------------------------------------
+    def preempts_for(self, pod: PodInfo) -> bool:
+        """Whether preemption for ``pod`` has an extender to ask (one with a preemptVerb interested in it)."""
+        return any(ext.supports_preemption and ext.is_interested(pod) for ext in self.extenders)
+
     async def process_preemption(
         self,
         pod: PodInfo,

@@ -26,6 +26,7 @@ from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterRes
 from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo
 
 if TYPE_CHECKING:
+    from scheduler.extender.runner import Extenders
     from scheduler.framework.handle import Handle
 
 MAX_NODE_SCORE = 100
@@ -115,6 +116,17 @@ class PostFilterPlugin(Plugin, Protocol):
     ) -> tuple[str | None, Status | None]:
         """Returns the nominated node name (preemption) or None, and a status."""
         ...
+
+
+@runtime_checkable
+class ExtenderPostFilterPlugin(PostFilterPlugin, Protocol):
+    """A PostFilter plugin that consults the extenders (DefaultPreemption: their preemptVerb). When an
+    extender would be asked, the scheduler awaits this coroutine on the event loop instead of
+    ``post_filter``; the HTTP calls are its only awaits."""
+
+    async def post_filter_with_extenders(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status], extenders: Extenders
+    ) -> tuple[str | None, Status | None]: ...
 
 
 @runtime_checkable

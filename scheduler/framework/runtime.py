@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from scheduler.framework.interface import (
     BindPlugin,
     ColumnarPlugin,
     EnqueueExtensions,
+    ExtenderPostFilterPlugin,
     FilterPlugin,
     PermitPlugin,
     Plugin,
@@ -57,6 +58,9 @@ from scheduling_queue.types import (
     Resource,
     priority_sort_less,
 )
+
+if TYPE_CHECKING:
+    from scheduler.extender.runner import Extenders
 
 log = logging.getLogger(__name__)
 
@@ -503,30 +507,42 @@ class Framework:
     def _run_post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
-        """Upstream's RunPostFilterPlugins: the first success wins; UnschedulableAndUnresolvable stops
-        at once; an error stops with no nomination; otherwise every plugin's reasons are joined and the
-        last nomination a plugin made (``""`` clears one) is kept."""
-        result: str | None = None
-        reasons: list[str] = []
-        rejector = ""
+        fold = _PostFilterFold()
         for plugin in self.plugins.post_filter:
             began = _perf()
             nominated, status = plugin.post_filter(state, pod, node_statuses)
             if state.record_plugin_metrics:
                 self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
-            if status is None or status.code is Code.Success:
-                return nominated, None
-            if status.code is Code.UnschedulableAndUnresolvable:
-                return nominated, status.with_plugin(plugin.name)
-            if not status.is_rejection():
-                return None, Status(Code.Error, list(status.reasons), error=status.error).with_plugin(
-                    plugin.name
+            done = fold.add(plugin.name, nominated, status)
+            if done is not None:
+                return done
+        return fold.result()
+
+    async def run_post_filter_with_extenders(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status], extenders: Extenders
+    ) -> tuple[str | None, Status | None]:
+        """``run_post_filter`` when extenders are configured: plugins that consult them (their
+        ``post_filter_with_extenders``) are awaited on the loop, the others run as usual."""
+        start = _perf()
+        fold = _PostFilterFold()
+        result: tuple[str | None, Status | None] | None = None
+        for plugin in self.plugins.post_filter:
+            began = _perf()
+            if isinstance(plugin, ExtenderPostFilterPlugin):
+                nominated, status = await plugin.post_filter_with_extenders(
+                    state, pod, node_statuses, extenders
                 )
-            if nominated is not None:
-                result = nominated
-            reasons.extend(status.reasons)
-            rejector = plugin.name
-        return result, Status(Code.Unschedulable, reasons, rejector)
+            else:
+                nominated, status = plugin.post_filter(state, pod, node_statuses)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
+            result = fold.add(plugin.name, nominated, status)
+            if result is not None:
+                break
+        if result is None:
+            result = fold.result()
+        self._observe_point("PostFilter", _status_label(result[1]), _perf() - start)
+        return result
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         start = _perf()
@@ -823,3 +839,35 @@ def node_columns_of(frameworks: Iterable[Framework]) -> tuple[ColumnSpec, ...]:
 def implemented_points(plugin: Any) -> set[str]:
     """The extension points (camelCase, as in the config file) an object implements."""
     return {point for point, proto in EXTENSION_POINTS.items() if isinstance(plugin, proto)}
+
+
+class _PostFilterFold:
+    """Upstream's RunPostFilterPlugins rules, one plugin result at a time: the first success wins;
+    UnschedulableAndUnresolvable stops at once; an error stops with no nomination; otherwise every
+    plugin's reasons are joined and the last nomination a plugin made (``""`` clears one) is kept."""
+
+    __slots__ = ("nominated", "reasons", "rejector")
+
+    def __init__(self) -> None:
+        self.nominated: str | None = None
+        self.reasons: list[str] = []
+        self.rejector = ""
+
+    def add(
+        self, plugin: str, nominated: str | None, status: Status | None
+    ) -> tuple[str | None, Status | None] | None:
+        """The final result if this plugin's result decides it, else None (ask the next plugin)."""
+        if status is None or status.code is Code.Success:
+            return nominated, None
+        if status.code is Code.UnschedulableAndUnresolvable:
+            return nominated, status.with_plugin(plugin)
+        if not status.is_rejection():
+            return None, Status(Code.Error, list(status.reasons), error=status.error).with_plugin(plugin)
+        if nominated is not None:
+            self.nominated = nominated
+        self.reasons.extend(status.reasons)
+        self.rejector = plugin
+        return None
+
+    def result(self) -> tuple[str | None, Status | None]:
+        return self.nominated, Status(Code.Unschedulable, self.reasons, self.rejector)

@@ -13,6 +13,9 @@ Args (``DefaultPreemptionArgs``): ``minCandidateNodesPercentage`` (0..100, defau
 ``minCandidateNodesAbsolute`` (>= 0, default 100), not both 0. The dry run looks at
 max(percentage of the potential nodes, absolute) nodes, from a random offset.
 
+With extenders configured, ``post_filter_with_extenders`` asks those with a ``preemptVerb`` about the
+candidates between the dry run and the choice (upstream's ``callExtenders``), awaited on the event loop.
+
 Pod groups (workload-aware preemption) are alpha upstream and not implemented.
 """
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from scheduler import metrics
+from scheduler.extender.runner import Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import Handle, PreemptionHandle
 from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
@@ -33,6 +37,7 @@ from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.preemption.evaluator import Evaluator, calculate_num_candidates, random_offset
+from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -124,10 +129,21 @@ class DefaultPreemption:
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
         metrics.PREEMPTION_ATTEMPTS.inc()
-        nominated, status = self.evaluator.preempt(state, pod, node_statuses)
-        if status is not None and status.message():
-            return nominated, Status(status.code, [f"preemption: {status.message()}"], error=status.error)
-        return nominated, status
+        return _prefixed(*self.evaluator.preempt(state, pod, node_statuses))
+
+    async def post_filter_with_extenders(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status], extenders: Extenders
+    ) -> tuple[str | None, Status | None]:
+        """``post_filter`` with the extenders' preemptVerb asked about the candidates (upstream's
+        callExtenders), awaited on the loop; without an interested preempting extender, the same."""
+        if not extenders.preempts_for(pod):
+            return self.post_filter(state, pod, node_statuses)
+        metrics.PREEMPTION_ATTEMPTS.inc()
+        return _prefixed(
+            *await preempt_with_extenders(
+                self.evaluator, state, pod, node_statuses, extenders, self.handle.snapshot
+            )
+        )
 
     # --- PreEnqueue -------------------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -238,3 +254,10 @@ class DefaultPreemption:
             # Both groups were appended in their own order: most important first overall.
             victims = by_importance(victims)
         return victims, num_violating, None
+
+
+def _prefixed(nominated: str | None, status: Status | None) -> tuple[str | None, Status | None]:
+    """Upstream's PostFilter wraps the evaluator's message: ``preemption: ...``."""
+    if status is not None and status.message():
+        return nominated, Status(status.code, [f"preemption: {status.message()}"], error=status.error)
+    return nominated, status

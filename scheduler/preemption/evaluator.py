@@ -84,8 +84,19 @@ class Evaluator:
     def preempt(
         self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
-        """Upstream's ``Evaluator.Preempt``. Returns the nominated node (``""`` clears a nomination,
-        None leaves it alone) and a status (None on success)."""
+        """Upstream's ``Evaluator.Preempt`` without extenders (``scheduler.preemption.extenders`` adds
+        their step). Returns the nominated node (``""`` clears
+        a nomination, None leaves it alone) and a status (None on success)."""
+        found = self.candidates(state, pod, node_to_status)
+        if isinstance(found, tuple):
+            return found
+        return self.choose_and_actuate(pod, found)
+
+    def candidates(
+        self, state: CycleState, pod: PodInfo, node_to_status: Mapping[str, Status]
+    ) -> list[Candidate] | tuple[str | None, Status | None]:
+        """Steps 1 and 2 of ``Preempt``: eligibility and the dry run. The candidates, or the PostFilter
+        result when there are none."""
         nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         # Nodes absent from the map were never filtered (PreFilter narrowed them away): upstream's
         # default absent status is UnschedulableAndUnresolvable.
@@ -104,7 +115,12 @@ class Evaluator:
                 statuses.setdefault(node.name, not_helpful)
             fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=statuses))
             return "", Status(Code.Unschedulable, [fit_error.message()])
+        return candidates
 
+    def choose_and_actuate(
+        self, pod: PodInfo, candidates: Sequence[Candidate]
+    ) -> tuple[str | None, Status | None]:
+        """Steps 4 and 5 of ``Preempt``: the best candidate, and its victims handed to the actuator."""
         best = select_candidate(candidates)
         if best is None or not best.name:
             return None, Status(Code.Unschedulable, ["no candidate node for preemption"])

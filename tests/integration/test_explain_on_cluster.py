@@ -151,11 +151,19 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
         assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
 
 
+@pytest.fixture
+def kube_scheduler(control_plane: Any) -> Iterator[Any]:
+    handle = control_plane.start_kube_scheduler()
+    yield handle
+    # Left running, it would be a second "default-scheduler" (no leader election) next to the one a
+    # later module starts: the two race, overcommit nodes and both preempt for the same pod.
+    handle.stop(grace=10.0)
+
+
 def test_simulate_matches_kube_scheduler_and_compares_packing(
-    core_v1: Any, api_client: Any, namespace: str, run_id: str, control_plane: Any, kubeconfig: str,
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, kube_scheduler: Any, kubeconfig: str,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    control_plane.start_kube_scheduler()
     labels = {RUN_LABEL: run_id}
     sizes = {"a": "1", "b": "2", "c": "4"}
     create_nodes(api_client, [make_node(f"{n}-{run_id}", cpu=c, memory="8Gi", labels=labels)

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from informers import DeletedFinalStateUnknown
+from informers import PODS, DeletedFinalStateUnknown, SharedInformer
+from informers.testing import FakeApiServer, eventually
 from scheduler.cache import SchedulerCache
 from scheduler.event_handlers import EventHandlers, node_update_actions
 from scheduler.framework.resources import pod_request_amounts
@@ -247,3 +248,47 @@ def test_only_chosen_pending_pods_broadcast_their_add(env: Env) -> None:
     env.handlers.on_pod_add(member)
     assert [(e, p["metadata"]["name"]) for e, p in events] == [(EVENT_UNSCHEDULED_POD_ADD, "member")]
     assert env.queue.where("default/member") == "active"
+
+
+# --- ordering across schedulers (issue 13) ------------------------------------------------------------
+
+
+async def test_a_binding_by_another_scheduler_counts_before_a_later_pod_is_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kube-scheduler fills a node, then a py-scheduler preemptor is created. Cache and queue are fed by
+    one ordered handler on one pod watch, so when the preemptor reaches the queue the cache already
+    counts the fill: py-scheduler can't place it on the "empty" node. Runs through the real informer
+    (reflector, store, listener queue) on a fake API server."""
+    env = Env()
+    server = FakeApiServer()
+    informer = SharedInformer(server, PODS)
+    informer.add_event_handler(
+        on_add=env.handlers.on_pod_add,
+        on_update=env.handlers.on_pod_update,
+        on_delete=env.handlers.on_pod_delete,
+    )
+    env.cache.add_node(make_node("n1", cpu="2"))
+    seen: list[tuple[str, int]] = []
+    queue_add = env.queue.add
+
+    def add(pod: dict[str, Any]) -> None:
+        node = env.cache.node_info("n1")
+        seen.append((pod["metadata"]["name"], node.requested.milli_cpu if node else -1))
+        queue_add(pod)
+
+    monkeypatch.setattr(env.queue, "add", add)
+    fillers = [
+        server.create(PODS, make_pod(f"low-{i}", cpu="1", scheduler_name="default-scheduler")) for i in (0, 1)
+    ]
+    informer.start()
+    try:
+        assert await informer.wait_for_sync(5)
+        for filler in fillers:
+            server.update(PODS, {**filler, "spec": {**filler["spec"], "nodeName": "n1"}})
+        server.create(PODS, make_pod("vip", cpu="1"))
+        await eventually(lambda: env.queue.where("default/vip") == "active")
+    finally:
+        await informer.stop()
+        env.queue.close()
+    assert seen == [("vip", 2000)]

@@ -17,6 +17,7 @@ from aiohttp.test_utils import TestServer
 
 from scheduler.algorithm import FitError
 from scheduler.config.types import ExtenderConfig, ExtenderManagedResource
+from scheduler.event_handlers import EventHandlers
 from scheduler.extender.client import ExtenderError, HTTPExtender
 from scheduler.extender.runner import EXTENDER_NAME, ExtenderFilterError, Extenders
 from scheduler.extender.wire import (
@@ -36,7 +37,8 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo
 from tests.unit.test_core_algorithm import Setup
-from tests.unit.test_core_fakes import make_node, make_pod
+from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
+from tests.unit.test_preemption_cycle import MakeEnv, deletes, nominations, running, with_priority
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -389,3 +391,88 @@ async def test_extender_scores_decide_among_equal_nodes(fake: FakeExtender) -> N
         )
         assert result.node_name == "c"
     await extenders.close()
+
+
+# --- preemptVerb in the scheduling cycle (upstream's callExtenders) ------------------------------------
+
+
+def _preemption_env(make_env: MakeEnv, extender: HTTPExtender) -> CoreEnv:
+    """n1 holds two priority-10 pods, n2 two priority-50 ones: the dry run alone picks n1."""
+    env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    for name, node, priority in (("a1", "n1", 10), ("a2", "n1", 10), ("b1", "n2", 50), ("b2", "n2", 50)):
+        handlers.on_pod_add(running(name, node, "1", priority))
+    env.sched.extenders = Extenders([extender])
+    env.queue.add(with_priority(make_pod("vip", cpu="1"), 100))
+    return env
+
+
+async def _preempt_once(env: CoreEnv) -> None:
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    await env.sched.schedule_one_with_extenders(qpi)
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+
+
+async def test_preempt_verb_may_move_preemption_to_another_node(
+    fake: FakeExtender, make_env: MakeEnv
+) -> None:
+    async def only_n2(body: dict[str, Any]) -> Any:
+        b2 = next(p for p in body["NodeNameToVictims"]["n2"]["Pods"] if p["metadata"]["name"] == "b2")
+        return {
+            "NodeNameToMetaVictims": {"n2": {"Pods": [{"UID": b2["metadata"]["uid"]}], "NumPDBViolations": 0}}
+        }
+
+    fake.handlers["preempt"] = only_n2
+    env = _preemption_env(make_env, HTTPExtender(fake.config(preempt_verb="preempt")))
+    await _preempt_once(env)
+    [sent] = fake.received["preempt"]
+    assert sent["Pod"]["metadata"]["name"] == "vip"
+    assert sorted(sent["NodeNameToVictims"]) == ["n1", "n2"]  # every candidate of the dry run
+    assert sent["NodeNameToMetaVictims"] is None
+    assert deletes(env) == ["b2"]
+    env.flush_writes()
+    assert nominations(env, "vip") == ["n2"]
+    await env.sched.extenders.close()
+
+
+async def test_preempt_verb_leaving_no_candidate_evicts_nobody(fake: FakeExtender, make_env: MakeEnv) -> None:
+    async def none(body: dict[str, Any]) -> Any:
+        return {"NodeNameToMetaVictims": {}}
+
+    fake.handlers["preempt"] = none
+    env = _preemption_env(make_env, HTTPExtender(fake.config(preempt_verb="preempt")))
+    await _preempt_once(env)
+    assert fake.received["preempt"] and deletes(env) == []
+    env.flush_writes()
+    [failed] = [e for e in env.rest.events() if e["reason"] == "FailedScheduling"]
+    assert "no candidate node for preemption" in failed["note"]
+    await env.sched.extenders.close()
+
+
+@pytest.mark.parametrize("ignorable", [False, True])
+async def test_a_failing_preempt_verb_stops_preemption_unless_ignorable(
+    fake: FakeExtender, make_env: MakeEnv, ignorable: bool
+) -> None:
+    async def broken(body: dict[str, Any]) -> Any:
+        return web.Response(status=500)
+
+    fake.handlers["preempt"] = broken
+    env = _preemption_env(make_env, HTTPExtender(fake.config(preempt_verb="preempt", ignorable=ignorable)))
+    await _preempt_once(env)
+    assert fake.received["preempt"]
+    # Ignorable: the dry run's choice stands (one of n1's pods); otherwise nobody is evicted.
+    assert len(deletes(env)) == (1 if ignorable else 0)
+    assert all(name in ("a1", "a2") for name in deletes(env))
+    await env.sched.extenders.close()
+
+
+async def test_an_uninterested_preempt_verb_is_not_called(fake: FakeExtender, make_env: MakeEnv) -> None:
+    config = fake.config(
+        preempt_verb="preempt", managed_resources=(ExtenderManagedResource("example.com/gpu", False),)
+    )
+    env = _preemption_env(make_env, HTTPExtender(config))
+    await _preempt_once(env)
+    assert "preempt" not in fake.received
+    assert len(deletes(env)) == 1
+    await env.sched.extenders.close()
