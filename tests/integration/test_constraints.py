@@ -19,16 +19,15 @@ import pytest
 
 from devcluster.nodes import HOSTNAME_LABEL, create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, sole_kube_scheduler
 
 ZONE = "topology.kubernetes.io/zone"
 
 
 @pytest.fixture(scope="module")
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
-    handle = control_plane.start_kube_scheduler()
-    yield handle
-    handle.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
+    with sole_kube_scheduler(control_plane) as handle:
+        yield handle
 
 
 @pytest.fixture

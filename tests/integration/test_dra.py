@@ -17,7 +17,14 @@ import pytest
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import (
+    RUN_LABEL,
+    list_events,
+    list_pods,
+    make_pod,
+    new_run_id,
+    sole_kube_scheduler,
+)
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 DRIVER = "gpu.example.com"
@@ -25,7 +32,8 @@ DRIVER = "gpu.example.com"
 
 @pytest.fixture(scope="module")
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
-    yield control_plane.start_kube_scheduler()
+    with sole_kube_scheduler(control_plane) as handle:
+        yield handle
 
 
 @pytest.fixture

@@ -14,7 +14,14 @@ import yaml
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import REPO, SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
+from tests.integration.workload import (
+    RUN_LABEL,
+    create_pods,
+    list_pods,
+    make_pod,
+    new_run_id,
+    sole_kube_scheduler,
+)
 
 
 @pytest.fixture
@@ -153,11 +160,8 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
 
 @pytest.fixture
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
-    handle = control_plane.start_kube_scheduler()
-    yield handle
-    # Left running, it would be a second "default-scheduler" (no leader election) next to the one a
-    # later module starts: the two race, overcommit nodes and both preempt for the same pod.
-    handle.stop(grace=10.0)
+    with sole_kube_scheduler(control_plane) as handle:
+        yield handle
 
 
 def test_simulate_matches_kube_scheduler_and_compares_packing(

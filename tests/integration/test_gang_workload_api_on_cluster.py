@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 from devcluster.cluster import WORKLOAD_FEATURE_GATES
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod
+from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, sole_kube_scheduler
 
 
 @pytest.fixture(scope="module")
@@ -27,18 +27,17 @@ def schedulers(
     control_plane: Any, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[None]:
     """py-scheduler (profile ``py-scheduler``) and kube-scheduler (``default-scheduler``), both gated on."""
-    kube = control_plane.start_kube_scheduler(extra_args=[WORKLOAD_FEATURE_GATES])
-    py = SchedulerProcess(
-        kubeconfig, tmp_path_factory.mktemp("gang-alpha"), extra_args=[WORKLOAD_FEATURE_GATES]
-    )
-    py.start()
-    try:
-        py.wait_ready(60)
-        yield
-    finally:
-        code = py.stop()
-        kube.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
-        assert code == 0, f"py-scheduler exited with {code}:\n{py.log_tail()}"
+    with sole_kube_scheduler(control_plane, extra_args=[WORKLOAD_FEATURE_GATES]):
+        py = SchedulerProcess(
+            kubeconfig, tmp_path_factory.mktemp("gang-alpha"), extra_args=[WORKLOAD_FEATURE_GATES]
+        )
+        py.start()
+        try:
+            py.wait_ready(60)
+            yield
+        finally:
+            code = py.stop()
+            assert code == 0, f"py-scheduler exited with {code}:\n{py.log_tail()}"
 
 
 SCHEDULERS = ["py-scheduler", "default-scheduler"]

@@ -20,7 +20,14 @@ import pytest
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import (
+    RUN_LABEL,
+    list_events,
+    list_pods,
+    make_pod,
+    new_run_id,
+    sole_kube_scheduler,
+)
 
 CLASSES = (("low", 10, None), ("mid", 100, None), ("high", 1000, None), ("never", 1000, "Never"))
 PRIORITY = {name: value for name, value, _ in CLASSES}
@@ -28,13 +35,8 @@ PRIORITY = {name: value for name, value, _ in CLASSES}
 
 @pytest.fixture(scope="module")
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
-    # devcluster runs kube-scheduler without leader election: one left running by another module would be
-    # a second "default-scheduler" racing this one, overcommitting nodes and preempting twice per pod.
-    others = sorted(name for name in control_plane.pids() if name.startswith("kube-scheduler-"))
-    assert not others, f"a kube-scheduler another test left running would race this one: {others}"
-    handle = control_plane.start_kube_scheduler()
-    yield handle
-    handle.stop(grace=10.0)  # later modules expect no kube-scheduler of ours
+    with sole_kube_scheduler(control_plane) as handle:
+        yield handle
 
 
 @pytest.fixture

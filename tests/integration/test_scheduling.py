@@ -22,13 +22,14 @@ from tests.integration.workload import (
     list_pods,
     make_pod,
     overcommitted_nodes,
+    sole_kube_scheduler,
 )
 
 
 @pytest.fixture(scope="module")
 def kube_scheduler(control_plane: Any) -> Iterator[Any]:
-    handle = control_plane.start_kube_scheduler()
-    yield handle
+    with sole_kube_scheduler(control_plane) as handle:
+        yield handle
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -12,6 +13,23 @@ import orjson
 from scheduler.framework.quantity import milli_value, value
 
 RUN_LABEL = "py-scheduler.test/run"
+
+
+@contextlib.contextmanager
+def sole_kube_scheduler(control_plane: Any, **start_args: Any) -> Iterator[Any]:
+    """The real kube-scheduler, started on the shared control plane and stopped on exit.
+
+    devcluster runs kube-scheduler without leader election: one another module left running would be a
+    second "default-scheduler" racing this one, overcommitting nodes and preempting twice per pod. So a
+    leftover is an error here, and every module stops its own.
+    """
+    others = sorted(name for name in control_plane.pids() if name.startswith("kube-scheduler-"))
+    assert not others, f"a kube-scheduler another test left running would race this one: {others}"
+    handle = control_plane.start_kube_scheduler(**start_args)
+    try:
+        yield handle
+    finally:
+        handle.stop(grace=10.0)
 
 
 def new_run_id() -> str:
