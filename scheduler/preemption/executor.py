@@ -3,11 +3,14 @@
 
 On the loop, ``actuate`` decides what happens in memory at once: victims waiting at Permit are rejected
 there, lower-priority pods nominated to the node lose their nomination, and the preemptor is marked
-"running preemption" so DefaultPreemption's PreEnqueue holds it back. A writer thread then clears those
-nominations in the API, and for each victim patches the ``DisruptionTarget`` condition (reason
-``PreemptionByScheduler``) and deletes it; each result comes back to the loop with
-``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping). The preemptor is not polled: it waits
-in the queue and is woken by the victims' deletion events (its Filter rejectors' queueing hints).
+"running preemption" so DefaultPreemption's PreEnqueue holds it back. The API writes run in a pool of
+writer threads, in upstream's order: first the cleared nominations; then every victim but the last, in
+parallel (upstream's ``Parallelizer().Until``), each one a ``DisruptionTarget`` condition patch (reason
+``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Each write's
+result comes back to the loop with ``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping),
+and the loop starts the next phase: no thread waits for another, so preemptions never queue behind each
+other's round trips. The preemptor is not polled: it waits in the queue and is woken by the victims'
+deletion events (its Filter rejectors' queueing hints).
 
 As upstream, the preemptor counts as running preemption until its last victim is deleted or has a
 deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again.
@@ -33,7 +36,10 @@ from scheduler.preemption.pods import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SC
 
 log = logging.getLogger(__name__)
 
-PREEMPTION_WRITERS = 4
+# Writes in flight at once, over all preemptions. Upstream runs a goroutine per preemption and 16
+# (parallelism) victims of each at a time; a bounded pool keeps a burst of preemptions from opening a
+# connection per victim. Each write is two round trips (patch, delete) that mostly wait on the apiserver.
+PREEMPTION_WRITERS = 32
 
 
 class VictimApi(Protocol):
@@ -75,9 +81,12 @@ class _Run:
     preemptor: PodInfo
     node_name: str
     started: float
+    # Set when the last victim's write starts (upstream's lastVictimsPendingPreemption).
     last_victim: str = ""
     failed: bool = False
     victims: list[PodInfo] = field(default_factory=list)
+    # Writes of the current phase not yet reported back to the loop.
+    pending: int = 0
 
 
 class PreemptionExecutor:
@@ -132,17 +141,20 @@ class PreemptionExecutor:
         if not run.victims and not lower:
             return None
         key = _ident(preemptor)
-        if run.victims:
-            run.last_victim = run.victims[-1].key
         self._runs[key] = run
         metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
         loop = asyncio.get_running_loop()
         lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
-        self._pool.submit(self._write, loop, key, run, lower_pods, plugin)
+        if lower_pods:
+            run.pending = 1
+            self._pool.submit(self._clear_nominations, loop, key, run, lower_pods)
+        else:
+            self._preempt_all_but_last(loop, key, run)
         return None
 
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
-        """``IsPodRunningPreemption``: until the last victim is gone or terminating."""
+        """``IsPodRunningPreemption``: until the last victim is gone or terminating (while the others
+        are still being evicted, regardless of the last one)."""
         run = self._runs.get(_ident_of(pod))
         if run is None:
             return False
@@ -175,6 +187,49 @@ class PreemptionExecutor:
             aggregate=False,
         )
 
+    def _preempt_all_but_last(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run) -> None:
+        """Phase two: every victim but the last, all at once."""
+        others = run.victims[:-1]
+        if not others:
+            self._preempt_last(loop, key, run)
+            return
+        run.pending = len(others)
+        for victim in others:
+            self._pool.submit(self._write_victim, loop, key, run, victim)
+
+    def _preempt_last(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run) -> None:
+        """Phase three: the last victim, once the others are gone (upstream's order). From now on the
+        preemptor's hold ends as soon as this victim is terminating."""
+        if not run.victims:
+            self._finish(key, run)
+            return
+        last = run.victims[-1]
+        run.last_victim = last.key
+        run.pending = 1
+        self._pool.submit(self._write_victim, loop, key, run, last)
+
+    def _nominations_cleared(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, ok: bool) -> None:
+        # As upstream, a failed clear marks the run failed but the victims are still evicted.
+        run.failed |= not ok
+        run.pending = 0
+        self._preempt_all_but_last(loop, key, run)
+
+    def _victim_written(
+        self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo, ok: bool
+    ) -> None:
+        if ok:
+            self._record_preempted(run, victim, False)
+        else:
+            run.failed = True
+        run.pending -= 1
+        if run.pending:
+            return
+        if run.last_victim or run.failed:
+            # The last victim is done, or another failed and the last one is spared (upstream).
+            self._finish(key, run)
+        else:
+            self._preempt_last(loop, key, run)
+
     def _finish(self, key: str, run: _Run) -> None:
         if self._runs.get(key) is run:
             del self._runs[key]
@@ -186,33 +241,34 @@ class PreemptionExecutor:
             # As upstream: the preemptor tries again now rather than waiting for events that may never come.
             self._nominations.activate(run.preemptor.pod)
 
-    # --- writer thread ------------------------------------------------------------------------
-    def _write(
+    # --- writer threads -----------------------------------------------------------------------
+    def _clear_nominations(
         self,
         loop: asyncio.AbstractEventLoop,
         key: str,
         run: _Run,
         lower_nominated: Sequence[Mapping[str, Any]],
-        plugin: str,
     ) -> None:
+        ok = True
+        for pod in lower_nominated:
+            meta = object_meta(pod)
+            try:
+                self._patch(meta, {"status": {"nominatedNodeName": None}})
+            except ApiError as err:
+                log.warning("clearing the nomination of %s: %s", meta.get("name"), err)
+                ok = False
+            except Exception:
+                log.exception("clearing the nomination of %s crashed", meta.get("name"))
+                ok = False
+        _report(loop, self._nominations_cleared, loop, key, run, ok)
+
+    def _write_victim(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo) -> None:
         try:
-            for pod in lower_nominated:
-                meta = object_meta(pod)
-                try:
-                    self._patch(meta, {"status": {"nominatedNodeName": None}})
-                except ApiError as err:
-                    log.warning("clearing the nomination of %s: %s", meta.get("name"), err)
-                    run.failed = True
-            for victim in run.victims:
-                if not self._preempt_victim(run, victim):
-                    run.failed = True
-                    break
-                loop.call_soon_threadsafe(self._record_preempted, run, victim, False)
+            ok = self._preempt_victim(run, victim)
         except Exception:
-            log.exception("preemption for %s crashed", run.preemptor.key)
-            run.failed = True
-        finally:
-            loop.call_soon_threadsafe(self._finish, key, run)
+            log.exception("preempting %s for %s crashed", victim.key, run.preemptor.key)
+            ok = False
+        _report(loop, self._victim_written, loop, key, run, victim, ok)
 
     def _preempt_victim(self, run: _Run, victim: PodInfo) -> bool:
         """Patch DisruptionTarget, then delete. A victim already gone counts as done."""
@@ -243,6 +299,14 @@ class PreemptionExecutor:
     def _patch(self, meta: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
         if self._api is not None:
             self._api.patch_pod_status(meta.get("namespace", ""), meta.get("name", ""), patch)
+
+
+def _report(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Hand a write's result to the loop; after shutdown there is no one left to tell."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        log.debug("preemption result dropped: loop closed")
 
 
 def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

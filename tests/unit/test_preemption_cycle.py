@@ -198,3 +198,102 @@ async def test_lower_priority_nominations_on_the_node_are_cleared(make_env: Make
         if c.path.endswith("/pods/mid/status") and c.body == {"status": {"nominatedNodeName": None}}
     ]
     assert len(cleared) == 1
+
+
+def _three_victims(env: CoreEnv) -> EventHandlers:
+    """n1 is full of three lower-priority pods; a 3-CPU preemptor needs all of them gone. The least
+    important (priority 1) is the last victim."""
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    for name, priority in (("v3", 3), ("v2", 2), ("v1", 1)):
+        handlers.on_pod_add(running(name, "n1", "1", priority))
+    env.queue.add(with_priority(make_pod("vip", cpu="3"), 100))
+    return handlers
+
+
+async def test_victims_but_the_last_are_evicted_in_parallel_then_the_last(make_env: MakeEnv) -> None:
+    """executor.go prepareCandidateAsync: every victim but the last at once, then the last one."""
+    env = make_env([make_node("n1", cpu="3")])
+    _three_victims(env)
+    # Both earlier deletions must be in flight together to pass this barrier: one at a time, it breaks.
+    together = threading.Barrier(2, timeout=3)
+    order: list[str] = []
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE":
+            name = path.rsplit("/", 1)[-1]
+            if name != "v1":
+                together.wait()
+            order.append(name)
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    await env.schedule_next()
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
+    assert not together.broken
+    assert sorted(order[:2]) == ["v2", "v3"] and order[2] == "v1"
+    # Each victim's DisruptionTarget patch precedes its deletion.
+    calls = [(c.method, c.path.rsplit("/", 2)[-2:]) for c in env.rest.calls if "/pods/v" in c.path]
+    for name in ("v1", "v2", "v3"):
+        patch = calls.index(("PATCH", [name, "status"]))
+        delete = calls.index(("DELETE", ["pods", name]))
+        assert patch < delete
+    env.flush_writes()
+    preempted = sorted(e["regarding"]["name"] for e in env.rest.events() if e["reason"] == "Preempted")
+    assert preempted == ["v1", "v2", "v3"]
+
+
+async def test_running_preemption_until_the_last_victims_turn(make_env: MakeEnv) -> None:
+    """Upstream sets lastVictimsPendingPreemption only when the last victim's turn comes: while the
+    others are being evicted the preemptor is held even if the last victim is already terminating."""
+    env = make_env([make_node("n1", cpu="3")])
+    handlers = _three_victims(env)
+    release = threading.Event()
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE" and not path.endswith("/v1"):
+            release.wait(3)
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    await env.schedule_next()
+    executor = env.sched.preemption
+    preemptor = env.queue.get("default/vip")
+    assert preemptor is not None
+    last = env.cache.get_pod("default/v1")
+    assert last is not None
+    terminating = dict(
+        last.pod, metadata={**last.pod["metadata"], "resourceVersion": "999", "deletionTimestamp": "x"}
+    )
+    handlers.on_pod_update(last.pod, terminating)
+    assert executor.is_pod_running_preemption(preemptor.pod)
+    release.set()
+    await wait_for(lambda: executor.in_flight == 0)
+    assert not executor.is_pod_running_preemption(preemptor.pod)
+
+
+async def test_a_failed_eviction_spares_the_last_victim_and_activates_the_preemptor(
+    make_env: MakeEnv,
+) -> None:
+    env = make_env([make_node("n1", cpu="3")])
+    _three_victims(env)
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE" and path.endswith("/v3"):
+            return 500, b'{"message": "etcd is down"}'
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    executions = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get()
+    await env.schedule_next()
+    assert env.queue.where("default/vip") == "unschedulable"
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
+    assert sorted(deletes(env)) == ["v2", "v3"]  # v1, the last victim, is not evicted
+    errors = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get()
+    assert errors == executions + 1
+    # Activated at once, not left waiting for an event that may never come.
+    assert env.queue.where("default/vip") == "active"
