@@ -13,7 +13,18 @@ other's round trips. The preemptor is not polled: it waits in the queue and is w
 deletion events (its Filter rejectors' queueing hints).
 
 As upstream, the preemptor counts as running preemption until its last victim is deleted or has a
-deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again.
+deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again. Two
+refinements close races in which an attempt can only fail (or evict the same victim again), and only
+change when the preemptor is retried, never what it decides:
+
+* A victim deleted with a zero grace period (no finalizers) is removed by the same request that sets
+  its deletionTimestamp; that transient terminating state does not release the preemptor, its removal
+  does. (Upstream releases it in between, and an attempt then fails on "a terminating pod on the
+  nominated node", writing a FailedScheduling Event and a status patch for nothing.) A victim in
+  graceful termination releases it at once, as upstream: it may find room elsewhere meanwhile.
+* After the last deletion succeeded, the hold lasts until the informer shows it (upstream stops
+  holding when its goroutine ends; an attempt before the watch catches up sees the victim still
+  running and preempts it again). At most ``SETTLE_TIMEOUT`` seconds, then the preemptor is activated.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ log = logging.getLogger(__name__)
 # (parallelism) victims of each at a time; a bounded pool keeps a burst of preemptions from opening a
 # connection per victim. Each write is two round trips (patch, delete) that mostly wait on the apiserver.
 PREEMPTION_WRITERS = 32
+# How long a finished preemption may wait for the informer to show its last victim's deletion.
+SETTLE_TIMEOUT = 10.0
 
 
 class VictimApi(Protocol):
@@ -81,8 +94,9 @@ class _Run:
     preemptor: PodInfo
     node_name: str
     started: float
-    # Set when the last victim's write starts (upstream's lastVictimsPendingPreemption).
+    # Set when the last victim's write starts (upstream's lastVictimsPendingPreemption), with its uid.
     last_victim: str = ""
+    last_uid: str = ""
     failed: bool = False
     victims: list[PodInfo] = field(default_factory=list)
     # Writes of the current phase not yet reported back to the loop.
@@ -102,6 +116,7 @@ class PreemptionExecutor:
         waiting_pods: Callable[[], Mapping[str, Waiting]],
         clock: Callable[[], float] = time.time,
         writers: int = PREEMPTION_WRITERS,
+        settle_timeout: float = SETTLE_TIMEOUT,
     ) -> None:
         self._api = api
         self._recorder = recorder
@@ -111,6 +126,9 @@ class PreemptionExecutor:
         self._clock = clock
         self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="preemption")
         self._runs: dict[str, _Run] = {}
+        # Finished runs whose last deletion the informer has not shown yet.
+        self._settling: dict[str, _Run] = {}
+        self._settle_timeout = settle_timeout
         self.preempted = 0
 
     # --- loop side ----------------------------------------------------------------------------
@@ -142,6 +160,7 @@ class PreemptionExecutor:
             return None
         key = _ident(preemptor)
         self._runs[key] = run
+        self._settling.pop(key, None)
         metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
         loop = asyncio.get_running_loop()
         lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
@@ -154,16 +173,31 @@ class PreemptionExecutor:
 
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
         """``IsPodRunningPreemption``: until the last victim is gone or terminating (while the others
-        are still being evicted, regardless of the last one)."""
-        run = self._runs.get(_ident_of(pod))
+        are still being evicted, regardless of the last one); see the module docstring for the
+        zero-grace and settling refinements."""
+        key = _ident_of(pod)
+        run = self._runs.get(key)
+        if run is not None:
+            return not run.last_victim or self._last_victim_remains(run)
+        run = self._settling.get(key)
         if run is None:
             return False
-        if not run.last_victim:
+        if self._last_victim_remains(run):
             return True
+        del self._settling[key]
+        return False
+
+    def _last_victim_remains(self, run: _Run) -> bool:
         victim = self._assigned_pod(run.last_victim)
         if victim is None:
             return False
-        return not object_meta(victim.pod).get("deletionTimestamp")
+        meta = object_meta(victim.pod)
+        if run.last_uid and meta.get("uid") != run.last_uid:
+            return False  # a namesake: the victim itself is gone
+        if not meta.get("deletionTimestamp"):
+            return True
+        # Being removed right now (grace period 0, nothing to finalize) rather than terminating.
+        return meta.get("deletionGracePeriodSeconds") == 0 and not meta.get("finalizers")
 
     @property
     def in_flight(self) -> int:
@@ -205,6 +239,7 @@ class PreemptionExecutor:
             return
         last = run.victims[-1]
         run.last_victim = last.key
+        run.last_uid = last.uid
         run.pending = 1
         self._pool.submit(self._write_victim, loop, key, run, last)
 
@@ -239,6 +274,16 @@ class PreemptionExecutor:
         metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(result).inc()
         if run.failed:
             # As upstream: the preemptor tries again now rather than waiting for events that may never come.
+            self._nominations.activate(run.preemptor.pod)
+        elif run.last_victim and self._last_victim_remains(run):
+            # Deleted, but the watch has not shown it yet: hold on until it does (its delete event
+            # releases the preemptor), or until the timeout in case it never does.
+            self._settling[key] = run
+            asyncio.get_running_loop().call_later(self._settle_timeout, self._settle_expired, key, run)
+
+    def _settle_expired(self, key: str, run: _Run) -> None:
+        if self._settling.get(key) is run:
+            del self._settling[key]
             self._nominations.activate(run.preemptor.pod)
 
     # --- writer threads -----------------------------------------------------------------------

@@ -6,8 +6,10 @@ by Filter so two preemptors never claim the same room."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import pytest
 
 from scheduler import metrics
 from scheduler.event_handlers import EventHandlers
@@ -297,3 +299,88 @@ async def test_a_failed_eviction_spares_the_last_victim_and_activates_the_preemp
     assert errors == executions + 1
     # Activated at once, not left waiting for an event that may never come.
     assert env.queue.where("default/vip") == "active"
+
+
+def _terminating(pod: Mapping[str, Any], grace: int, finalizers: list[str] | None) -> dict[str, Any]:
+    meta = {**pod["metadata"], "resourceVersion": str(int(pod["metadata"]["resourceVersion"]) + 1000)}
+    meta["deletionTimestamp"] = "2024-01-01T00:01:00Z"
+    meta["deletionGracePeriodSeconds"] = grace
+    if finalizers:
+        meta["finalizers"] = finalizers
+    return dict(pod, metadata=meta)
+
+
+async def _preempt_one(make_env: MakeEnv) -> tuple[CoreEnv, EventHandlers, dict[str, Any]]:
+    """vip (1 CPU) preempts low, the only pod on n1; returns once the executor has deleted it."""
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    env.queue.add(preemptor)
+    await env.schedule_next()
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    assert deletes(env) == ["low"]
+    return env, handlers, preemptor
+
+
+@pytest.mark.parametrize(
+    ("grace", "finalizers", "held"),
+    [(0, None, True), (30, None, False), (0, ["example.com/keep"], False)],
+    ids=["removed-now", "graceful", "finalizer"],
+)
+async def test_a_terminating_last_victim_releases_the_preemptor_unless_being_removed(
+    make_env: MakeEnv, grace: int, finalizers: list[str] | None, held: bool
+) -> None:
+    """A victim deleted with grace period 0 and no finalizers is removed by the same request that
+    marks it terminating: the preemptor waits for the removal rather than failing on "a terminating
+    pod on the nominated node" in between. Graceful termination (or a finalizer) releases it at once,
+    as upstream, so it may find room elsewhere meanwhile."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    executor = env.sched.preemption
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    terminating = _terminating(cached.pod, grace, finalizers)
+    handlers.on_pod_update(cached.pod, terminating)
+    assert executor.is_pod_running_preemption(preemptor) is held
+    handlers.on_pod_delete(terminating)
+    assert not executor.is_pod_running_preemption(preemptor)
+
+
+async def test_finished_preemption_holds_until_the_informer_shows_the_deletion(make_env: MakeEnv) -> None:
+    """The last DELETE returned, but the watch has not delivered it: an attempt now would see the
+    victim running and preempt it again. The preemptor is held until the delete event (or a timeout)."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    executor = env.sched.preemption
+    assert executor.is_pod_running_preemption(preemptor)
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    handlers.on_pod_delete(cached.pod)
+    assert not executor.is_pod_running_preemption(preemptor)
+
+
+async def test_a_namesake_of_the_last_victim_does_not_hold_the_preemptor(make_env: MakeEnv) -> None:
+    """A StatefulSet recreates its pod under the same name: that is not the victim."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    handlers.on_pod_delete(cached.pod)
+    replacement = running("low", "n1", "1", 0)
+    replacement["metadata"]["uid"] = "uid-of-the-replacement"
+    handlers.on_pod_add(replacement)
+    assert not env.sched.preemption.is_pod_running_preemption(preemptor)
+
+
+async def test_settling_gives_up_after_its_timeout_and_activates_the_preemptor(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    executor = env.sched.preemption
+    executor._settle_timeout = 0.05  # the watch never delivers the deletion in this test
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    env.queue.add(preemptor)
+    await env.schedule_next()
+    await wait_for(lambda: executor.in_flight == 0)
+    assert executor.is_pod_running_preemption(preemptor)
+    assert env.queue.where("default/vip") == "unschedulable"
+    await wait_for(lambda: env.queue.where("default/vip") == "active")
+    assert not executor.is_pod_running_preemption(preemptor)
