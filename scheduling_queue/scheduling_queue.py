@@ -527,6 +527,8 @@ class SchedulingQueue:
         """Move these pods to activeQ now, skipping backoff (upstream's Activate / ForceActivate).
 
         A pod in flight gets a ForceActivate event so that it is requeued at once if its attempt fails.
+        A gated pod runs PreEnqueue again (upstream keeps gated pods in unschedulablePods, which
+        Activate searches): e.g. a preemptor whose preemption failed is held no longer.
         """
         activated = False
         for pod in pods:
@@ -534,6 +536,8 @@ class SchedulingQueue:
             qpi = self._unschedulable.get(key)
             if qpi is not None:
                 self._remove_unschedulable(key)
+            elif key in self._gated:
+                qpi = self._gated[key]
             else:
                 entry = self._backoff.pop(key, None)
                 if entry is not None:

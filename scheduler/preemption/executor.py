@@ -3,14 +3,28 @@
 
 On the loop, ``actuate`` decides what happens in memory at once: victims waiting at Permit are rejected
 there, lower-priority pods nominated to the node lose their nomination, and the preemptor is marked
-"running preemption" so DefaultPreemption's PreEnqueue holds it back. A writer thread then clears those
-nominations in the API, and for each victim patches the ``DisruptionTarget`` condition (reason
-``PreemptionByScheduler``) and deletes it; each result comes back to the loop with
-``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping). The preemptor is not polled: it waits
-in the queue and is woken by the victims' deletion events (its Filter rejectors' queueing hints).
+"running preemption" so DefaultPreemption's PreEnqueue holds it back. The API writes run in a pool of
+writer threads, in upstream's order: first the cleared nominations; then every victim but the last, in
+parallel (upstream's ``Parallelizer().Until``), each one a ``DisruptionTarget`` condition patch (reason
+``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Each write's
+result comes back to the loop with ``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping),
+and the loop starts the next phase: no thread waits for another, so preemptions never queue behind each
+other's round trips. The preemptor is not polled: it waits in the queue and is woken by the victims'
+deletion events (its Filter rejectors' queueing hints).
 
 As upstream, the preemptor counts as running preemption until its last victim is deleted or has a
-deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again.
+deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again. Two
+refinements close races in which an attempt can only fail (or evict the same victim again), and only
+change when the preemptor is retried, never what it decides:
+
+* A victim deleted with a zero grace period (no finalizers) is removed by the same request that sets
+  its deletionTimestamp; that transient terminating state does not release the preemptor, its removal
+  does. (Upstream releases it in between, and an attempt then fails on "a terminating pod on the
+  nominated node", writing a FailedScheduling Event and a status patch for nothing.) A victim in
+  graceful termination releases it at once, as upstream: it may find room elsewhere meanwhile.
+* After the last deletion succeeded, the hold lasts until the informer shows it (upstream stops
+  holding when its goroutine ends; an attempt before the watch catches up sees the victim still
+  running and preempts it again). At most ``SETTLE_TIMEOUT`` seconds, then the preemptor is activated.
 """
 
 from __future__ import annotations
@@ -33,7 +47,12 @@ from scheduler.preemption.pods import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SC
 
 log = logging.getLogger(__name__)
 
-PREEMPTION_WRITERS = 4
+# Writes in flight at once, over all preemptions. Upstream runs a goroutine per preemption and 16
+# (parallelism) victims of each at a time; a bounded pool keeps a burst of preemptions from opening a
+# connection per victim. Each write is two round trips (patch, delete) that mostly wait on the apiserver.
+PREEMPTION_WRITERS = 32
+# How long a finished preemption may wait for the informer to show its last victim's deletion.
+SETTLE_TIMEOUT = 10.0
 
 
 class VictimApi(Protocol):
@@ -75,9 +94,13 @@ class _Run:
     preemptor: PodInfo
     node_name: str
     started: float
+    # Set when the last victim's write starts (upstream's lastVictimsPendingPreemption), with its uid.
     last_victim: str = ""
+    last_uid: str = ""
     failed: bool = False
     victims: list[PodInfo] = field(default_factory=list)
+    # Writes of the current phase not yet reported back to the loop.
+    pending: int = 0
 
 
 class PreemptionExecutor:
@@ -93,6 +116,7 @@ class PreemptionExecutor:
         waiting_pods: Callable[[], Mapping[str, Waiting]],
         clock: Callable[[], float] = time.time,
         writers: int = PREEMPTION_WRITERS,
+        settle_timeout: float = SETTLE_TIMEOUT,
     ) -> None:
         self._api = api
         self._recorder = recorder
@@ -102,6 +126,9 @@ class PreemptionExecutor:
         self._clock = clock
         self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="preemption")
         self._runs: dict[str, _Run] = {}
+        # Finished runs whose last deletion the informer has not shown yet.
+        self._settling: dict[str, _Run] = {}
+        self._settle_timeout = settle_timeout
         self.preempted = 0
 
     # --- loop side ----------------------------------------------------------------------------
@@ -132,26 +159,45 @@ class PreemptionExecutor:
         if not run.victims and not lower:
             return None
         key = _ident(preemptor)
-        if run.victims:
-            run.last_victim = run.victims[-1].key
         self._runs[key] = run
+        self._settling.pop(key, None)
         metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
         loop = asyncio.get_running_loop()
         lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
-        self._pool.submit(self._write, loop, key, run, lower_pods, plugin)
+        if lower_pods:
+            run.pending = 1
+            self._pool.submit(self._clear_nominations, loop, key, run, lower_pods)
+        else:
+            self._preempt_all_but_last(loop, key, run)
         return None
 
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
-        """``IsPodRunningPreemption``: until the last victim is gone or terminating."""
-        run = self._runs.get(_ident_of(pod))
+        """``IsPodRunningPreemption``: until the last victim is gone or terminating (while the others
+        are still being evicted, regardless of the last one); see the module docstring for the
+        zero-grace and settling refinements."""
+        key = _ident_of(pod)
+        run = self._runs.get(key)
+        if run is not None:
+            return not run.last_victim or self._last_victim_remains(run)
+        run = self._settling.get(key)
         if run is None:
             return False
-        if not run.last_victim:
+        if self._last_victim_remains(run):
             return True
+        del self._settling[key]
+        return False
+
+    def _last_victim_remains(self, run: _Run) -> bool:
         victim = self._assigned_pod(run.last_victim)
         if victim is None:
             return False
-        return not object_meta(victim.pod).get("deletionTimestamp")
+        meta = object_meta(victim.pod)
+        if run.last_uid and meta.get("uid") != run.last_uid:
+            return False  # a namesake: the victim itself is gone
+        if not meta.get("deletionTimestamp"):
+            return True
+        # Being removed right now (grace period 0, nothing to finalize) rather than terminating.
+        return meta.get("deletionGracePeriodSeconds") == 0 and not meta.get("finalizers")
 
     @property
     def in_flight(self) -> int:
@@ -175,6 +221,50 @@ class PreemptionExecutor:
             aggregate=False,
         )
 
+    def _preempt_all_but_last(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run) -> None:
+        """Phase two: every victim but the last, all at once."""
+        others = run.victims[:-1]
+        if not others:
+            self._preempt_last(loop, key, run)
+            return
+        run.pending = len(others)
+        for victim in others:
+            self._pool.submit(self._write_victim, loop, key, run, victim)
+
+    def _preempt_last(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run) -> None:
+        """Phase three: the last victim, once the others are gone (upstream's order). From now on the
+        preemptor's hold ends as soon as this victim is terminating."""
+        if not run.victims:
+            self._finish(key, run)
+            return
+        last = run.victims[-1]
+        run.last_victim = last.key
+        run.last_uid = last.uid
+        run.pending = 1
+        self._pool.submit(self._write_victim, loop, key, run, last)
+
+    def _nominations_cleared(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, ok: bool) -> None:
+        # As upstream, a failed clear marks the run failed but the victims are still evicted.
+        run.failed |= not ok
+        run.pending = 0
+        self._preempt_all_but_last(loop, key, run)
+
+    def _victim_written(
+        self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo, ok: bool
+    ) -> None:
+        if ok:
+            self._record_preempted(run, victim, False)
+        else:
+            run.failed = True
+        run.pending -= 1
+        if run.pending:
+            return
+        if run.last_victim or run.failed:
+            # The last victim is done, or another failed and the last one is spared (upstream).
+            self._finish(key, run)
+        else:
+            self._preempt_last(loop, key, run)
+
     def _finish(self, key: str, run: _Run) -> None:
         if self._runs.get(key) is run:
             del self._runs[key]
@@ -185,34 +275,45 @@ class PreemptionExecutor:
         if run.failed:
             # As upstream: the preemptor tries again now rather than waiting for events that may never come.
             self._nominations.activate(run.preemptor.pod)
+        elif run.last_victim and self._last_victim_remains(run):
+            # Deleted, but the watch has not shown it yet: hold on until it does (its delete event
+            # releases the preemptor), or until the timeout in case it never does.
+            self._settling[key] = run
+            asyncio.get_running_loop().call_later(self._settle_timeout, self._settle_expired, key, run)
 
-    # --- writer thread ------------------------------------------------------------------------
-    def _write(
+    def _settle_expired(self, key: str, run: _Run) -> None:
+        if self._settling.get(key) is run:
+            del self._settling[key]
+            self._nominations.activate(run.preemptor.pod)
+
+    # --- writer threads -----------------------------------------------------------------------
+    def _clear_nominations(
         self,
         loop: asyncio.AbstractEventLoop,
         key: str,
         run: _Run,
         lower_nominated: Sequence[Mapping[str, Any]],
-        plugin: str,
     ) -> None:
+        ok = True
+        for pod in lower_nominated:
+            meta = object_meta(pod)
+            try:
+                self._patch(meta, {"status": {"nominatedNodeName": None}})
+            except ApiError as err:
+                log.warning("clearing the nomination of %s: %s", meta.get("name"), err)
+                ok = False
+            except Exception:
+                log.exception("clearing the nomination of %s crashed", meta.get("name"))
+                ok = False
+        _report(loop, self._nominations_cleared, loop, key, run, ok)
+
+    def _write_victim(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo) -> None:
         try:
-            for pod in lower_nominated:
-                meta = object_meta(pod)
-                try:
-                    self._patch(meta, {"status": {"nominatedNodeName": None}})
-                except ApiError as err:
-                    log.warning("clearing the nomination of %s: %s", meta.get("name"), err)
-                    run.failed = True
-            for victim in run.victims:
-                if not self._preempt_victim(run, victim):
-                    run.failed = True
-                    break
-                loop.call_soon_threadsafe(self._record_preempted, run, victim, False)
+            ok = self._preempt_victim(run, victim)
         except Exception:
-            log.exception("preemption for %s crashed", run.preemptor.key)
-            run.failed = True
-        finally:
-            loop.call_soon_threadsafe(self._finish, key, run)
+            log.exception("preempting %s for %s crashed", victim.key, run.preemptor.key)
+            ok = False
+        _report(loop, self._victim_written, loop, key, run, victim, ok)
 
     def _preempt_victim(self, run: _Run, victim: PodInfo) -> bool:
         """Patch DisruptionTarget, then delete. A victim already gone counts as done."""
@@ -243,6 +344,14 @@ class PreemptionExecutor:
     def _patch(self, meta: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
         if self._api is not None:
             self._api.patch_pod_status(meta.get("namespace", ""), meta.get("name", ""), patch)
+
+
+def _report(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Hand a write's result to the loop; after shutdown there is no one left to tell."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        log.debug("preemption result dropped: loop closed")
 
 
 def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

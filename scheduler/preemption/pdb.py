@@ -57,6 +57,8 @@ def filter_pods_with_pdb_violation(
     Each budget's allowance is spent by the pods in the order given, so with ``disruptionsAllowed: 1``
     and two matching pods only the second violates. An empty selector matches nothing here, as upstream.
     """
+    if not pdbs:
+        return [], list(pods)
     allowed = [pdb.disruptions_allowed for pdb in pdbs]
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []

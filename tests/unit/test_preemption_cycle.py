@@ -6,8 +6,10 @@ by Filter so two preemptors never claim the same room."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import pytest
 
 from scheduler import metrics
 from scheduler.event_handlers import EventHandlers
@@ -198,3 +200,187 @@ async def test_lower_priority_nominations_on_the_node_are_cleared(make_env: Make
         if c.path.endswith("/pods/mid/status") and c.body == {"status": {"nominatedNodeName": None}}
     ]
     assert len(cleared) == 1
+
+
+def _three_victims(env: CoreEnv) -> EventHandlers:
+    """n1 is full of three lower-priority pods; a 3-CPU preemptor needs all of them gone. The least
+    important (priority 1) is the last victim."""
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    for name, priority in (("v3", 3), ("v2", 2), ("v1", 1)):
+        handlers.on_pod_add(running(name, "n1", "1", priority))
+    env.queue.add(with_priority(make_pod("vip", cpu="3"), 100))
+    return handlers
+
+
+async def test_victims_but_the_last_are_evicted_in_parallel_then_the_last(make_env: MakeEnv) -> None:
+    """executor.go prepareCandidateAsync: every victim but the last at once, then the last one."""
+    env = make_env([make_node("n1", cpu="3")])
+    _three_victims(env)
+    # Both earlier deletions must be in flight together to pass this barrier: one at a time, it breaks.
+    together = threading.Barrier(2, timeout=3)
+    order: list[str] = []
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE":
+            name = path.rsplit("/", 1)[-1]
+            if name != "v1":
+                together.wait()
+            order.append(name)
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    await env.schedule_next()
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
+    assert not together.broken
+    assert sorted(order[:2]) == ["v2", "v3"] and order[2] == "v1"
+    # Each victim's DisruptionTarget patch precedes its deletion.
+    calls = [(c.method, c.path.rsplit("/", 2)[-2:]) for c in env.rest.calls if "/pods/v" in c.path]
+    for name in ("v1", "v2", "v3"):
+        patch = calls.index(("PATCH", [name, "status"]))
+        delete = calls.index(("DELETE", ["pods", name]))
+        assert patch < delete
+    env.flush_writes()
+    preempted = sorted(e["regarding"]["name"] for e in env.rest.events() if e["reason"] == "Preempted")
+    assert preempted == ["v1", "v2", "v3"]
+
+
+async def test_running_preemption_until_the_last_victims_turn(make_env: MakeEnv) -> None:
+    """Upstream sets lastVictimsPendingPreemption only when the last victim's turn comes: while the
+    others are being evicted the preemptor is held even if the last victim is already terminating."""
+    env = make_env([make_node("n1", cpu="3")])
+    handlers = _three_victims(env)
+    release = threading.Event()
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE" and not path.endswith("/v1"):
+            release.wait(3)
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    await env.schedule_next()
+    executor = env.sched.preemption
+    preemptor = env.queue.get("default/vip")
+    assert preemptor is not None
+    last = env.cache.get_pod("default/v1")
+    assert last is not None
+    terminating = dict(
+        last.pod, metadata={**last.pod["metadata"], "resourceVersion": "999", "deletionTimestamp": "x"}
+    )
+    handlers.on_pod_update(last.pod, terminating)
+    assert executor.is_pod_running_preemption(preemptor.pod)
+    release.set()
+    await wait_for(lambda: executor.in_flight == 0)
+    assert not executor.is_pod_running_preemption(preemptor.pod)
+
+
+async def test_a_failed_eviction_spares_the_last_victim_and_activates_the_preemptor(
+    make_env: MakeEnv,
+) -> None:
+    env = make_env([make_node("n1", cpu="3")])
+    _three_victims(env)
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE" and path.endswith("/v3"):
+            return 500, b'{"message": "etcd is down"}'
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    executions = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get()
+    await env.schedule_next()
+    assert env.queue.where("default/vip") == "unschedulable"
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
+    assert sorted(deletes(env)) == ["v2", "v3"]  # v1, the last victim, is not evicted
+    errors = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get()
+    assert errors == executions + 1
+    # Activated at once, not left waiting for an event that may never come.
+    assert env.queue.where("default/vip") == "active"
+
+
+def _terminating(pod: Mapping[str, Any], grace: int, finalizers: list[str] | None) -> dict[str, Any]:
+    meta = {**pod["metadata"], "resourceVersion": str(int(pod["metadata"]["resourceVersion"]) + 1000)}
+    meta["deletionTimestamp"] = "2024-01-01T00:01:00Z"
+    meta["deletionGracePeriodSeconds"] = grace
+    if finalizers:
+        meta["finalizers"] = finalizers
+    return dict(pod, metadata=meta)
+
+
+async def _preempt_one(make_env: MakeEnv) -> tuple[CoreEnv, EventHandlers, dict[str, Any]]:
+    """vip (1 CPU) preempts low, the only pod on n1; returns once the executor has deleted it."""
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    env.queue.add(preemptor)
+    await env.schedule_next()
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    assert deletes(env) == ["low"]
+    return env, handlers, preemptor
+
+
+@pytest.mark.parametrize(
+    ("grace", "finalizers", "held"),
+    [(0, None, True), (30, None, False), (0, ["example.com/keep"], False)],
+    ids=["removed-now", "graceful", "finalizer"],
+)
+async def test_a_terminating_last_victim_releases_the_preemptor_unless_being_removed(
+    make_env: MakeEnv, grace: int, finalizers: list[str] | None, held: bool
+) -> None:
+    """A victim deleted with grace period 0 and no finalizers is removed by the same request that
+    marks it terminating: the preemptor waits for the removal rather than failing on "a terminating
+    pod on the nominated node" in between. Graceful termination (or a finalizer) releases it at once,
+    as upstream, so it may find room elsewhere meanwhile."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    executor = env.sched.preemption
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    terminating = _terminating(cached.pod, grace, finalizers)
+    handlers.on_pod_update(cached.pod, terminating)
+    assert executor.is_pod_running_preemption(preemptor) is held
+    handlers.on_pod_delete(terminating)
+    assert not executor.is_pod_running_preemption(preemptor)
+
+
+async def test_finished_preemption_holds_until_the_informer_shows_the_deletion(make_env: MakeEnv) -> None:
+    """The last DELETE returned, but the watch has not delivered it: an attempt now would see the
+    victim running and preempt it again. The preemptor is held until the delete event (or a timeout)."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    executor = env.sched.preemption
+    assert executor.is_pod_running_preemption(preemptor)
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    handlers.on_pod_delete(cached.pod)
+    assert not executor.is_pod_running_preemption(preemptor)
+
+
+async def test_a_namesake_of_the_last_victim_does_not_hold_the_preemptor(make_env: MakeEnv) -> None:
+    """A StatefulSet recreates its pod under the same name: that is not the victim."""
+    env, handlers, preemptor = await _preempt_one(make_env)
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    handlers.on_pod_delete(cached.pod)
+    replacement = running("low", "n1", "1", 0)
+    replacement["metadata"]["uid"] = "uid-of-the-replacement"
+    handlers.on_pod_add(replacement)
+    assert not env.sched.preemption.is_pod_running_preemption(preemptor)
+
+
+async def test_settling_gives_up_after_its_timeout_and_activates_the_preemptor(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    executor = env.sched.preemption
+    executor._settle_timeout = 0.05  # the watch never delivers the deletion in this test
+    preemptor = with_priority(make_pod("vip", cpu="1"), 100)
+    env.queue.add(preemptor)
+    await env.schedule_next()
+    await wait_for(lambda: executor.in_flight == 0)
+    assert executor.is_pod_running_preemption(preemptor)
+    assert env.queue.where("default/vip") == "unschedulable"
+    await wait_for(lambda: env.queue.where("default/vip") == "active")
+    assert not executor.is_pod_running_preemption(preemptor)

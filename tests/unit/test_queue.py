@@ -458,6 +458,26 @@ def test_activate_skips_backoff_and_unschedulable(clock: FakeClock) -> None:
     assert q.where("default/unknown") is None
 
 
+def test_activate_reruns_pre_enqueue_of_a_gated_pod(clock: FakeClock) -> None:
+    """Upstream's Activate finds gated pods in unschedulablePods and runs PreEnqueue again: a
+    preemptor held while its preemption runs is released when that preemption fails."""
+    running = {"now": True}
+
+    def gate(pod: Any) -> str:
+        return "DefaultPreemption" if running["now"] else ""
+
+    q = new_queue(clock, pre_enqueue=gate)
+    pod = make_pod("a")
+    q.add(pod)
+    assert q.where("default/a") == GATED
+    q.activate([pod])  # the gate is still closed: nothing changes
+    assert q.where("default/a") == GATED
+    running["now"] = False
+    q.activate([pod])
+    assert q.where("default/a") == ACTIVE
+    assert pop(q).key == "default/a"
+
+
 def test_activate_while_in_flight_requeues_immediately_on_failure(clock: FakeClock) -> None:
     q = new_queue(clock)
     pod, other = make_pod("a"), make_pod("other")
