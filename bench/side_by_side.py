@@ -449,8 +449,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
         "mode": ("quick" if args.quick else "full")
-        + f"; basic run {args.repeat}x per contestant ({', '.join(kinds)}), alternating, "
-        "median (by throughput) reported",
+        + (
+            f"; basic run {args.repeat}x per contestant ({', '.join(kinds)}), alternating, "
+            "median (by throughput) reported"
+            if workloads.BASIC in names
+            else f"; one run per contestant ({', '.join(kinds)})"
+        ),
         "wall time": f"{time.monotonic() - started:.0f}s",
         "load average (1, 5, 15 min)": f"{load_before} at the start, {_loadavg()} at the end",
     }
