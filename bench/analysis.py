@@ -63,6 +63,12 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     # (seconds since the first create, pods created, pods bound), every half second.
     timeline: list[tuple[float, int, int]] = field(default_factory=list)
+    # py-scheduler's py_scheduler_batching_{hits,misses} grown during the measured run (its /metrics
+    # scraped before and after); None when not scraped (other schedulers) or not exported.
+    batching_hits: float | None = None
+    batching_misses: float | None = None
+    # The huge workload's memory and startup probes (bench.scale.ScaleProbe.as_dict); empty otherwise.
+    scale: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

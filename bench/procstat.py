@@ -13,10 +13,11 @@ _CLK_TCK = os.sysconf("SC_CLK_TCK")
 class ProcSample:
     cpu_seconds: float  # utime + stime
     peak_rss_mib: float  # VmHWM
+    rss_mib: float = 0.0  # VmRSS: resident now
 
 
 def sample(pid: int) -> ProcSample:
-    """utime+stime and VmHWM of ``pid``; zeros if the process is gone."""
+    """utime+stime, VmHWM and VmRSS of ``pid``; zeros if the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         status = Path(f"/proc/{pid}/status").read_text()
@@ -25,9 +26,9 @@ def sample(pid: int) -> ProcSample:
     # The command name (field 2) may hold spaces; fields after the closing paren are fixed.
     fields = stat[stat.rindex(")") + 2 :].split()
     utime, stime = int(fields[11]), int(fields[12])
-    hwm_kib = 0
+    kib = {"VmHWM:": 0, "VmRSS:": 0}
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
-            hwm_kib = int(line.split()[1])
-            break
-    return ProcSample((utime + stime) / _CLK_TCK, hwm_kib / 1024)
+        key = line.split(maxsplit=1)[0] if line else ""
+        if key in kib:
+            kib[key] = int(line.split()[1])
+    return ProcSample((utime + stime) / _CLK_TCK, kib["VmHWM:"] / 1024, kib["VmRSS:"] / 1024)

@@ -1,20 +1,19 @@
 """The markdown results file: machine, settings, one table per workload, plugins, the optimisation log,
-and the two ratio lines the issue asks to end with."""
+and the summary lines (bench.summary) it ends with."""
 
 from __future__ import annotations
 
 import math
 import os
 import platform
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import summary
 from bench.analysis import RunResult
-from bench.schedulers import KUBE, PY
-from bench.workloads import BASIC
-from bench.workloads import CEILING as CEILING_WORKLOAD
+from bench.scale import ScaleProbe
+from bench.schedulers import CEILING, KUBE, PY
 
 OPTIMISATION_LOG = Path(__file__).resolve().parent / "results" / "optimisation-log.md"
 
@@ -102,19 +101,24 @@ def median_run(runs: Sequence[RunResult]) -> RunResult:
     return ordered[(len(ordered) - 1) // 2]
 
 
-def _median(values: Sequence[float]) -> float:
-    return statistics.median(values) if values else math.nan
-
-
-def ratios(results: Sequence[RunResult], workload: str = BASIC) -> tuple[float, float]:
-    """(throughput ratio, p99 ratio) py-scheduler/kube-scheduler for ``workload``, each the ratio of
-    the medians over repeated runs; NaN if a scheduler is missing."""
-    kube = [r for r in results if r.workload == workload and r.scheduler == KUBE]
-    py = [r for r in results if r.workload == workload and r.scheduler == PY]
-    kube_tput, kube_p99 = _median([r.throughput for r in kube]), _median([r.p99_ms for r in kube])
-    if not py or not kube_tput or not kube_p99 or math.isnan(kube_tput):
-        return math.nan, math.nan
-    return _median([r.throughput for r in py]) / kube_tput, _median([r.p99_ms for r in py]) / kube_p99
+def scale_table(results: Sequence[RunResult]) -> list[str]:
+    """The huge workload's memory and startup probes, one row per scheduler (bench.scale)."""
+    lines = [
+        "| scheduler | RSS MiB: empty cluster / nodes synced / after the run / restarted on the full cluster "
+        "| KiB per node | KiB per pod (after the run) | ready s: empty / nodes / full cluster "
+        "| apiserver, etcd peak RSS MiB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        p = ScaleProbe.from_dict(r.scale)
+        lines.append(
+            f"| {r.scheduler} | {_num(p.rss_empty_mib, 0)} / {_num(p.rss_nodes_mib, 0)} / "
+            f"{_num(p.rss_after_run_mib, 0)} / {_num(p.rss_full_mib, 0)} | {_num(p.kib_per_node)} "
+            f"| {_num(p.kib_per_pod)} ({_num(p.kib_per_pod_after_run)}) "
+            f"| {_num(p.sync_empty_s)} / {_num(p.sync_nodes_s)} / {_num(p.sync_full_s)} "
+            f"| {_num(p.apiserver_peak_rss_mib, 0)}, {_num(p.etcd_peak_rss_mib, 0)} |"
+        )
+    return lines
 
 
 def runs_table(rows: Sequence[RunResult]) -> list[str]:
@@ -179,6 +183,9 @@ def render(
         same = _same_pending(medians)
         if same:
             out += ["", same]
+        probed = [r for r in medians if r.scale]
+        if probed:
+            out += ["", "Memory and startup (definitions in `bench/scale.py`):", "", *scale_table(probed)]
         notes = [f"- {r.scheduler}: {note}" for r in rows for note in r.notes]
         if notes:
             out += ["", *notes]
@@ -194,30 +201,36 @@ def render(
         out.append("")
     if OPTIMISATION_LOG.exists():
         out += [OPTIMISATION_LOG.read_text().rstrip(), ""]
-    for name in workloads:
-        if name == CEILING_WORKLOAD:
-            continue
-        tput, p99 = ratios(results, name)
-        if math.isnan(tput):
-            continue
-        out.append(f"throughput ratio py-scheduler/kube-scheduler ({name}): {tput:.2f}")
-        out.append(f"p99 latency ratio py-scheduler/kube-scheduler ({name}): {p99:.2f}")
+    out += [
+        "## Summary",
+        "",
+        f"Every line below is from this session on the machine above ({_machine_line(info)}; "
+        f"{settings.get('mode', '?')}; load average {settings.get('load average (1, 5, 15 min)', '?')}"
+        + (f"; {settings['note']}" if settings.get("note") else "")
+        + "). Ratios are py-scheduler's median over kube-scheduler's; the ceiling fraction is a "
+        "scheduler's median throughput over the trivial binder's on the same workload in this session.",
+        "",
+        *summary.lines(results),
+    ]
     return "\n".join(out) + "\n"
+
+
+def _machine_line(info: Mapping[str, str]) -> str:
+    return f"{info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB"
 
 
 def _reading(results: Sequence[RunResult]) -> list[str]:
     """How far each scheduler got toward the binding ceiling, and what differs between them."""
-    ceiling = [r.throughput for r in results if r.workload == CEILING_WORKLOAD]
     lines = ["## Reading the results", ""]
-    if ceiling:
-        best = statistics.median(ceiling)
+    for name in dict.fromkeys(r.workload for r in results if r.scheduler == CEILING):
+        best = summary.median_of(results, name, CEILING, "throughput")
         for scheduler in (KUBE, PY):
-            runs = [r.throughput for r in results if r.workload == BASIC and r.scheduler == scheduler]
-            if runs:
-                share = statistics.median(runs) / best
+            share = summary.ceiling_fraction(results, name, scheduler)
+            if not math.isnan(share):
                 lines.append(
-                    f"- basic: {scheduler} reached {share:.0%} of the ceiling's {best:,.0f} pods/s "
-                    "(the apiserver's binding rate on this machine while pods are being created)."
+                    f"- {name}: {scheduler} reached {share:.0%} of the ceiling's {best:,.0f} pods/s "
+                    "(the apiserver's binding rate on this machine while this workload's pods are being "
+                    "created, measured in this session)."
                 )
     lines += [
         "- Both schedulers share two cores with etcd, the apiserver and the load generator, so a "

@@ -23,8 +23,9 @@ from typing import Any, Protocol
 
 import yaml
 
+from bench import scrape
 from devcluster.cluster import ControlPlane
-from devcluster.probe import free_port
+from devcluster.probe import free_port, http_get, unverified_tls
 from devcluster.process import ManagedProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,8 +89,15 @@ class KubeScheduler:
         self.log_path = cp.log_dir / "kube-scheduler-1.log"
 
     def start(self) -> None:
+        """Returns once /readyz answers 200: informers synced and their handlers too (upstream's
+        ``sched-handler-sync`` check), as py-scheduler's start waits for its own /readyz."""
         self._handle = self._cp.start_kube_scheduler(config_path=self._config)
         self.log_path = self._handle.log_path
+        handle = self._handle
+        port = next(a.split("=", 1)[1] for a in handle.argv if a.startswith("--secure-port="))
+        tls = unverified_tls()
+        url = f"https://127.0.0.1:{port}/readyz"
+        _wait(lambda: http_get(url, context=tls)[0] == 200, 300.0, url, handle.running, self.log_path)
 
     @property
     def pid(self) -> int:
@@ -181,7 +189,7 @@ class PyScheduler:
             self._proc = subprocess.Popen(
                 self.argv(), stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
             )
-        _wait(self._ready, 120.0, "py-scheduler /readyz", self._alive, self.log_path)
+        _wait(self._ready, 300.0, "py-scheduler /readyz", self._alive, self.log_path)
 
     def start_py_spy(self, out: Path) -> None:
         """Sample whichever thread holds the GIL until stop() (py-spy must be on PATH): where the
@@ -204,6 +212,10 @@ class PyScheduler:
                 return bool(resp.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def metrics(self) -> scrape.Samples:
+        """Its /metrics now, summed per metric name (empty if it cannot be read)."""
+        return scrape.fetch(f"http://127.0.0.1:{self.port}/metrics")
 
     @property
     def pid(self) -> int:

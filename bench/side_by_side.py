@@ -6,8 +6,14 @@ sure it is scheduling, then the pods, created as fast as the apiserver accepts t
 while the scheduler runs. A watch records when each pod is bound. See ``bench/workloads.py`` for the
 workloads and ``bench/results/latest.md`` for the last results.
 
-    python -m bench.side_by_side [--workloads basic,mixed,volumes,dra,extender,...] [--schedulers kube,py]
-                                 [--quick] [--profile pyinstrument|py-spy] [--out FILE]
+    python -m bench.side_by_side [--workloads basic,mixed,volumes,dra,extender,huge,...]
+                                 [--schedulers kube,py,ceiling] [--quick] [--profile pyinstrument|py-spy]
+                                 [--out FILE] [--note TEXT]
+
+The ceiling (bench/trivial_binder.py) runs on basic and large next to the two schedulers, in the same
+session and on the same workload, so ``ceiling fraction`` compares like with like. ``huge`` (15,000
+nodes, 30,000 pods) also measures memory per node and per pod and the startup sync time
+(bench/scale.py); it runs in full mode when the machine has the memory, and in --quick only if named.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 import tempfile
 import time
@@ -24,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import analysis, prereqs, report, schedulers, workloads
+from bench import analysis, prereqs, report, scale, schedulers, scrape, workloads
 from bench.apiclient import BenchClient
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
 from bench.procstat import sample
@@ -41,7 +48,23 @@ MAX_INFLIGHT = 4000
 MAX_MUTATING_INFLIGHT = 2000
 # Memory for 5,000 nodes + 10,000 pods in the apiserver, etcd and a scheduler, with room to spare.
 LARGE_MIN_FREE_GIB = 6.0
-SCHEDULER_KEYS = {"kube": schedulers.KUBE, "py": schedulers.PY}
+# huge: 15,000 nodes + 30,000 pods (+ 30,000 Events) in the apiserver and etcd, a scheduler and the load
+# generator's lists. Peaks in one run (bench/results/huge.md): apiserver 1.8 GiB, etcd 0.2, a scheduler
+# 0.7; this process 0.3 while creating pods, more while it lists them at the end: about 4 GiB, doubled
+# for the machine's other users.
+HUGE_MIN_FREE_GIB = 8.0
+MIN_FREE_GIB = {workloads.LARGE: LARGE_MIN_FREE_GIB, workloads.HUGE: HUGE_MIN_FREE_GIB}
+SCHEDULER_KEYS = {"kube": schedulers.KUBE, "py": schedulers.PY, "ceiling": schedulers.CEILING}
+# Workloads whose pods a round-robin binder places correctly (identical pods, roomy identical nodes):
+# the trivial binder runs on these, giving each its own ceiling.
+CEILING_WORKLOADS = (workloads.BASIC, workloads.LARGE)
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def _free_gib() -> float:
@@ -114,6 +137,7 @@ async def _measure(
     concurrency: int,
     on_started: Callable[[], None],
     extra_pids: dict[str, int] | None = None,
+    metrics: Callable[[], scrape.Samples] | None = None,
 ) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]]]:
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
@@ -132,6 +156,8 @@ async def _measure(
         await watch.start()
         pids = {"scheduler": contestant.pid, **cp.pids(), **(extra_pids or {})}
         before = {name: sample(pid) for name, pid in pids.items()}
+        # Counters over the measured run only: the warm-up and init pods are not in the difference.
+        metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
         on_started()
         creating = asyncio.create_task(
             create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
@@ -142,13 +168,21 @@ async def _measure(
         record.timed_out = not done
         record.end = time.monotonic()
         after = {name: sample(pid) for name, pid in pids.items()}
+        metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         await watch.stop()
         usage = {
             "cpu_s": after["scheduler"].cpu_seconds - before["scheduler"].cpu_seconds,
             "peak_rss_mib": after["scheduler"].peak_rss_mib,
             "apiserver_cpu_s": after["kube-apiserver"].cpu_seconds - before["kube-apiserver"].cpu_seconds,
             "etcd_cpu_s": after["etcd"].cpu_seconds - before["etcd"].cpu_seconds,
+            "rss_mib": after["scheduler"].rss_mib,
+            "apiserver_peak_rss_mib": after["kube-apiserver"].peak_rss_mib,
+            "etcd_peak_rss_mib": after["etcd"].peak_rss_mib,
         }
+        batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
+        for key, name in batching.items():
+            if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
+                usage[key] = grown
         for name in extra_pids or {}:
             usage[f"{name}_cpu_s"] = after[name].cpu_seconds - before[name].cpu_seconds
         pods = (await client.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
@@ -181,6 +215,13 @@ def run_one(
         ) as cp,
     ):
         workdir = Path(tmp)
+        probe = None
+        if workload.name == workloads.HUGE:
+            probe = scale.ScaleProbe(nodes=len(workload.nodes), pods=len(workload.pods))
+            empty = _contestant(kind, cp, workdir, None, None)
+            probe.sync_empty_s, probe.rss_empty_mib = scale.startup_probe(empty)
+            log.info("%s on an empty cluster: ready in %.1fs, RSS %.0f MiB", kind, probe.sync_empty_s,
+                     probe.rss_empty_mib)  # fmt: skip
         started = time.monotonic()
         create_nodes(cp.api_client(), workload.nodes, concurrency=32)
         log.info("%d nodes in %.1fs", len(workload.nodes), time.monotonic() - started)
@@ -194,7 +235,7 @@ def run_one(
             kind, cp, workdir, profiler, profile_out, extender.config() if extender is not None else None
         )
         try:
-            contestant.start()
+            sync_s = scale.timed_start(contestant)
         except BaseException:
             if extender is not None:
                 extender.stop()
@@ -205,6 +246,11 @@ def run_one(
             if profiler == "py-spy" and isinstance(contestant, schedulers.PyScheduler):
                 contestant.start_py_spy(spy_out)
 
+        if probe is not None:
+            probe.sync_nodes_s = sync_s
+            probe.rss_nodes_mib = scale.rss_now(contestant.pid)
+            log.info("%s with %d nodes: ready in %.1fs, RSS %.0f MiB", kind, probe.nodes, sync_s,
+                     probe.rss_nodes_mib)  # fmt: skip
         notes: list[str] = []
         try:
             record, usage, pods, nodes = asyncio.run(
@@ -216,6 +262,7 @@ def run_one(
                     concurrency=concurrency,
                     on_started=on_started,
                     extra_pids={"extender": extender.pid} if extender is not None else None,
+                    metrics=contestant.metrics if isinstance(contestant, schedulers.PyScheduler) else None,
                 )
             )
             plugins = contestant.plugins()
@@ -229,6 +276,16 @@ def run_one(
                 extender.stop()
             if profiler and kind == schedulers.PY:
                 notes.append(f"profiled with {profiler} (slower than unprofiled)")
+        if probe is not None:
+            probe.rss_after_run_mib = usage["rss_mib"]
+            # Restarted against the full cluster: its startup sync time and resting memory there.
+            restarted = _contestant(kind, cp, workdir, None, None)
+            probe.sync_full_s, probe.rss_full_mib = scale.startup_probe(restarted)
+            peaks = {name: sample(pid).peak_rss_mib for name, pid in cp.pids().items()}
+            probe.apiserver_peak_rss_mib = peaks.get("kube-apiserver", math.nan)
+            probe.etcd_peak_rss_mib = peaks.get("etcd", math.nan)
+            log.info("%s restarted on the full cluster: ready in %.1fs, RSS %.0f MiB", kind,
+                     probe.sync_full_s, probe.rss_full_mib)  # fmt: skip
     tput, steady, duration = analysis.throughput(record, workload.expect_bound())
     lat = analysis.latencies_ms(record)
     placement = analysis.check_placement(workload, pods, nodes)
@@ -259,6 +316,9 @@ def run_one(
         plugins=plugins,
         notes=notes,
         timeline=analysis.timeline(record),
+        batching_hits=usage.get("batching_hits"),
+        batching_misses=usage.get("batching_misses"),
+        scale=probe.as_dict() if probe is not None else {},
     )
     event_counts = ", ".join(
         f"{int(count)} {key.removeprefix('events/')}"
@@ -293,8 +353,14 @@ def run_one(
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--workloads", default=",".join(workloads.ALL_WORKLOADS))
-    parser.add_argument("--schedulers", default="kube,py", help="kube,py (the ceiling runs its own binder)")
+    parser.add_argument(
+        "--workloads", help=f"default: all ({','.join(workloads.ALL_WORKLOADS)}); --quick leaves out huge"
+    )
+    parser.add_argument(
+        "--schedulers",
+        default="kube,py,ceiling",
+        help=f"kube,py,ceiling (the ceiling, a trivial binder, runs only on {','.join(CEILING_WORKLOADS)})",
+    )
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
     parser.add_argument("--timeout", type=float, default=0.0, help="per-run seconds (default: by size)")
@@ -303,9 +369,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
     parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
+    parser.add_argument("--note", help="a line for the report's Machine section (who else used the machine)")
     parser.add_argument("--raw", type=Path, help="raw JSON output (default next to --out, .raw.json)")
     parser.add_argument("--render-only", type=Path, metavar="RAW", help="re-render a raw JSON file; no runs")
     return parser.parse_args(argv)
+
+
+def workload_names(requested: str | None, *, quick: bool) -> list[str]:
+    """The workloads to run: those named (comma-separated), else all of them, huge left out of --quick."""
+    if requested is None:
+        return [w for w in workloads.ALL_WORKLOADS if not (quick and w == workloads.HUGE)]
+    return [w.strip() for w in requested.split(",") if w.strip()]
+
+
+def contestants_for(workload: str, kinds: Sequence[str]) -> list[str]:
+    """``kinds`` in order, the ceiling kept only where a round-robin binder places pods correctly."""
+    return [k for k in kinds if k != schedulers.CEILING or workload in CEILING_WORKLOADS]
 
 
 def render_only(raw: Path, out: Path) -> int:
@@ -326,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render_only is not None:
         return render_only(args.render_only, args.out or args.render_only.with_suffix("").with_suffix(".md"))
-    names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    names = workload_names(args.workloads, quick=args.quick)
     kinds = [SCHEDULER_KEYS[k.strip()] for k in args.schedulers.split(",") if k.strip()]
     out = args.out or RESULTS / ("latest-quick.md" if args.quick else "latest.md")
     raw = args.raw or out.with_suffix(".raw.json")
@@ -337,16 +416,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     descriptions: dict[str, str] = {}
     skipped: dict[str, str] = {}
     started = time.monotonic()
+    load_before = _loadavg()
     for name in names:
         workload = workloads.build(name, quick=args.quick)
         descriptions[name] = workload.description
-        if name == workloads.LARGE:
-            free = _free_gib()
-            if free < LARGE_MIN_FREE_GIB:
-                skipped[name] = f"this machine has {free:.1f} GiB free; large needs {LARGE_MIN_FREE_GIB}"
+        if name in MIN_FREE_GIB:
+            free, needed = _free_gib(), MIN_FREE_GIB[name]
+            if free < needed:
+                skipped[name] = f"this machine has {free:.1f} GiB free; {name} needs {needed}"
                 continue
             descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
-        run_kinds = [schedulers.CEILING] if name == workloads.CEILING else kinds
+        run_kinds = contestants_for(name, kinds)
         repeat = args.repeat if name == workloads.BASIC else 1
         # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
         for _ in range(repeat):
@@ -369,10 +449,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
         "mode": ("quick" if args.quick else "full")
-        + f"; basic run {args.repeat}x per scheduler, alternating, "
-        "median (by throughput) reported",
+        + (
+            f"; basic run {args.repeat}x per contestant ({', '.join(kinds)}), alternating, "
+            "median (by throughput) reported"
+            if workloads.BASIC in names
+            else f"; one run per contestant ({', '.join(kinds)})"
+        ),
         "wall time": f"{time.monotonic() - started:.0f}s",
+        "load average (1, 5, 15 min)": f"{load_before} at the start, {_loadavg()} at the end",
     }
+    if args.note:
+        settings["note"] = args.note
     out.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(
         json.dumps(

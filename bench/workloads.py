@@ -21,8 +21,9 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 BASIC = "basic"
 LARGE = "large"
+# scheduler_perf's largest size (15,000 nodes, 30,000 pods), with memory and startup probes (bench.scale).
+HUGE = "huge"
 MIXED = "mixed"
-CEILING = "ceiling"
 # scheduler_perf's pod-relationship cases (test/integration/scheduler_perf/{affinity,topology_spreading}).
 TOPOLOGY_SPREADING = "TopologySpreading"
 PREFERRED_TOPOLOGY_SPREADING = "PreferredTopologySpreading"
@@ -43,7 +44,7 @@ VOLUMES = "volumes"
 DRA = "dra"
 EXTENDER = "extender"
 EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
-ALL_WORKLOADS = (BASIC, LARGE, MIXED, CEILING, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS)
+ALL_WORKLOADS = (BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, HUGE)
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench"
@@ -636,6 +637,8 @@ def extender(nodes: int, pods: int) -> Workload:
 VOLUMES_SIZES = ((500, 500, 1000), (100, 100, 300))  # nodes, init pods, measured pods
 DRA_SIZES = ((200, 10, 1000, 1000), (50, 10, 200, 300))  # nodes, devices per node, init, measured
 EXTENDER_SIZES = ((500, 1000), (100, 300))  # nodes, pods
+# huge's quick size only smoke-tests its probes; --quick runs huge only when named.
+HUGE_SIZES = ((15000, 30000), (1500, 3000))  # nodes, pods
 
 
 def build_extra(name: str, *, quick: bool = False) -> Workload | None:
@@ -664,10 +667,8 @@ def build(name: str, *, quick: bool = False) -> Workload:
         return basic(2000, 4000, name=LARGE) if quick else basic(5000, 10000, name=LARGE)
     if name == MIXED:
         return mixed(300, 1000, churn_lag=100) if quick else mixed()
-    if name == CEILING:
-        workload = basic(500, 1000) if quick else basic()
-        workload.name = CEILING
-        return workload
+    if name == HUGE:
+        return basic(*HUGE_SIZES[1 if quick else 0], name=HUGE)
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(ALL_WORKLOADS)}")
 
 
