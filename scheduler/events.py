@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import math
 import random
 import secrets
 import threading
@@ -73,7 +74,23 @@ def truncate_note(message: str) -> str:
 
 
 def micro_time(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 with microseconds, as datetime would print it. Called once per pod on the loop: the
+    whole seconds are formatted once per second, the rest is integer arithmetic (~5x cheaper)."""
+    global _second_stamp
+    # datetime.fromtimestamp's rounding: the fraction to the nearest microsecond, half to even.
+    whole, part = math.modf(now)
+    second, fraction = int(part), round(whole * 1_000_000)
+    if fraction >= 1_000_000:
+        second, fraction = second + 1, fraction - 1_000_000
+    cached_second, prefix = _second_stamp
+    if second != cached_second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second_stamp = (second, prefix)
+    return f"{prefix}.{fraction:06d}Z"
+
+
+# The last whole second micro_time formatted, and its text.
+_second_stamp: tuple[int, str] = (-1, "")
 
 
 def rfc3339(now: float) -> str:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.api import SchedulerApi
 from scheduler.events import (
@@ -401,3 +404,13 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
     binder.join(10)
     assert order == ["patch", "bind"]
     env.settle()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False, allow_infinity=False))
+def test_micro_time_prints_what_datetime_prints(now: float) -> None:
+    expected = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert micro_time(now) == expected
+    assert micro_time(now + 1.5) == dt.datetime.fromtimestamp(now + 1.5, dt.UTC).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
