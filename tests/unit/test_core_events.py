@@ -414,3 +414,53 @@ def test_micro_time_prints_what_datetime_prints(now: float) -> None:
     assert micro_time(now + 1.5) == dt.datetime.fromtimestamp(now + 1.5, dt.UTC).strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
+
+
+def test_an_inline_event_is_written_by_the_calling_thread_and_its_retry_by_the_pool() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    calls: list[str] = []
+
+    def write() -> None:
+        env.recorder.event(
+            pod,
+            event_type=NORMAL,
+            reason="Scheduled",
+            action="Binding",
+            message="Successfully assigned default/p to n1",
+            controller="py-scheduler",
+            aggregate=False,
+            inline=True,
+        )
+        calls.append(threading.current_thread().name)
+
+    writer = threading.Thread(target=write, name="binding_7")
+    writer.start()
+    writer.join()
+    # The first try ran (and failed) inside the call, on the caller's thread; the retry is queued.
+    assert calls == ["binding_7"] and flaky.refused == 1
+    assert env.recorder.pending_retries == 1 and env.recorder.created == 1
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    assert env.recorder.retry_due() == 1
+    env.settle()
+    assert [e["reason"] for e in flaky.written] == ["Scheduled"]
+    [written] = [c for c in env.rest.matching("POST", "/events") if c.thread.startswith("events")]
+    assert written.body["reason"] == "Scheduled"
+
+
+def test_an_inline_event_after_shutdown_is_dropped(env: Env) -> None:
+    env.recorder.shutdown(wait=True)
+    env.recorder.event(
+        make_pod("p"),
+        event_type=NORMAL,
+        reason="Scheduled",
+        action="Binding",
+        message="m",
+        controller="py-scheduler",
+        aggregate=False,
+        inline=True,
+    )
+    assert env.rest.matching("POST", "/events") == [] and env.recorder.created == 0
