@@ -4,8 +4,10 @@ Permit waits never reach it: they live on the event loop (``scheduler.waiting_po
 submitted only once every waiting Permit plugin has allowed it.
 
 Threads never touch the cache or the queue: outcomes go back to the event loop with
-``loop.call_soon_threadsafe``, in batches (one loop callback drains every result reported since the last). A binding thread re-checks ``may_bind()`` (leadership, shutdown) right
-before the Bind call, so a lost lease stops bindings at once.
+``loop.call_soon_threadsafe``, in batches (one loop callback drains every result reported since the
+last). A binding thread re-checks ``may_bind()`` (leadership, shutdown) right before the Bind call,
+so a lost lease stops bindings at once. After a successful bind the thread writes the pod's Scheduled
+Event itself (``after_bound``).
 """
 
 from __future__ import annotations

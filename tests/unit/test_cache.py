@@ -566,7 +566,9 @@ def test_bound_version_of_an_assumed_pod_reuses_the_assumed_pod_info() -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        pytest.param(lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="2"), id="spec"),
+        pytest.param(
+            lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="2"), id="spec"
+        ),
         pytest.param(lambda p: p["metadata"].update(labels={"app": "x"}), id="labels"),
         pytest.param(lambda p: p["metadata"].update(annotations={"a": "b"}), id="annotations"),
         pytest.param(lambda p: p["metadata"].update(uid="another"), id="uid"),
