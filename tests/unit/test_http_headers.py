@@ -13,6 +13,7 @@ import socket
 import threading
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,3 +98,54 @@ def test_the_pool_parses_responses_with_its_own_response_class() -> None:
 
     pool = ConnectionPool(Config())
     assert pool._new(None).response_class is _Response
+
+
+class _Capture:
+    """A socket that records what ``HTTPConnection.request`` sends."""
+
+    def __init__(self) -> None:
+        self.sent = b""
+
+    def sendall(self, data: bytes) -> None:
+        self.sent += data
+
+
+@pytest.mark.parametrize(
+    "host", ["https://10.0.0.1:6443", "https://api.example:443/prefix", "http://[::1]:8080"]
+)
+@pytest.mark.parametrize(
+    ("method", "path", "body", "headers"),
+    [
+        ("POST", "/api/v1/namespaces/d/pods/p/binding", b'{"a":1}', {"Content-Type": "application/json"}),
+        ("GET", "/api/v1/nodes", None, {"Accept": "application/json", "Authorization": "Bearer t"}),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/d/events", None, {"User-Agent": "x"}),
+        ("PATCH", "/api/v1/namespaces/d/pods/p/status", b"{}", {"Host": "other", "Accept-Encoding": "gzip"}),
+        ("PUT", "/x", b"y", {"Content-Length": "1"}),
+    ],
+)
+def test_a_request_is_the_bytes_http_client_would_send(
+    host: str, method: str, path: str, body: bytes | None, headers: dict[str, str]
+) -> None:
+    class Config:
+        pass
+
+    Config.host = host  # type: ignore[attr-defined]
+    pool = ConnectionPool(Config())
+    reference = http.client.HTTPConnection(pool.host, pool.port or (443 if pool._https else 80))
+    reference.default_port = 443 if pool._https else 80
+    capture = _Capture()
+    reference.sock = capture
+    reference.request(method, pool.prefix + path, body=body, headers=headers)
+    assert pool._request_bytes(method, path, body, headers) == capture.sent
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [("/a b", {}), ("/a\r\nX: y", {}), ("/ok", {"X": "a\r\nInjected: 1"}), ("/ok", {"X\n": "v"})],
+)
+def test_a_request_with_line_breaks_or_spaces_is_refused(path: str, headers: dict[str, str]) -> None:
+    class Config:
+        host = "https://10.0.0.1:6443"
+
+    with pytest.raises(ValueError, match="contains"):
+        ConnectionPool(Config())._request_bytes("GET", path, None, headers)
