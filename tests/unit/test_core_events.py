@@ -60,7 +60,7 @@ class Env:
             controller="py-scheduler",
         )
 
-    def scheduled(self, pod: dict[str, Any]) -> None:
+    def scheduled(self, pod: dict[str, Any], *, inline: bool = False) -> None:
         self.recorder.event(
             pod,
             event_type=NORMAL,
@@ -69,6 +69,7 @@ class Env:
             message="Successfully assigned default/p to n1",
             controller="py-scheduler",
             aggregate=False,
+            inline=inline,
         )
 
     def settle(self) -> None:
@@ -424,16 +425,7 @@ def test_an_inline_event_is_written_by_the_calling_thread_and_its_retry_by_the_p
     calls: list[str] = []
 
     def write() -> None:
-        env.recorder.event(
-            pod,
-            event_type=NORMAL,
-            reason="Scheduled",
-            action="Binding",
-            message="Successfully assigned default/p to n1",
-            controller="py-scheduler",
-            aggregate=False,
-            inline=True,
-        )
+        env.scheduled(pod, inline=True)
         calls.append(threading.current_thread().name)
 
     writer = threading.Thread(target=write, name="binding_7")
@@ -453,14 +445,5 @@ def test_an_inline_event_is_written_by_the_calling_thread_and_its_retry_by_the_p
 
 def test_an_inline_event_after_shutdown_is_dropped(env: Env) -> None:
     env.recorder.shutdown(wait=True)
-    env.recorder.event(
-        make_pod("p"),
-        event_type=NORMAL,
-        reason="Scheduled",
-        action="Binding",
-        message="m",
-        controller="py-scheduler",
-        aggregate=False,
-        inline=True,
-    )
+    env.scheduled(make_pod("p"), inline=True)
     assert env.rest.matching("POST", "/events") == [] and env.recorder.created == 0

@@ -112,7 +112,7 @@ def _idle_balance_column(scorer: ResourceAllocationScorer) -> NodeColumn:
     if column is None:
 
         def idle_balance(info: NodeInfo) -> int:
-            return balanced_resource_score(scorer.in_use(info), scorer.capacities(info))
+            return balanced_resource_score(*scorer.node_vectors(info))
 
         column = _IDLE_COLUMNS[names_key] = NodeColumn(
             "noderesources/balanced-allocation.idle/" + ",".join(names_key), np.int64, idle_balance

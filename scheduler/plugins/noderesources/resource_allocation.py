@@ -234,35 +234,27 @@ class ResourceAllocationScorer:
             return columns.ALLOCATABLE_EPHEMERAL, columns.REQUESTED_EPHEMERAL
         return None
 
-    def in_use(self, info: NodeInfo) -> list[int]:
-        """What the node's pods use of each configured resource: the ``allocated`` of ``score``."""
+    def node_vectors(self, info: NodeInfo) -> tuple[list[int], list[int]]:
+        """(in use, allocatable) of each configured resource on the node: ``score``'s ``allocated``
+        and ``allocatable`` before it drops the resources the node lacks."""
         used = info.requested if self.use_requested else info.non_zero_requested
-        values: list[int] = []
-        for spec, kind in zip(self.resources, self._kinds, strict=True):
-            if kind == _KIND_CPU:
-                values.append(used.milli_cpu)
-            elif kind == _KIND_MEMORY:
-                values.append(used.memory)
-            elif kind == _KIND_EPHEMERAL:
-                values.append(info.requested.ephemeral_storage)
-            else:
-                values.append(info.requested.scalar.get(spec.name, 0))
-        return values
-
-    def capacities(self, info: NodeInfo) -> list[int]:
-        """The node's allocatable of each configured resource (0 where it has none)."""
         alloc = info.allocatable
-        values: list[int] = []
+        in_use: list[int] = []
+        capacity: list[int] = []
         for spec, kind in zip(self.resources, self._kinds, strict=True):
             if kind == _KIND_CPU:
-                values.append(alloc.milli_cpu)
+                in_use.append(used.milli_cpu)
+                capacity.append(alloc.milli_cpu)
             elif kind == _KIND_MEMORY:
-                values.append(alloc.memory)
+                in_use.append(used.memory)
+                capacity.append(alloc.memory)
             elif kind == _KIND_EPHEMERAL:
-                values.append(alloc.ephemeral_storage)
+                in_use.append(info.requested.ephemeral_storage)
+                capacity.append(alloc.ephemeral_storage)
             else:
-                values.append(alloc.scalar.get(spec.name, 0))
-        return values
+                in_use.append(info.requested.scalar.get(spec.name, 0))
+                capacity.append(alloc.scalar.get(spec.name, 0))
+        return in_use, capacity
 
     @property
     def all_columnar(self) -> bool:
