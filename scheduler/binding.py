@@ -3,9 +3,11 @@
 Permit waits never reach it: they live on the event loop (``scheduler.waiting_pods``), and a pod is
 submitted only once every waiting Permit plugin has allowed it.
 
-Threads never touch the cache or the queue: each outcome goes back to the event loop with
-``loop.call_soon_threadsafe``. A binding thread re-checks ``may_bind()`` (leadership, shutdown) right
-before the Bind call, so a lost lease stops bindings at once.
+Threads never touch the cache or the queue: outcomes go back to the event loop with
+``loop.call_soon_threadsafe``, in batches (one loop callback drains every result reported since the
+last). A binding thread re-checks ``may_bind()`` (leadership, shutdown) right before the Bind call,
+so a lost lease stops bindings at once. After a successful bind the thread writes the pod's Scheduled
+Event itself (``after_bound``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +33,9 @@ log = logging.getLogger(__name__)
 # Upstream binds every pod in a goroutine of its own, limited only by the client's qps. Threads cost
 # more, but a binding thread mostly waits for the API server: with too few of them, binds queue
 # behind other clients' requests (a flood of pod creations) while the scheduling cycle sits idle.
-BINDING_WORKERS = 64
+# Each thread also writes its pod's Scheduled Event after the bind (96 = the 64 that kept pace with
+# binds alone, plus room for those writes); threads start only when all running ones are busy.
+BINDING_WORKERS = 96
 
 
 class Outcome(enum.Enum):
@@ -82,9 +87,17 @@ class BindingPool:
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
         self._closed = False
+        self._results: list[BindingResult] = []
+        self._results_lock = threading.Lock()
+        self._drain_scheduled = False
+        # Loop callbacks that delivered results (fewer than results when binds finish in bursts).
+        self.drains = 0
         # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
         # not handled, the Bind plugins run. Called on the binding thread.
         self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
+        # Called on the binding thread after a successful bind (the Scheduled Event, as upstream's
+        # bindingCycle records it from the binding goroutine). Must not touch the loop's state.
+        self.after_bound: Callable[[BindingTask], None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self.max_workers = max_workers
@@ -106,11 +119,40 @@ class BindingPool:
 
     def _run(self, task: BindingTask) -> None:
         result = self._bind(task)
+        self._report(result)
+        if result.outcome is Outcome.BOUND and self.after_bound is not None:
+            # After the result is on its way to the loop, so the write never delays the bookkeeping.
+            try:
+                self.after_bound(task)
+            except Exception:
+                log.exception("after binding %s", task.pod.key)
+
+    def _report(self, result: BindingResult) -> None:
+        # Results wait in a list that the loop drains in one callback: a burst of binds finishing
+        # together costs one wakeup of the loop, not one per pod.
+        with self._results_lock:
+            self._results.append(result)
+            if self._drain_scheduled:
+                return
+            self._drain_scheduled = True
         try:
-            self._loop.call_soon_threadsafe(self._deliver, result)
+            self._loop.call_soon_threadsafe(self._drain)
         except RuntimeError:
             # The loop is closed: shutdown went ahead without us; the informer state will sort it out.
-            log.debug("binding result for %s dropped: loop closed", task.pod.key)
+            log.debug("binding result for %s dropped: loop closed", result.task.pod.key)
+
+    def _drain(self) -> None:
+        """On the loop: deliver every result reported since the last drain, in order."""
+        with self._results_lock:
+            results, self._results = self._results, []
+            self._drain_scheduled = False
+        self.drains += 1
+        for result in results:
+            try:
+                self._deliver(result)
+            except Exception:
+                # As the loop would for a callback of its own: log it, and deliver the rest.
+                log.exception("delivering the binding result of %s failed", result.task.pod.key)
 
     def _deliver(self, result: BindingResult) -> None:
         self._in_flight -= 1

@@ -97,6 +97,7 @@ class Scheduler:
         if self.algorithm.batch is not None:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
+        self.binding_pool.after_bound = self._record_scheduled
         self.extenders = extenders if extenders is not None else Extenders(())
         if self.extenders.has_binders:
             self.binding_pool.extender_bind = self.extenders.bind
@@ -340,6 +341,20 @@ class Scheduler:
         status = status or Status.unschedulable("scheduler is shutting down")
         self.binding_pool.report(BindingResult(task, Outcome.REJECTED, status, extra={"point": "Permit"}))
 
+    def _record_scheduled(self, task: BindingTask) -> None:
+        """On the binding thread, once bound: the Scheduled Event, written there and then (one thread
+        hand-off less per pod than the writer pool, and none of its cost on the loop)."""
+        self.recorder.event(
+            task.qpi.pod,
+            event_type=NORMAL,
+            reason="Scheduled",
+            action="Binding",
+            message=f"Successfully assigned {task.pod.key} to {task.node_name}",
+            controller=task.fwk.profile_name,
+            aggregate=False,
+            inline=True,
+        )
+
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
@@ -352,15 +367,6 @@ class Scheduler:
             self.stats.scheduled += 1
             metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
             metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)
-            self.recorder.event(
-                qpi.pod,
-                event_type=NORMAL,
-                reason="Scheduled",
-                action="Binding",
-                message=f"Successfully assigned {pod.key} to {task.node_name}",
-                controller=fwk.profile_name,
-                aggregate=False,
-            )
             return
         fwk.run_unreserve(task.state, pod, task.node_name)
         forgotten = self.cache.forget_pod(pod.key)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import logging
+import math
 import random
 import secrets
 import threading
@@ -73,7 +74,23 @@ def truncate_note(message: str) -> str:
 
 
 def micro_time(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """RFC 3339 with microseconds, as datetime would print it. Called once per pod on the loop: the
+    whole seconds are formatted once per second, the rest is integer arithmetic (~5x cheaper)."""
+    global _second_stamp
+    # datetime.fromtimestamp's rounding: the fraction to the nearest microsecond, half to even.
+    whole, part = math.modf(now)
+    second, fraction = int(part), round(whole * 1_000_000)
+    if fraction >= 1_000_000:
+        second, fraction = second + 1, fraction - 1_000_000
+    cached_second, prefix = _second_stamp
+    if second != cached_second:
+        prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second_stamp = (second, prefix)
+    return f"{prefix}.{fraction:06d}Z"
+
+
+# The last whole second micro_time formatted, and its text.
+_second_stamp: tuple[int, str] = (-1, "")
 
 
 def rfc3339(now: float) -> str:
@@ -113,7 +130,8 @@ class _Write:
 
 
 class EventRecorder:
-    """Called on the event loop (except ``before_bind``); the HTTP calls run on a writer pool."""
+    """Called on the event loop (except ``before_bind`` and inline events, which binding threads
+    write themselves); the other HTTP calls run on a writer pool."""
 
     def __init__(
         self,
@@ -256,7 +274,11 @@ class EventRecorder:
         message: str,
         controller: str,
         aggregate: bool = True,
+        inline: bool = False,
     ) -> None:
+        """``inline``: write it in the calling thread (a binding thread, never the loop), not through
+        the writer pool: one thread hand-off less per pod. Only for events that are not aggregated
+        (the series bookkeeping belongs to the loop); a retry still goes through the pool."""
         meta = object_meta(pod)
         namespace = meta.get("namespace", "default")
         uid = meta.get("uid", "")
@@ -291,12 +313,19 @@ class EventRecorder:
                 "resourceVersion": meta.get("resourceVersion", ""),
             },
         }
+        write = _Write(uid, f"{reason} event for {namespace}/{meta.get('name', '')}", self._creator(body))
+        if inline and not aggregate:
+            with self._lock:
+                if self._closed:
+                    log.debug("%s dropped: the recorder is shut down", write.what)
+                    return
+                self.created += 1
+            self._run(write)
+            return
         if aggregate:
             self._series[key] = _Series(namespace, name, 1, now, 1)
         self.created += 1
-        self._submit(
-            _Write(uid, f"{reason} event for {namespace}/{meta.get('name', '')}", self._creator(body))
-        )
+        self._submit(write)
 
     def _creator(self, body: dict[str, Any]) -> Callable[[], None]:
         namespace = body["metadata"]["namespace"]

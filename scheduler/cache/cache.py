@@ -185,7 +185,7 @@ class SchedulerCache:
             if state is not None:
                 self._remove_state(key, state)
             return
-        info = self._parse(pod)
+        info = self._parse(pod, state.info if state is not None else None)
         if info is None:
             # Keep counting the previous version: overcounting a node beats overcommitting it.
             return
@@ -211,11 +211,12 @@ class SchedulerCache:
             self._remove_state(key, state)
         self._add_state(info, assumed=False)
 
-    def _parse(self, pod: PodLike) -> PodInfo | None:
+    def _parse(self, pod: PodLike, cached: PodInfo | None = None) -> PodInfo | None:
+        """``cached``: the version the cache holds (often the assumed copy of this very pod)."""
         if isinstance(pod, PodInfo):
             return pod
         try:
-            return self.pod_infos.get(pod)
+            return self.pod_infos.get(pod, cached)
         except PodSpecError as err:
             log.warning("assigned pod not counted: %s", err)
             return None

@@ -28,14 +28,18 @@ class PodInfoCache:
     because their key would not identify one version.
     """
 
-    __slots__ = ("_entries", "hits", "misses")
+    __slots__ = ("_entries", "hits", "misses", "successors")
 
     def __init__(self, max_size: int = DEFAULT_MAX_SIZE) -> None:
         self._entries: LRUCache[_Key, PodInfo | str] = LRUCache(maxsize=max_size)
         self.hits = 0
         self.misses = 0
+        # Misses answered from the previous version's PodInfo.
+        self.successors = 0
 
-    def get(self, pod: Mapping[str, Any]) -> PodInfo:
+    def get(self, pod: Mapping[str, Any], previous: PodInfo | None = None) -> PodInfo:
+        """``previous``: the PodInfo of an earlier version of this pod, if the caller has it; a new
+        version whose parsed facts cannot differ reuses it (``PodInfo.successor``) instead of parsing."""
         meta = object_meta(pod)
         uid = meta.get("uid") or ""
         resource_version = meta.get("resourceVersion") or ""
@@ -46,6 +50,12 @@ class PodInfoCache:
         entry = self._entries.get(key)
         if entry is None:
             self.misses += 1
+            if previous is not None:
+                successor = previous.successor(pod)
+                if successor is not None:
+                    self.successors += 1
+                    self._entries[key] = successor
+                    return successor
             try:
                 info = PodInfo(pod)
             except PodSpecError as err:

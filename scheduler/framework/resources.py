@@ -325,7 +325,8 @@ def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
     return Resource.from_amounts(amounts)
 
 
-def _has_status_resources(pod: Mapping[str, Any]) -> bool:
+def has_status_resources(pod: Mapping[str, Any]) -> bool:
+    """The pod's status reports container resources (in-place resize): requests read them."""
     status = pod.get("status")
     if not status:
         return False
@@ -350,7 +351,7 @@ def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resourc
         spec.get("initContainers")
         or spec.get("overhead")
         or (spec.get("resources") or {}).get("requests")
-        or _has_status_resources(pod)
+        or has_status_resources(pod)
     ):
         amounts = pod_request_amounts(pod)
         requests = Resource.from_amounts(amounts)

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from scheduler.framework.objects import node_spec, node_status, object_meta, pod_spec
 from scheduler.framework.quantity import QuantityError
-from scheduler.framework.resources import Resource, pod_requests_and_non_zero
+from scheduler.framework.resources import Resource, has_status_resources, pod_requests_and_non_zero
 
 T = TypeVar("T")
 
@@ -104,6 +104,32 @@ class PodInfo:
         self.has_required_anti_affinity = bool(
             isinstance(anti, Mapping) and anti.get("requiredDuringSchedulingIgnoredDuringExecution")
         )
+
+    def successor(self, pod: Mapping[str, Any]) -> PodInfo | None:
+        """This PodInfo for ``pod``, a newer version of the same pod, if nothing parsed can differ:
+        the same uid, spec, labels and annotations, and no status resources in either (in-place
+        resize reads those). Else None. The bound version of a pod, or a status-only change, then
+        costs a few dict comparisons instead of a parse. The memo goes along: plugins derive its
+        entries from the spec, the namespace and the labels."""
+        meta = object_meta(pod)
+        if meta.get("uid") != self.uid or not self.uid:
+            return None
+        spec = pod_spec(pod)
+        if spec != self.spec or has_status_resources(pod) or has_status_resources(self.pod):
+            return None
+        old_meta = object_meta(self.pod)
+        if meta.get("labels") != old_meta.get("labels") or meta.get("annotations") != old_meta.get(
+            "annotations"
+        ):
+            return None
+        copy = PodInfo.__new__(PodInfo)
+        for slot in PodInfo.__slots__:
+            setattr(copy, slot, getattr(self, slot))
+        copy.pod = pod
+        copy.spec = spec
+        copy.resource_version = meta.get("resourceVersion", "")
+        copy.memo = dict(self.memo)
+        return copy
 
     def derived(self, name: str, build: Callable[[PodInfo], T]) -> T:
         """``build(self)`` computed once for this pod version and kept under ``name``."""

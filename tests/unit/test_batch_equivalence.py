@@ -260,6 +260,42 @@ def test_each_batch_plugin_matches_its_per_node_answers(seed: int) -> None:
                 assert normalised.tolist() == [s.score for s in want_scores], scorer.name
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_fit_filter_on_small_windows_matches_its_per_node_answers(seed: int) -> None:
+    """Windows of a few nodes often all fit: NodeResourcesFit then answers from the room-left columns
+    alone (``all_fit_batch``). Overcommitted nodes (negative room) and pods requesting nothing of a
+    resource are among them."""
+    cache, snapshot, fwk, rng = _cluster(seed, nodes=60)
+    for j in range(20):
+        # Overcommit some nodes: bound pods count whatever they request.
+        cache.add_pod(
+            {
+                **_pod(rng, f"big-{j}", node_name=f"n{rng.randrange(60):03d}"),
+                "spec": {
+                    "nodeName": f"n{rng.randrange(60):03d}",
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "20", "memory": "64Gi"}}}],
+                },
+            }
+        )
+    cache.update_snapshot(snapshot)
+    columns = snapshot.columns(fwk.node_columns)
+    [fit] = [p for p in fwk.plugins.filter if p.name == "NodeResourcesFit"]
+    batch = fwk.batch_filter(fit)
+    assert batch is not None
+    all_passed = 0
+    for attempt in range(60):
+        pod = PodInfo(_pod(rng, f"p{attempt}"))
+        state = CycleState()
+        fwk.run_pre_filter(state, pod, snapshot.node_infos())
+        size = rng.randrange(1, 6)
+        window = NodeSubset(columns, np.asarray(rng.sample(range(len(columns)), size), dtype=np.int64))
+        statuses = batch.filter_nodes(state, pod, window)
+        wanted = [fit.filter(state, pod, node) for node in window]
+        assert [_key(s) for s in statuses] == [_key(w) for w in wanted]
+        all_passed += all(w is None for w in wanted)
+    assert all_passed > 0
+
+
 def test_columns_follow_the_cache_through_snapshot_updates() -> None:
     cache, snapshot, fwk, rng = _cluster(3, nodes=40)
     built = snapshot.columns(fwk.node_columns)

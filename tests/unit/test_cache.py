@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
@@ -527,3 +528,87 @@ def test_snapshot_of_empty_cache() -> None:
     assert list(snap.node_infos()) == []
     assert snap.get("x") is None
     assert snap.index_of("x") is None
+
+
+# --- a newer version of a pod reuses its parsed PodInfo when nothing parsed can differ -------------
+
+
+def _bound_version(pod: dict[str, Any], node: str) -> dict[str, Any]:
+    """What the watch delivers after the Binding: nodeName set, PodScheduled=True, a new version."""
+    bound = copy.deepcopy(pod)
+    bound["spec"]["nodeName"] = node
+    bound["metadata"]["resourceVersion"] = str(next(_rv))
+    bound["status"] = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    return bound
+
+
+def test_bound_version_of_an_assumed_pod_reuses_the_assumed_pod_info() -> None:
+    infos = PodInfoCache()
+    cache = SchedulerCache(pod_infos=infos)
+    cache.add_node(make_node("n1"))
+    pending = make_pod("p", cpu="500m", memory="1Gi")
+    assumed = cache.assume_pod(infos.get(pending), "n1")
+    assumed.derived("test/memo", lambda info: "kept")
+    bound = _bound_version(pending, "n1")
+    cache.add_pod(bound)
+    assert infos.successors == 1
+    confirmed = cache.get_pod("default/p")
+    assert confirmed is not None and confirmed is not assumed
+    # The confirmed PodInfo describes the bound version: its dict, its resourceVersion, its node.
+    assert confirmed.pod is bound and confirmed.resource_version == bound["metadata"]["resourceVersion"]
+    assert confirmed.node_name == "n1" and confirmed.requests == assumed.requests
+    assert confirmed.derived("test/memo", lambda info: "rebuilt") == "kept"
+    assert not cache.is_assumed("default/p")
+    node = cache.node_info("n1")
+    assert node is not None and node.requested.milli_cpu == 500 and node.requested.memory == GI
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(
+            lambda p: p["spec"]["containers"][0]["resources"]["requests"].update(cpu="2"), id="spec"
+        ),
+        pytest.param(lambda p: p["metadata"].update(labels={"app": "x"}), id="labels"),
+        pytest.param(lambda p: p["metadata"].update(annotations={"a": "b"}), id="annotations"),
+        pytest.param(lambda p: p["metadata"].update(uid="another"), id="uid"),
+        pytest.param(
+            lambda p: p["status"].update(
+                containerStatuses=[{"name": "c", "resources": {"requests": {"cpu": "2"}}}]
+            ),
+            id="status-resources",
+        ),
+    ],
+)
+def test_a_version_that_may_parse_differently_is_parsed(change: Any) -> None:
+    infos = PodInfoCache()
+    cache = SchedulerCache(pod_infos=infos)
+    cache.add_node(make_node("n1"))
+    pending = make_pod("p", cpu="500m")
+    cache.assume_pod(infos.get(pending), "n1")
+    bound = _bound_version(pending, "n1")
+    change(bound)
+    assert infos.get(pending).successor(bound) is None
+    cache.add_pod(bound)
+    assert infos.successors == 0
+    confirmed = cache.get_pod("default/p")
+    assert confirmed is not None and confirmed.pod is bound
+    expected = PodInfo(bound)
+    assert confirmed.requests == expected.requests
+
+
+def test_status_only_updates_of_a_bound_pod_reuse_its_pod_info() -> None:
+    infos = PodInfoCache()
+    cache = SchedulerCache(pod_infos=infos)
+    cache.add_node(make_node("n1"))
+    running = make_pod("p", "n1", cpu="1")
+    cache.add_pod(running)
+    newer = copy.deepcopy(running)
+    newer["metadata"]["resourceVersion"] = str(next(_rv))
+    newer["status"]["startTime"] = "2024-01-01T00:00:00Z"
+    cache.update_pod(running, newer)
+    assert infos.successors == 1
+    info = cache.get_pod("default/p")
+    assert info is not None and info.pod is newer
+    node = cache.node_info("n1")
+    assert node is not None and node.requested.milli_cpu == 1000

@@ -181,3 +181,44 @@ async def test_submit_after_shutdown_raises_and_keeps_the_count(
         harness.pool.submit(harness.task())
     assert harness.pool.in_flight == 0
     assert await harness.pool.drain(timeout=0.1)
+
+
+async def test_results_that_finish_together_reach_the_loop_in_one_drain(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    # Every bind finishes while the loop is blocked: their results must all arrive, in the order the
+    # threads reported them, through fewer loop callbacks than results.
+    harness = harness_factory(Binder())
+    tasks = [harness.task(f"p{i}") for i in range(20)]
+    for task in tasks:
+        harness.pool.submit(task)
+    while harness.pool.in_flight and len(harness.binder.calls) < len(tasks):
+        threading.Event().wait(0.01)  # blocks the loop on purpose
+    threading.Event().wait(0.05)
+    await wait_for(lambda: len(harness.results) == len(tasks))
+    assert {r.task.pod.key for r in harness.results} == {t.pod.key for t in tasks}
+    assert all(r.outcome is Outcome.BOUND for r in harness.results)
+    assert harness.pool.in_flight == 0
+    assert harness.pool.drains < len(tasks)
+
+
+async def test_a_failing_result_handler_does_not_lose_the_rest_of_the_batch(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    harness = harness_factory(Binder())
+    delivered: list[str] = []
+
+    def on_done(result: BindingResult) -> None:
+        delivered.append(result.task.pod.key)
+        if result.task.pod.key == "default/p0":
+            raise RuntimeError("handler bug")
+
+    harness.pool._on_done = on_done
+    tasks = [harness.task(f"p{i}") for i in range(5)]
+    for task in tasks:
+        harness.pool.submit(task)
+    while len(harness.binder.calls) < len(tasks):
+        threading.Event().wait(0.01)
+    await wait_for(lambda: len(delivered) == len(tasks))
+    assert sorted(delivered) == [f"default/p{i}" for i in range(5)]
+    assert harness.pool.in_flight == 0

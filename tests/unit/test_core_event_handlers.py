@@ -292,3 +292,65 @@ async def test_a_binding_by_another_scheduler_counts_before_a_later_pod_is_queue
         await informer.stop()
         env.queue.close()
     assert seen == [("vip", 2000)]
+
+
+# --- a stream of MODIFIED events: reused PodInfos never hide a change -------------------------------
+
+
+def _counted(cache: SchedulerCache, node: str) -> tuple[int, int, list[str]]:
+    info = cache.node_info(node)
+    assert info is not None
+    return info.requested.milli_cpu, info.requested.memory, sorted(info.pods)
+
+
+def test_a_stream_of_pod_updates_leaves_the_cache_as_parsing_every_version_would(env: Env) -> None:
+    """The watch's view of one pod: added pending, assumed and bound, then status-only changes (which
+    reuse the parsed PodInfo), then changes that must be parsed (labels, an in-place resize), then
+    terminal. After every event the cache must equal a cache built from that version alone."""
+    env.handlers.on_node_add(make_node("n1"))
+    pending = make_pod("p", cpu="500m", memory="1Gi")
+    env.handlers.on_pod_add(pending)
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    env.cache.assume_pod(PodInfo(pending), "n1")
+
+    def bind(p: dict[str, Any]) -> None:
+        p["spec"]["nodeName"] = "n1"
+        p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+
+    def resize(p: dict[str, Any]) -> None:
+        p["status"]["containerStatuses"] = [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]
+
+    stream = [
+        bind,
+        lambda p: p["status"].update(phase="Running", startTime="2024-01-01T00:00:00Z"),
+        lambda p: p["status"].update(podIP="10.0.0.7"),
+        lambda p: p["metadata"].update(labels={"app": "web"}),
+        resize,
+        lambda p: p["status"].update(phase="Running", hostIP="192.168.0.1"),
+        lambda p: p["status"].update(phase="Succeeded"),
+    ]
+    old = pending
+    for change in stream:
+        new = bumped(old, change)
+        env.handlers.on_pod_update(old, new)
+        reference = SchedulerCache()
+        reference.add_node(make_node("n1"))
+        reference.add_pod(new)
+        assert _counted(env.cache, "n1") == _counted(reference, "n1"), new["status"]
+        cached = env.cache.get_pod("default/p")
+        if new["status"].get("phase") == "Succeeded":
+            assert cached is None
+        else:
+            assert cached is not None and cached.pod is new
+            fresh = PodInfo(new)
+            assert (cached.requests, cached.non_zero_requests, cached.node_name) == (
+                fresh.requests,
+                fresh.non_zero_requests,
+                fresh.node_name,
+            )
+        assert not env.cache.is_assumed("default/p")
+        old = new
+    # The bind and the two status-only updates before the labels changed were answered without a
+    # parse; the resize and what followed it (status resources) were parsed.
+    assert env.cache.pod_infos.successors == 3

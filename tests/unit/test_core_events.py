@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.api import SchedulerApi
 from scheduler.events import (
@@ -57,7 +60,7 @@ class Env:
             controller="py-scheduler",
         )
 
-    def scheduled(self, pod: dict[str, Any]) -> None:
+    def scheduled(self, pod: dict[str, Any], *, inline: bool = False) -> None:
         self.recorder.event(
             pod,
             event_type=NORMAL,
@@ -66,6 +69,7 @@ class Env:
             message="Successfully assigned default/p to n1",
             controller="py-scheduler",
             aggregate=False,
+            inline=inline,
         )
 
     def settle(self) -> None:
@@ -401,3 +405,45 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
     binder.join(10)
     assert order == ["patch", "bind"]
     env.settle()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False, allow_infinity=False))
+def test_micro_time_prints_what_datetime_prints(now: float) -> None:
+    expected = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert micro_time(now) == expected
+    assert micro_time(now + 1.5) == dt.datetime.fromtimestamp(now + 1.5, dt.UTC).strftime(
+        "%Y-%m-%dT%H:%M:%S.%fZ"
+    )
+
+
+def test_an_inline_event_is_written_by_the_calling_thread_and_its_retry_by_the_pool() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    calls: list[str] = []
+
+    def write() -> None:
+        env.scheduled(pod, inline=True)
+        calls.append(threading.current_thread().name)
+
+    writer = threading.Thread(target=write, name="binding_7")
+    writer.start()
+    writer.join()
+    # The first try ran (and failed) inside the call, on the caller's thread; the retry is queued.
+    assert calls == ["binding_7"] and flaky.refused == 1
+    assert env.recorder.pending_retries == 1 and env.recorder.created == 1
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    assert env.recorder.retry_due() == 1
+    env.settle()
+    assert [e["reason"] for e in flaky.written] == ["Scheduled"]
+    [written] = [c for c in env.rest.matching("POST", "/events") if c.thread.startswith("events")]
+    assert written.body["reason"] == "Scheduled"
+
+
+def test_an_inline_event_after_shutdown_is_dropped(env: Env) -> None:
+    env.recorder.shutdown(wait=True)
+    env.scheduled(make_pod("p"), inline=True)
+    assert env.rest.matching("POST", "/events") == [] and env.recorder.created == 0

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.cache import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ReservePlugin
 from scheduler.framework.runtime import (
@@ -20,6 +21,7 @@ from scheduler.framework.runtime import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
+from scheduling_queue import FakeClock, SchedulingQueue
 from scheduling_queue.types import (
     ActionType,
     ClusterEvent,
@@ -28,7 +30,7 @@ from scheduling_queue.types import (
     Resource,
     priority_sort_less,
 )
-from tests.unit.test_core_fakes import make_node, make_pod
+from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
 
 POD = PodInfo(make_pod("p"))
 NODES = [NodeInfo(make_node(f"n{i}")) for i in range(3)]
@@ -350,6 +352,17 @@ def test_default_queue_sort_is_priority_sort() -> None:
 
     fifo = Fifo()
     assert fwk(PluginSet(queue_sort=[fifo])).queue_sort_less() == fifo.less
+
+
+def test_the_default_profiles_queue_orders_by_the_tuple_key() -> None:
+    # The configured PrioritySort hands over the function the queue recognises, so activeQ compares
+    # (priority, timestamp) tuples in C instead of calling a plugin method per heap comparison.
+    frameworks = build_frameworks(Snapshot, None, lambda: 0.0)
+    less = frameworks[PROFILE].queue_sort_less()
+    assert less is priority_sort_less
+    queue = SchedulingQueue(clock=FakeClock(), less=less)
+    assert queue._default_sort
+    queue.close()
 
 
 def test_plugins_without_registrations_hear_every_event() -> None:

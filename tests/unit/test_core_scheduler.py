@@ -121,6 +121,9 @@ async def test_success_assumes_binds_and_reports_scheduled(make_env: MakeEnv) ->
     [event] = env.rest.events()
     assert (event["type"], event["reason"], event["action"]) == ("Normal", "Scheduled", "Binding")
     assert event["note"] == "Successfully assigned default/a to n1"
+    # Written by the thread that bound the pod, as upstream's binding goroutine records it.
+    [event_call] = env.rest.matching("POST", "/events")
+    assert event_call.thread == bind.thread
     assert event["reportingController"] == PROFILE
     assert env.rest.status_patches() == []
 

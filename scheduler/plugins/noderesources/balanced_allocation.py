@@ -14,9 +14,11 @@ from scheduler.framework import (
     CycleState,
     Handle,
     IntArray,
+    NodeColumn,
     NodeInfo,
     PodInfo,
     Status,
+    as_subset,
 )
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
@@ -96,6 +98,28 @@ def balanced_resource_array_scorer(
     return score
 
 
+# The balance of each node without the pod, per configured resource list: one column object per list,
+# so profiles configuring the same resources share it (a name declared twice must be one spec).
+_IDLE_COLUMNS: dict[tuple[str, ...], NodeColumn] = {}
+
+
+def _idle_balance_column(scorer: ResourceAllocationScorer) -> NodeColumn:
+    """Per node, ``balanced_resource_score`` of what its pods use: the "without the pod" half of the
+    score depends on the node alone, so it is computed when the node changes, not per pod and node.
+    Read only where every capacity is non-zero, where it equals the array path's value."""
+    names_key = tuple(spec.name for spec in scorer.resources)
+    column = _IDLE_COLUMNS.get(names_key)
+    if column is None:
+
+        def idle_balance(info: NodeInfo) -> int:
+            return balanced_resource_score(*scorer.node_vectors(info))
+
+        column = _IDLE_COLUMNS[names_key] = NodeColumn(
+            "noderesources/balanced-allocation.idle/" + ",".join(names_key), np.int64, idle_balance
+        )
+    return column
+
+
 class NodeResourcesBalancedAllocation:
     """Score: favours nodes whose resource utilizations end up close to each other.
 
@@ -118,9 +142,13 @@ class NodeResourcesBalancedAllocation:
             use_requested=True,
             array_scorer=balanced_resource_array_scorer,
         )
+        self._idle = _idle_balance_column(self.scorer) if self.scorer.all_columnar else None
 
     def node_columns(self) -> Sequence[ColumnSpec]:
-        return self.scorer.node_columns()
+        columns = self.scorer.node_columns()
+        if self._idle is not None:
+            columns = (*columns, self._idle)
+        return columns
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         requests = self.scorer.pod_requests(pod)
@@ -147,6 +175,15 @@ class NodeResourcesBalancedAllocation:
             if not any(requests):
                 return [0] * len(nodes)
             entries = self.scorer.entries(requests)
+        subset = as_subset(nodes)
+        if self._idle is not None and subset is not None:
+            arrays = self.scorer.gather_arrays(subset, entries)
+            if arrays is not None:
+                requested, _, allocatable = arrays
+                with_pod = balanced_resource_score_array(requested, allocatable)
+                half = MAX_NODE_SCORE // 2
+                score: IntArray = half + go_div_array(half + with_pod - subset.gather(self._idle), 2)
+                return score
         scores = self.scorer.score_nodes(nodes, entries)
         if scores is None:
             return [self.scorer.score(node, entries) for node in nodes]

@@ -25,6 +25,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.masked import all_pass
 from scheduler.framework.objects import pod_spec
 from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
@@ -76,6 +77,10 @@ FILTER_COLUMNS: tuple[ColumnSpec, ...] = (
     columns.REQUESTED_MEMORY,
     columns.ALLOCATABLE_EPHEMERAL,
     columns.REQUESTED_EPHEMERAL,
+    columns.FREE_PODS,
+    columns.FREE_CPU,
+    columns.FREE_MEMORY,
+    columns.FREE_EPHEMERAL,
 )
 
 
@@ -134,6 +139,26 @@ def insufficient_resources(request: FitRequest, node: NodeInfo) -> tuple[list[st
             reasons.append(f"Insufficient {name}")
             unresolvable = unresolvable or quantity > capacity
     return reasons, unresolvable
+
+
+def all_fit_batch(request: FitRequest, nodes: Sequence[NodeInfo]) -> bool:
+    """Whether every node of a NodeSubset has room for the request and one more pod: one comparison
+    per requested resource over the room-left columns. False when some node lacks room, and when only
+    the per-node or the full batch path can tell (no columns, scalar resources)."""
+    subset = as_subset(nodes)
+    if subset is None or request.scalars or not len(subset):
+        return False
+    if not (subset.gather(columns.FREE_PODS) > 0).all():
+        return False
+    for wanted, free in (
+        (request.milli_cpu, columns.FREE_CPU),
+        (request.memory, columns.FREE_MEMORY),
+        (request.ephemeral_storage, columns.FREE_EPHEMERAL),
+    ):
+        # insufficient_resources checks only what the pod asks for.
+        if wanted > 0 and not (subset.gather(free) >= wanted).all():
+            return False
+    return True
 
 
 def insufficient_resources_batch(
@@ -271,6 +296,9 @@ class NodeResourcesFit:
         request: FitRequest | None = state.get(PRE_FILTER_STATE_KEY)
         if request is None:
             request = self._fit_request(pod)
+        if all_fit_batch(request, nodes):
+            # The common case while the cluster has room: no reasons to work out.
+            return all_pass(len(nodes))
         batch = insufficient_resources_batch(request, nodes)
         if batch is None:
             return [self.filter(state, pod, node) for node in nodes]

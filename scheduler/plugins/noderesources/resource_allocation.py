@@ -115,12 +115,21 @@ def _weighted_array_scorer(
 
     def score(requested: list[IntArray], allocated: list[IntArray], allocatable: list[IntArray]) -> IntArray:
         # Every capacity is non-zero (see ResourceAllocationScorer.score_nodes), so all weights count.
-        total: IntArray = np.zeros(len(allocatable[0]), dtype=np.int64)
+        # Each per-resource array is fresh, so the first one holds the sum; weight 1 needs no multiply.
+        total: IntArray | None = None
         for i, capacity in enumerate(allocatable):
-            total += per_resource(requested[i], capacity) * weights[i]
+            term = per_resource(requested[i], capacity)
+            if weights[i] != 1:
+                term *= weights[i]
+            if total is None:
+                total = term
+            else:
+                total += term
         weight_sum = sum(weights[: len(allocatable)])
-        if not weight_sum:
-            return np.zeros_like(total)
+        if total is None or not weight_sum:
+            return np.zeros(len(allocatable[0]) if allocatable else 0, dtype=np.int64)
+        if weight_sum == 1:
+            return total
         result: IntArray = total // weight_sum
         return result
 
@@ -128,12 +137,18 @@ def _weighted_array_scorer(
 
 
 def _least_requested_array(requested: IntArray, capacity: IntArray) -> IntArray:
-    score: IntArray = np.where(requested > capacity, 0, (capacity - requested) * MAX_NODE_SCORE // capacity)
-    return score
+    # A request over capacity scores 0: the free room clipped at 0 gives 0 * MAX // capacity.
+    free: IntArray = capacity - requested
+    np.maximum(free, 0, out=free)
+    free *= MAX_NODE_SCORE
+    free //= capacity
+    return free
 
 
 def _most_requested_array(requested: IntArray, capacity: IntArray) -> IntArray:
-    score: IntArray = np.minimum(requested, capacity) * MAX_NODE_SCORE // capacity
+    score: IntArray = np.minimum(requested, capacity)
+    score *= MAX_NODE_SCORE
+    score //= capacity
     return score
 
 
@@ -219,6 +234,33 @@ class ResourceAllocationScorer:
             return columns.ALLOCATABLE_EPHEMERAL, columns.REQUESTED_EPHEMERAL
         return None
 
+    def node_vectors(self, info: NodeInfo) -> tuple[list[int], list[int]]:
+        """(in use, allocatable) of each configured resource on the node: ``score``'s ``allocated``
+        and ``allocatable`` before it drops the resources the node lacks."""
+        used = info.requested if self.use_requested else info.non_zero_requested
+        alloc = info.allocatable
+        in_use: list[int] = []
+        capacity: list[int] = []
+        for spec, kind in zip(self.resources, self._kinds, strict=True):
+            if kind == _KIND_CPU:
+                in_use.append(used.milli_cpu)
+                capacity.append(alloc.milli_cpu)
+            elif kind == _KIND_MEMORY:
+                in_use.append(used.memory)
+                capacity.append(alloc.memory)
+            elif kind == _KIND_EPHEMERAL:
+                in_use.append(info.requested.ephemeral_storage)
+                capacity.append(alloc.ephemeral_storage)
+            else:
+                in_use.append(info.requested.scalar.get(spec.name, 0))
+                capacity.append(alloc.scalar.get(spec.name, 0))
+        return in_use, capacity
+
+    @property
+    def all_columnar(self) -> bool:
+        """Every configured resource has columns (no scalar resource): the array path can serve."""
+        return _KIND_SCALAR not in self._kinds
+
     def node_columns(self) -> tuple[ColumnSpec, ...]:
         """The columns ``score_nodes`` reads for the configured resources (none without an array
         scorer: it would never read them)."""
@@ -272,8 +314,20 @@ class ResourceAllocationScorer:
     ) -> IntArray | None:
         """``score`` for every node of a NodeSubset at once, or None when only the per-node path can
         answer: no columns, no array scorer, a scalar resource, or a node without some resource."""
+        if self.array_scorer is None:
+            return None
+        arrays = self.gather_arrays(nodes, entries)
+        if arrays is None:
+            return None
+        return self.array_scorer(*arrays)
+
+    def gather_arrays(
+        self, nodes: Sequence[NodeInfo], entries: Sequence[tuple[int, int, str, int]]
+    ) -> tuple[list[IntArray], list[IntArray], list[IntArray]] | None:
+        """(requested, allocated, allocatable) per configured resource over a NodeSubset, every
+        capacity non-zero; None when only the per-node path can answer (see ``score_nodes``)."""
         subset = as_subset(nodes)
-        if subset is None or self.array_scorer is None or len(entries) != len(self.resources) or not entries:
+        if subset is None or len(entries) != len(self.resources) or not entries:
             return None
         requested: list[IntArray] = []
         allocated: list[IntArray] = []
@@ -290,4 +344,4 @@ class ResourceAllocationScorer:
             allocatable.append(subset.gather(capacity_column))
             allocated.append(in_use)
             requested.append(in_use + pod_request)
-        return self.array_scorer(requested, allocated, allocatable)
+        return requested, allocated, allocatable

@@ -155,3 +155,23 @@ def test_invalid_args(args: dict[str, Any], field: str) -> None:
 def test_default_resources() -> None:
     plugin = NodeResourcesBalancedAllocation({})
     assert [(r.name, r.weight) for r in plugin.scorer.resources] == [("cpu", 1), ("memory", 1)]
+
+
+def test_the_idle_balance_column_is_one_spec_per_resource_list() -> None:
+    # Two profiles configuring the same resources must declare the very same column (a name declared
+    # twice differently stops startup); other resources get a column of their own; a scalar resource
+    # leaves the array path, and the column, out.
+    first = NodeResourcesBalancedAllocation({})
+    second = NodeResourcesBalancedAllocation({"resources": [{"name": "cpu"}, {"name": "memory"}]})
+    other = NodeResourcesBalancedAllocation({"resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}]})
+    gpu = NodeResourcesBalancedAllocation({"resources": [{"name": "cpu"}, {"name": "example.com/gpu"}]})
+
+    def idle(plugin: NodeResourcesBalancedAllocation) -> list[Any]:
+        return [c for c in plugin.node_columns() if "idle" in c.name]
+
+    assert idle(first) == idle(second) and idle(first)[0] is idle(second)[0]
+    assert idle(other)[0].name != idle(first)[0].name
+    assert idle(gpu) == []
+    info = node_info(make_node("n", 4000, 8 * 1024**3), on("n", cm("1", "1Gi")))
+    # cpu 1/4 used, memory 1/8: std = |0.25 - 0.125| / 2, score int((1 - std) * 100) = 93.
+    assert idle(first)[0].compute(info) == 93
