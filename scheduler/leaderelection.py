@@ -56,10 +56,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from scheduler import metrics
+from scheduler.events import micro_time
 
 logger = logging.getLogger(__name__)
 
@@ -180,11 +180,6 @@ class _LostError(Exception):
 def default_identity() -> str:
     """hostname + "_" + uuid, as kube-scheduler builds it (unique even for two replicas on one host)."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time(wall_seconds: float) -> str:
-    """metav1.MicroTime's RFC 3339 form with microseconds, in UTC."""
-    return datetime.fromtimestamp(wall_seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:

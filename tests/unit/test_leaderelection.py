@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from scheduler.events import micro_time
 from scheduler.leaderelection import (
     LeaderElector,
     LeaseConflictError,
     default_identity,
-    micro_time,
 )
 
 Lease = dict[str, Any]
