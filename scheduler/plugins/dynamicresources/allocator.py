@@ -180,6 +180,47 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     return result
 
 
+def _depends_on_labels(slice_: Obj) -> bool:
+    """Whether the slice's node matching reads node labels (a node selector, of the slice or a device)."""
+    spec = _spec(slice_)
+    return spec.get("nodeSelector") is not None or bool(spec.get("perDeviceNodeSelection"))
+
+
+class PoolCache:
+    """``gather_pools`` per node name, kept while the slices stay the same objects.
+
+    Every node gathers its pools from all slices, once per node per pod; with the slices unchanged
+    between pods (the common case: drivers publish rarely) the answer for a node is the same. The
+    informer replaces a changed slice by a new object, so the identities of the listed slices (held
+    here, so they cannot be reused) tell whether anything changed. Slices that select nodes by label
+    make the answer depend on more than the name: then nothing is cached.
+    """
+
+    def __init__(self) -> None:
+        self._slices: Sequence[Obj] = ()
+        self._key: tuple[int, ...] = ()
+        self._by_node: dict[str, list[Pool]] | None = {}
+
+    def pools_for(self, slices: Sequence[Obj]) -> Callable[[NodeView], list[Pool]]:
+        """A ``gather_pools`` over ``slices``, answered from the cache where it can be."""
+        key = tuple(map(id, slices))
+        if key != self._key:
+            self._slices, self._key = slices, key
+            self._by_node = None if any(_depends_on_labels(s) for s in slices) else {}
+        by_node = self._by_node
+        current = self._slices
+        if by_node is None:
+            return lambda node: gather_pools(current, node)
+
+        def cached(node: NodeView) -> list[Pool]:
+            found = by_node.get(node.name)
+            if found is None:
+                found = by_node[node.name] = gather_pools(current, node)
+            return found
+
+        return cached
+
+
 # --- requests -------------------------------------------------------------------------------------
 
 
@@ -318,6 +359,8 @@ class DeviceMatchCache:
         if found is not None:
             return found
         compiled = self.cel.get_or_compile(expression)
+        if compiled.driver_equals is not None:
+            return compiled.driver_equals == driver
         act_key = (version, driver, index)
         activation = self._activations.get(act_key)
         if activation is None:
@@ -352,10 +395,14 @@ class Allocator:
         matches: DeviceMatchCache,
         timeout: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        pools: Callable[[NodeView], list[Pool]] | None = None,
     ) -> None:
         self.allocated = allocated
         self.classes = classes
         self.slices = slices
+        # The pools of a node (``gather_pools`` over ``slices``, or a PoolCache's answer). Runs only
+        # read them.
+        self.pools_of: Callable[[NodeView], list[Pool]] = pools or (lambda node: gather_pools(slices, node))
         self.match_cache = matches
         self.timeout = timeout
         self.clock = clock
@@ -382,7 +429,7 @@ class _Run:
 
     # -- setup ------------------------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]] | None:
-        self.pools = gather_pools(self.a.slices, self.node)
+        self.pools = self.a.pools_of(self.node)
         for ci, claim in enumerate(self.claims):
             devices = (claim.get("spec") or {}).get("devices") or {}
             per_request: list[list[Request]] = []

@@ -145,12 +145,48 @@ class InFlightClaims:
         return len(self._pending)
 
 
-def all_allocated_devices(claims: Sequence[Obj], in_flight: InFlightClaims) -> set[DeviceID]:
+def all_allocated_devices(
+    claims: Sequence[Obj], in_flight: InFlightClaims, memo: AllocatedDevicesMemo | None = None
+) -> set[DeviceID]:
     """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
     taken: set[DeviceID] = set()
-    for claim in claims:
-        allocation = allocation_of(claim)
-        if allocation is not None:
-            taken.update(allocated_devices(allocation))
+    if memo is None:
+        for claim in claims:
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                taken.update(allocated_devices(allocation))
+    else:
+        for devices in memo.devices_of(claims):
+            taken.update(devices)
     taken.update(in_flight.devices())
     return taken
+
+
+class AllocatedDevicesMemo:
+    """The devices each claim object holds, remembered by object identity.
+
+    Every pod with claims to allocate needs the devices of all claims; a claim changes (and the
+    informer replaces its object) far less often than pods are scheduled. The memo holds the objects
+    it remembers, so an identity is never reused for another claim while it is remembered, and it
+    forgets the claims no longer listed once it has grown to twice the listed number.
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...]]] = {}
+
+    def devices_of(self, claims: Sequence[Obj]) -> list[tuple[DeviceID, ...]]:
+        """Per claim holding devices, the devices its allocation takes exclusively."""
+        by_id = self._by_id
+        held: list[tuple[DeviceID, ...]] = []
+        for claim in claims:
+            entry = by_id.get(id(claim))
+            if entry is None:
+                allocation = allocation_of(claim)
+                devices = tuple(allocated_devices(allocation)) if allocation is not None else ()
+                entry = by_id[id(claim)] = (claim, devices)
+            if entry[1]:
+                held.append(entry[1])
+        if len(by_id) > 2 * len(claims) + 64:
+            listed = {id(claim) for claim in claims}
+            self._by_id = {key: entry for key, entry in by_id.items() if key in listed}
+        return held

@@ -59,10 +59,12 @@ from scheduler.plugins.dynamicresources.allocator import (
     DeviceMatchCache,
     FailedOnNode,
     NodeView,
+    PoolCache,
 )
 from scheduler.plugins.dynamicresources.cel import CelCache
 from scheduler.plugins.dynamicresources.claims import (
     FINALIZER,
+    AllocatedDevicesMemo,
     ClaimError,
     InFlightClaims,
     all_allocated_devices,
@@ -139,6 +141,9 @@ class DynamicResources:
         self.classes = handle.lister(DEVICE_CLASSES)
         self.in_flight = InFlightClaims()
         self.matches = DeviceMatchCache(CelCache())
+        # Per-pod work that only changes when claims or slices do (see each class).
+        self.allocated_memo = AllocatedDevicesMemo()
+        self.pool_cache = PoolCache()
         self._unreserve_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -251,12 +256,14 @@ class DynamicResources:
             if status is not None:
                 return None, status
         if to_allocate:
+            slices = self.slices.list()
             s.allocator = Allocator(
-                allocated=all_allocated_devices(self.claims.list(), self.in_flight),
+                allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),
                 classes=self.classes.get,
-                slices=self.slices.list(),
+                slices=slices,
                 matches=self.matches,
                 timeout=self.filter_timeout,
+                pools=self.pool_cache.pools_for(slices),
             )
         state.write(STATE_KEY, s)
         return None, None

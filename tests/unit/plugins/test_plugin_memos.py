@@ -1,0 +1,291 @@
+"""What the volume and DRA plugins keep between cycles (issue 19) is recomputed exactly when its inputs
+change: a cached answer must always equal a fresh plugin's."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from scheduler.framework import (
+    CSI_NODES,
+    DEVICE_CLASSES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    Code,
+    CycleState,
+    NodeInfo,
+    PodInfo,
+    Status,
+)
+from scheduler.framework.listers import StaticLister
+from scheduler.plugins.dynamicresources import DynamicResources
+from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation, driver_equality
+from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
+from scheduler.plugins.volumebinding import VolumeBinding
+from scheduler.plugins.volumebinding.binder import ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST
+from tests.unit.plugins.dra_testlib import (
+    CLASS_A,
+    DRIVER_A,
+    REQ_0,
+    allocation,
+    claim,
+    device,
+    device_class,
+    request,
+    result,
+    slice_,
+)
+from tests.unit.plugins.plugin_testlib import FakeHandle, node
+from tests.unit.plugins.volume_testlib import handle, pod_with_claims, pv, pvc
+
+DRIVER = "ebs.csi.aws.com"
+
+
+def _code(status: Status | None) -> tuple[Code, list[str]] | None:
+    return None if status is None else (status.code, status.reasons)
+
+
+# --- NodeVolumeLimits: per-node attached volumes ----------------------------------------------------
+
+
+def _csi_node(name: str, limit: int) -> dict[str, Any]:
+    driver = {"name": DRIVER, "nodeID": name, "allocatable": {"count": limit}}
+    return {"metadata": {"name": name, "resourceVersion": str(limit)}, "spec": {"drivers": [driver]}}
+
+
+def _holder(name: str, claim_name: str) -> PodInfo:
+    raw = pod_with_claims(name, claim_name, uid=f"uid-{name}").pod
+    raw["spec"]["nodeName"] = "n"
+    return PodInfo(raw)
+
+
+def _limits(fh: FakeHandle, info: NodeInfo, target: PodInfo, plugin: NodeVolumeLimits) -> Any:
+    state = CycleState()
+    plugin.pre_filter(state, target, (info,))
+    return _code(plugin.filter(state, target, info))
+
+
+def test_volume_limits_follow_every_input_of_the_cached_node_answer() -> None:
+    """One plugin keeps its per-node answer across cycles; after each change it must agree with a
+    fresh plugin over the same listers."""
+    pvs = tuple(pv(f"pv-{i}", "", csi=(DRIVER, f"vol-{i}")) for i in range(4))
+    pvcs = tuple(pvc(f"c-{i}", "", volume_name=f"pv-{i}") for i in range(3))
+    fh = handle(pvs=pvs, pvcs=pvcs, csi_nodes=(_csi_node("n", 2),))
+    cached = NodeVolumeLimits({}, fh)
+    info = NodeInfo(node("n"))
+    info.add_pod(_holder("a", "c-0"))
+    target = pod_with_claims("t", "c-2")
+
+    def check(want: Any) -> None:
+        assert _limits(fh, info, target, cached) == want
+        assert _limits(fh, info, target, NodeVolumeLimits({}, fh)) == want
+
+    exceeded = (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
+    check(None)  # 1 attached + 1 new <= 2
+    info.add_pod(_holder("b", "c-1"))
+    check(exceeded)  # a new pod on the node
+    preempted = info.clone()
+    preempted.remove_pod(next(iter(info.pods)))
+    assert _limits(fh, preempted, target, cached) is None  # a what-if node without one of them
+    check(exceeded)
+    csi = fh.listers[CSI_NODES]
+    csi.add(_csi_node("n", 3))
+    check(None)  # a new CSINode
+    csi.add(_csi_node("n", 2))
+    check(exceeded)
+    # The claim of "b" now names a volume without CSI: it no longer counts.
+    claims = fh.listers[PERSISTENT_VOLUME_CLAIMS]
+    claims.add(pvc("c-1", "", volume_name="pv-missing"))
+    check(None)
+    # ... and a volume of that name appears, sharing the handle of "a"'s volume: counted once.
+    fh.listers[PERSISTENT_VOLUMES].add(pv("pv-missing", "", csi=(DRIVER, "vol-0")))
+    check(None)
+    claims.add(pvc("c-1", "", volume_name="pv-1"))
+    check(exceeded)
+
+
+def test_volume_limits_without_listers_versions_recompute() -> None:
+    """Listers that keep no version: nothing is cached, answers stay right."""
+    pvs = (pv("pv-0", "", csi=(DRIVER, "vol-0")), pv("pv-1", "", csi=(DRIVER, "vol-1")))
+    fh = handle(pvs=pvs, pvcs=(pvc("c-0", "", volume_name="pv-0"), pvc("c-1", "", volume_name="pv-1")))
+
+    class Unversioned:
+        def __init__(self, inner: StaticLister) -> None:
+            self.inner = inner
+
+        def list(self, namespace: str | None = None) -> Any:
+            return self.inner.list(namespace)
+
+        def get(self, name: str, namespace: str = "") -> Any:
+            return self.inner.get(name, namespace)
+
+    fh.listers = {spec: Unversioned(lister) for spec, lister in fh.listers.items()}  # type: ignore[misc]
+    fh.listers[CSI_NODES] = Unversioned(StaticLister([_csi_node("n", 1)]))  # type: ignore[assignment]
+    plugin = NodeVolumeLimits({}, fh)
+    info = NodeInfo(node("n"))
+    target = pod_with_claims("t", "c-1")
+    assert _limits(fh, info, target, plugin) is None
+    info.add_pod(_holder("a", "c-0"))
+    assert _limits(fh, info, target, plugin) == (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
+    assert plugin._by_node == {}
+
+
+# --- VolumeBinding: bound claims' volumes looked up once per cycle -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("volumes", "want_on_zone_a", "want_on_zone_b"),
+    [
+        # claim order decides: a failing affinity before a missing volume reports the conflict.
+        (("pv-b", "missing"), (ERR_REASON_NODE_CONFLICT,), (ERR_REASON_PV_NOT_EXIST,)),
+        (("missing", "pv-b"), (ERR_REASON_PV_NOT_EXIST,), (ERR_REASON_PV_NOT_EXIST,)),
+        (("pv-any", "pv-b"), (ERR_REASON_NODE_CONFLICT,), None),
+        (("pv-any",), None, None),
+    ],
+)
+def test_bound_claims_verdicts_per_node(
+    volumes: tuple[str, ...], want_on_zone_a: tuple[str, ...] | None, want_on_zone_b: tuple[str, ...] | None
+) -> None:
+    """The first Filter of a cycle looks the volumes up; every node then gets upstream's verdict."""
+    pvcs = tuple(pvc(f"c-{i}", "", volume_name=name, phase="Bound") for i, name in enumerate(volumes))
+    by_name = {name: claim for name, claim in zip(volumes, pvcs, strict=True)}
+    pvs = []
+    if "pv-b" in volumes:
+        pvs.append(pv("pv-b", "", phase="Bound", affinity={"zone": ["b"]}, claim=by_name["pv-b"]))
+    if "pv-any" in volumes:
+        pvs.append(pv("pv-any", "", phase="Bound", claim=by_name["pv-any"]))
+    fh = handle(pvs=tuple(pvs), pvcs=pvcs)
+    plugin = VolumeBinding({}, fh)
+    target = pod_with_claims("t", *(f"c-{i}" for i in range(len(volumes))))
+    state = CycleState()
+    _, status = plugin.pre_filter(state, target, ())
+    assert status is None
+    for zone, want in (("a", want_on_zone_a), ("b", want_on_zone_b), ("a", want_on_zone_a)):
+        got = plugin.filter(state, target, NodeInfo(node(f"n-{zone}", labels={"zone": zone})))
+        assert (None if got is None else tuple(got.reasons)) == want
+
+
+# --- DynamicResources: pools per node and allocated devices -----------------------------------------
+
+
+def _dra(claims: list[dict[str, Any]], slices: list[dict[str, Any]]) -> tuple[DynamicResources, FakeHandle]:
+    fh = FakeHandle(
+        objects={
+            RESOURCE_CLAIMS: claims,
+            RESOURCE_SLICES: slices,
+            DEVICE_CLASSES: [device_class(CLASS_A, f'device.driver == "{DRIVER_A}"')],
+        }
+    )
+    return DynamicResources({}, fh), fh
+
+
+def _claim_pod(name: str, claim_name: str) -> PodInfo:
+    claims = [{"name": "c", "resourceClaimName": claim_name}]
+    body = {
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "c"}], "resourceClaims": claims},
+    }
+    return PodInfo(body)
+
+
+def _filter_all(pl: DynamicResources, p: PodInfo, nodes: list[NodeInfo]) -> dict[str, Any]:
+    state = CycleState()
+    _, status = pl.pre_filter(state, p, nodes)
+    assert status is None
+    out: dict[str, Any] = {}
+    for info in nodes:
+        got = pl.filter(state, p, info)
+        out[info.name] = got.message() if got is not None else state.get("PreFilterDynamicResources")
+    return {
+        name: value if isinstance(value, str) else value.node_allocations.get(name)
+        for name, value in out.items()
+    }
+
+
+def test_dra_caches_follow_slices_and_claims() -> None:
+    nodes = [NodeInfo({"metadata": {"name": n, "labels": {}}}) for n in ("node-1", "node-2")]
+    slices = [slice_("s-1", "node-1", "node-1", DRIVER_A, device("gpu-0"))]
+    claims = [claim("c1", request(REQ_0)), claim("c2", request(REQ_0))]
+    pl, fh = _dra(claims, slices)
+
+    def agree(p: PodInfo) -> dict[str, Any]:
+        got = _filter_all(pl, p, nodes)
+        fresh, _ = _dra([], [])
+        fresh.claims, fresh.slices, fresh.classes = pl.claims, pl.slices, pl.classes
+        assert _filter_all(fresh, p, nodes) == got
+        return got
+
+    first = agree(_claim_pod("p1", "c1"))
+    assert first["node-1"] is not None and first["node-2"] == "cannot allocate all claims"
+    # c2 takes gpu-0 (the informer shows it allocated): node-1 has nothing left for c1.
+    fh.listers[RESOURCE_CLAIMS].add(
+        claim("c2", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, "node-1", "gpu-0")))
+    )
+    assert agree(_claim_pod("p1", "c1"))["node-1"] == "cannot allocate all claims"
+    # A new slice for node-2: its pools change.
+    fh.listers[RESOURCE_SLICES].add(slice_("s-2", "node-2", "node-2", DRIVER_A, device("gpu-0")))
+    assert agree(_claim_pod("p1", "c1"))["node-2"] is not None
+    # c2 released: gpu-0 of node-1 is free again.
+    fh.listers[RESOURCE_CLAIMS].add(claim("c2", request(REQ_0)))
+    assert agree(_claim_pod("p1", "c1"))["node-1"] is not None
+    # A slice selecting nodes by label: nothing is cached per name, answers still right.
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]}
+    fh.listers[RESOURCE_SLICES].add(
+        slice_("s-3", None, "shared", DRIVER_A, device("gpu-9"), nodeSelector=selector)
+    )
+    labelled = [NodeInfo({"metadata": {"name": "node-3", "labels": {"gpu": "yes"}}})]
+    assert _filter_all(pl, _claim_pod("p1", "c1"), labelled)["node-3"] is not None
+
+
+# --- CEL: device.driver == "name" judged natively ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.driver == "driver-a"',
+        " device . driver=='driver-a' ",
+        'device.driver == "driver-b"',
+        'device.driver == ""',
+        'device.driver == "driver-a" ',
+    ],
+)
+def test_driver_equality_agrees_with_the_interpreter(expression: str) -> None:
+    compiled = CelCache().get_or_compile(expression)
+    assert compiled.driver_equals is not None
+    for driver in ("driver-a", "driver-b", "", "driver-a.example.com"):
+        activation = device_activation(driver, device("d", {"model": "x"}))
+        assert compiled.matches(activation) == (compiled.driver_equals == driver)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'device.driver == "a" || true',
+        'device.driver != "a"',
+        'device.driver == "a\\"b"',
+        'device.attributes["driver-a"].model == "x"',
+        '"a" == device.driver',
+    ],
+)
+def test_other_expressions_take_the_interpreter(expression: str) -> None:
+    assert driver_equality(expression) is None
+
+
+def test_random_driver_names_match_as_the_interpreter_does() -> None:
+    rng = random.Random(7)
+    cache = CelCache()
+    alphabet = "abc.-/_0"
+    for _ in range(30):
+        name = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        compiled = cache.get_or_compile(f'device.driver == "{name}"')
+        for driver in (name, name + "x", "a"):
+            try:
+                want = compiled.matches(device_activation(driver, device("d")))
+            except CelError:  # pragma: no cover - an interpreter failure would be a test bug
+                raise
+            assert (compiled.driver_equals == driver) == want
