@@ -135,13 +135,18 @@ class _Cluster:
             claims.add(claim)
 
 
-def measure(name: str, quick: bool, profile_top: int) -> tuple[float, int, int]:
+def measure(
+    name: str, quick: bool, profile_top: int = 0, profiler: cProfile.Profile | None = None
+) -> tuple[float, int, int]:
+    """CPU seconds per measured pod, pods, pods that did not fit. ``profiler`` (or, with
+    ``profile_top``, a new one whose top functions are printed) profiles the measured pods only."""
     workload = workloads.build(name, quick=quick)
     cluster = _Cluster(workload)
     for i, raw in enumerate(workload.init_pods):
         cluster.schedule(raw, workloads.INIT_NAMESPACE, f"init-{i}")
     pods = workload.pods
-    profiler = cProfile.Profile() if profile_top else None
+    if profiler is None and profile_top:
+        profiler = cProfile.Profile()
 
     def run() -> None:
         for i, raw in enumerate(pods):
@@ -153,7 +158,7 @@ def measure(name: str, quick: bool, profile_top: int) -> tuple[float, int, int]:
     else:
         run()
     spent = time.process_time() - begin
-    if profiler is not None:
+    if profiler is not None and profile_top:
         stats = pstats.Stats(profiler)
         stats.sort_stats("cumulative").print_stats(profile_top)
     return spent / len(pods), len(pods), cluster.unschedulable

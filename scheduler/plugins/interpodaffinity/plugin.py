@@ -299,7 +299,12 @@ class InterPodAffinity:
         if terms.error is not None:
             # PreFilter rejects such a pod first; reaching here means Filter was disabled.
             return Status.as_error(f"failed to parse pod: {terms.error}")
-        columns = self._columns_for(self._all_nodes(nodes))
+        all_nodes = self._all_nodes(nodes)
+        if not has_constraints and not self._nodes_with("pods_with_affinity", all_nodes):
+            # No terms of its own and no pod with any affinity placed: nothing can score (upstream
+            # finds no topology score and skips), without building the tables.
+            return Status.skip()
+        columns = self._columns_for(all_nodes)
         if columns is not None:
             tables, touched = score_tables(
                 columns,

@@ -3,6 +3,7 @@ change: a cached answer must always equal a fresh plugin's."""
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -21,10 +22,12 @@ from scheduler.framework import (
     PodInfo,
     Status,
 )
-from scheduler.framework.listers import StaticLister
+from scheduler.framework.listers import REPLICA_SETS, SERVICES, StaticLister
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation, driver_equality
+from scheduler.plugins.interpodaffinity.terms import pod_affinity_terms
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
+from scheduler.plugins.podtopologyspread import PodTopologySpread
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumebinding.binder import ERR_REASON_NODE_CONFLICT, ERR_REASON_PV_NOT_EXIST
 from tests.unit.plugins.dra_testlib import (
@@ -289,3 +292,102 @@ def test_random_driver_names_match_as_the_interpreter_does() -> None:
             except CelError:  # pragma: no cover - an interpreter failure would be a test bug
                 raise
             assert (compiled.driver_equals == driver) == want
+
+
+# --- PodTopologySpread: default constraints per (namespace, labels, controller) ---------------------
+
+
+def _spread_pod(name: str, labels: dict[str, str], owner: tuple[str, str, str] | None = None) -> PodInfo:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels}
+    if owner is not None:
+        api_version, kind, owner_name = owner
+        meta["ownerReferences"] = [
+            {"apiVersion": api_version, "kind": kind, "name": owner_name, "controller": True}
+        ]
+    return PodInfo({"metadata": meta, "spec": {"containers": [{"name": "c"}]}})
+
+
+def _selected_by(plugin: PodTopologySpread, pod: PodInfo) -> list[Any]:
+    """What the defaulted constraints' selector accepts among a few label sets."""
+    candidates = ({"app": "web"}, {"app": "web", "tier": "fe"}, {"tier": "fe"}, {"app": "db"})
+    constraints = plugin.constraints(pod, "ScheduleAnyway")
+    if not constraints:
+        return []
+    return [c for c in candidates if constraints[0].selector.matches(c)]
+
+
+def test_default_constraints_follow_services_and_controllers() -> None:
+    """One plugin remembers its answers; after each change of a Service or controller it must agree
+    with a plugin that has never seen the pods."""
+    fh = FakeHandle(objects={SERVICES: [], REPLICA_SETS: []})
+    cached = PodTopologySpread({}, fh)
+    web = _spread_pod("a", {"app": "web", "tier": "fe"})
+    same_labels = _spread_pod("b", {"app": "web", "tier": "fe"})
+    owned = _spread_pod("c", {"app": "web", "tier": "fe"}, ("apps/v1", "ReplicaSet", "rs"))
+
+    def check(pod: PodInfo, want: list[Any]) -> None:
+        assert _selected_by(cached, pod) == want
+        assert _selected_by(PodTopologySpread({}, fh), pod) == want
+
+    check(web, [])
+    check(owned, [])
+    fh.listers[SERVICES].add(
+        {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"selector": {"tier": "fe"}}}
+    )
+    check(web, [{"app": "web", "tier": "fe"}, {"tier": "fe"}])
+    check(same_labels, [{"app": "web", "tier": "fe"}, {"tier": "fe"}])
+    fh.listers[REPLICA_SETS].add(
+        {"metadata": {"name": "rs", "namespace": "ns"}, "spec": {"selector": {"matchLabels": {"app": "web"}}}}
+    )
+    check(owned, [{"app": "web", "tier": "fe"}])
+    check(web, [{"app": "web", "tier": "fe"}, {"tier": "fe"}])  # not owned: the Service alone
+    fh.listers[SERVICES].delete("s", "ns")
+    check(owned, [{"app": "web"}, {"app": "web", "tier": "fe"}])
+    check(web, [])
+
+
+# --- parsed constraints shared between pods -----------------------------------------------------------
+
+
+def test_spread_constraints_with_match_label_keys_are_parsed_per_labels() -> None:
+    """Equal constraints are parsed once, but matchLabelKeys make the pod's labels part of them."""
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+        "matchLabelKeys": ["rev"],
+    }
+
+    def spread(name: str, rev: str) -> PodInfo:
+        meta = {"name": name, "namespace": "ns", "labels": {"app": "web", "rev": rev}}
+        return PodInfo({"metadata": meta, "spec": {"topologySpreadConstraints": [dict(constraint)]}})
+
+    plugin = PodTopologySpread({}, FakeHandle())
+    (first,) = plugin.constraints(spread("a", "1"), "DoNotSchedule")
+    (again,) = plugin.constraints(spread("b", "1"), "DoNotSchedule")
+    (other,) = plugin.constraints(spread("c", "2"), "DoNotSchedule")
+    assert again is first
+    assert first.selector.matches({"app": "web", "rev": "1"})
+    assert not other.selector.matches({"app": "web", "rev": "1"})
+    assert other.selector.matches({"app": "web", "rev": "2"})
+
+
+def test_affinity_terms_are_shared_within_a_namespace_only() -> None:
+    """A term without namespaces means its own pod's namespace: equal specs in two namespaces differ."""
+    term: dict[str, Any] = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+    affinity: dict[str, Any] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+    def with_affinity(name: str, namespace: str) -> PodInfo:
+        meta = {"name": name, "namespace": namespace}
+        return PodInfo({"metadata": meta, "spec": {"affinity": copy.deepcopy(affinity)}})
+
+    first = pod_affinity_terms(with_affinity("a", "ns1"))
+    assert pod_affinity_terms(with_affinity("b", "ns1")) is first
+    other = pod_affinity_terms(with_affinity("c", "ns2"))
+    assert first.required_affinity[0].namespaces == frozenset({"ns1"})
+    assert other.required_affinity[0].namespaces == frozenset({"ns2"})
+    broken = copy.deepcopy(affinity)
+    broken["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] = 7
+    bad = PodInfo({"metadata": {"name": "d", "namespace": "ns1"}, "spec": {"affinity": broken}})
+    assert pod_affinity_terms(bad).error is not None
