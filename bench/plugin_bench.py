@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import gc
 import pstats
 import random
 import time
@@ -26,6 +27,7 @@ from typing import Any
 from bench import workloads
 from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cli import GC_GEN0_THRESHOLD
 from scheduler.config import parse_config
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import (
@@ -176,6 +178,8 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload; the minimum is printed")
     args = parser.parse_args()
+    # As the scheduler's process runs (scheduler/cli.py): the cyclic collector rarely.
+    gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
     for name in (w.strip() for w in args.workloads.split(",") if w.strip()):
         runs = [measure(name, args.quick, args.profile) for _ in range(args.repeat)]
         per_pod, pods, failed = min(runs)
