@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
+import orjson
 
 from scheduler.config.duration import parse_duration
 from scheduler.framework import (
@@ -54,6 +55,7 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources.allocator import (
     AllocationError,
+    AllocationMemo,
     AllocationTimeout,
     Allocator,
     DeviceMatchCache,
@@ -144,6 +146,7 @@ class DynamicResources:
         # Per-pod work that only changes when claims or slices do (see each class).
         self.allocated_memo = AllocatedDevicesMemo()
         self.pool_cache = PoolCache()
+        self.allocation_memo = AllocationMemo()
         self._unreserve_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -257,16 +260,37 @@ class DynamicResources:
                 return None, status
         if to_allocate:
             slices = self.slices.list()
+            pools = self.pool_cache.pools_for(slices)
             s.allocator = Allocator(
                 allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),
                 classes=self.classes.get,
                 slices=slices,
                 matches=self.matches,
                 timeout=self.filter_timeout,
-                pools=self.pool_cache.pools_for(slices),
+                pools=pools,
             )
+            if self.pool_cache.caching:
+                s.allocator.memo = self.allocation_memo
+                s.allocator.memo_context = self._memo_context([c for _, c in s.to_allocate()])
         state.write(STATE_KEY, s)
         return None, None
+
+    def _memo_context(self, claims: Sequence[Obj]) -> tuple[Hashable, Any] | None:
+        """What, besides the node's pools and free devices, an allocation of ``claims`` depends on:
+        their specs, and the device classes they name (by identity, held alongside)."""
+        names: list[str] = []
+        for claim in claims:
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                exactly = request.get("exactly") or {}
+                names.append(str(exactly.get("deviceClassName") or ""))
+                for sub in request.get("firstAvailable") or ():
+                    names.append(str(sub.get("deviceClassName") or ""))
+        classes = tuple(self.classes.get(name) for name in names)
+        try:
+            specs = orjson.dumps([c.get("spec") for c in claims], option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            return None
+        return (specs, tuple(map(id, classes))), classes
 
     def _validate_requests(self, claim: Obj) -> Status | None:
         meta = claim.get("metadata") or {}

@@ -391,3 +391,74 @@ def test_affinity_terms_are_shared_within_a_namespace_only() -> None:
     broken["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] = 7
     bad = PodInfo({"metadata": {"name": "d", "namespace": "ns1"}, "spec": {"affinity": broken}})
     assert pod_affinity_terms(bad).error is not None
+
+
+# --- DynamicResources: allocation results per node across pods ------------------------------------
+
+
+def _random_dra_cluster(rng: random.Random) -> tuple[list[NodeInfo], list[dict[str, Any]]]:
+    nodes = [NodeInfo({"metadata": {"name": f"node-{i}", "labels": {}}}) for i in range(rng.randint(1, 4))]
+    slices = []
+    for info in nodes:
+        devices = [
+            device(f"gpu-{d}", {"model": rng.choice(["a100", "h100"]), "numa": rng.randint(0, 1)})
+            for d in range(rng.randint(0, 4))
+        ]
+        slices.append(slice_(f"s-{info.name}", info.name, info.name, DRIVER_A, *devices))
+    return nodes, slices
+
+
+def _random_claim(rng: random.Random, name: str) -> dict[str, Any]:
+    requests = []
+    for r in range(rng.randint(1, 2)):
+        extra: dict[str, Any] = {}
+        if rng.random() < 0.4:
+            model = rng.choice(["a100", "h100"])
+            extra["selectors"] = [
+                {"cel": {"expression": f'device.attributes["{DRIVER_A}"].model == "{model}"'}}
+            ]
+        requests.append(request(f"req-{r}", count=rng.randint(1, 2), **extra))
+    constraints = [{"matchAttribute": f"{DRIVER_A}/numa"}] if rng.random() < 0.3 else None
+    return claim(name, *requests, constraints=constraints)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_allocation_memo_matches_fresh_allocations(seed: int) -> None:
+    """Pods with random claims, one after another on random clusters, each reserving its devices (the
+    informer then shows the claim allocated): every node's verdict with the kept results equals that
+    of a plugin allocating afresh."""
+    rng = random.Random(seed)
+    nodes, slices = _random_dra_cluster(rng)
+    claims = [_random_claim(rng, f"c{i}") for i in range(8)]
+    remembering, fh = _dra(claims, slices)
+    fresh, _ = _dra([], [])
+    fresh.claims, fresh.slices, fresh.classes = remembering.claims, remembering.slices, remembering.classes
+    fresh.allocation_memo = None  # type: ignore[assignment]  # allocates on every node, every time
+    memo = remembering.allocation_memo
+    found = memo.get
+    hits = 0
+
+    def counting_get(key: Any) -> Any:
+        nonlocal hits
+        entry = found(key)
+        hits += entry is not None
+        return entry
+
+    memo.get = counting_get  # type: ignore[method-assign]
+    for index, raw in enumerate(claims):
+        pod = _claim_pod(f"p{index}", raw["metadata"]["name"])
+        got = _filter_all(remembering, pod, nodes)
+        want = _filter_all(fresh, pod, nodes)
+        assert got == want
+        fitting = [name for name, value in got.items() if not isinstance(value, str) and value is not None]
+        if not fitting:
+            continue
+        state = CycleState()
+        remembering.pre_filter(state, pod, nodes)
+        for info in nodes:
+            remembering.filter(state, pod, info)
+        chosen = rng.choice(fitting)
+        assert remembering.reserve(state, pod, chosen) is None
+        allocated = state.get("PreFilterDynamicResources").allocations[0]
+        fh.listers[RESOURCE_CLAIMS].add({**raw, "status": {"allocation": allocated}})
+    assert hits > 0
