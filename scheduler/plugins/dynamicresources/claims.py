@@ -149,44 +149,50 @@ def all_allocated_devices(
     claims: Sequence[Obj], in_flight: InFlightClaims, memo: AllocatedDevicesMemo | None = None
 ) -> set[DeviceID]:
     """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
-    taken: set[DeviceID] = set()
-    if memo is None:
+    if memo is not None:
+        taken = memo.devices(claims)
+    else:
+        taken = set()
         for claim in claims:
             allocation = allocation_of(claim)
             if allocation is not None:
                 taken.update(allocated_devices(allocation))
-    else:
-        for devices in memo.devices_of(claims):
-            taken.update(devices)
     taken.update(in_flight.devices())
     return taken
 
 
 class AllocatedDevicesMemo:
-    """The devices each claim object holds, remembered by object identity.
+    """The devices held by the listed claims, kept up to date from the claims that changed.
 
-    Every pod with claims to allocate needs the devices of all claims; a claim changes (and the
-    informer replaces its object) far less often than pods are scheduled. The memo holds the objects
-    it remembers, so an identity is never reused for another claim while it is remembered, and it
-    forgets the claims no longer listed once it has grown to twice the listed number.
+    Every pod with claims to allocate needs the devices of all claims; between two pods only a few
+    claims change (the informer replaces a changed claim by a new object). The memo remembers each
+    listed claim object by identity, with the devices it holds, and a count per device: a call reads
+    the new objects and forgets the ones no longer listed. It holds the objects it remembers, so an
+    identity is never reused for another claim while remembered.
     """
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...]]] = {}
+        self._holders: dict[DeviceID, int] = {}
 
-    def devices_of(self, claims: Sequence[Obj]) -> list[tuple[DeviceID, ...]]:
-        """Per claim holding devices, the devices its allocation takes exclusively."""
-        by_id = self._by_id
-        held: list[tuple[DeviceID, ...]] = []
-        for claim in claims:
-            entry = by_id.get(id(claim))
-            if entry is None:
+    def devices(self, claims: Sequence[Obj]) -> set[DeviceID]:
+        """Every device an allocation of a listed claim takes exclusively (a new set)."""
+        by_id, holders = self._by_id, self._holders
+        listed = set(map(id, claims))
+        for gone in by_id.keys() - listed:
+            for device in by_id.pop(gone)[1]:
+                left = holders[device] - 1
+                if left:
+                    holders[device] = left
+                else:
+                    del holders[device]
+        if len(listed) != len(by_id):
+            for claim in claims:
+                if id(claim) in by_id:
+                    continue
                 allocation = allocation_of(claim)
                 devices = tuple(allocated_devices(allocation)) if allocation is not None else ()
-                entry = by_id[id(claim)] = (claim, devices)
-            if entry[1]:
-                held.append(entry[1])
-        if len(by_id) > 2 * len(claims) + 64:
-            listed = {id(claim) for claim in claims}
-            self._by_id = {key: entry for key, entry in by_id.items() if key in listed}
-        return held
+                by_id[id(claim)] = (claim, devices)
+                for device in devices:
+                    holders[device] = holders.get(device, 0) + 1
+        return set(holders)

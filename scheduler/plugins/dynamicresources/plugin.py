@@ -109,6 +109,10 @@ class _State:
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # claim index -> allocation chosen at Reserve.
     allocations: dict[int, Obj] = field(default_factory=dict)
+    # The claims Filter allocates (unallocated at PreFilter), read per node.
+    unallocated: list[Obj] = field(default_factory=list)
+    # Whether some request lists alternatives: only those score above 0.
+    first_available: bool = False
 
     def to_allocate(self) -> list[tuple[int, Obj]]:
         return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
@@ -258,6 +262,12 @@ class DynamicResources:
             status = self._validate_requests(claim)
             if status is not None:
                 return None, status
+        s.unallocated = [c for _, c in s.to_allocate()]
+        s.first_available = any(
+            request.get("firstAvailable")
+            for claim in claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        )
         if to_allocate:
             slices = self.slices.list()
             pools = self.pool_cache.pools_for(slices)
@@ -271,7 +281,7 @@ class DynamicResources:
             )
             if self.pool_cache.caching:
                 s.allocator.memo = self.allocation_memo
-                s.allocator.memo_context = self._memo_context([c for _, c in s.to_allocate()])
+                s.allocator.memo_context = self._memo_context(s.unallocated)
         state.write(STATE_KEY, s)
         return None, None
 
@@ -366,7 +376,7 @@ class DynamicResources:
                 return unschedulable("resourceclaim not available on the node")
         if s.allocator is None:
             return None
-        claims = [c for _, c in s.to_allocate()]
+        claims = s.unallocated
         try:
             results = s.allocator.allocate(NodeView(node.name, node.labels), claims)
         except AllocationTimeout:
@@ -412,7 +422,9 @@ class DynamicResources:
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> IntArray:
         """Score for many nodes. A pod without claims scores 0 everywhere: one array instead of a
         Python call per node (every pod of the basic workload used to pay ~400 of them)."""
-        if state.get(STATE_KEY) is None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.first_available:
+            # Without firstAvailable alternatives every node Filter passed scores 0 (``score``).
             return np.zeros(len(nodes), dtype=np.int64)
         return np.fromiter(
             (self.score(state, pod, node)[0] for node in nodes), dtype=np.int64, count=len(nodes)

@@ -25,6 +25,11 @@ from scheduler.framework import (
 from scheduler.framework.listers import REPLICA_SETS, SERVICES, StaticLister
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation, driver_equality
+from scheduler.plugins.dynamicresources.claims import (
+    AllocatedDevicesMemo,
+    InFlightClaims,
+    all_allocated_devices,
+)
 from scheduler.plugins.interpodaffinity.terms import pod_affinity_terms
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -462,3 +467,29 @@ def test_allocation_memo_matches_fresh_allocations(seed: int) -> None:
         allocated = state.get("PreFilterDynamicResources").allocations[0]
         fh.listers[RESOURCE_CLAIMS].add({**raw, "status": {"allocation": allocated}})
     assert hits > 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_allocated_devices_memo_equals_a_fresh_union(seed: int) -> None:
+    """Claims added, replaced by new versions (allocated, released, moved) and deleted at random: the
+    memo's devices always equal the union over the listed claims."""
+    rng = random.Random(seed)
+    memo = AllocatedDevicesMemo()
+    listed: dict[str, dict[str, Any]] = {}
+    for _ in range(200):
+        name = f"c{rng.randint(0, 12)}"
+        if rng.random() < 0.2:
+            listed.pop(name, None)
+        else:
+            status: dict[str, Any] = {}
+            if rng.random() < 0.6:
+                results = [
+                    result(REQ_0, DRIVER_A, f"pool-{rng.randint(0, 2)}", f"dev-{rng.randint(0, 3)}")
+                    for _ in range(rng.randint(1, 2))
+                ]
+                status["allocation"] = allocation(*results)
+            listed[name] = claim(name, request(REQ_0), **status)
+        claims = list(listed.values())
+        want = all_allocated_devices(claims, InFlightClaims())
+        assert memo.devices(claims) == want
+        assert all_allocated_devices(claims, InFlightClaims(), memo) == want
