@@ -208,6 +208,12 @@ class NodeVolumeLimits:
                 return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        """``filter`` for a window of nodes (no per-node dispatch by the Filter loop)."""
+        return [self.filter(state, pod, node) for node in nodes]
+
     def _cycle_view(self, pod: PodInfo) -> _CycleView:
         try:
             resolved: list[_Volume] | str = self._resolve(pod, new_pod=True)

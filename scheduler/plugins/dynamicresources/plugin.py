@@ -390,6 +390,12 @@ class DynamicResources:
         s.node_allocations[node.name] = results
         return None
 
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        """``filter`` for a window of nodes (no per-node dispatch by the Filter loop)."""
+        return [self.filter(state, pod, node) for node in nodes]
+
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
         """``computeScore``: FirstAvailableDeviceRequestMaxSize - i for each chosen subrequest i."""
         s: _State | None = state.get(STATE_KEY)

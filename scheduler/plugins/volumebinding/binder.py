@@ -246,9 +246,9 @@ class VolumeBinder:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return volumes, reasons
 
-    def _check_bound_claims(self, claims: PodVolumeClaims, labels: Mapping[str, str]) -> tuple[bool, bool]:
-        """``checkBoundClaims``: (node affinity of every PV fits, every PV exists), the first failing
-        claim deciding."""
+    def resolve_bound_volumes(self, claims: PodVolumeClaims) -> list[KubeObject]:
+        """Fills ``claims.bound_pvs`` and ``bound_pv_missing`` (once per cycle); the PVs that have a
+        required node affinity, up to the first missing one."""
         if claims.bound_pvs is None:
             claims.bound_pvs = []
             for pvc in claims.bound:
@@ -260,7 +260,12 @@ class VolumeBinder:
                 # Without a required node affinity a PV fits every node (check_node_affinity).
                 if (spec(pv).get("nodeAffinity") or {}).get("required") is not None:
                     claims.bound_pvs.append(pv)
-        for pv in claims.bound_pvs:
+        return claims.bound_pvs
+
+    def _check_bound_claims(self, claims: PodVolumeClaims, labels: Mapping[str, str]) -> tuple[bool, bool]:
+        """``checkBoundClaims``: (node affinity of every PV fits, every PV exists), the first failing
+        claim deciding."""
+        for pv in self.resolve_bound_volumes(claims):
             if check_node_affinity(pv, labels) is not None:
                 return False, True
         return True, not claims.bound_pv_missing
