@@ -243,12 +243,12 @@ class AllocationMemo:
 
     def __init__(self) -> None:
         self._results: dict[Hashable, tuple[Any, list[dict[str, Any]] | None]] = {}
-        self._devices: dict[int, tuple[list[Pool], tuple[DeviceID, ...]]] = {}
+        self._devices: dict[int, tuple[list[Pool], frozenset[DeviceID]]] = {}
 
-    def _device_ids(self, pools: list[Pool]) -> tuple[DeviceID, ...]:
+    def _device_ids(self, pools: list[Pool]) -> frozenset[DeviceID]:
         entry = self._devices.get(id(pools))
         if entry is None:
-            ids = tuple(
+            ids = frozenset(
                 (pool.driver, pool.pool, device.get("name", ""))
                 for pool in pools
                 for slice_ in pool.slices
@@ -258,8 +258,8 @@ class AllocationMemo:
         return entry[1]
 
     def key(self, pools: list[Pool], allocated: set[DeviceID], context: Hashable) -> Hashable:
-        taken = tuple(i for i, device_id in enumerate(self._device_ids(pools)) if device_id in allocated)
-        return (id(pools), context, taken)
+        # Which of the node's devices are in use (a set intersection: no Python loop per device).
+        return (id(pools), context, self._device_ids(pools) & allocated)
 
     def get(self, key: Hashable) -> tuple[Any, list[dict[str, Any]] | None] | None:
         return self._results.get(key)
