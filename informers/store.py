@@ -43,6 +43,9 @@ class Indexer:
         self._indexers: dict[str, IndexFunc] = {}
         # index name -> index value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {}
+        # Counts changes (upsert, delete, replace), so readers can keep what they derived from the
+        # content until it changes.
+        self.version = 0
         if indexers:
             self.add_indexers(indexers)
 
@@ -123,6 +126,7 @@ class Indexer:
         with self._lock:
             old = self._items.get(key)
             self._items[key] = obj
+            self.version += 1
             if self._indexers:
                 self._reindex(key, old, obj)
             return old
@@ -134,6 +138,7 @@ class Indexer:
         """Remove by key; returns the removed object, if any."""
         with self._lock:
             old = self._items.pop(key, None)
+            self.version += 1
             if old is not None and self._indexers:
                 self._reindex(key, old, None)
             return old
@@ -152,6 +157,7 @@ class Indexer:
             if set(indices) != set(self._indexers):  # an index was added meanwhile from another thread
                 return self.replace(new)
             old, self._items, self._indices = self._items, new, indices
+            self.version += 1
             return old
 
     def _reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:

@@ -27,6 +27,12 @@ class InformerLister:
     def bind(self, informer: SharedInformer) -> None:
         self._store = informer.store
 
+    @property
+    def version(self) -> int:
+        """Changes whenever the store's content does (see ``listers.lister_version``)."""
+        store = self._store
+        return -1 if store is None else store.version
+
     def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
         store = self._store
         if store is None:

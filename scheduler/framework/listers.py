@@ -65,6 +65,7 @@ __all__ = [
     "Lister",
     "ResourceSpec",
     "StaticLister",
+    "lister_version",
     "object_key",
 ]
 
@@ -86,20 +87,33 @@ def object_key(name: str, namespace: str = "") -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
+def lister_version(lister: Lister) -> int | None:
+    """A number that changes whenever ``lister``'s content does, or None if the lister keeps none.
+
+    Plugins key what they derive from listed objects by it (with the snapshot's generations for the
+    nodes), so it is recomputed only after a change. The informer-backed and static listers keep one.
+    """
+    version = getattr(lister, "version", None)
+    return version if isinstance(version, int) else None
+
+
 class StaticLister:
     """A Lister over a fixed list of objects: for unit tests and for simulate's read-only snapshots."""
 
     def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
         self._by_key: dict[str, KubeObject] = {}
+        self.version = 0
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: KubeObject) -> None:
         meta = object_meta(obj)
         self._by_key[object_key(meta.get("name", ""), meta.get("namespace", ""))] = obj
+        self.version += 1
 
     def delete(self, name: str, namespace: str = "") -> None:
         self._by_key.pop(object_key(name, namespace), None)
+        self.version += 1
 
     def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
         if namespace is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import (
@@ -38,6 +39,7 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.listers import lister_version
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, safe_hint
@@ -80,6 +82,35 @@ IN_TREE_INLINE_SOURCES = (
 
 class LookupFailed(LookupError):
     """A claim of the pod being scheduled is missing or not its own."""
+
+
+STATE_KEY = "Filter" + names.NODE_VOLUME_LIMITS
+_CLAIMS_KEY = names.NODE_VOLUME_LIMITS + "/claims"
+# (unique volume name, CSI driver, in-tree plugin the node's CSINode must list as migrated, or "").
+_Volume = tuple[str, str, str]
+# A node's CSI limits (driver -> count), its pods' CSI volumes (unique name -> driver), volumes per driver.
+_NodeVolumes = tuple[dict[str, int], dict[str, str], dict[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class _CycleView:
+    """The pod's own volumes for one cycle (or why it cannot be scheduled), and the listers' versions."""
+
+    resolved: list[_Volume] | str
+    versions: Hashable | None
+
+
+def _pod_claims(pod: PodInfo) -> tuple[str, tuple[tuple[str, bool], ...]]:
+    """The pod's namespace and its claims (name, ephemeral) in volume order: once per pod version."""
+    name = pod.name
+    found = (claim_name(name, volume) for volume in pod.spec.get("volumes") or ())
+    return pod.namespace, tuple(c for c in found if c is not None)
+
+
+def _add_volumes(volumes: Sequence[_Volume], csi_node: KubeObject | None, into: dict[str, str]) -> None:
+    for unique_name, driver, migrated_plugin in volumes:
+        if not migrated_plugin or _migrated(csi_node, migrated_plugin):
+            into[unique_name] = driver
 
 
 def is_inline_migratable(volume: Mapping[str, Any]) -> bool:
@@ -125,6 +156,9 @@ class NodeVolumeLimits:
         self._csi_nodes = handle.lister(CSI_NODES)
         # Unbound claims get a volume handle unique to this scheduler (upstream's randomVolumeIDPrefix).
         self._random_prefix = secrets.token_hex(16)
+        self._handle = handle
+        # node name -> (key, the objects the key's identities belong to, answer); see _node_volumes.
+        self._by_node: dict[str, tuple[Hashable, Any, _NodeVolumes]] = {}
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -141,25 +175,30 @@ class NodeVolumeLimits:
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         if not pod.spec.get("volumes"):
             return None
+        # The pod's own volumes resolve the same on every node but for the CSINode's migration list:
+        # looked up once per cycle (nothing changes the listers during one).
+        view: _CycleView | None = state.get(STATE_KEY)
+        if view is None:
+            view = self._cycle_view(pod)
+            state.write(STATE_KEY, view)
+        if isinstance(view.resolved, str):
+            return Status.unschedulable(view.resolved, resolvable=False)
+        if not view.resolved:
+            return None
         csi_node = self._csi_nodes.get(node.name)
         new_volumes: dict[str, str] = {}
-        try:
-            self._attachable_volumes(pod.pod, csi_node, new_volumes, new_pod=True)
-        except LookupFailed as err:
-            return Status.unschedulable(str(err), resolvable=False)
+        _add_volumes(view.resolved, csi_node, new_volumes)
         if not new_volumes:
             return None
-        limits = volume_limits(csi_node)
+        try:
+            limits, attached, attached_count = self._node_volumes(node, csi_node, view.versions)
+        except LookupFailed as err:
+            return Status.as_error(str(err))
         if not limits:
             return None
-        attached: dict[str, str] = {}
-        for existing in node.pods.values():
-            self._attachable_volumes(existing.pod, csi_node, attached, new_pod=False)
-        attached_count: dict[str, int] = {}
-        for unique_name, driver in attached.items():
+        for unique_name in [name for name in new_volumes if name in attached]:
             # A volume the node already has costs nothing more.
-            new_volumes.pop(unique_name, None)
-            attached_count[driver] = attached_count.get(driver, 0) + 1
+            del new_volumes[unique_name]
         new_count: dict[str, int] = {}
         for driver in new_volumes.values():
             new_count[driver] = new_count.get(driver, 0) + 1
@@ -169,16 +208,66 @@ class NodeVolumeLimits:
                 return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
 
-    def _attachable_volumes(
-        self, pod: KubeObject, csi_node: KubeObject | None, result: dict[str, str], *, new_pod: bool
-    ) -> None:
-        """``filterAttachableVolumes``: unique volume name -> CSI driver, for the pod's claims."""
-        namespace = str(meta(pod).get("namespace") or "")
-        for volume in spec(pod).get("volumes") or ():
-            found = claim_name(name_of(pod), volume)
-            if found is None:
-                continue  # inline in-tree volumes: see the module docstring
-            pvc_name, ephemeral = found
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        """``filter`` for a window of nodes (no per-node dispatch by the Filter loop)."""
+        return [self.filter(state, pod, node) for node in nodes]
+
+    def _cycle_view(self, pod: PodInfo) -> _CycleView:
+        try:
+            resolved: list[_Volume] | str = self._resolve(pod, new_pod=True)
+        except LookupFailed as err:
+            resolved = str(err)
+        versions = (lister_version(self._pvcs), lister_version(self._pvs), lister_version(self._classes))
+        return _CycleView(resolved, None if None in versions else versions)
+
+    def _node_volumes(
+        self, node: NodeInfo, csi_node: KubeObject | None, versions: Hashable | None
+    ) -> _NodeVolumes:
+        """The node's CSINode limits, and (if it has any) the CSI volumes its pods use (unique name ->
+        driver) with their count per driver. Raises LookupFailed on a pod's claim without a name.
+
+        Kept per node until its pods, its CSINode or any claim, volume or class changes (``versions``
+        is None when the listers cannot tell): a pod's cycle then reads each node's answer instead of
+        resolving every claim of every pod on it.
+        """
+        pods = tuple(node.pods.values())
+        key = None
+        if versions is not None:
+            # Identities, not names: a preemption what-if's node has other pods under the same
+            # name, and an updated pod is a new PodInfo. The entry holds the objects, so their
+            # identities are not reused while it lives.
+            key = (versions, id(csi_node), tuple(map(id, pods)))
+            entry = self._by_node.get(node.name)
+            if entry is not None and entry[0] == key:
+                return entry[2]
+        limits = volume_limits(csi_node)
+        attached: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        if limits:
+            for existing in pods:
+                if existing.spec.get("volumes"):
+                    _add_volumes(self._resolve(existing, new_pod=False), csi_node, attached)
+            for driver in attached.values():
+                counts[driver] = counts.get(driver, 0) + 1
+        result = (limits, attached, counts)
+        if key is not None:
+            if len(self._by_node) > 2 * self._handle.snapshot.num_nodes() + 64:
+                self._by_node.clear()
+            self._by_node[node.name] = (key, (pods, csi_node), result)
+        return result
+
+    def _resolve(self, pod: PodInfo, *, new_pod: bool) -> list[_Volume]:
+        """``filterAttachableVolumes`` up to the CSINode: per claim of the pod, (unique volume name,
+        CSI driver, the in-tree plugin the node must have migrated or "").
+
+        For the pod being scheduled (``new_pod``) a missing or foreign claim raises LookupFailed; an
+        existing pod's such claims are skipped.
+        """
+        namespace, claims = pod.derived(_CLAIMS_KEY, _pod_claims)
+        out: list[_Volume] = []
+        for pvc_name, ephemeral in claims:
             if not pvc_name:
                 raise LookupFailed("PersistentVolumeClaim had no name")
             pvc = self._pvcs.get(pvc_name, namespace)
@@ -189,41 +278,43 @@ class NodeVolumeLimits:
                     )
                 continue
             if ephemeral:
-                problem = volume_is_for_pod(pod, pvc)
+                problem = volume_is_for_pod(pod.pod, pvc)
                 if problem:
                     if new_pod:
                         raise LookupFailed(problem)
                     continue
-            driver, handle = self._csi_driver_info(csi_node, pvc)
-            if driver and handle:
-                result[f"{driver}/{handle}"] = driver
+            volume = self._csi_driver_info(pvc)
+            if volume is not None:
+                out.append(volume)
+        return out
 
-    def _csi_driver_info(self, csi_node: KubeObject | None, pvc: KubeObject) -> tuple[str, str]:
+    def _csi_driver_info(self, pvc: KubeObject) -> _Volume | None:
         pv_name = spec(pvc).get("volumeName")
         if pv_name:
             pv = self._pvs.get(str(pv_name))
             if pv is not None:
                 csi = spec(pv).get("csi")
                 if csi is None:
-                    return "", ""  # in-tree PV: not translated (module docstring)
-                return str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
-        return self._csi_driver_info_from_class(csi_node, pvc)
+                    return None  # in-tree PV: not translated (module docstring)
+                driver, handle = str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
+                return (f"{driver}/{handle}", driver, "") if driver and handle else None
+        return self._csi_driver_info_from_class(pvc)
 
-    def _csi_driver_info_from_class(self, csi_node: KubeObject | None, pvc: KubeObject) -> tuple[str, str]:
-        """An unbound claim counts against its class's provisioner, with a handle of its own."""
+    def _csi_driver_info_from_class(self, pvc: KubeObject) -> _Volume | None:
+        """An unbound claim counts against its class's provisioner, with a handle of its own; an
+        in-tree provisioner's only on nodes that migrated it."""
         class_name = claim_class(pvc)
         if not class_name:
-            return "", ""
+            return None
         storage_class = self._classes.get(class_name)
         if storage_class is None:
-            return "", ""
+            return None
         handle = f"{self._random_prefix}-{meta(pvc).get('namespace', '')}/{name_of(pvc)}"
         provisioner = str(storage_class.get("provisioner") or "")
         if provisioner in IN_TREE_TO_CSI:
-            if not _migrated(csi_node, provisioner):
-                return "", ""
-            return IN_TREE_TO_CSI[provisioner], handle
-        return provisioner, handle
+            driver = IN_TREE_TO_CSI[provisioner]
+            return f"{driver}/{handle}", driver, provisioner
+        return (f"{provisioner}/{handle}", provisioner, "") if provisioner else None
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

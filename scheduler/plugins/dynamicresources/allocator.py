@@ -21,7 +21,7 @@ not implemented; such devices stay free rather than being double-booked. See the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,6 +180,97 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     return result
 
 
+def _depends_on_labels(slice_: Obj) -> bool:
+    """Whether the slice's node matching reads node labels (a node selector, of the slice or a device)."""
+    spec = _spec(slice_)
+    return spec.get("nodeSelector") is not None or bool(spec.get("perDeviceNodeSelection"))
+
+
+class PoolCache:
+    """``gather_pools`` per node name, kept while the slices stay the same objects.
+
+    Every node gathers its pools from all slices, once per node per pod; with the slices unchanged
+    between pods (the common case: drivers publish rarely) the answer for a node is the same. The
+    informer replaces a changed slice by a new object, so the identities of the listed slices (held
+    here, so they cannot be reused) tell whether anything changed. Slices that select nodes by label
+    make the answer depend on more than the name: then nothing is cached.
+    """
+
+    def __init__(self) -> None:
+        self._slices: Sequence[Obj] = ()
+        self._key: tuple[int, ...] = ()
+        self._by_node: dict[str, list[Pool]] | None = {}
+
+    @property
+    def caching(self) -> bool:
+        """Whether the last ``pools_for`` answers from the cache (a node's pools keep their identity)."""
+        return self._by_node is not None
+
+    def pools_for(self, slices: Sequence[Obj]) -> Callable[[NodeView], list[Pool]]:
+        """A ``gather_pools`` over ``slices``, answered from the cache where it can be."""
+        key = tuple(map(id, slices))
+        if key != self._key:
+            self._slices, self._key = slices, key
+            self._by_node = None if any(_depends_on_labels(s) for s in slices) else {}
+        by_node = self._by_node
+        current = self._slices
+        if by_node is None:
+            return lambda node: gather_pools(current, node)
+
+        def cached(node: NodeView) -> list[Pool]:
+            found = by_node.get(node.name)
+            if found is None:
+                found = by_node[node.name] = gather_pools(current, node)
+            return found
+
+        return cached
+
+
+class AllocationMemo:
+    """Allocation results per node for claims of equal specs, while the node's pools and the use of
+    their devices stay the same.
+
+    On one node, ``Allocator.allocate`` reads the node's pools (the same list object from a
+    PoolCache while the slices are unchanged), which of their devices are in use, the device
+    classes and the claims' specs (claim names appear only in errors, which are not kept). Pods of
+    one workload ask every node the same; between two of them only the nodes where devices were
+    taken change, so a cycle reads most nodes' answers here. Entries hold the pools and classes
+    whose identities their keys name, so those identities are not reused while they live. Results
+    are shared: read-only, as every allocation result is (PreBind writes a copy).
+    """
+
+    MAX_ENTRIES = 16384
+
+    def __init__(self) -> None:
+        self._results: dict[Hashable, tuple[Any, list[dict[str, Any]] | None]] = {}
+        self._devices: dict[int, tuple[list[Pool], frozenset[DeviceID]]] = {}
+
+    def _device_ids(self, pools: list[Pool]) -> frozenset[DeviceID]:
+        entry = self._devices.get(id(pools))
+        if entry is None:
+            ids = frozenset(
+                (pool.driver, pool.pool, device.get("name", ""))
+                for pool in pools
+                for slice_ in pool.slices
+                for device in _spec(slice_).get("devices") or ()
+            )
+            entry = self._devices[id(pools)] = (pools, ids)
+        return entry[1]
+
+    def key(self, pools: list[Pool], allocated: set[DeviceID], context: Hashable) -> Hashable:
+        # Which of the node's devices are in use (a set intersection: no Python loop per device).
+        return (id(pools), context, self._device_ids(pools) & allocated)
+
+    def get(self, key: Hashable) -> tuple[Any, list[dict[str, Any]] | None] | None:
+        return self._results.get(key)
+
+    def put(self, key: Hashable, held: Any, result: list[dict[str, Any]] | None) -> None:
+        if len(self._results) >= self.MAX_ENTRIES:
+            self._results.clear()
+            self._devices.clear()
+        self._results[key] = (held, result)
+
+
 # --- requests -------------------------------------------------------------------------------------
 
 
@@ -318,6 +409,8 @@ class DeviceMatchCache:
         if found is not None:
             return found
         compiled = self.cel.get_or_compile(expression)
+        if compiled.driver_equals is not None:
+            return compiled.driver_equals == driver
         act_key = (version, driver, index)
         activation = self._activations.get(act_key)
         if activation is None:
@@ -352,17 +445,39 @@ class Allocator:
         matches: DeviceMatchCache,
         timeout: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        pools: Callable[[NodeView], list[Pool]] | None = None,
+        memo: AllocationMemo | None = None,
+        memo_context: tuple[Hashable, Any] | None = None,
     ) -> None:
         self.allocated = allocated
         self.classes = classes
         self.slices = slices
+        # The pools of a node (``gather_pools`` over ``slices``, or a PoolCache's answer). Runs only
+        # read them.
+        self.pools_of: Callable[[NodeView], list[Pool]] = pools or (lambda node: gather_pools(slices, node))
+        # With ``pools`` from a PoolCache that caches: results kept across pods. The context is the
+        # claims' specs (hashable) with the objects the key names by identity (the classes).
+        self.memo = memo
+        self.memo_context = memo_context
         self.match_cache = matches
         self.timeout = timeout
         self.clock = clock
         self.allocate_one_calls = 0
 
     def allocate(self, node: NodeView, claims: Sequence[Obj]) -> list[dict[str, Any]] | None:
-        return _Run(self, node, claims).run()
+        """The allocation results for ``claims`` (those the memo context describes) on ``node``,
+        or None when they do not fit there."""
+        memo, context = self.memo, self.memo_context
+        if memo is None or context is None:
+            return _Run(self, node, claims).run()
+        pools = self.pools_of(node)
+        key = memo.key(pools, self.allocated, context[0])
+        found = memo.get(key)
+        if found is not None:
+            return found[1]
+        result = _Run(self, node, claims).run()
+        memo.put(key, (pools, context), result)
+        return result
 
 
 class _Run:
@@ -382,7 +497,7 @@ class _Run:
 
     # -- setup ------------------------------------------------------------------------------------
     def run(self) -> list[dict[str, Any]] | None:
-        self.pools = gather_pools(self.a.slices, self.node)
+        self.pools = self.a.pools_of(self.node)
         for ci, claim in enumerate(self.claims):
             devices = (claim.get("spec") or {}).get("devices") or {}
             per_request: list[list[Request]] = []

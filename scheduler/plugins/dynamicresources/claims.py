@@ -145,12 +145,54 @@ class InFlightClaims:
         return len(self._pending)
 
 
-def all_allocated_devices(claims: Sequence[Obj], in_flight: InFlightClaims) -> set[DeviceID]:
+def all_allocated_devices(
+    claims: Sequence[Obj], in_flight: InFlightClaims, memo: AllocatedDevicesMemo | None = None
+) -> set[DeviceID]:
     """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
-    taken: set[DeviceID] = set()
-    for claim in claims:
-        allocation = allocation_of(claim)
-        if allocation is not None:
-            taken.update(allocated_devices(allocation))
+    if memo is not None:
+        taken = memo.devices(claims)
+    else:
+        taken = set()
+        for claim in claims:
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                taken.update(allocated_devices(allocation))
     taken.update(in_flight.devices())
     return taken
+
+
+class AllocatedDevicesMemo:
+    """The devices held by the listed claims, kept up to date from the claims that changed.
+
+    Every pod with claims to allocate needs the devices of all claims; between two pods only a few
+    claims change (the informer replaces a changed claim by a new object). The memo remembers each
+    listed claim object by identity, with the devices it holds, and a count per device: a call reads
+    the new objects and forgets the ones no longer listed. It holds the objects it remembers, so an
+    identity is never reused for another claim while remembered.
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[Obj, tuple[DeviceID, ...]]] = {}
+        self._holders: dict[DeviceID, int] = {}
+
+    def devices(self, claims: Sequence[Obj]) -> set[DeviceID]:
+        """Every device an allocation of a listed claim takes exclusively (a new set)."""
+        by_id, holders = self._by_id, self._holders
+        listed = set(map(id, claims))
+        for gone in by_id.keys() - listed:
+            for device in by_id.pop(gone)[1]:
+                left = holders[device] - 1
+                if left:
+                    holders[device] = left
+                else:
+                    del holders[device]
+        if len(listed) != len(by_id):
+            for claim in claims:
+                if id(claim) in by_id:
+                    continue
+                allocation = allocation_of(claim)
+                devices = tuple(allocated_devices(allocation)) if allocation is not None else ()
+                by_id[id(claim)] = (claim, devices)
+                for device in devices:
+                    holders[device] = holders.get(device, 0) + 1
+        return set(holders)

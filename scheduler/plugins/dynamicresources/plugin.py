@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
+import orjson
 
 from scheduler.config.duration import parse_duration
 from scheduler.framework import (
@@ -54,15 +55,18 @@ from scheduler.framework import (
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources.allocator import (
     AllocationError,
+    AllocationMemo,
     AllocationTimeout,
     Allocator,
     DeviceMatchCache,
     FailedOnNode,
     NodeView,
+    PoolCache,
 )
 from scheduler.plugins.dynamicresources.cel import CelCache
 from scheduler.plugins.dynamicresources.claims import (
     FINALIZER,
+    AllocatedDevicesMemo,
     ClaimError,
     InFlightClaims,
     all_allocated_devices,
@@ -105,6 +109,10 @@ class _State:
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # claim index -> allocation chosen at Reserve.
     allocations: dict[int, Obj] = field(default_factory=dict)
+    # The claims Filter allocates (unallocated at PreFilter), read per node.
+    unallocated: list[Obj] = field(default_factory=list)
+    # Whether some request lists alternatives: only those score above 0.
+    first_available: bool = False
 
     def to_allocate(self) -> list[tuple[int, Obj]]:
         return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
@@ -139,6 +147,10 @@ class DynamicResources:
         self.classes = handle.lister(DEVICE_CLASSES)
         self.in_flight = InFlightClaims()
         self.matches = DeviceMatchCache(CelCache())
+        # Per-pod work that only changes when claims or slices do (see each class).
+        self.allocated_memo = AllocatedDevicesMemo()
+        self.pool_cache = PoolCache()
+        self.allocation_memo = AllocationMemo()
         self._unreserve_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -250,16 +262,45 @@ class DynamicResources:
             status = self._validate_requests(claim)
             if status is not None:
                 return None, status
+        s.unallocated = [c for _, c in s.to_allocate()]
+        s.first_available = any(
+            request.get("firstAvailable")
+            for claim in claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        )
         if to_allocate:
+            slices = self.slices.list()
+            pools = self.pool_cache.pools_for(slices)
             s.allocator = Allocator(
-                allocated=all_allocated_devices(self.claims.list(), self.in_flight),
+                allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),
                 classes=self.classes.get,
-                slices=self.slices.list(),
+                slices=slices,
                 matches=self.matches,
                 timeout=self.filter_timeout,
+                pools=pools,
             )
+            if self.pool_cache.caching:
+                s.allocator.memo = self.allocation_memo
+                s.allocator.memo_context = self._memo_context(s.unallocated)
         state.write(STATE_KEY, s)
         return None, None
+
+    def _memo_context(self, claims: Sequence[Obj]) -> tuple[Hashable, Any] | None:
+        """What, besides the node's pools and free devices, an allocation of ``claims`` depends on:
+        their specs, and the device classes they name (by identity, held alongside)."""
+        names: list[str] = []
+        for claim in claims:
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                exactly = request.get("exactly") or {}
+                names.append(str(exactly.get("deviceClassName") or ""))
+                for sub in request.get("firstAvailable") or ():
+                    names.append(str(sub.get("deviceClassName") or ""))
+        classes = tuple(self.classes.get(name) for name in names)
+        try:
+            specs = orjson.dumps([c.get("spec") for c in claims], option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            return None
+        return (specs, tuple(map(id, classes))), classes
 
     def _validate_requests(self, claim: Obj) -> Status | None:
         meta = claim.get("metadata") or {}
@@ -335,7 +376,7 @@ class DynamicResources:
                 return unschedulable("resourceclaim not available on the node")
         if s.allocator is None:
             return None
-        claims = [c for _, c in s.to_allocate()]
+        claims = s.unallocated
         try:
             results = s.allocator.allocate(NodeView(node.name, node.labels), claims)
         except AllocationTimeout:
@@ -348,6 +389,12 @@ class DynamicResources:
             return unschedulable("cannot allocate all claims")
         s.node_allocations[node.name] = results
         return None
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        """``filter`` for a window of nodes (no per-node dispatch by the Filter loop)."""
+        return [self.filter(state, pod, node) for node in nodes]
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
         """``computeScore``: FirstAvailableDeviceRequestMaxSize - i for each chosen subrequest i."""
@@ -381,7 +428,9 @@ class DynamicResources:
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> IntArray:
         """Score for many nodes. A pod without claims scores 0 everywhere: one array instead of a
         Python call per node (every pod of the basic workload used to pay ~400 of them)."""
-        if state.get(STATE_KEY) is None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.first_available:
+            # Without firstAvailable alternatives every node Filter passed scores 0 (``score``).
             return np.zeros(len(nodes), dtype=np.int64)
         return np.fromiter(
             (self.score(state, pod, node)[0] for node in nodes), dtype=np.int64, count=len(nodes)

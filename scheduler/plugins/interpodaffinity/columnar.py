@@ -107,19 +107,23 @@ def _scoring_tally(info: NodeInfo) -> Mapping[Hashable, int]:
 # --- per-key tables ----------------------------------------------------------------------------------
 
 
-def _add_table(tables: KeyTables, columns: ColumnStore, key: str, per_row: IntArray, weight: int = 1) -> bool:
-    """Adds ``weight`` x ``per_row`` summed per code of ``key``; True if some node with the key had any."""
+def _add_table(
+    tables: KeyTables, columns: ColumnStore, key: str, per_row: IntArray, weight: int = 1
+) -> BoolArray | None:
+    """Adds ``weight`` x ``per_row`` (counts, never negative) summed per code of ``key``. Returns which
+    codes of nodes with the key had any, or None when none had."""
     codes = columns.label_codes(key)
     length = len(columns.label_values(key))
     sums = np.bincount(codes, weights=per_row, minlength=length)
     sums[0] = 0
-    if not sums.any():
-        return False
+    hits: BoolArray = sums > 0
+    if not hits.any():
+        return None
     table = tables.get(key)
     if table is None:
         table = tables[key] = np.zeros(length, dtype=np.int64)
     table += sums.astype(np.int64) * weight
-    return True
+    return hits
 
 
 def _matching(columns: ColumnStore, terms: Sequence[AffinityTerm]) -> IntArray:
@@ -194,9 +198,8 @@ def score_tables(
     touched: dict[str, BoolArray] = {}
 
     def add(key: str, per_row: IntArray, weight: int) -> None:
-        if _add_table(tables, columns, key, per_row, weight):
-            hits = np.bincount(columns.label_codes(key), weights=per_row, minlength=len(tables[key])) > 0
-            hits[0] = False
+        hits = _add_table(tables, columns, key, per_row, weight)
+        if hits is not None:
             known = touched.get(key)
             touched[key] = hits if known is None else known | hits
 

@@ -280,10 +280,14 @@ class InterPodAffinity:
         anti = Status.unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
         existing = Status.unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
 
+        # Python lists: the Filter loop asks once per rejected node, and numpy's scalar indexing costs
+        # more than the list's.
+        affinity_passed, anti_passed = affinity_ok.tolist(), anti_ok.tolist()
+
         def status_of(index: int) -> Status:
-            if not affinity_ok[index]:
+            if not affinity_passed[index]:
                 return affinity
-            return anti if not anti_ok[index] else existing
+            return anti if not anti_passed[index] else existing
 
         return MaskedStatuses(ok, status_of)
 
@@ -299,7 +303,12 @@ class InterPodAffinity:
         if terms.error is not None:
             # PreFilter rejects such a pod first; reaching here means Filter was disabled.
             return Status.as_error(f"failed to parse pod: {terms.error}")
-        columns = self._columns_for(self._all_nodes(nodes))
+        all_nodes = self._all_nodes(nodes)
+        if not has_constraints and not self._nodes_with("pods_with_affinity", all_nodes):
+            # No terms of its own and no pod with any affinity placed: nothing can score (upstream
+            # finds no topology score and skips), without building the tables.
+            return Status.skip()
+        columns = self._columns_for(all_nodes)
         if columns is not None:
             tables, touched = score_tables(
                 columns,

@@ -21,6 +21,7 @@ from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import SelectorError
+from scheduler.plugins.helper.parse_memo import ParseMemo
 
 _TERMS_KEY = "InterPodAffinity.terms"
 _MATCH_KEY = "InterPodAffinity.matchKey"
@@ -164,11 +165,20 @@ def parse_pod_affinity_terms(spec: Mapping[str, Any], namespace: str) -> PodAffi
     return PodAffinityTerms(parts[0], parts[1], parts[2], parts[3], error)
 
 
+# Pods of one workload carry equal terms (a term without namespaces means its pod's namespace).
+_PARSED: ParseMemo[PodAffinityTerms] = ParseMemo()
+
+
+def _parse_shared(pod: PodInfo) -> PodAffinityTerms:
+    affinity = pod.spec.get("affinity")
+    return _PARSED.get(pod.namespace, affinity, lambda: parse_pod_affinity_terms(pod.spec, pod.namespace))
+
+
 def pod_affinity_terms(pod: PodInfo) -> PodAffinityTerms:
     """The pod's terms, parsed once per pod version (kept in ``PodInfo.memo``)."""
     if not pod.has_pod_affinity:
         return NO_TERMS
-    return pod.derived(_TERMS_KEY, lambda info: parse_pod_affinity_terms(info.spec, info.namespace))
+    return pod.derived(_TERMS_KEY, _parse_shared)
 
 
 def matches_all(terms: Sequence[AffinityTerm], namespace: str, labels: Mapping[str, str]) -> bool:

@@ -20,6 +20,7 @@ from scheduler.plugins.helper.nodeselector import (
     SelectorError,
     parse_label_requirement,
 )
+from scheduler.plugins.helper.parse_memo import ParseMemo
 from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -146,14 +147,19 @@ def parse_constraints(
     return tuple(out)
 
 
+# Pods of one workload carry equal constraints; with matchLabelKeys their labels count too.
+_PARSED: ParseMemo[tuple[SpreadConstraint, ...]] = ParseMemo()
+
+
 def _build_own(pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
+    raw = pod.spec.get("topologySpreadConstraints")
+    labels = labels_of(pod.pod)
+
+    def build() -> tuple[SpreadConstraint, ...]:
+        return parse_constraints(raw, labels, action, "spec.topologySpreadConstraints")
+
     try:
-        return parse_constraints(
-            pod.spec.get("topologySpreadConstraints"),
-            labels_of(pod.pod),
-            action,
-            "spec.topologySpreadConstraints",
-        )
+        return _PARSED.get((action, frozenset(labels.items())), raw, build)
     except SelectorError as err:
         raise PodSpecError(f"pod {pod.key}: {err}") from None
 

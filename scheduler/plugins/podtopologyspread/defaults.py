@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.listers import Lister
+from scheduler.framework.listers import Lister, lister_version
 from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
@@ -126,3 +126,43 @@ def default_constraints(
         )
         for c in constraints
     )
+
+
+class DefaultConstraints:
+    """``default_constraints`` remembered per (action, namespace, labels, controller) of the pod.
+
+    The answer reads nothing else of the pod, and of the cluster only the four listers; it is kept
+    until one of them changes (their versions), so the pods of one ReplicaSet, or any pods nothing
+    selects, cost a dictionary lookup instead of a walk over the namespace's Services. Listers that
+    keep no version are read every time, as upstream does.
+    """
+
+    # Distinct (namespace, labels, owner) seen between two lister changes; beyond it, start over.
+    MAX_ENTRIES = 4096
+
+    def __init__(self, raw_constraints: Sequence[Mapping[str, Any]], listers: ControllerListers) -> None:
+        self._raw = raw_constraints
+        self._listers = listers
+        self._versions: tuple[int | None, ...] = ()
+        self._memo: dict[Any, tuple[SpreadConstraint, ...]] = {}
+
+    def for_pod(self, pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
+        listers = self._listers
+        versions = (
+            lister_version(listers.services),
+            lister_version(listers.replication_controllers),
+            lister_version(listers.replica_sets),
+            lister_version(listers.stateful_sets),
+        )
+        if None in versions:
+            return default_constraints(pod, self._raw, action, listers)
+        if versions != self._versions or len(self._memo) >= self.MAX_ENTRIES:
+            self._versions = versions
+            self._memo = {}
+        owner = _controller_of(pod.pod)
+        owner_key = None if owner is None else (owner.get("apiVersion"), owner.get("kind"), owner.get("name"))
+        key = (action, pod.namespace, frozenset(labels_of(pod.pod).items()), owner_key)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = default_constraints(pod, self._raw, action, listers)
+        return found

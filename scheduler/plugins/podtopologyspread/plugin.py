@@ -38,7 +38,7 @@ from scheduler.plugins.podtopologyspread.common import (
 from scheduler.plugins.podtopologyspread.defaults import (
     SYSTEM_DEFAULT_CONSTRAINTS,
     ControllerListers,
-    default_constraints,
+    DefaultConstraints,
 )
 from scheduler.plugins.podtopologyspread.filtering import (
     FilterState,
@@ -100,24 +100,25 @@ class PodTopologySpread:
             raise PluginArgsError(self.name, "", str(err)) from None
         self._handle = handle
         # Only a profile that defaults constraints watches Services and controllers.
-        self._listers: ControllerListers | None = None
+        self._defaults: DefaultConstraints | None = None
         if self.default_constraints:
             if handle is None:
                 raise ValueError(f"{self.name}: default constraints need a Handle for the listers")
-            self._listers = ControllerListers(
+            listers = ControllerListers(
                 handle.lister(SERVICES),
                 handle.lister(REPLICATION_CONTROLLERS),
                 handle.lister(REPLICA_SETS),
                 handle.lister(STATEFUL_SETS),
             )
+            self._defaults = DefaultConstraints(self.default_constraints, listers)
 
     def constraints(self, pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
         """The pod's own constraints for ``action``, or the defaulted ones (``getConstraints``)."""
         if has_own_constraints(pod):
             return own_constraints(pod, action)
-        if self._listers is None:
+        if self._defaults is None:
             return ()
-        return default_constraints(pod, self.default_constraints, action, self._listers)
+        return self._defaults.for_pod(pod, action)
 
     # --- Filter -----------------------------------------------------------------------------------
 

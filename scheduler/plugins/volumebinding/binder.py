@@ -100,6 +100,11 @@ class PodVolumeClaims:
     unbound_immediate: list[KubeObject] = field(default_factory=list)
     # storage class -> its PVs (assumed versions included), for the delayed claims to match
     unbound_volumes_delay_binding: dict[str, list[KubeObject]] = field(default_factory=dict)
+    # The bound claims' PVs that have a required node affinity, looked up at the first Filter of the
+    # cycle (nothing changes them during it): in claim order, up to the first missing PV; and whether
+    # one is missing.
+    bound_pvs: list[KubeObject] | None = None
+    bound_pv_missing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +232,7 @@ class VolumeBinder:
         volumes = PodVolumes()
         bound_ok = pvs_found = unbound_ok = enough_storage = True
         if claims.bound:
-            bound_ok, pvs_found = self._check_bound_claims(claims.bound, node_labels)
+            bound_ok, pvs_found = self._check_bound_claims(claims, node_labels)
         if claims.unbound_delay_binding:
             unbound_ok, enough_storage = self._check_unbound(claims, node_name, node_labels, volumes)
         reasons = []
@@ -241,17 +246,29 @@ class VolumeBinder:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return volumes, reasons
 
-    def _check_bound_claims(
-        self, claims: Sequence[KubeObject], labels: Mapping[str, str]
-    ) -> tuple[bool, bool]:
-        for pvc in claims:
-            try:
-                pv = self.pv_cache.get(str(spec(pvc).get("volumeName") or ""))
-            except NotFoundError:
-                return True, False
+    def resolve_bound_volumes(self, claims: PodVolumeClaims) -> list[KubeObject]:
+        """Fills ``claims.bound_pvs`` and ``bound_pv_missing`` (once per cycle); the PVs that have a
+        required node affinity, up to the first missing one."""
+        if claims.bound_pvs is None:
+            claims.bound_pvs = []
+            for pvc in claims.bound:
+                try:
+                    pv = self.pv_cache.get(str(spec(pvc).get("volumeName") or ""))
+                except NotFoundError:
+                    claims.bound_pv_missing = True
+                    break
+                # Without a required node affinity a PV fits every node (check_node_affinity).
+                if (spec(pv).get("nodeAffinity") or {}).get("required") is not None:
+                    claims.bound_pvs.append(pv)
+        return claims.bound_pvs
+
+    def _check_bound_claims(self, claims: PodVolumeClaims, labels: Mapping[str, str]) -> tuple[bool, bool]:
+        """``checkBoundClaims``: (node affinity of every PV fits, every PV exists), the first failing
+        claim deciding."""
+        for pv in self.resolve_bound_volumes(claims):
             if check_node_affinity(pv, labels) is not None:
                 return False, True
-        return True, True
+        return True, not claims.bound_pv_missing
 
     def _check_unbound(
         self, claims: PodVolumeClaims, node_name: str, labels: Mapping[str, str], volumes: PodVolumes

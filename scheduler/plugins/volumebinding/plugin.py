@@ -30,6 +30,7 @@ from scheduler.framework import (
     QueueingHint,
     Resource,
     Status,
+    all_pass,
 )
 from scheduler.plugins import names
 from scheduler.plugins.helper.hints import safe_hint
@@ -192,6 +193,30 @@ class VolumeBinding:
         data.pod_volumes_by_node[node.name] = volumes
         data.has_static_bindings = data.has_static_bindings or bool(volumes.static_bindings)
         return None
+
+    def filter_nodes(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> Sequence[Status | None]:
+        """``filter`` for a window of nodes. A pod whose claims are all bound to volumes without a
+        node affinity fits every node with nothing to bind: one shared empty PodVolumes per node
+        (Reserve then finds every volume bound and assumes nothing)."""
+        try:
+            data = _state(state)
+        except BinderError as err:
+            return [Status.as_error(err)] * len(nodes)
+        claims = data.claims
+        if claims is None:
+            return all_pass(len(nodes))
+        if (
+            claims.bound
+            and not claims.unbound_delay_binding
+            and not self.binder.resolve_bound_volumes(claims)
+            and not claims.bound_pv_missing
+        ):
+            nothing = PodVolumes()
+            data.pod_volumes_by_node.update((node.name, nothing) for node in nodes)
+            return all_pass(len(nodes))
+        return [self.filter(state, pod, node) for node in nodes]
 
     # --- Score ------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
