@@ -363,8 +363,10 @@ class ControlPlane:
         return self._launch(
             name,
             build,
-            ready=lambda: http_get(f"https://127.0.0.1:{port}/healthz", context=tls)[0] == 200,
-            what=lambda: f"{name} /healthz on https://127.0.0.1:{port}",
+            # /readyz, not /healthz: it also waits for the informers and event handlers to sync
+            # (sched-handler-sync), so a test's pods created next are seen by a scheduler that is running.
+            ready=lambda: http_get(f"https://127.0.0.1:{port}/readyz", context=tls)[0] == 200,
+            what=lambda: f"{name} /readyz on https://127.0.0.1:{port}",
             timeout=timeout or self.start_timeout,
         )
 

@@ -373,7 +373,20 @@ def test_preemption_across_schedulers_both_ways(
         pods = _by_name(core_v1, namespace).values()
         return len(pods) == 8 and all(p["spec"].get("nodeName") for p in pods)
 
-    wait_for(filled, 60, "both pools filled")
+    try:
+        wait_for(filled, 60, "both pools filled")
+    except AssertionError as err:
+        # Say which pods are not bound and what their schedulers reported, so a failure explains itself.
+        unbound = {
+            n: (p["spec"].get("schedulerName"), (p.get("status") or {}).get("conditions"))
+            for n, p in _by_name(core_v1, namespace).items()
+            if not p["spec"].get("nodeName")
+        }
+        seen = [
+            (e["involvedObject"]["name"], e["reason"], e.get("message"))
+            for e in list_events(core_v1, namespace)
+        ]
+        raise AssertionError(f"{err}; unbound: {unbound}; events: {seen}") from None
     before = {n: p["spec"]["nodeName"] for n, p in _by_name(core_v1, namespace).items()}
     # Two 1-cpu pods on every 2-cpu node. Three on one node means a second scheduler of the same name
     # raced the filler (the kube_scheduler fixture refuses to start next to one): with room left on the
