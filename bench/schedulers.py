@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import compileall
+import functools
 import os
 import shlex
 import shutil
@@ -74,6 +76,14 @@ def _wait(condition: Any, timeout: float, what: str, alive: Any, log: Path) -> N
             return
         time.sleep(0.1)
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@functools.cache
+def compile_sources() -> None:
+    """Byte-compile py-scheduler's packages once, as its image does (Dockerfile: compileall), so a timed
+    start is not also compiling every module (the environment may set PYTHONDONTWRITEBYTECODE)."""
+    for package in ("scheduler", "informers", "scheduling_queue"):
+        compileall.compile_dir(REPO / package, quiet=1)
 
 
 class KubeScheduler:
@@ -145,6 +155,7 @@ class PyScheduler:
         extenders: list[dict[str, Any]] | None = None,
         profile: dict[str, Any] | None = None,
     ) -> None:
+        compile_sources()
         self._cp = cp
         self._workdir = workdir
         self._profiler = profiler

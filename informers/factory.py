@@ -116,6 +116,15 @@ class InformerFactory:
             return False
         return True
 
+    async def wait_for_handlers_sync(self, timeout: float | None = None) -> bool:
+        """True when every started informer has synced and delivered its first list to every handler."""
+        started = [i for i in self._informers.values() if i.started]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(i.wait_for_handlers_sync() for i in started)), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     def unsynced(self) -> list[SharedInformer]:
         return [i for i in self._informers.values() if not i.has_synced()]
 

@@ -163,6 +163,24 @@ class SharedInformer:
             return False
         return True
 
+    def handlers_synced(self) -> bool:
+        """True once synced and every handler has been given every object of the first list."""
+        return self._synced.is_set() and all(listener.has_synced() for listener in self._listeners)
+
+    async def wait_for_handlers_sync(self, timeout: float | None = None) -> bool:
+        """Waits for the first list to reach every handler (client-go's handler HasSynced; upstream's
+        readiness check ``sched-handler-sync``): until then a cache fed by a handler is incomplete."""
+        try:
+            await asyncio.wait_for(self._wait_handlers(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _wait_handlers(self) -> None:
+        await self._synced.wait()
+        for listener in list(self._listeners):
+            await listener.wait_synced()
+
     @property
     def last_sync_resource_version(self) -> str:
         return self._reflector.last_sync_resource_version

@@ -319,7 +319,9 @@ class SchedulerApp:
 
     async def _wait_synced(self) -> bool:
         assert self.factory is not None
-        sync = asyncio.ensure_future(self.factory.wait_for_cache_sync())
+        # Ready once the handlers have the first lists too, not only the stores: the cache and queue are
+        # built by the handlers, and a cycle run before they finish would miss bound pods.
+        sync = asyncio.ensure_future(self.factory.wait_for_handlers_sync())
         stop_wait = asyncio.ensure_future(self._stop.wait())
         waits: set[asyncio.Future[Any]] = {sync, stop_wait}
         # A missing CRD would keep its informer from ever syncing: fail start-up, saying so, instead.

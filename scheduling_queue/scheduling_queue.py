@@ -571,6 +571,11 @@ class SchedulingQueue:
         wildcard = is_wildcard(event)
         if not matching and not wildcard:
             return
+        if not self._unschedulable and not self._gated:
+            # Nothing to move (the usual case while the initial lists are delivered, one event per
+            # node and bound pod): only the replay log for in-flight pods needs the event.
+            self._in_flight.record(event, old, new)
+            return
         candidates: dict[str, QueuedPodInfo]
         if wildcard:
             candidates = dict(self._unschedulable)

@@ -333,3 +333,48 @@ async def test_wait_for_cache_sync_times_out_when_list_keeps_failing() -> None:
     assert not await factory.wait_for_cache_sync(0.05)
     assert factory.unsynced() == [informer]
     await factory.stop()
+
+
+async def test_handlers_sync_waits_for_the_first_list_to_reach_every_handler() -> None:
+    server = FakeApiServer()
+    for i in range(3):
+        server.create(PODS, make_pod(f"p{i}"))
+    server.create(NODES, {"metadata": {"name": "n"}})
+    factory = InformerFactory(server, clock=FakeClock())
+    gate = asyncio.Event()
+    delivered: list[str] = []
+
+    async def slow_add(obj: dict[str, Any], initial: bool) -> None:
+        await gate.wait()
+        delivered.append(name(obj))
+
+    factory.informer_for(PODS).add_event_handler(on_add=slow_add)
+    nodes = factory.informer_for(NODES)
+    nodes.add_event_handler(on_add=lambda obj, initial: delivered.append(name(obj)))
+    async with factory:
+        # The stores hold the lists while the pod handler still waits on its first object.
+        assert await factory.wait_for_cache_sync(5)
+        handlers = asyncio.ensure_future(factory.wait_for_handlers_sync(5))
+        await eventually(lambda: delivered == ["n"])
+        assert not handlers.done()
+        assert nodes.handlers_synced()
+        assert not factory.informer_for(PODS).handlers_synced()
+        gate.set()
+        assert await handlers
+        assert sorted(delivered) == ["n", "p0", "p1", "p2"]
+        assert factory.informer_for(PODS).handlers_synced()
+
+
+async def test_handlers_sync_times_out_while_a_handler_is_stuck() -> None:
+    server = FakeApiServer()
+    server.create(PODS, make_pod("a"))
+    factory = InformerFactory(server, clock=FakeClock())
+    never = asyncio.Event()
+
+    async def stuck(obj: dict[str, Any], initial: bool) -> None:
+        await never.wait()
+
+    factory.informer_for(PODS).add_event_handler(on_add=stuck)
+    async with factory:
+        assert await factory.wait_for_cache_sync(5)
+        assert not await factory.wait_for_handlers_sync(0.05)

@@ -315,7 +315,9 @@ class CelCache:
     """Compiled expressions by text (upstream's cel.Cache), shared by every allocation; thread-safe."""
 
     def __init__(self, max_size: int = 1024) -> None:
-        self._env = celpy.Environment()
+        # Built at the first compile: celpy's Environment builds its lark grammar (~0.2 s of CPU, more on
+        # a loaded machine), which start-up need not pay when no DeviceClass or claim uses CEL.
+        self._env: celpy.Environment | None = None
         self._compiled: dict[str, CompiledExpression] = {}
         self._max_size = max_size
         self._lock = threading.Lock()
@@ -327,10 +329,11 @@ class CelCache:
         try:
             if _CEL_BIND.search(expression):
                 raise CelError("cel.bind is not supported by py-scheduler's CEL interpreter")
-            ast = self._env.compile(expression)
+            env = self._environment()
+            ast = env.compile(expression)
             compiled = CompiledExpression(
                 expression,
-                self._env.program(ast, functions=FUNCTIONS),
+                env.program(ast, functions=FUNCTIONS),
                 driver_equals=driver_equality(expression),
             )
         except Exception as err:  # celpy's parse errors carry no common base besides Exception
@@ -340,3 +343,10 @@ class CelCache:
                 self._compiled.pop(next(iter(self._compiled)))
             self._compiled[expression] = compiled
         return compiled
+
+    def _environment(self) -> celpy.Environment:
+        if self._env is None:
+            with self._lock:
+                if self._env is None:
+                    self._env = celpy.Environment()
+        return self._env
