@@ -353,18 +353,27 @@ def test_preemption_across_schedulers_both_ways(
     refuse it; the first-attempt record checked at the end shows py-scheduler's view held the fill.
     """
     names = {pool: [f"{pool}{i}-{run_id}" for i in range(2)] for pool in ("kube", "py")}
+    # The nodes are this test's alone: a pod another module left pending (kube-scheduler keeps retrying
+    # pods of any namespace) would otherwise take room on them and change what "full" means here.
+    private = {"key": RUN_LABEL, "value": run_id, "effect": "NoSchedule"}
     create_nodes(
         api_client,
         [
-            make_node(n, cpu="2", labels={RUN_LABEL: run_id, "pool": pool})
+            make_node(n, cpu="2", labels={RUN_LABEL: run_id, "pool": pool}, taints=[private])
             for pool, ns in names.items()
             for n in ns
         ],
     )
+
+    def _private_pod(name: str, cls: str) -> dict[str, Any]:
+        pod = _pod(name, run_id, cls, "1")
+        pod["spec"]["tolerations"] = [{"key": RUN_LABEL, "operator": "Equal", "value": run_id}]
+        return pod
+
     fillers = {"kube": "default-scheduler", "py": "py-scheduler"}
     for pool, scheduler_name in fillers.items():
         for i in range(4):
-            pod = _pod(f"{pool}-low-{i}", run_id, "low", "1")
+            pod = _private_pod(f"{pool}-low-{i}", "low")
             pod["spec"]["schedulerName"] = scheduler_name
             pod["spec"]["nodeSelector"]["pool"] = pool
             _create(core_v1, namespace, pod)
@@ -386,7 +395,16 @@ def test_preemption_across_schedulers_both_ways(
             (e["involvedObject"]["name"], e["reason"], e.get("message"))
             for e in list_events(core_v1, namespace)
         ]
-        raise AssertionError(f"{err}; unbound: {unbound}; events: {seen}") from None
+        ours = {n for pool in names.values() for n in pool}
+        everywhere = orjson.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+        foreign = [
+            (p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName"))
+            for p in everywhere
+            if p["spec"].get("nodeName") in ours and p["metadata"]["namespace"] != namespace
+        ]
+        raise AssertionError(
+            f"{err}; unbound: {unbound}; events: {seen}; others on its nodes: {foreign}"
+        ) from None
     before = {n: p["spec"]["nodeName"] for n, p in _by_name(core_v1, namespace).items()}
     # Two 1-cpu pods on every 2-cpu node. Three on one node means a second scheduler of the same name
     # raced the filler (the kube_scheduler fixture refuses to start next to one): with room left on the
@@ -394,7 +412,7 @@ def test_preemption_across_schedulers_both_ways(
     assert sorted(Counter(before.values()).values()) == [2, 2, 2, 2], sorted(before.items())
     # The preemptor of pool "kube" is py-scheduler's, and the other way round.
     for pool, scheduler_name in (("kube", "py-scheduler"), ("py", "default-scheduler")):
-        pod = _pod(f"vip-{pool}", run_id, "high", "1")
+        pod = _private_pod(f"vip-{pool}", "high")
         pod["spec"]["schedulerName"] = scheduler_name
         pod["spec"]["nodeSelector"]["pool"] = pool
         _create(core_v1, namespace, pod)
