@@ -173,6 +173,14 @@ class DynamicResources:
                 ClusterEvent(Resource.ResourceClaim, ActionType.Add | ActionType.Update),
                 self.is_schedulable_after_claim_change,
             ),
+            # Not in upstream's list. A generated claim whose pod is gone is deleted by the garbage
+            # collector while kube-controller-manager deallocates it: when the deallocation removes the
+            # last finalizer, the watch shows a delete of an allocated claim, never the update to
+            # unallocated, and a pod waiting for that device would wait for the 5-minute flush.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.ResourceClaim, ActionType.Delete),
+                self.is_schedulable_after_claim_deleted,
+            ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.Pod, ActionType.UpdatePodGeneratedResourceClaim),
                 self.is_schedulable_after_pod_change,
@@ -200,6 +208,12 @@ class DynamicResources:
         if (old.get("status") or {}) == (new.get("status") or {}):
             return QueueingHint.Skip
         return QueueingHint.Queue
+
+    def is_schedulable_after_claim_deleted(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
+        """A deleted claim that held devices freed them."""
+        if isinstance(old, Mapping) and allocation_of(old) is not None:
+            return QueueingHint.Queue
+        return QueueingHint.Skip
 
     def is_schedulable_after_pod_change(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
         """``isSchedulableAfterPodChange``: the pod itself got its generated claims recorded."""

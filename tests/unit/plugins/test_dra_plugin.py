@@ -8,11 +8,13 @@ from scheduler.framework import (
     DEVICE_CLASSES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    ActionType,
     Code,
     CycleState,
     NodeInfo,
     PodInfo,
     QueueingHint,
+    Resource,
 )
 from scheduler.plugins.dynamicresources import DynamicResources
 from tests.unit.plugins.dra_testlib import (
@@ -224,3 +226,8 @@ def test_hints() -> None:
     assert pl.is_schedulable_after_claim_change(p, deallocated_old, other) is QueueingHint.Queue
     assert pl.is_schedulable_after_claim_change(p, c, c) is QueueingHint.Skip
     assert pl.is_schedulable_after_pod_change(p, p, p) is QueueingHint.Queue
+    # A claim deleted while allocated (its deallocation removed the last finalizer) frees its devices.
+    assert pl.is_schedulable_after_claim_deleted(p, deallocated_old, None) is QueueingHint.Queue
+    assert pl.is_schedulable_after_claim_deleted(p, other, None) is QueueingHint.Skip
+    registered = {(e.event.resource, e.event.action) for e in pl.events_to_register()}
+    assert (Resource.ResourceClaim, ActionType.Delete) in registered
