@@ -173,10 +173,10 @@ class DynamicResources:
                 ClusterEvent(Resource.ResourceClaim, ActionType.Add | ActionType.Update),
                 self.is_schedulable_after_claim_change,
             ),
-            # Not in upstream's list. A generated claim whose pod is gone is deleted by the garbage
-            # collector while kube-controller-manager deallocates it: when the deallocation removes the
-            # last finalizer, the watch shows a delete of an allocated claim, never the update to
-            # unallocated, and a pod waiting for that device would wait for the 5-minute flush.
+            # Not in upstream's list. kube-controller-manager deallocates a claim (an update) before it
+            # goes, but an informer that relists after a broken watch folds that update into the delete
+            # of a still-allocated claim; a pod waiting for the device would then wait for the
+            # 5-minute flush.
             ClusterEventWithHint(
                 ClusterEvent(Resource.ResourceClaim, ActionType.Delete),
                 self.is_schedulable_after_claim_deleted,
