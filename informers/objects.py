@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -58,9 +58,18 @@ def split_key(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def resource_version(obj: KubeObject) -> str:
+def resource_version(obj: Mapping[str, Any]) -> str:
     rv: str = (obj.get("metadata") or {}).get("resourceVersion") or ""
     return rv
+
+
+def revision(obj: Mapping[str, Any]) -> int | None:
+    """The resourceVersion as a number, None when it is not one. Opaque by contract, but the API
+    server's are etcd revisions, and ordering them is what client-go's assume cache does too."""
+    try:
+        return int(resource_version(obj))
+    except ValueError:
+        return None
 
 
 def uid(obj: KubeObject) -> str:

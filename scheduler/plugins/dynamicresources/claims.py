@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from informers.objects import revision
 from scheduler.framework import Lister, PodInfo
 from scheduler.plugins.dynamicresources.allocator import DeviceID
 
@@ -103,17 +104,29 @@ class InFlightClaims:
     plus the assume cache): so two pods never get the same device.
 
     Written on the loop (Reserve/Unreserve) and read by binding threads at PreBind, hence the lock. An
-    entry stays after PreBind wrote the claim until the informer shows the allocation (or the claim is
-    gone), which closes the window where the informer lags the write.
+    entry stays after PreBind wrote the claim until the informer has caught up with that write (or the
+    claim is gone), which closes the window where the informer lags the write. Caught up means the
+    informer holds the written resourceVersion or a later one, as upstream's assume cache decides: the
+    informer may never show the allocation itself, when the claim is deallocated again before the
+    watch delivers it, and an entry kept then would hold the freed device forever.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pending: dict[str, tuple[Obj, Obj]] = {}  # claim uid -> (claim, allocation)
+        # claim uid -> (claim, allocation, resourceVersion PreBind wrote or None before the write)
+        self._pending: dict[str, tuple[Obj, Obj, int | None]] = {}
 
     def add(self, claim: Obj, allocation: Obj) -> None:
         with self._lock:
-            self._pending[uid_of(claim)] = (claim, allocation)
+            self._pending[uid_of(claim)] = (claim, allocation, None)
+
+    def written(self, uid: str, written: Obj) -> None:
+        """PreBind stored the allocation: the entry lasts until the informer reaches ``written``."""
+        version = revision(written)
+        with self._lock:
+            entry = self._pending.get(uid)
+            if entry is not None:
+                self._pending[uid] = (entry[0], entry[1], version)
 
     def get(self, uid: str) -> Obj | None:
         with self._lock:
@@ -125,24 +138,37 @@ class InFlightClaims:
             return self._pending.pop(uid, None) is not None
 
     def prune(self, claims: Lister) -> None:
-        """Drops entries the informer caught up with (allocated there) or whose claim is gone."""
+        """Drops entries the informer caught up with (allocated there, or at the written version or
+        later) or whose claim is gone."""
         with self._lock:
             items = list(self._pending.items())
-        for uid, (claim, _) in items:
+        for uid, (claim, _, version) in items:
             meta = claim.get("metadata") or {}
             current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
-            if current is None or uid_of(current) != uid or allocation_of(current) is not None:
+            if (
+                current is None
+                or uid_of(current) != uid
+                or allocation_of(current) is not None
+                or _reached(current, version)
+            ):
                 with self._lock:
                     if self._pending.get(uid, (None,))[0] is claim:
                         del self._pending[uid]
 
     def devices(self) -> list[DeviceID]:
         with self._lock:
-            allocations = [a for _, a in self._pending.values()]
+            allocations = [a for _, a, _ in self._pending.values()]
         return [d for a in allocations for d in allocated_devices(a)]
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+def _reached(current: Obj, version: int | None) -> bool:
+    if version is None:
+        return False
+    seen = revision(current)
+    return seen is not None and seen >= version
 
 
 def all_allocated_devices(

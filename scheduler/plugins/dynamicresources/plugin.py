@@ -517,6 +517,7 @@ class DynamicResources:
             except Exception as err:
                 self.in_flight.remove(uid_of(claim))
                 return Status(Code.Error, [str(err)], error=err)
+            self.in_flight.written(uid_of(claim), s.claims[index])
         return None
 
     def _bind_claim(self, claim: Obj, allocation: Obj | None, pod: PodInfo) -> Obj:

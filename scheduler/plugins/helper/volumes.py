@@ -11,6 +11,7 @@ from typing import Any
 
 from cachetools import LRUCache
 
+from informers.objects import resource_version
 from scheduler.framework.quantity import QuantityError, value
 from scheduler.plugins.helper.labelselector import parse_label_selector
 from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
@@ -46,10 +47,6 @@ def name_of(obj: KubeObject) -> str:
 def namespaced_name(obj: KubeObject) -> str:
     m = meta(obj)
     return f"{m.get('namespace', '')}/{m.get('name', '')}"
-
-
-def resource_version(obj: KubeObject) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
 
 
 def claim_name(pod_name: str, volume: Mapping[str, Any]) -> tuple[str, bool] | None:

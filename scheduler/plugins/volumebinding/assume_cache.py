@@ -15,8 +15,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from informers.objects import resource_version
 from scheduler.framework import Lister
-from scheduler.plugins.helper.volumes import KubeObject, meta, resource_version
+from scheduler.plugins.helper.volumes import KubeObject, meta
 
 
 class NotFoundError(LookupError):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from informers.objects import resource_version, revision
 from scheduler.framework import (
     CSI_DRIVERS,
     CSI_STORAGE_CAPACITIES,
@@ -47,7 +48,6 @@ from scheduler.plugins.helper.volumes import (
     meta,
     name_of,
     namespaced_name,
-    resource_version,
     spec,
     volume_capacity,
     volume_class,
@@ -501,10 +501,10 @@ def _affinity_mismatch(pv: KubeObject, node_name: str, problem: str) -> str:
 
 def _newer(written: KubeObject, seen: KubeObject) -> bool:
     """The object we wrote is newer than what the informer holds (resourceVersions as integers)."""
-    try:
-        return int(resource_version(written) or 0) > int(resource_version(seen) or 0)
-    except ValueError:
+    ours, theirs = revision(written), revision(seen)
+    if ours is None or theirs is None:
         return resource_version(written) != resource_version(seen)
+    return ours > theirs
 
 
 def _node_has_access(capacity: KubeObject, labels: Mapping[str, str]) -> bool:

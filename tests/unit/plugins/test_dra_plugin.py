@@ -148,6 +148,58 @@ def test_in_flight_allocation_keeps_device_from_the_next_pod() -> None:
     assert filtered[NODE_1] is None
 
 
+def _second_pod(claim_name: str) -> PodInfo:
+    return PodInfo(
+        {
+            **pod({"name": "c", "resourceClaimName": claim_name}).pod,
+            "metadata": {"name": "p2", "namespace": "default", "uid": "u2"},
+        }
+    )
+
+
+def _bump(obj: dict[str, Any], version: int, **status: Any) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(version)}, "status": status}
+
+
+def test_written_allocation_frees_its_device_once_the_informer_passes_the_write() -> None:
+    """The informer can skip the allocated version: the claim's deallocation (the pod deleted at once)
+    may be the first change its watch delivers. The in-flight entry must not outlive that and hold
+    the freed device for good (an integration run saw the waiting pod never scheduled)."""
+    c1, c2 = claim("c1", request(REQ_0, count=2)), claim("c2", request(REQ_0, count=2))
+    pl, handle = plugin(
+        [c1, c2], slices=[slice_("s", NODE_1, POOL_A, DRIVER_A, device("gpu-0"), device("gpu-1"))]
+    )
+    handle.api_responder = lambda method, path, body: _bump(body, 7, **body.get("status", {}))  # type: ignore[attr-defined]
+    p1 = pod({"name": "c", "resourceClaimName": "c1"})
+    state, _, filtered = run_filter(pl, p1)
+    assert filtered[NODE_1] is None
+    assert pl.reserve(state, p1, NODE_1) is None and pl.pre_bind(state, p1, NODE_1) is None
+    p2 = _second_pod("c2")
+    # The informer still holds the version before the write: the device stays taken.
+    _, _, filtered = run_filter(pl, p2)
+    assert filtered[NODE_1] is not None and filtered[NODE_1].message() == "cannot allocate all claims"
+    # Its next version is already the deallocated one (reservedFor and allocation cleared).
+    handle.lister(RESOURCE_CLAIMS).add(_bump(c1, 9))
+    _, _, filtered = run_filter(pl, p2)
+    assert filtered[NODE_1] is None
+    assert len(pl.in_flight) == 0
+
+
+def test_in_flight_entry_outlives_informer_changes_before_prebind_wrote() -> None:
+    """Until PreBind wrote the claim, a newer informer version (another writer's change) does not end
+    the entry: the allocation is still on its way."""
+    c1, c2 = claim("c1", request(REQ_0, count=2)), claim("c2", request(REQ_0, count=2))
+    pl, handle = plugin(
+        [c1, c2], slices=[slice_("s", NODE_1, POOL_A, DRIVER_A, device("gpu-0"), device("gpu-1"))]
+    )
+    p1 = pod({"name": "c", "resourceClaimName": "c1"})
+    state, _, _ = run_filter(pl, p1)
+    assert pl.reserve(state, p1, NODE_1) is None
+    handle.lister(RESOURCE_CLAIMS).add(_bump(c1, 9))
+    _, _, filtered = run_filter(pl, _second_pod("c2"))
+    assert filtered[NODE_1] is not None and filtered[NODE_1].message() == "cannot allocate all claims"
+
+
 def test_claim_being_allocated_for_another_pod() -> None:
     c = claim("shared", request(REQ_0))
     pl, _ = plugin([c])
