@@ -117,6 +117,23 @@ class RowTally:
 _RowUpdate = tuple[str, npt.NDArray[Any], Callable[[NodeInfo], Any], bool]
 
 
+def _saturating(compute: Callable[[NodeInfo], Any], dtype: type[np.generic]) -> Callable[[NodeInfo], Any]:
+    """``compute`` clamped to the range of an integer ``dtype``. Amounts are Python ints and the API
+    server accepts quantities far past int64 (a pod created with ``nodeName`` and ``cpu: 1e100``, an
+    odd kubelet's allocatable): unclamped, one such node made every scheduling cycle raise
+    OverflowError. Saturated, a node holding such a pod simply has no room left."""
+    if not np.issubdtype(dtype, np.integer):
+        return compute
+    info = np.iinfo(dtype)
+    low, high = int(info.min), int(info.max)
+
+    def clamped(node: NodeInfo) -> Any:
+        value = compute(node)
+        return value if low <= value <= high else max(low, min(high, value))
+
+    return clamped
+
+
 class NodeColumns:
     """One row per snapshot position; ``infos`` holds the NodeInfo of each row. Implements the
     framework's ``ColumnStore``: ``array``, ``distinct``, ``nonzero_rows``, ``label_codes``."""
@@ -187,7 +204,7 @@ class NodeColumns:
         infos = self.infos.tolist()
         compute: Callable[[NodeInfo], Any]
         if isinstance(spec, NodeColumn):
-            compute = spec.compute
+            compute = _saturating(spec.compute, spec.dtype)
             array = np.fromiter(map(compute, infos), dtype=spec.dtype, count=size)
             counted = spec.count_nonzero
         else:

@@ -487,6 +487,44 @@ async def test_a_plugin_raising_in_filter_does_not_kill_the_loop(make_env: MakeE
     assert condition(env, "boom")["reason"] == "SchedulerError"
 
 
+@pytest.mark.parametrize(
+    ("cpu", "memory", "allocatable_cpu"),
+    [
+        # The API server accepts these requests (it keeps "1e100" as "10e99") on a pod created with
+        # spec.nodeName, and a kubelet may report any allocatable: amounts past the int64 node columns.
+        ("10e99", "100m", "4"),
+        ("9223372036854775807", "9223372036854775807", "4"),
+        ("100m", "100m", "1e100"),
+    ],
+)
+async def test_amounts_past_int64_on_a_node_do_not_stop_other_pods(
+    make_env: MakeEnv, cpu: str, memory: str, allocatable_cpu: str
+) -> None:
+    env = make_env([make_node("n1"), make_node("n2", cpu=allocatable_cpu)])
+    handlers(env).on_pod_add(make_pod("huge", cpu=cpu, memory=memory, node_name="n2"))
+    env.queue.add(make_pod("small", cpu="1"))
+    env.queue.add(make_pod("greedy", cpu="5"))
+    greedy_can_fit = allocatable_cpu != "4"
+    await run_until(
+        env,
+        lambda: (
+            "small" in env.rest.bindings()
+            and (
+                "greedy" in env.rest.bindings()
+                if greedy_can_fit
+                else env.queue.where("default/greedy") == "unschedulable"
+            )
+        ),
+    )
+    env.flush_writes()
+    if greedy_can_fit:
+        assert env.rest.bindings()["greedy"] == "n2"
+    else:
+        # Room is judged, not overflowed: neither node has 5 CPUs left.
+        [event] = failed_events(env, "greedy")
+        assert event["note"].startswith("0/2 nodes are available: 2 Insufficient cpu."), event["note"]
+
+
 # --- Reserve and Permit -----------------------------------------------------------------------------
 
 
