@@ -124,7 +124,7 @@ def _saturating(compute: Callable[[NodeInfo], Any], dtype: type[np.generic]) -> 
     OverflowError. Saturated, a node holding such a pod simply has no room left."""
     if not np.issubdtype(dtype, np.integer):
         return compute
-    info = np.iinfo(dtype)
+    info = np.iinfo(np.dtype(dtype))
     low, high = int(info.min), int(info.max)
 
     def clamped(node: NodeInfo) -> Any:
