@@ -155,6 +155,10 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
         )
     except KubeconfigError as err:
         raise StartupError(str(err)) from None
+    except ConfigError as err:
+        # Found while building from the config (a plugin at a point it lacks, an extender's TLS file).
+        where = f"{args.config}: " if args.config else ""
+        raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
     try:
         app.start_serving()
     except OSError as err:

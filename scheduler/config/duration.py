@@ -16,6 +16,8 @@ _UNITS_NS: dict[str, int] = {
 }
 _TERM = re.compile(r"(\d*)(?:\.(\d*))?([a-zA-Z\u00b5\u03bc]+)")
 _NS_PER_S = 1_000_000_000
+# Go's Duration is int64 nanoseconds (about 292 years); ParseDuration refuses anything longer.
+_MAX_NS = (1 << 63) - 1
 
 
 def parse_duration(text: str) -> float:
@@ -45,6 +47,8 @@ def parse_duration(text: str) -> float:
         if frac:
             total_ns += int(frac) * scale // 10 ** len(frac)
         pos = match.end()
+        if total_ns > _MAX_NS + (sign < 0):
+            raise ValueError(f'time: invalid duration "{original}"')
     return sign * total_ns / _NS_PER_S
 
 

@@ -14,7 +14,8 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
@@ -229,6 +230,26 @@ def _dumps(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
 
+class ExtenderTLSError(ValueError):
+    """A TLS setting that cannot be used; ``field`` is its name under ``tlsConfig`` ("" for the pair)."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(detail)
+        self.field = field
+
+
+@contextmanager
+def _loading(field: str, path: str) -> Iterator[None]:
+    """ssl's own errors name neither the setting nor the file ("[Errno 2] No such file or directory")."""
+    try:
+        yield
+    except (OSError, ValueError) as err:  # ssl.SSLError is an OSError
+        reason = str(err)
+        if isinstance(err, OSError) and not isinstance(err, ssl.SSLError) and err.strerror:
+            reason = err.strerror  # without the "[Errno 2]" and the file name repeated
+        raise ExtenderTLSError(field, f"{path}: {reason}" if path else reason) from None
+
+
 def _ssl_for(config: ExtenderConfig) -> ssl.SSLContext | bool:
     """Upstream ``makeTransport`` + client-go ``TLSConfigFor``. ``True`` is the default verification
     (no TLS setting given); ``enableHTTPS`` without a CA skips verification, as upstream."""
@@ -239,12 +260,16 @@ def _ssl_for(config: ExtenderConfig) -> ssl.SSLContext | bool:
     if not (insecure or has_ca or has_cert or tls.server_name):
         return True
     if insecure and has_ca:
-        raise ValueError("specifying a root certificates file with the insecure flag is not allowed")
+        raise ExtenderTLSError(
+            "", "specifying a root certificates file with the insecure flag is not allowed"
+        )
     # client-go prefers the inline data to the file.
     if tls.ca_data:
-        ctx = ssl.create_default_context(cadata=tls.ca_data.decode("utf-8"))
+        with _loading("caData", ""):
+            ctx = ssl.create_default_context(cadata=tls.ca_data.decode("utf-8"))
     else:
-        ctx = ssl.create_default_context(cafile=tls.ca_file or None)
+        with _loading("caFile", tls.ca_file):
+            ctx = ssl.create_default_context(cafile=tls.ca_file or None)
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
@@ -266,10 +291,19 @@ def _load_client_cert(ctx: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
             f.write(data)
         return name
 
+    # Opened first so that a missing file is named: load_cert_chain's error says neither which one.
+    for field, data, path in (
+        ("certFile", tls.cert_data, tls.cert_file),
+        ("keyFile", tls.key_data, tls.key_file),
+    ):
+        if path and not data:
+            with _loading(field, path), open(path, "rb"):
+                pass
     try:
         cert = path_of(tls.cert_data, tls.cert_file)
         key = path_of(tls.key_data, tls.key_file)
-        ctx.load_cert_chain(cert, key or None)
+        with _loading("certData" if tls.cert_data else "certFile", "" if tls.cert_data else tls.cert_file):
+            ctx.load_cert_chain(cert, key or None)
     finally:
         for name in temporary:
             os.unlink(name)

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.config.errors import ErrorList, FieldPath
 from scheduler.config.types import ExtenderConfig
-from scheduler.extender.client import ExtenderError, HTTPExtender
+from scheduler.extender.client import ExtenderError, ExtenderTLSError, HTTPExtender
 from scheduler.extender.wire import MAX_EXTENDER_PRIORITY, Victims, WireError
 from scheduler.framework.columns import IntArray
 from scheduler.framework.objects import object_meta
@@ -55,7 +56,17 @@ class Extenders:
 
     @classmethod
     def from_config(cls, configs: Sequence[ExtenderConfig]) -> Extenders:
-        return cls([HTTPExtender(c) for c in configs])
+        """Raises ConfigError naming the setting when an extender's TLS files cannot be used."""
+        extenders: list[HTTPExtender] = []
+        errs = ErrorList()
+        for i, config in enumerate(configs):
+            try:
+                extenders.append(HTTPExtender(config))
+            except ExtenderTLSError as err:
+                path = FieldPath("extenders").index(i).child("tlsConfig")
+                errs.other(f"{path.child(err.field) if err.field else path}: {err}")
+        errs.raise_if_any()
+        return cls(extenders)
 
     def __bool__(self) -> bool:
         return bool(self.extenders)

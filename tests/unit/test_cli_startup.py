@@ -122,6 +122,60 @@ CASES: list[Case] = [
         lambda t, p: cfg(t, HEADER + "parallelism: 0\npodInitialBackoffSeconds: 0\n"),
         ("parallelism", "podInitialBackoffSeconds"),
     ),
+    (
+        "duration past Go's int64 nanoseconds",
+        lambda t, p: cfg(t, HEADER + "leaderElection: {leaseDuration: 99999999999999h}\n"),
+        ("leaderElection.leaseDuration", "99999999999999h", "invalid duration"),
+    ),
+    (
+        "plugin enabled at a point it does not implement",
+        lambda t, p: [
+            *kc(t),
+            *cfg(t, HEADER + "profiles: [{plugins: {bind: {enabled: [{name: NodeResourcesFit}]}}}]\n"),
+        ],
+        ("invalid configuration", "config.yaml", "plugins.bind.enabled[0]", "NodeResourcesFit"),
+    ),
+    (
+        "extender caFile missing",
+        lambda t, p: [
+            *kc(t),
+            *cfg(t, HEADER + f"extenders: [{{urlPrefix: 'https://e', tlsConfig: {{caFile: {t}/no-ca}}}}]\n"),
+        ],
+        ("invalid configuration", "extenders[0].tlsConfig.caFile", "no-ca", "No such file"),
+    ),
+    (
+        "extender certFile missing",
+        lambda t, p: [
+            *kc(t),
+            *cfg(
+                t, HEADER + f"extenders: [{{urlPrefix: 'https://e', tlsConfig: {{certFile: {t}/no-cert}}}}]\n"
+            ),
+        ],
+        ("invalid configuration", "extenders[0].tlsConfig.certFile", "no-cert", "No such file"),
+    ),
+    (
+        "extender caFile not a certificate",
+        lambda t, p: [
+            *kc(t),
+            *cfg(
+                t,
+                HEADER
+                + f"extenders: [{{urlPrefix: 'https://e', tlsConfig: {{caFile: {write(t, 'ca', 'x')}}}}}]\n",
+            ),
+        ],
+        ("invalid configuration", "extenders[0].tlsConfig.caFile", "/ca"),
+    ),
+    (
+        "extender insecure with a CA",
+        lambda t, p: [
+            *kc(t),
+            *cfg(
+                t,
+                HEADER + "extenders: [{urlPrefix: 'https://e', tlsConfig: {insecure: true, caData: eA==}}]\n",
+            ),
+        ],
+        ("invalid configuration", "extenders[0].tlsConfig", "insecure"),
+    ),
     ("unknown flag", lambda t, p: ["--no-such-flag"], ("unrecognized arguments", "--no-such-flag")),
     (
         "annotate an unknown profile",

@@ -245,6 +245,7 @@ def test_defaults_round_trip() -> None:
         ("300us", 0.0003, "300\u00b5s"),
         ("0", 0.0, "0s"),
         ("-2s", -2.0, "-2s"),
+        ("2562047h", 2562047 * 3600.0, "2562047h0m0s"),  # near Go's int64-nanosecond limit
     ],
 )
 def test_go_durations(text: str, seconds: float, canonical: str) -> None:
@@ -253,7 +254,16 @@ def test_go_durations(text: str, seconds: float, canonical: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"), [("15", "missing unit"), ("abc", "invalid"), ("3x", 'unknown unit "x"')]
+    ("text", "message"),
+    [
+        ("15", "missing unit"),
+        ("abc", "invalid"),
+        ("3x", 'unknown unit "x"'),
+        # Past int64 nanoseconds, as Go's ParseDuration.
+        ("2562048h", "invalid duration"),
+        ("9223372036854775808ns", "invalid duration"),
+        ("2562047h47m16.854775808s", "invalid duration"),
+    ],
 )
 def test_bad_durations(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
