@@ -195,6 +195,29 @@ def test_deleting_a_bound_pod_makes_room_for_a_pending_one(
     assert pod["spec"]["nodeName"] == f"n-{run_id}"
 
 
+def test_a_bound_pod_requesting_past_int64_does_not_stop_scheduling(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    """The API server keeps ``cpu: 1e100`` (as "10e99") on a pod created with spec.nodeName; counted on
+    its node, it once made every scheduling cycle raise OverflowError."""
+    full, free = f"n-{run_id}-full", f"n-{run_id}-free"
+    create_nodes(api_client, [make_node(n, cpu="4", labels={RUN_LABEL: run_id}) for n in (full, free)])
+    huge = make_pod("huge", run_id, cpu="1e100", memory="1e100", scheduler_name="nobody")
+    huge["spec"]["nodeName"] = full
+    create_pods(core_v1, namespace, [huge])
+    wait_for(
+        lambda: any(p["metadata"]["name"] == "huge" for p in list_pods(core_v1, namespace)), 10, "huge pod"
+    )
+    create_pods(core_v1, namespace, [make_pod(f"small-{i}", run_id, cpu="1") for i in range(3)])
+
+    def all_bound() -> list[dict[str, Any]] | None:
+        pods = bound(list_pods(core_v1, namespace))
+        return pods if len(pods) == 4 else None
+
+    pods = wait_for(all_bound, 20, "the small pods bound")
+    assert {p["spec"]["nodeName"] for p in pods if p["metadata"]["name"] != "huge"} == {free}
+
+
 def test_sigkill_mid_run_then_restart_binds_every_pod_once(
     core_v1: Any, api_client: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path
 ) -> None:
