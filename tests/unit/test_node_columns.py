@@ -213,3 +213,27 @@ def test_columns_a_cycle_asks_for_survive_nodes_being_added() -> None:
     assert position is not None
     assert columns.has(PODS) and int(columns.array(PODS)[position]) == 1
     assert columns.nonzero_rows(PODS) == 1
+
+
+def test_integer_columns_saturate_when_built_and_when_a_row_changes() -> None:
+    """The API server accepts ``cpu: 1e100`` on a pod bound through spec.nodeName: past int64."""
+    cache = _cache(2)
+    huge = make_pod("huge", cpu="10e99", node_name="n0")
+    cache.add_pod(huge)
+    snapshot = Snapshot([resource_columns.REQUESTED_CPU, resource_columns.FREE_CPU])
+    cache.update_snapshot(snapshot)
+    columns = snapshot.columns()
+    top, bottom = int(np.iinfo(np.int64).max), int(np.iinfo(np.int64).min)
+    row = snapshot.index_of("n0")
+    assert row is not None
+    assert int(columns.array(resource_columns.REQUESTED_CPU)[row]) == top
+    assert int(columns.array(resource_columns.FREE_CPU)[row]) == bottom
+
+    cache.remove_pod(huge)
+    cache.add_pod(make_pod("huge-too", cpu="10e99", node_name="n1"))
+    cache.update_snapshot(snapshot)
+    assert snapshot.columns() is columns, "a pod change updates rows in place"
+    other = snapshot.index_of("n1")
+    assert other is not None
+    assert int(columns.array(resource_columns.REQUESTED_CPU)[other]) == top
+    assert int(columns.array(resource_columns.REQUESTED_CPU)[row]) == 0
