@@ -209,7 +209,8 @@ class NodeInfo:
         for image in status.get("images") or ():
             size = int(image.get("sizeBytes") or 0)
             for image_name in image.get("names") or ():
-                sizes[image_name] = size
+                # The first entry naming an image wins, as in upstream's cache (addNodeImageStates).
+                sizes.setdefault(image_name, size)
         self.image_sizes = sizes
 
     def add_pod(self, pod: PodInfo) -> None:
