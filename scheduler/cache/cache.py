@@ -283,7 +283,7 @@ class SchedulerCache:
             if info.generation <= since:
                 break
             if info.node is not None:
-                snapshot.put(info.clone())
+                snapshot.put(self._snapshot_copy(info))
         if snapshot.tree_version != self._tree_version:
             names = self._tree.list()
             missing = snapshot.relist(names, self._tree_version)
@@ -291,11 +291,17 @@ class SchedulerCache:
                 # Unreachable if generations are right; recover rather than drop nodes.
                 log.error("snapshot lacked nodes %s; re-cloning them", missing)
                 for name in missing:
-                    snapshot.put(self._nodes[name].clone())
+                    snapshot.put(self._snapshot_copy(self._nodes[name]))
                 snapshot.relist(names, self._tree_version)
         snapshot.generation = self._generation
         snapshot.share_image_counts(self._image_counts, self._image_sizes)
         self._images_shared = True
+
+    def _snapshot_copy(self, info: NodeInfo) -> NodeInfo:
+        """``info`` for a snapshot, with the image maps of now (marked shared below, so frozen)."""
+        clone = info.clone()
+        clone.image_states = (self._image_counts, self._image_sizes)
+        return clone
 
     def snapshot(self) -> Snapshot:
         """A new, fully built Snapshot."""

@@ -118,8 +118,19 @@ class ImageLocality:
         if not sizes or computed.num_containers == 0:
             return 0, None
         total = 0
-        scaled = computed.scaled
-        for image in computed.images:
-            if image in sizes:
-                total += scaled.get(image, 0)
+        frozen = node.image_states
+        if frozen is None:
+            scaled = computed.scaled
+            for image in computed.images:
+                if image in sizes:
+                    total += scaled.get(image, 0)
+        else:
+            # The spread and size this node's snapshot copy froze (upstream's ImageStateSummary
+            # copy); the node count is the snapshot's own.
+            counts, cluster_sizes = frozen
+            nodes = self._handle.snapshot.num_nodes()
+            for image in computed.images:
+                if image in sizes and nodes:
+                    spread = counts.get(image, 0) / nodes
+                    total += int(float(cluster_sizes.get(image, 0)) * spread)
         return calculate_priority(total, computed.num_containers), None

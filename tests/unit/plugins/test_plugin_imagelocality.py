@@ -175,3 +175,26 @@ def test_the_image_size_follows_upstream_cache_updates() -> None:
     assert cache.image_size("img") == 0
     cache.add_node(node("n4", images=[(["img"], 40 * MB), (["img"], 900 * MB)]))
     assert cache.image_size("img") == 40 * MB  # a node's first entry naming it
+
+
+def test_an_unchanged_node_keeps_the_image_spread_of_its_last_snapshot_copy() -> None:
+    """Upstream's UpdateSnapshot copies only changed nodes, and each copy freezes its images'
+    ImageStateSummary (NumNodes = holders at copy time; framework/types.go SnapshotConcrete). A node
+    that has not changed since another holder joined still scores with the old spread; the node count
+    is the snapshot's own."""
+    cache = SchedulerCache()
+    cache.add_node(node("old", images=[(["img:1"], 500 * MB)]))
+    snapshot = cache.snapshot()  # a cycle ran: "old" was copied with 1 holder of img:1
+    cache.add_node(node("new", images=[(["img:1"], 500 * MB)]))
+    cache.update_snapshot(snapshot)
+    plugin = ImageLocality({}, cast(Any, _SnapshotHandle(snapshot)))
+    infos = list(snapshot.node_infos())
+    scores = dict(zip([i.name for i in infos], run_score(plugin, pod(images=["img:1"]), infos), strict=True))
+    # old: 500 MB x 1/2 -> (250-23)*100/977 = 23; new: 500 MB x 2/2 -> 48
+    assert scores == {"old": 23, "new": 48}
+    # Once "old" changes (here a pod lands on it), its copy is made again with today's spread.
+    cache.add_pod(pod("p", node_name="old"))
+    cache.update_snapshot(snapshot)
+    infos = list(snapshot.node_infos())
+    scores = dict(zip([i.name for i in infos], run_score(plugin, pod(images=["img:1"]), infos), strict=True))
+    assert scores == {"old": 48, "new": 48}
