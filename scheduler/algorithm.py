@@ -78,7 +78,9 @@ class FitError(Exception):
             if reasons:
                 text += f" {', '.join(reasons)}."
         if diagnosis.post_filter_msg:
-            text += f" {diagnosis.post_filter_msg}."
+            # No period of its own: upstream's FitError.Error appends the PostFilter message as it is
+            # (preemption's own message already ends with one).
+            text += f" {diagnosis.post_filter_msg}"
         return text
 
 

@@ -116,6 +116,9 @@ class SchedulerCache:
         self._tree_version = 0
         self._generation = 0
         self._image_counts: dict[str, int] = {}
+        # Per image, the size reported by the node that brought it into the cache, kept while any node
+        # holds it: upstream's cache.imageStates, whose Size every holder's score uses.
+        self._image_sizes: dict[str, int] = {}
         # True once the current dict was handed to a snapshot; the next change copies it first.
         self._images_shared = False
 
@@ -144,7 +147,7 @@ class SchedulerCache:
             log.debug("remove_node: node %s is not in the cache", name)
             return
         if info.node is not None:
-            self._count_images(info.image_sizes, -1)
+            self._release_images(info.image_sizes)
         info.node = None
         if self._tree.remove(name):
             self._tree_version += 1
@@ -280,7 +283,7 @@ class SchedulerCache:
             if info.generation <= since:
                 break
             if info.node is not None:
-                snapshot.put(info.clone())
+                snapshot.put(self._snapshot_copy(info))
         if snapshot.tree_version != self._tree_version:
             names = self._tree.list()
             missing = snapshot.relist(names, self._tree_version)
@@ -288,11 +291,17 @@ class SchedulerCache:
                 # Unreachable if generations are right; recover rather than drop nodes.
                 log.error("snapshot lacked nodes %s; re-cloning them", missing)
                 for name in missing:
-                    snapshot.put(self._nodes[name].clone())
+                    snapshot.put(self._snapshot_copy(self._nodes[name]))
                 snapshot.relist(names, self._tree_version)
         snapshot.generation = self._generation
-        snapshot.share_image_counts(self._image_counts)
+        snapshot.share_image_counts(self._image_counts, self._image_sizes)
         self._images_shared = True
+
+    def _snapshot_copy(self, info: NodeInfo) -> NodeInfo:
+        """``info`` for a snapshot, with the image maps of now (marked shared below, so frozen)."""
+        clone = info.clone()
+        clone.image_states = (self._image_counts, self._image_sizes)
+        return clone
 
     def snapshot(self) -> Snapshot:
         """A new, fully built Snapshot."""
@@ -321,6 +330,9 @@ class SchedulerCache:
 
     def image_num_nodes(self, image: str) -> int:
         return self._image_counts.get(image, 0)
+
+    def image_size(self, image: str) -> int:
+        return self._image_sizes.get(image, 0)
 
     def sizes(self) -> dict[str, int]:
         """Upstream's ``scheduler_cache_size`` gauge values."""
@@ -431,20 +443,39 @@ class SchedulerCache:
         info.set_node(node)
         new_images = info.image_sizes
         if old_images.keys() != new_images.keys():
-            self._count_images(old_images.keys() - new_images.keys(), -1)
-            self._count_images(new_images.keys() - old_images.keys(), 1)
+            self._release_images(old_images.keys() - new_images.keys())
+            self._hold_images(new_images, new_images.keys() - old_images.keys())
+        # Upstream removes an updated node's images and adds them again: an image no other node holds
+        # takes this node's current size (one another node also holds keeps the size it has).
+        counts, sizes = self._image_counts, self._image_sizes
+        for image in old_images.keys() & new_images.keys():
+            size = new_images[image]
+            if counts.get(image) == 1 and sizes.get(image) != size:
+                self._writable_images()[1][image] = size
 
-    def _count_images(self, images: Iterable[str], delta: int) -> None:
-        counts = self._image_counts
+    def _writable_images(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The image counts and sizes, copied first if a snapshot shares them."""
+        if self._images_shared:
+            self._image_counts = dict(self._image_counts)
+            self._image_sizes = dict(self._image_sizes)
+            self._images_shared = False
+        return self._image_counts, self._image_sizes
+
+    def _hold_images(self, sizes: Mapping[str, int], images: Iterable[str]) -> None:
         for image in images:
-            if self._images_shared:
-                counts = self._image_counts = dict(counts)
-                self._images_shared = False
-            left = counts.get(image, 0) + delta
+            counts, cluster_sizes = self._writable_images()
+            counts[image] = counts.get(image, 0) + 1
+            cluster_sizes.setdefault(image, sizes[image])
+
+    def _release_images(self, images: Iterable[str]) -> None:
+        for image in images:
+            counts, sizes = self._writable_images()
+            left = counts.get(image, 0) - 1
             if left > 0:
                 counts[image] = left
             else:
                 counts.pop(image, None)
+                sizes.pop(image, None)
 
 
 def _resource_dict(resource: Resource) -> dict[str, int]:

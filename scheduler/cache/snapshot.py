@@ -27,6 +27,7 @@ class Snapshot:
         "_column_specs",
         "_columns",
         "_image_num_nodes",
+        "_image_sizes",
         "_index",
         "_list",
         "_map",
@@ -42,6 +43,7 @@ class Snapshot:
         self._index: dict[str, int] = {}
         # Shared with the cache, which copies it before its next change (copy on write).
         self._image_num_nodes: Mapping[str, int] = _NO_IMAGES
+        self._image_sizes: Mapping[str, int] = _NO_IMAGES
         # The cache's node-tree version the list was built from; -1 forces the first full build.
         self._tree_version = -1
         # The cache generation this snapshot reflects.
@@ -66,6 +68,9 @@ class Snapshot:
 
     def image_num_nodes(self, image: str) -> int:
         return self._image_num_nodes.get(image, 0)
+
+    def image_size(self, image: str) -> int:
+        return self._image_sizes.get(image, 0)
 
     def index_of(self, node_name: str) -> int | None:
         """The node's position in ``node_infos()``; it changes only when nodes are added or removed."""
@@ -150,6 +155,8 @@ class Snapshot:
             self._columns = None
         return missing
 
-    def share_image_counts(self, counts: Mapping[str, int]) -> None:
-        """Nodes per image, shared with the cache (which copies before its next change)."""
+    def share_image_counts(self, counts: Mapping[str, int], sizes: Mapping[str, int]) -> None:
+        """Nodes and cluster-wide size per image, shared with the cache (which copies before its next
+        change)."""
         self._image_num_nodes = counts
+        self._image_sizes = sizes

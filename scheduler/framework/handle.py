@@ -24,6 +24,11 @@ class SnapshotLister(Protocol):
         """How many nodes have ``image``; ImageLocality scales scores by it."""
         ...
 
+    def image_size(self, image: str) -> int:
+        """The size ImageLocality counts for ``image`` on every node holding it: the size reported by
+        the node that brought it into the cache (upstream's cluster-wide ImageStateSummary)."""
+        ...
+
 
 class WaitingPodHandle(Protocol):
     """A pod held at Permit (upstream's framework.WaitingPod)."""

@@ -228,9 +228,11 @@ def pod_request_amounts(
     *,
     non_missing: Mapping[str, Fraction] | None = None,
     use_status: bool = True,
+    pod_level: bool = True,
 ) -> Amounts:
     """Upstream ``PodRequests(pod, {UseStatusResources, InPlacePodLevelResourcesVerticalScalingEnabled,
-    NonMissingContainerRequests: non_missing})``: exact amounts by resource name.
+    NonMissingContainerRequests: non_missing, SkipPodLevelResources: not pod_level})``: exact amounts
+    by resource name.
 
     Raises QuantityError (a ValueError) on an unreadable quantity.
     """
@@ -282,9 +284,9 @@ def pod_request_amounts(
         _max_into(init_peak, running)
     _max_into(total, init_peak)
 
-    pod_level = pod_level_requests(spec)
-    if pod_level is not None:
-        spec_amounts = parse_resource_list(pod_level, "spec.resources.requests")
+    level_requests = pod_level_requests(spec) if pod_level else None
+    if level_requests is not None:
+        spec_amounts = parse_resource_list(level_requests, "spec.resources.requests")
         effective: Amounts | None = None
         pod_status_resources = status.get("resources")
         if pod_status_resources is not None:

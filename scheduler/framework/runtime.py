@@ -866,7 +866,8 @@ class _PostFilterFold:
         if nominated is not None:
             self.nominated = nominated
         self.reasons.extend(status.reasons)
-        self.rejector = plugin
+        if not self.rejector:  # upstream records the first plugin that rejected
+            self.rejector = plugin
         return None
 
     def result(self) -> tuple[str | None, Status | None]:

@@ -157,6 +157,7 @@ class NodeInfo:
         "allocatable",
         "generation",
         "image_sizes",
+        "image_states",
         "labels",
         "name",
         "node",
@@ -178,6 +179,11 @@ class NodeInfo:
         self.taints: Sequence[Mapping[str, Any]] = ()
         self.unschedulable = False
         self.image_sizes: dict[str, int] = {}
+        # On a snapshot's copy: the cache's nodes-per-image and size-per-image maps as they were when
+        # this copy was made (never changed afterwards: the cache copies them before its next change).
+        # Upstream's snapshot NodeInfo freezes its ImageStateSummary the same way, so a node that has
+        # not changed since scores with the image spread of that time. None: use the snapshot's.
+        self.image_states: tuple[Mapping[str, int], Mapping[str, int]] | None = None
         self.requested = Resource()
         self.non_zero_requested = Resource()
         self.pods: dict[str, PodInfo] = {}
@@ -209,7 +215,8 @@ class NodeInfo:
         for image in status.get("images") or ():
             size = int(image.get("sizeBytes") or 0)
             for image_name in image.get("names") or ():
-                sizes[image_name] = size
+                # The first entry naming an image wins, as in upstream's cache (addNodeImageStates).
+                sizes.setdefault(image_name, size)
         self.image_sizes = sizes
 
     def add_pod(self, pod: PodInfo) -> None:
@@ -249,6 +256,7 @@ class NodeInfo:
         other.taints = self.taints
         other.unschedulable = self.unschedulable
         other.image_sizes = self.image_sizes
+        other.image_states = self.image_states
         other.requested = self.requested.copy()
         other.non_zero_requested = self.non_zero_requested.copy()
         other.pods = dict(self.pods)

@@ -57,9 +57,10 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
 class _State(NamedTuple):
     images: tuple[str, ...]
     num_containers: int
-    # Fraction of all nodes holding each image: an image on every node earns nothing extra anywhere,
-    # which keeps pods from piling onto the first nodes that pulled it.
-    spread: Mapping[str, float]
+    # Per image, its cluster-wide size times the fraction of all nodes holding it: an image on every
+    # node earns nothing extra anywhere, which keeps pods from piling onto the first nodes that pulled
+    # it. The size is the cache's one per image (see SnapshotLister.image_size), not the node's own.
+    scaled: Mapping[str, int]
 
 
 class ImageLocality:
@@ -71,13 +72,14 @@ class ImageLocality:
     name = names.IMAGE_LOCALITY
 
     def sign(self, pod: PodInfo) -> Hashable | None:
-        """The images and how many nodes hold each: the spread factor scales every node's score."""
+        """The images with how many nodes hold each and their cluster-wide size: both scale every
+        node's score."""
         snapshot = self._handle.snapshot
         images = pod_images(pod).images
         return (
             tuple(images),
             snapshot.num_nodes(),
-            tuple(snapshot.image_num_nodes(image) for image in images),
+            tuple((snapshot.image_num_nodes(image), snapshot.image_size(image)) for image in images),
         )
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
@@ -90,14 +92,19 @@ class ImageLocality:
         images = pod_images(pod)
         snapshot = self._handle.snapshot
         total = snapshot.num_nodes()
-        spread = (
-            {image: snapshot.image_num_nodes(image) / total for image in set(images.images)} if total else {}
+        scaled = (
+            {
+                image: int(float(snapshot.image_size(image)) * (snapshot.image_num_nodes(image) / total))
+                for image in set(images.images)
+            }
+            if total
+            else {}
         )
-        return _State(images.images, images.num_containers, spread)
+        return _State(images.images, images.num_containers, scaled)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         computed = self._state(pod)
-        if computed.num_containers == 0 or not any(computed.spread.values()):
+        if computed.num_containers == 0 or not any(computed.scaled.values()):
             # No node holds any of the images: every node would score 0.
             return Status.skip()
         state.write(PRE_SCORE_STATE_KEY, computed)
@@ -111,9 +118,19 @@ class ImageLocality:
         if not sizes or computed.num_containers == 0:
             return 0, None
         total = 0
-        spread = computed.spread
-        for image in computed.images:
-            size = sizes.get(image)
-            if size is not None:
-                total += int(float(size) * spread.get(image, 0.0))
+        frozen = node.image_states
+        if frozen is None:
+            scaled = computed.scaled
+            for image in computed.images:
+                if image in sizes:
+                    total += scaled.get(image, 0)
+        else:
+            # The spread and size this node's snapshot copy froze (upstream's ImageStateSummary
+            # copy); the node count is the snapshot's own.
+            counts, cluster_sizes = frozen
+            nodes = self._handle.snapshot.num_nodes()
+            for image in computed.images:
+                if image in sizes and nodes:
+                    spread = counts.get(image, 0) / nodes
+                    total += int(float(cluster_sizes.get(image, 0)) * spread)
         return calculate_priority(total, computed.num_containers), None

@@ -146,8 +146,13 @@ def test_preemption_policy_never_evicts_nothing_and_waits(
         return None
 
     message = wait_for(reported, 60, "FailedScheduling for the preemptionPolicy=Never pod")
-    # The explain feature may append "Nearest misses: ..." after upstream's text.
-    assert "2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.." in message, message
+    # Upstream's text (DynamicResources' PostFilter reason first, one full stop); the explain feature
+    # may append "Nearest misses: ..." after it.
+    expected = (
+        "2 Insufficient cpu. no new claims to deallocate, "
+        "preemption: not eligible due to preemptionPolicy=Never."
+    )
+    assert expected in message and ".." not in message, message
     pods = _by_name(core_v1, namespace)
     assert len(pods) == 5 and not pods["polite"]["spec"].get("nodeName")
     assert not _events(core_v1, namespace, "Preempted")

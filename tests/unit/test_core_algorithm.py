@@ -191,7 +191,8 @@ def test_prefilter_rejection_message_is_not_repeated_per_node() -> None:
 def test_post_filter_message_is_appended() -> None:
     diagnosis = Diagnosis(pre_filter_msg="no way", post_filter_msg="preemption: 0/3 nodes are available")
     err = FitError(PodInfo(make_pod("p")), 3, diagnosis)
-    assert err.message() == "0/3 nodes are available: no way. preemption: 0/3 nodes are available."
+    # Upstream's FitError.Error appends the PostFilter message as it is, with no full stop of its own.
+    assert err.message() == "0/3 nodes are available: no way. preemption: 0/3 nodes are available"
 
 
 def test_prefilter_error_is_an_error_not_a_rejection() -> None:

@@ -165,11 +165,12 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     assert env.rest.bindings() == {}
     [event] = failed_events(env, "big")
     assert (event["type"], event["action"]) == ("Warning", "Scheduling")
-    # Upstream's text (DefaultPreemption's double full stop included: more cpu than the node has at all is
-    # unresolvable, preemption cannot help), then the nearest misses in the user's terms.
+    # Upstream's text (DynamicResources' PostFilter reason first, then DefaultPreemption's: more cpu
+    # than the node has at all is unresolvable, preemption cannot help; one full stop, as kube-scheduler
+    # v1.36.3 writes it), then the nearest misses in the user's terms.
     upstream = (
-        "0/2 nodes are available: 2 Insufficient cpu. "
-        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     expected = (
         upstream + " Nearest misses: n1: Insufficient cpu (requests 2, free 1); "
@@ -450,7 +451,8 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
     for name in ("missing-node", "bad-required-term"):
         assert failed_events(env, name)[0]["note"].startswith(
             "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.. "
+            "no new claims to deallocate, "
+            "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling. "
             "Nearest misses: "
         )
     for name in ("bad-quantity", "bad-operator"):

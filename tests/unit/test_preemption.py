@@ -115,8 +115,8 @@ class Env:
             )
 
         self.fwk: Framework = profiles.build_frameworks(cfg, cfg.registry, handle_for)["py-scheduler"]
-        plugin = self.fwk.plugins.post_filter[0]
-        assert isinstance(plugin, DefaultPreemption)
+        # DynamicResources' PostFilter runs first, as upstream's default plugins order it.
+        [plugin] = [p for p in self.fwk.plugins.post_filter if isinstance(p, DefaultPreemption)]
         self.plugin = plugin
         # Upstream's tests seed getOffsetRand; any fixed seed makes a run repeatable.
         plugin._rng = random.Random(4)

@@ -101,8 +101,7 @@ async def test_pre_enqueue_holds_the_preemptor_until_its_last_victim_terminates(
     low = running("low", "n1", "1", 0)
     handlers.on_pod_add(low)
     preemptor = with_priority(make_pod("vip", cpu="1"), 100)
-    plugin = env.fwk.plugins.post_filter[0]
-    assert isinstance(plugin, DefaultPreemption)
+    [plugin] = [p for p in env.fwk.plugins.post_filter if isinstance(p, DefaultPreemption)]
     executor = env.sched.preemption
     # Hold the writer so the run stays in flight.
     gate = threading.Event()
@@ -154,8 +153,8 @@ async def test_two_preemptors_never_claim_the_same_room(make_env: MakeEnv) -> No
     ]
     # Upstream's text, then explain's nearest miss.
     assert failed["note"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. "
-        "preemption: 0/1 nodes are available: 1 Insufficient cpu.. "
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 Insufficient cpu. "
         "Nearest misses: n1: Insufficient cpu (requests 1, free 0)."
     )
 

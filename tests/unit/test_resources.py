@@ -298,12 +298,15 @@ def test_non_zero_requests(pod: dict[str, Any], milli_cpu: int, memory: int) -> 
     assert (info.non_zero_requests.milli_cpu, info.non_zero_requests.memory) == (milli_cpu, memory)
 
 
-def test_scorer_non_zero_defaults_every_container_even_with_pod_level_requests() -> None:
-    """calculatePodResourceRequest passes the defaults unconditionally; pod-level values then win."""
+def test_scorer_non_zero_defaults_every_container_and_skips_pod_level_requests() -> None:
+    """calculatePodResourceRequest passes the defaults unconditionally, and Fit's scorer is built
+    without enablePodLevelResources, so pod-level values never count there (kube-scheduler v1.36.3
+    logs requestedResource=[200,419430400] for two bare containers under pod-level 700m/2Gi)."""
     pod = PodInfo(make_pod([container("a", {"cpu": "200m"}), container("b")], pod_level={"memory": "1Gi"}))
     assert pod.non_zero_requests.milli_cpu == 200
+    assert pod.non_zero_requests.memory == 2**30
     assert scoring_non_zero_requests(pod).milli_cpu == 300
-    assert scoring_non_zero_requests(pod).memory == 2**30
+    assert scoring_non_zero_requests(pod).memory == 2 * 200 * 2**20
 
 
 def test_assigned_pod_counts_at_its_resized_requests_on_the_node() -> None:

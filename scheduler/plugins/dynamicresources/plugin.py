@@ -84,6 +84,9 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
+# Written first thing at PreFilter, as upstream writes its (empty) stateData before anything else:
+# PostFilter tells "PreFilter saw no claims" from "PreFilter never ran".
+PRE_FILTERED_KEY = "PreFilterRan" + names.DYNAMIC_RESOURCES
 # resourceapi.FirstAvailableDeviceRequestMaxSize
 FIRST_AVAILABLE_MAX_SIZE = 8
 DEFAULT_FILTER_TIMEOUT = 10.0
@@ -227,6 +230,26 @@ class DynamicResources:
             return QueueingHint.Skip
         return QueueingHint.Queue
 
+    # --- PostFilter --------------------------------------------------------------------------------
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        """Upstream's PostFilter runs before DefaultPreemption; its reason leads the PostFilter part of
+        every FailedScheduling message ("no new claims to deallocate, preemption: ...").
+
+        Deallocating an idle claim is not implemented: a pod with claims gets upstream's answer for
+        when none could be deallocated ("still not schedulable").
+        """
+        del pod, node_statuses
+        if state.get(PRE_FILTERED_KEY) is None:
+            # An earlier PreFilter plugin rejected the pod: upstream's state read fails (ErrNotFound),
+            # which ends PostFilter with that error before preemption.
+            return None, Status.as_error("not found")
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            return None, Status.unschedulable("no new claims to deallocate")
+        return None, Status.unschedulable("still not schedulable")
+
     # --- PreEnqueue / PreFilter -------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
         if not pod.spec.get("resourceClaims"):
@@ -240,6 +263,7 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(PRE_FILTERED_KEY, True)
         guard = self._guard(pod)
         if guard is not None:
             return None, guard

@@ -44,15 +44,19 @@ ArrayScorer = Callable[[list[IntArray], list[IntArray], list[IntArray]], IntArra
 
 
 def _scoring_non_zero(pod: PodInfo) -> Resource:
-    return Resource.from_amounts(pod_request_amounts(pod.pod, non_missing=NON_ZERO_DEFAULTS))
+    return Resource.from_amounts(
+        pod_request_amounts(pod.pod, non_missing=NON_ZERO_DEFAULTS, use_status=False, pod_level=False)
+    )
 
 
 def scoring_non_zero_requests(pod: PodInfo) -> Resource:
     """The non-zero requests upstream's ``calculatePodResourceRequest`` scores with.
 
-    It gives every container the cpu/memory defaults it lacks, even when pod-level requests are set;
-    ``PodInfo.non_zero_requests`` (the node's accounting) only defaults a resource missing at both
-    levels. The two differ only for pods with pod-level requests, so only those pay for a second pass.
+    Fit's scorer is built without enablePodLevelResources (fit.go, nodeResourceStrategyTypeMap), so
+    pod-level requests are skipped: only the containers' requests count, every container getting the
+    cpu/memory defaults it lacks. ``PodInfo.non_zero_requests`` (the node's accounting) honours the
+    pod-level requests. The two differ only for pods with pod-level requests, so only those pay for a
+    second pass.
     """
     if pod_level_requests(pod.spec) is None:
         return pod.non_zero_requests

@@ -127,9 +127,12 @@ class FakeSnapshot:
     def __init__(self, nodes: Sequence[NodeInfo]) -> None:
         self._nodes = list(nodes)
         self._images: dict[str, int] = {}
+        # As the live cache, with the nodes added in order: the first node holding an image sets its size.
+        self._image_sizes: dict[str, int] = {}
         for info in self._nodes:
-            for image in info.image_sizes:
+            for image, size in info.image_sizes.items():
                 self._images[image] = self._images.get(image, 0) + 1
+                self._image_sizes.setdefault(image, size)
 
     def node_infos(self) -> Sequence[NodeInfo]:
         return self._nodes
@@ -142,6 +145,9 @@ class FakeSnapshot:
 
     def image_num_nodes(self, image: str) -> int:
         return self._images.get(image, 0)
+
+    def image_size(self, image: str) -> int:
+        return self._image_sizes.get(image, 0)
 
 
 class FakeHandle:

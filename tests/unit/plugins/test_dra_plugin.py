@@ -283,3 +283,27 @@ def test_hints() -> None:
     assert pl.is_schedulable_after_claim_deleted(p, other, None) is QueueingHint.Skip
     registered = {(e.event.resource, e.event.action) for e in pl.events_to_register()}
     assert (Resource.ResourceClaim, ActionType.Delete) in registered
+
+
+def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
+    """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption; kube-scheduler v1.36.3
+    writes "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
+    claims. Deallocation is not implemented, so a pod with claims gets the "none deallocated" reason."""
+    pl, _ = plugin([])
+    state = CycleState()
+    pl.pre_filter(state, pod(), NODES)
+    nominated, status = pl.post_filter(state, pod(), {})
+    assert nominated is None and status is not None
+    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+
+    c = claim("done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")))
+    pl, _ = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "done"})
+    state, _, _ = run_filter(pl, p)
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None
+    assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+
+    # An earlier PreFilter plugin rejected the pod: upstream's state read fails with ErrNotFound.
+    _, status = pl.post_filter(CycleState(), p, {})
+    assert status is not None and (status.code, status.message()) == (Code.Error, "not found")

@@ -391,6 +391,23 @@ def test_least_allocated_counts_non_zero_requests() -> None:
     assert scores == [85]
 
 
+def test_least_allocated_scores_container_requests_not_pod_level_ones() -> None:
+    """Upstream's Fit builds its resourceAllocationScorer without enablePodLevelResources (fit.go,
+    nodeResourceStrategyTypeMap), so calculatePodResourceRequest skips spec.resources: the pod scores
+    with its containers' requests, each missing cpu/memory defaulted to 100m/200Mi. Found side by side:
+    a pod requesting 700m/2Gi at pod level with two bare containers, on a 3-CPU 8Gi node; kube-scheduler
+    logged requestedResource=[200,419430400] and scored 94 (py-scheduler scored 75)."""
+    alloc = {"cpu": "3", "memory": "8Gi"}
+    pod_level = {"resources": {"requests": {"cpu": "700m", "memory": "2Gi"}}}
+    two_bare = pod(images=["a", "b"], extra_spec=pod_level)
+    # cpu (3000-200)*100/3000 = 93; memory (8192-400)*100/8192 = 95 -> 94
+    assert score_nodes({}, two_bare, [(node("node1", allocatable=alloc), [])]) == [94]
+    # A container's own request still counts; the pod-level one never does.
+    one = pod(requests=[{"cpu": "1"}], extra_spec={"resources": {"requests": {"cpu": "2", "memory": "4Gi"}}})
+    # cpu (3000-1000)*100/3000 = 66; memory (8192-200)*100/8192 = 97 -> 81
+    assert score_nodes({}, one, [(node("node1", allocatable=alloc), [])]) == [81]
+
+
 MOST_CASES: list[
     tuple[
         str,
