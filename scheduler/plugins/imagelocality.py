@@ -47,6 +47,11 @@ def pod_images(pod: PodInfo) -> PodImages:
     return pod.derived(_IMAGES_KEY, _pod_images)
 
 
+def scaled_size(size: int, holders: int, total_nodes: int) -> int:
+    """``scaledImageScore``: an image's size times the fraction of all nodes holding it."""
+    return int(float(size) * (holders / total_nodes))
+
+
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
     """Scales the summed image score linearly between the thresholds to [0, 100]."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
@@ -94,7 +99,7 @@ class ImageLocality:
         total = snapshot.num_nodes()
         scaled = (
             {
-                image: int(float(snapshot.image_size(image)) * (snapshot.image_num_nodes(image) / total))
+                image: scaled_size(snapshot.image_size(image), snapshot.image_num_nodes(image), total)
                 for image in set(images.images)
             }
             if total
@@ -131,6 +136,5 @@ class ImageLocality:
             nodes = self._handle.snapshot.num_nodes()
             for image in computed.images:
                 if image in sizes and nodes:
-                    spread = counts.get(image, 0) / nodes
-                    total += int(float(cluster_sizes.get(image, 0)) * spread)
+                    total += scaled_size(cluster_sizes.get(image, 0), counts.get(image, 0), nodes)
         return calculate_priority(total, computed.num_containers), None
