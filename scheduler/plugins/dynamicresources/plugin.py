@@ -84,9 +84,6 @@ log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
 STATE_KEY = "PreFilter" + names.DYNAMIC_RESOURCES
-# Written first thing at PreFilter, as upstream writes its (empty) stateData before anything else:
-# PostFilter tells "PreFilter saw no claims" from "PreFilter never ran".
-PRE_FILTERED_KEY = "PreFilterRan" + names.DYNAMIC_RESOURCES
 # resourceapi.FirstAvailableDeviceRequestMaxSize
 FIRST_AVAILABLE_MAX_SIZE = 8
 DEFAULT_FILTER_TIMEOUT = 10.0
@@ -241,12 +238,12 @@ class DynamicResources:
         when none could be deallocated ("still not schedulable").
         """
         del pod, node_statuses
-        if state.get(PRE_FILTERED_KEY) is None:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None:
             # An earlier PreFilter plugin rejected the pod: upstream's state read fails (ErrNotFound),
             # which ends PostFilter with that error before preemption.
             return None, Status.as_error("not found")
-        s: _State | None = state.get(STATE_KEY)
-        if s is None or not s.claims:
+        if not s.claims:
             return None, Status.unschedulable("no new claims to deallocate")
         return None, Status.unschedulable("still not schedulable")
 
@@ -263,7 +260,9 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(PRE_FILTERED_KEY, True)
+        # An empty state first, as upstream writes its stateData before anything else: PostFilter
+        # tells "PreFilter saw no claims" (empty) from "PreFilter never ran" (none).
+        state.write(STATE_KEY, _State(claims=[], available_on=[]))
         guard = self._guard(pod)
         if guard is not None:
             return None, guard
