@@ -34,7 +34,7 @@ class ApiError(Exception):
 
 
 class BindingConflict(ApiError):
-    """The pod is already bound, was deleted, or was replaced: nothing to retry, nothing to report."""
+    """The API server says the pod is already bound, was deleted, or was replaced (404/409)."""
 
 
 def _message(body: bytes) -> str:

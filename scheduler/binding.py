@@ -40,7 +40,9 @@ BINDING_WORKERS = 96
 
 class Outcome(enum.Enum):
     BOUND = "bound"
-    # Bind said the pod is gone or already bound: nothing to report, the informer will tell.
+    # Bind said the pod is gone or already bound (404/409). Dropped quietly when the informer already
+    # shows that; otherwise retried after backoff like an error, as upstream's handleSchedulingFailure
+    # (an injected or proxied 409 must not strand a pod that is in fact still pending).
     CONFLICT = "conflict"
     # Rejected at Permit/PreBind by a plugin: the pod goes to the unschedulable pool.
     REJECTED = "rejected"

@@ -370,8 +370,9 @@ class Scheduler:
             return
         fwk.run_unreserve(task.state, pod, task.node_name)
         forgotten = self.cache.forget_pod(pod.key)
-        if result.outcome is Outcome.CONFLICT:
-            # Already bound (maybe by an earlier incarnation of us) or deleted: the watch will tell.
+        if result.outcome is Outcome.CONFLICT and self.queue.gone_while_in_flight(qpi):
+            # The watch already showed it bound (maybe by an earlier incarnation of us) or deleted:
+            # nothing to retry, and a failure written onto a bound pod would only mislead.
             log.info("binding %s to %s: %s", pod.key, task.node_name, result.status)
             self.queue.done(qpi)
         elif result.outcome is Outcome.ABANDONED:

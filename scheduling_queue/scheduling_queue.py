@@ -511,6 +511,12 @@ class SchedulingQueue:
         self._in_flight.start(qpi)
         return qpi
 
+    def gone_while_in_flight(self, qpi: QueuedPodInfo) -> bool:
+        """The informer showed this attempt's pod deleted, bound, or no longer ours since it was popped
+        (upstream's handleSchedulingFailure asks its pod lister the same question)."""
+        rec = self._in_flight.lookup(qpi)
+        return rec is not None and rec.deleted
+
     def done(self, pod: str | QueuedPodInfo) -> None:
         """The attempt ended without a requeue (bound, or given up): stop tracking it.
 

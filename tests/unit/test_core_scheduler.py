@@ -265,17 +265,42 @@ async def test_binding_error_forgets_and_backs_off(make_env: MakeEnv) -> None:
 
 
 @pytest.mark.parametrize("code", [404, 409])
-async def test_binding_conflict_is_silent(make_env: MakeEnv, code: int) -> None:
+async def test_a_conflict_the_informer_has_not_explained_is_retried(make_env: MakeEnv, code: int) -> None:
+    # Upstream's handleSchedulingFailure: the pod lister still shows it pending, so it is requeued
+    # with backoff and the failure reported, not dropped on the API server's word alone.
     env = make_env([make_node("n1")], respond=bind_fails_with(code, 'pods "a" already assigned'))
     env.queue.add(make_pod("a", cpu="1"))
     await env.schedule_next()
     await env.wait_bindings(1)
 
     assert env.results[0].outcome is Outcome.CONFLICT
-    assert env.queue.where("default/a") is None
+    assert env.queue.where("default/a") == "backoff"
     assert not env.cache.is_assumed("default/a")
+    assert env.sched.stats.errors == 1
     env.flush_writes()
-    assert env.rest.events() == []
+    [event] = failed_events(env, "a")
+    assert "already assigned" in event["note"]
+    assert condition(env, "a")["reason"] == "SchedulerError"
+
+
+async def test_a_conflict_for_a_pod_the_watch_showed_bound_is_dropped_quietly(make_env: MakeEnv) -> None:
+    gate = Gate(then=status_error(409, 'pod a is already assigned to node "n9"'))
+    env = make_env([make_node("n1")], respond=gate)
+    pod = make_pod("a", cpu="1")
+    h = handlers(env)
+    h.on_pod_add(pod)
+    await env.schedule_next()
+    # Another scheduler (or an earlier incarnation of this one) bound it meanwhile.
+    bound = {**pod, "spec": {**pod["spec"], "nodeName": "n9"}}
+    h.on_pod_update(pod, bound)
+    gate.release.set()
+    await env.wait_bindings(1)
+
+    assert env.results[0].outcome is Outcome.CONFLICT
+    assert env.queue.where("default/a") is None
+    assert env.sched.stats.errors == 0
+    env.flush_writes()
+    assert failed_events(env, "a") == []
     assert env.rest.status_patches() == []
 
 
