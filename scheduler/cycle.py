@@ -372,8 +372,10 @@ class Scheduler:
         forgotten = self.cache.forget_pod(pod.key)
         if result.outcome is Outcome.CONFLICT and self.queue.gone_while_in_flight(qpi):
             # The watch already showed it bound (maybe by an earlier incarnation of us) or deleted:
-            # nothing to retry, and a failure written onto a bound pod would only mislead.
+            # nothing to retry, and a failure written onto a bound pod would only mislead. Still an
+            # error attempt, as upstream's handleSchedulingFailure counts it before asking its lister.
             log.info("binding %s to %s: %s", pod.key, task.node_name, result.status)
+            metrics.observe_attempt("error", fwk.profile_name, time.perf_counter() - task.cycle_start)
             self.queue.done(qpi)
         elif result.outcome is Outcome.ABANDONED:
             # Rejectors of an earlier attempt must not park it: no plugin said no this time.
@@ -389,7 +391,9 @@ class Scheduler:
                 # Upstream: past Permit nothing makes a pod unschedulable; a PreBind/Bind rejection
                 # backs off and retries rather than waiting for the plugin's events.
                 status = Status(status.code, list(status.reasons), "", status.error)
-            self._fail(qpi, pod, status, fwk, attempt_metric=False, message=message)
+            # Counted in scheduler_schedule_attempts_total from the cycle's start, as upstream's
+            # handleBindingCycleError -> handleSchedulingFailure (error, or unschedulable at Permit).
+            self._fail(qpi, pod, status, fwk, start=task.cycle_start, message=message)
         if forgotten:
             # As upstream, forgetting an assumed pod in the binding cycle is an AssignedPodDelete: pods
             # rejected for want of the room it held may fit now. Sent after the requeue and aimed at
@@ -451,7 +455,6 @@ class Scheduler:
         *,
         start: float | None = None,
         message: str = "",
-        attempt_metric: bool = True,
     ) -> None:
         profile = fwk.profile_name if fwk is not None else ""
         text = message or status.message() or status.code.name
@@ -466,7 +469,7 @@ class Scheduler:
             result, reason = "error", "SchedulerError"
             self.stats.errors += 1
             log.warning("error scheduling %s: %s", qpi.key, text)
-        if attempt_metric and start is not None:
+        if start is not None:
             metrics.observe_attempt(result, profile, time.perf_counter() - start)
         self.decisions.failed(qpi.key, text, error=result == "error")
         # Every other failure clears the nomination upstream (clearNominatedNode).

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from scheduler.binding import Outcome
 from scheduler.cache import SchedulerCache, Snapshot
@@ -246,11 +247,19 @@ async def test_no_nodes_at_all(make_env: MakeEnv) -> None:
 # --- binding failures -------------------------------------------------------------------------------
 
 
+def attempts(result: str) -> float:
+    labels = {"result": result, "profile": PROFILE}
+    return REGISTRY.get_sample_value("scheduler_schedule_attempts_total", labels) or 0.0
+
+
 async def test_binding_error_forgets_and_backs_off(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1")], respond=bind_fails_with(500, "etcd leader changed"))
     env.queue.add(make_pod("a", cpu="1"))
+    errors_before = attempts("error")
     await env.schedule_next()
     await env.wait_bindings(1)
+    # A failed Binding is an error attempt, as upstream's handleBindingCycleError counts it.
+    assert attempts("error") == errors_before + 1
 
     assert env.results[0].outcome is Outcome.ERROR
     assert not env.cache.is_assumed("default/a")
@@ -270,10 +279,12 @@ async def test_a_conflict_the_informer_has_not_explained_is_retried(make_env: Ma
     # with backoff and the failure reported, not dropped on the API server's word alone.
     env = make_env([make_node("n1")], respond=bind_fails_with(code, 'pods "a" already assigned'))
     env.queue.add(make_pod("a", cpu="1"))
+    errors_before = attempts("error")
     await env.schedule_next()
     await env.wait_bindings(1)
 
     assert env.results[0].outcome is Outcome.CONFLICT
+    assert attempts("error") == errors_before + 1
     assert env.queue.where("default/a") == "backoff"
     assert not env.cache.is_assumed("default/a")
     assert env.sched.stats.errors == 1
