@@ -1,0 +1,210 @@
+"""Faults injected between py-scheduler and the real API server, request by request.
+
+A TLS-terminating proxy (``faultproxy``) answers each pod's first Binding POST with a different
+failure: 500, 429 with Retry-After, 409 and 404 the API server did not say, a hang past the client's
+timeout, and a 500 or a hang after the Binding did land. Event writes and pod status patches fail
+with 500 or hang for a while, and watch streams are cut mid-stream every few seconds. Every pod must
+end bound exactly once with one Scheduled Event and a PodScheduled=True condition; the process must
+keep running without a traceback, and its queue metrics must come back to empty.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from devcluster.credentials import write_kubeconfig
+from devcluster.nodes import create_nodes, make_node
+from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
+from tests.integration.faultproxy import Fault, FaultProxy, fault_proxy
+from tests.integration.workload import (
+    RUN_LABEL,
+    create_pods,
+    list_events,
+    list_nodes,
+    list_pods,
+    make_pod,
+    overcommitted_nodes,
+)
+
+# The scheduler's per-request timeout for a Binding (scheduler.api.DEFAULT_TIMEOUT) is 30 s.
+HANG = 33.0
+# Each pod's first Binding meets the fault at its index modulo this list (None: no fault).
+BINDING_FAULTS: list[Fault | None] = [
+    Fault(status=500),
+    Fault(status=429, retry_after=1),
+    Fault(status=409),
+    Fault(status=404),
+    Fault(hang=HANG),
+    Fault(status=500, forward_first=True),
+    Fault(hang=HANG, forward_first=True),
+    Fault(status=503),
+    None,
+]
+# Pods whose first Binding landed although the scheduler was told it failed.
+LANDED = {i for i, f in enumerate(BINDING_FAULTS) if f is not None and f.forward_first}
+WRITE_FAULTS = [Fault(status=500), Fault(hang=12.0), Fault(status=503), Fault(status=429, retry_after=1)]
+
+
+class Faults:
+    """The proxy's chooser: per-pod first Binding faults, and a window of failing writes."""
+
+    def __init__(self, writes: int) -> None:
+        self.lock = threading.Lock()
+        self.bindings: Counter[str] = Counter()
+        self.writes_left = writes
+        self.writes_seen = 0
+
+    def __call__(self, method: str, path: str) -> Fault | None:
+        kind = FaultProxy.kind(method, path)
+        with self.lock:
+            if kind == "POST binding":
+                name = path.rsplit("/", 2)[-2]
+                self.bindings[name] += 1
+                if self.bindings[name] > 1:
+                    return None
+                return BINDING_FAULTS[int(name.removeprefix("p")) % len(BINDING_FAULTS)]
+            if kind in ("POST event", "PATCH event", "PATCH pod status") and self.writes_left > 0:
+                self.writes_left -= 1
+                self.writes_seen += 1
+                return WRITE_FAULTS[self.writes_seen % len(WRITE_FAULTS)]
+        return None
+
+
+def scrape(proc: SchedulerProcess) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    status, text = proc.get("/metrics")
+    assert status == 200, text
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def total(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    want = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[SchedulerProcess]]:
+    started: list[SchedulerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    nodes, pods = 6, 54
+    create_nodes(api_client, [make_node(f"{run_id}-n{i}", labels={RUN_LABEL: run_id}) for i in range(nodes)])
+    with fault_proxy(control_plane) as proxy:
+        faults = Faults(writes=40)
+        proxy.chooser = faults
+        kubeconfig = write_kubeconfig(
+            tmp_path / "proxied.kubeconfig",
+            proxy.server,
+            control_plane.ca_file.read_bytes(),
+            "admin",
+            control_plane.token,
+        )
+        proc = SchedulerProcess(kubeconfig, tmp_path, scheduler_config()).start()
+        processes.append(proc)
+        proc.wait_ready(60)
+
+        # Two pods that fit nowhere: their failures write Events and PodScheduled=False patches
+        # (some of which fail) while bindings fail around them.
+        misfits = [make_pod(f"big{i}", run_id, cpu="64") for i in range(2)]
+        create_pods(core_v1, namespace, [*misfits, *(make_pod(f"p{i}", run_id) for i in range(pods))])
+
+        def all_bound() -> bool:
+            return sum(1 for p in list_pods(core_v1, namespace) if p["spec"].get("nodeName")) == pods
+
+        # Watches cut every 2 s while the failures play out.
+        started = time.monotonic()
+        while time.monotonic() - started < 12:
+            time.sleep(2)
+            proxy.cut_watches()
+            proc.assert_running()
+        wait_for(all_bound, HANG + 60, f"all {pods} pods bound")
+
+        listed = list_pods(core_v1, namespace)
+        assert overcommitted_nodes(list_nodes(core_v1, run_id), listed) == []
+        for pod in listed:
+            if pod["metadata"]["name"].startswith("big"):
+                assert not pod["spec"].get("nodeName")
+                continue
+            conditions = {c["type"]: c for c in pod["status"].get("conditions", [])}
+            if int(pod["metadata"]["name"].removeprefix("p")) % len(BINDING_FAULTS) in LANDED:
+                # Told the Binding failed, the scheduler reports SchedulerError as kube-scheduler's
+                # handleSchedulingFailure does, and may race the bind (a kubelet sets True again).
+                continue
+            assert conditions["PodScheduled"]["status"] == "True", (pod["metadata"]["name"], conditions)
+
+        # Every pod told of its bind gets exactly one Scheduled event; the two whose Binding landed
+        # unseen (the scheduler was told it failed) get at most one.
+        def scheduled() -> Counter[str]:
+            return Counter(
+                e["regarding"]["name"] if "regarding" in e else e["involvedObject"]["name"]
+                for e in list_events(core_v1, namespace)
+                if e.get("reason") == "Scheduled"
+            )
+
+        def told(i: int) -> bool:
+            return i % len(BINDING_FAULTS) not in LANDED
+
+        wait_for(
+            lambda: all(scheduled()[f"p{i}"] == 1 for i in range(pods) if told(i)),
+            60,
+            "a Scheduled event for every pod told of its bind",
+        )
+        assert max(scheduled().values()) == 1, scheduled()
+        failed = {
+            e["involvedObject"]["name"]
+            for e in list_events(core_v1, namespace)
+            if e["reason"] == "FailedScheduling"
+        }
+        assert {"big0", "big1"} <= failed
+
+        # Every fault happened (else this test proves less than it says).
+        injected = {label for (kind, label) in proxy.injected if kind == "POST binding"}
+        assert injected == {f.label for f in BINDING_FAULTS if f is not None}, proxy.injected
+        assert faults.writes_left == 0, faults.writes_left
+        assert proxy.watch_cuts >= 4, proxy.watch_cuts
+
+        # The queue drains and the metrics agree: errors counted, every pod scheduled at most once.
+        proc.assert_running()
+
+        def queue_settled() -> bool:
+            samples = scrape(proc)
+            active = total(samples, "scheduler_pending_pods", queue="active")
+            backoff = total(samples, "scheduler_pending_pods", queue="backoff")
+            return active == 0 and backoff == 0
+
+        wait_for(queue_settled, 30, "no pod active or backing off")
+        samples = scrape(proc)
+        scheduled_metric = total(samples, "scheduler_schedule_attempts_total", result="scheduled")
+        told_count = sum(1 for i in range(pods) if told(i))
+        assert told_count <= scheduled_metric <= pods, scheduled_metric
+        errors = total(samples, "scheduler_schedule_attempts_total", result="error")
+        assert errors >= sum(1 for i in range(pods) if BINDING_FAULTS[i % len(BINDING_FAULTS)]), errors
+        assert total(samples, "scheduler_pending_pods", queue="unschedulable") == 2
+
+        log = proc.log_path.read_text(errors="replace")
+        assert "Traceback" not in log, log[-4000:]
+        assert proc.stop() == 0, proc.log_tail()
