@@ -88,9 +88,11 @@ def scrape(proc: SchedulerProcess) -> dict[tuple[str, frozenset[tuple[str, str]]
     }
 
 
-def total(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+def total(
+    samples: dict[tuple[str, frozenset[tuple[str, str]]], float], metric: str, /, **labels: str
+) -> float:
     want = set(labels.items())
-    return sum(v for (n, ls), v in samples.items() if n == name and want <= ls)
+    return sum(v for (n, ls), v in samples.items() if n == metric and want <= ls)
 
 
 @pytest.fixture
@@ -208,3 +210,90 @@ def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
         log = proc.log_path.read_text(errors="replace")
         assert "Traceback" not in log, log[-4000:]
         assert proc.stop() == 0, proc.log_tail()
+
+
+# --- the Lease behind a failing API server ----------------------------------------------------------
+
+FAST_ELECTION = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
+LEASE_FAULTS = [Fault(status=500), Fault(status=503), Fault(status=429, retry_after=1), Fault(hang=1.5)]
+
+
+class LeaseFaults:
+    """Fails every Lease request while ``on`` is set, cycling through ``LEASE_FAULTS``."""
+
+    def __init__(self) -> None:
+        self.on = threading.Event()
+        self.seen = 0
+
+    def __call__(self, method: str, path: str) -> Fault | None:
+        if "/leases" not in path or not self.on.is_set():
+            return None
+        self.seen += 1
+        return LEASE_FAULTS[self.seen % len(LEASE_FAULTS)]
+
+
+def test_lease_failures_within_the_renew_deadline_keep_the_leader_and_longer_ones_end_it(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    create_nodes(api_client, [make_node(f"{run_id}-n{i}", labels={RUN_LABEL: run_id}) for i in range(4)])
+    lease = f"faults-{run_id}"
+    cfg = scheduler_config(leader_elect=True, lease_name=lease)
+    cfg["leaderElection"].update(FAST_ELECTION)
+    with fault_proxy(control_plane) as proxy:
+        faults = LeaseFaults()
+        proxy.chooser = faults
+        kubeconfig = write_kubeconfig(
+            tmp_path / "proxied.kubeconfig",
+            proxy.server,
+            control_plane.ca_file.read_bytes(),
+            "admin",
+            control_plane.token,
+        )
+        proc = SchedulerProcess(kubeconfig, tmp_path, cfg).start()
+        processes.append(proc)
+        proc.wait_ready(60)
+
+        def leading() -> bool:
+            proc.assert_running()
+            return total(scrape(proc), "leader_election_master_status", name=lease) == 1
+
+        wait_for(leading, 30, "the replica to lead")
+
+        # 2.5 s of failing Lease requests (renewals every 1 s, deadline 4 s) while pods bind.
+        pods = 30
+        create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(pods)])
+        faults.on.set()
+        until = time.monotonic() + 2.5
+        while time.monotonic() < until:
+            assert leading(), "leadership dropped during a failure shorter than the renew deadline"
+            time.sleep(0.2)
+        faults.on.clear()
+        failed_renewals = faults.seen
+        assert failed_renewals >= 2, failed_renewals
+        wait_for(
+            lambda: sum(1 for p in list_pods(core_v1, namespace) if p["spec"].get("nodeName")) == pods,
+            30,
+            f"all {pods} pods bound",
+        )
+        assert leading()
+
+        # Failing past the renew deadline: the leader gives up and exits 1, as kube-scheduler does.
+        faults.on.set()
+        assert proc.proc is not None
+        renew_deadline, retry_period = 4.0, 1.0
+        code = proc.proc.wait(renew_deadline + retry_period + 2)
+        assert code == 1, proc.log_tail()
+
+    lines = proc.log_path.read_text(errors="replace").splitlines()
+    lost = [i for i, line in enumerate(lines) if "leader election lost" in line]
+    assert lost, proc.log_tail()
+    sent = [i for i, line in enumerate(lines) if "sending binding of" in line]
+    assert sent and max(sent) < lost[0]
+    assert not any("Traceback" in line for line in lines), "\n".join(lines[-60:])
