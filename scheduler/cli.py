@@ -73,6 +73,17 @@ def _port(text: str) -> int:
     return port
 
 
+def _verbosity(text: str) -> int:
+    """klog's Level: a base-10 int32 (negative allowed)."""
+    try:
+        level = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r}") from None
+    if not -(2**31) <= level < 2**31:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is out of range (a 32-bit integer)")
+    return level
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="py-scheduler",
@@ -110,7 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
         "scheduling.k8s.io/v1alpha2 gang API); default all off",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
-    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog style)")
+    parser.add_argument(
+        "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="log verbosity (klog style)"
+    )
     return parser
 
 

@@ -36,7 +36,8 @@ def load_configuration(kubeconfig: str | None) -> Any:
     missing context or certificate, credential plugin error) is a one-line ``KubeconfigError``.
     """
     if kubeconfig and not os.path.isfile(kubeconfig):
-        raise KubeconfigError(f"kubeconfig {kubeconfig}: no such file")
+        problem = "not a regular file" if os.path.exists(kubeconfig) else "no such file"
+        raise KubeconfigError(f"kubeconfig {kubeconfig}: {problem}")
     path = kubeconfig or None
     if path is None and not _in_cluster():
         path = os.path.expanduser(k8s_config.KUBE_CONFIG_DEFAULT_LOCATION)

@@ -68,6 +68,11 @@ CASES: list[Case] = [
         lambda t, p: ["--kubeconfig", str(t / "nope")],
         ("kubeconfig", "nope", "no such file"),
     ),
+    (
+        "kubeconfig a directory",
+        lambda t, p: ["--kubeconfig", str(t)],
+        ("kubeconfig", "not a regular file"),
+    ),
     ("kubeconfig empty", lambda t, p: ["--kubeconfig", write(t, "e", "")], ("kubeconfig", "empty")),
     (
         "kubeconfig malformed",
@@ -186,6 +191,12 @@ CASES: list[Case] = [
         "annotate without recording",
         lambda t, p: [*kc(t), "--record-decisions=false", "--annotate-decisions", "default-scheduler"],
         ("--record-decisions=true",),
+    ),
+    ("verbosity not a number", lambda t, p: ["-v", "loud"], ("-v/--v", "not an integer", "loud")),
+    (
+        "verbosity past int32",
+        lambda t, p: ["-v", "99999999999999999999"],
+        ("-v/--v", "99999999999999999999", "out of range"),
     ),
     ("record-decisions not a bool", lambda t, p: ["--record-decisions", "maybe"], ("true or false",)),
 ]
