@@ -42,14 +42,17 @@ class Fault:
     retry_after: int | None = None
     hang: float = 0.0
     forward_first: bool = False
+    # Answer ``status`` with this body instead of a Status (a garbled or ERROR watch stream).
+    body: bytes | None = None
+    name: str = ""
 
     @property
     def label(self) -> str:
-        kind = f"hang{self.hang:g}s" if self.hang else str(self.status)
+        kind = self.name or (f"hang{self.hang:g}s" if self.hang else str(self.status))
         return f"{kind}-after-forward" if self.forward_first else kind
 
 
-# Decides a request's fault: (method, path) -> a Fault, or None to forward it untouched.
+# Decides a request's fault: (method, path with query) -> a Fault, or None to forward it untouched.
 Chooser = Callable[[str, str], Fault | None]
 
 
@@ -160,7 +163,7 @@ class FaultProxy:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         method, path = request.method, request.path
         kind = self.kind(method, path)
-        fault = self.chooser(method, path)
+        fault = self.chooser(method, request.path_qs)
         with self._lock:
             self.requests[kind] += 1
             if fault is not None:
@@ -182,7 +185,8 @@ class FaultProxy:
         headers = {"Content-Type": "application/json"}
         if fault.retry_after is not None:
             headers["Retry-After"] = str(fault.retry_after)
-        return web.Response(status=fault.status, body=status_body(fault.status), headers=headers)
+        body = status_body(fault.status) if fault.body is None else fault.body
+        return web.Response(status=fault.status, body=body, headers=headers)
 
     async def _forward(self, request: web.Request, body: bytes) -> web.StreamResponse:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _SKIP_HEADERS}

@@ -297,3 +297,96 @@ def test_lease_failures_within_the_renew_deadline_keep_the_leader_and_longer_one
     sent = [i for i, line in enumerate(lines) if "sending binding of" in line]
     assert sent and max(sent) < lost[0]
     assert not any("Traceback" in line for line in lines), "\n".join(lines[-60:])
+
+
+# --- informers' LIST and WATCH failing ----------------------------------------------------------------
+
+EXPIRED_EVENT = (
+    b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",'
+    b'"message":"too old resource version: 1 (2)","reason":"Expired","code":410}}\n'
+)
+WATCH_FAULTS = [
+    Fault(status=200, body=EXPIRED_EVENT, name="watch-410"),
+    Fault(status=200, body=b'{"type":"ADDED","object":{"kind":\n', name="garbled"),
+    Fault(status=500),
+    Fault(status=429, retry_after=1),
+    Fault(hang=3.0),
+    Fault(status=503),
+]
+
+
+class InformerFaults:
+    """While ``on``: every LIST and WATCH of pods and nodes fails, cycling through the faults above
+    (watch-only answers go to watches; a LIST gets a 500 instead)."""
+
+    def __init__(self) -> None:
+        self.on = threading.Event()
+        self.seen: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, method: str, path: str) -> Fault | None:
+        if method != "GET" or not self.on.is_set():
+            return None
+        route = path.split("?", 1)[0]
+        if route not in ("/api/v1/pods", "/api/v1/nodes"):
+            return None
+        watching = "watch=" in path
+        choices = WATCH_FAULTS if watching else [f for f in WATCH_FAULTS if f.status != 200]
+        self.calls["watch" if watching else "list"] += 1
+        fault = choices[self.calls["watch" if watching else "list"] % len(choices)]
+        self.seen[fault.label] += 1
+        return fault
+
+
+def test_failing_lists_and_watches_delay_pods_and_lose_none(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    create_nodes(api_client, [make_node(f"{run_id}-n{i}", labels={RUN_LABEL: run_id}) for i in range(3)])
+    with fault_proxy(control_plane) as proxy:
+        faults = InformerFaults()
+        proxy.chooser = faults
+        kubeconfig = write_kubeconfig(
+            tmp_path / "proxied.kubeconfig",
+            proxy.server,
+            control_plane.ca_file.read_bytes(),
+            "admin",
+            control_plane.token,
+        )
+        proc = SchedulerProcess(kubeconfig, tmp_path, scheduler_config()).start()
+        processes.append(proc)
+        proc.wait_ready(60)
+        create_pods(core_v1, namespace, [make_pod(f"before{i}", run_id) for i in range(10)])
+
+        # 8 s in which every pods/nodes LIST and WATCH fails, and open watches are cut.
+        faults.on.set()
+        proxy.cut_watches()
+        create_pods(core_v1, namespace, [make_pod(f"during{i}", run_id) for i in range(10)])
+        create_nodes(api_client, [make_node(f"{run_id}-late", labels={RUN_LABEL: run_id})])
+        for _ in range(8):
+            time.sleep(1)
+            proxy.cut_watches()
+            proc.assert_running()
+        faults.on.clear()
+        create_pods(core_v1, namespace, [make_pod(f"after{i}", run_id) for i in range(10)])
+
+        def placement() -> dict[str, str]:
+            return {
+                p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in list_pods(core_v1, namespace)
+            }
+
+        wait_for(lambda: all(placement().values()) and len(placement()) == 30, 60, "all 30 pods bound")
+        assert {"watch-410", "garbled", "500"} <= set(faults.seen), faults.seen
+        # The node created during the outage was seen too: it takes pods like the others.
+        listed = list_pods(core_v1, namespace)
+        assert overcommitted_nodes(list_nodes(core_v1, run_id), listed) == []
+        assert proc.get("/readyz")[0] == 200
+        log = proc.log_path.read_text(errors="replace")
+        assert "Traceback" not in log, log[-4000:]
+        assert proc.stop() == 0, proc.log_tail()
