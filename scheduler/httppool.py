@@ -173,6 +173,20 @@ class ConnectionPool:
     ) -> tuple[int, bytes]:
         """One request on a pooled connection; returns (status, body). ``cert``: an exec plugin's
         client certificate pair, else the configuration's own."""
+        status, data, _ = self.request_with_retry_after(method, path, body, headers, timeout, cert=cert)
+        return status, data
+
+    def request_with_retry_after(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: float,
+        *,
+        cert: tuple[str, str] | None = None,
+    ) -> tuple[int, bytes, str | None]:
+        """``request``, with the response's Retry-After header (None when absent)."""
         conn = self._get(cert)
         try:
             if conn.sock is None:
@@ -194,7 +208,7 @@ class ConnectionPool:
             conn.close()
         else:
             self._put(conn)
-        return response.status, data
+        return response.status, data, response.getheader("Retry-After")
 
     def _request_bytes(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> bytes:
         """The request line, headers and body in one buffer: one send (one TLS record) per request,

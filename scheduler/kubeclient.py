@@ -105,6 +105,21 @@ class RateLimiter:
 
 USER_AGENT = "py-scheduler"
 
+# client-go's rest.Request: a 429 or 5xx answer carrying an integer Retry-After is sent again after
+# that many seconds, up to this many times (its maxRetries), for every verb.
+MAX_RETRIES = 10
+
+
+def retry_after_seconds(status: int, header: str | None) -> int | None:
+    """client-go's checkWait: the seconds to wait before sending again, or None for no retry."""
+    if header is None or not (status == 429 or status >= 500):
+        return None
+    try:
+        seconds = int(header.strip(), 10)
+    except ValueError:  # an HTTP date, or junk: client-go's strconv.Atoi refuses both
+        return None
+    return max(seconds, 0)
+
 
 class RestClient:
     """Blocking JSON requests against the API server, safe to share between threads."""
@@ -117,8 +132,11 @@ class RestClient:
         burst: int = 100,
         pool_size: int = 16,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self._configuration = configuration
+        self._clock = clock
+        self._sleep = sleep
         connection = connection_for(configuration)
         self.credentials = connection.credentials
         self.host: str = configuration.host.rstrip("/")
@@ -145,20 +163,46 @@ class RestClient:
 
         A 401 makes the credentials fetch again and the request is sent once more with the new ones;
         a second 401 is returned. A credential that cannot be fetched raises ``CredentialError``.
+
+        A 429 or 5xx with an integer Retry-After is sent again after that many seconds, up to
+        ``MAX_RETRIES`` times, as client-go does (API Priority and Fairness answers an overloaded
+        server's requests so), but only while the wait still leaves time inside ``timeout``: that
+        bounds the whole call (a lease renewal's deadline); otherwise the answer is returned.
         """
-        self.limiter.wait()
         payload = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        deadline = self._clock() + timeout
+        retries = 0
+        while True:
+            self.limiter.wait()
+            status, data, retry_after = self._send(method, path, payload, content_type, timeout)
+            wait = retry_after_seconds(status, retry_after)
+            if wait is None or retries >= MAX_RETRIES:
+                return status, data
+            left = deadline - self._clock() - wait
+            if left <= 0:
+                return status, data
+            retries += 1
+            if wait:
+                self._sleep(wait)
+            timeout = left
+
+    def _send(
+        self, method: str, path: str, payload: bytes | None, content_type: str, timeout: float
+    ) -> tuple[int, bytes, str | None]:
         cred = self.credentials.current()
         headers = self._headers(content_type, cred.authorization)
-        status, data = self._pool.request(method, path, payload, headers, timeout, cert=cred.cert)
+        pool = self._pool
+        status, data, retry_after = pool.request_with_retry_after(
+            method, path, payload, headers, timeout, cert=cred.cert
+        )
         if status != 401:
-            return status, data
+            return status, data, retry_after
         self.credentials.unauthorized(cred)
         fresh = self.credentials.current()
         if same(fresh, cred):  # nothing new to retry with (a static token, an unchanged file)
-            return status, data
+            return status, data, retry_after
         headers = self._headers(content_type, fresh.authorization)
-        return self._pool.request(method, path, payload, headers, timeout, cert=fresh.cert)
+        return pool.request_with_retry_after(method, path, payload, headers, timeout, cert=fresh.cert)
 
     def close(self) -> None:
         self._pool.clear()

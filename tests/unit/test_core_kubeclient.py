@@ -159,3 +159,90 @@ def test_get_pod_returns_none_when_gone() -> None:
     assert client.get_pod("default", "p") is None
     client, _ = api(lambda m, p, b: (200, b'{"metadata": {"name": "p"}}'))
     assert client.get_pod("default", "p") == {"metadata": {"name": "p"}}
+
+
+# --- Retry-After (client-go's checkWait and maxRetries) ---------------------------------------------
+
+
+class _Script:
+    """A local HTTP server answering each request with the next (status, Retry-After) of a script,
+    then 201 for ever."""
+
+    def __init__(self, answers: list[tuple[int, str | None]]) -> None:
+        import http.server
+
+        self.answers = list(answers)
+        self.seen = 0
+        script = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                script.seen += 1
+                status, retry_after = script.answers.pop(0) if script.answers else (201, None)
+                body = b"{}"
+                self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def client(self, slept: list[float]) -> Any:
+        from kubernetes import client as k8s_client
+
+        from scheduler.kubeclient import RestClient
+
+        configuration = k8s_client.Configuration()
+        configuration.host = f"http://127.0.0.1:{self.server.server_address[1]}"
+        return RestClient(configuration, qps=0, sleep=slept.append)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("answers", "status", "sent", "slept"),
+    [
+        # Retried after the seconds the server asked for, for 429 and any 5xx.
+        ([(429, "1"), (503, "2"), (500, "0")], 201, 4, [1.0, 2.0]),
+        # No Retry-After, or one client-go cannot read (a date, junk): no retry, the answer stands.
+        ([(500, None)], 500, 1, []),
+        ([(429, "Wed, 21 Oct 2015 07:28:00 GMT")], 429, 1, []),
+        ([(503, "soon")], 503, 1, []),
+        # Other statuses never wait, whatever they carry.
+        ([(409, "1")], 409, 1, []),
+        # A wait that would outlast the call's timeout (30 s) is not taken.
+        ([(429, "60")], 429, 1, []),
+        # At most client-go's maxRetries (10) retries.
+        ([(429, "0")] * 11, 429, 11, []),
+    ],
+)
+def test_retry_after_answers_are_sent_again_like_client_go(
+    answers: list[tuple[int, str | None]], status: int, sent: int, slept: list[float]
+) -> None:
+    script = _Script(answers)
+    waits: list[float] = []
+    try:
+        got, _ = script.client(waits).request("POST", "/api/v1/namespaces/d/pods/p/binding", {"a": 1})
+    finally:
+        script.close()
+    assert (got, script.seen, waits) == (status, sent, slept)
+
+
+def test_a_binding_retried_after_retry_after_succeeds_without_an_error() -> None:
+    script = _Script([(429, "1")])
+    try:
+        SchedulerApi(script.client([])).bind("d", "p", "uid-1", "n1")
+    finally:
+        script.close()
+    assert script.seen == 2
