@@ -109,6 +109,7 @@ def test_bad_pods_get_failed_scheduling_events_and_good_pods_bind(
     run_id: str,
     processes: list[SchedulerProcess],
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     # One node reports odd images: a negative size and two of int64's largest (their sum overflows).
     odd_images = {"img/negative:1": -5, "img/huge:1": INT64_MAX, "img/huge:2": INT64_MAX}
@@ -118,6 +119,28 @@ def test_bad_pods_get_failed_scheduling_events_and_good_pods_bind(
             make_node(f"{run_id}-n0", labels={RUN_LABEL: run_id, "rank": "5"}, images=odd_images),
             make_node(f"{run_id}-n1", labels={RUN_LABEL: run_id, "rank": "7"}),
         ],
+    )
+    # Nodes a kubelet has not reported on yet, or reports oddly: no status at all; no allocatable
+    # (capacity only); allocatable far past int64; zero pods allowed. Outside the run's node selector
+    # (the vast one would take the huge pods), yet in every snapshot the scheduler builds.
+    odd_nodes: list[dict[str, Any]] = [
+        {"metadata": {"name": f"{run_id}-bare"}},
+        {
+            "metadata": {"name": f"{run_id}-capacity-only"},
+            "status": {"capacity": {"cpu": "8", "pods": "110"}},
+        },
+        make_node(f"{run_id}-vast", cpu="1e100", memory="1e100"),
+        make_node(f"{run_id}-no-pods"),
+    ]
+    odd_nodes[3]["status"]["allocatable"]["pods"] = "0"
+    for node in odd_nodes:
+        node["apiVersion"], node["kind"] = "v1", "Node"
+        node["metadata"]["labels"] = {RUN_LABEL: f"{run_id}-odd"}
+    create_nodes(api_client, odd_nodes)
+    request.addfinalizer(
+        lambda: core_v1.delete_collection_node(
+            label_selector=f"{RUN_LABEL}={run_id}-odd", _preload_content=False
+        )
     )
     proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, scheduler_config()).start()
     processes.append(proc)
