@@ -11,10 +11,12 @@ after a successful POST (kubernetes-client/python issue #547).
 from __future__ import annotations
 
 import os
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from kubernetes import config as k8s_config
@@ -47,11 +49,37 @@ def load_configuration(kubeconfig: str | None) -> Any:
             )
     where = f"kubeconfig {path}" if path else "in-cluster config"
     try:
-        return load(path).configuration
+        connection = load(path)
     except CredentialError as err:
         raise KubeconfigError(f"{where}: {err}") from None
     except Exception as err:  # ConfigException, YAMLError, OSError, TypeError on a wrong-shaped file
         raise KubeconfigError(f"{where}: {one_line(err)}") from None
+    problem = _connection_problem(connection)
+    if problem:
+        raise KubeconfigError(f"{where}: {problem}")
+    return connection.configuration
+
+
+def _connection_problem(connection: Any) -> str:
+    """What makes every request fail for good, found before start-up goes on (client-go refuses to
+    build such a client, so kube-scheduler stops): a server URL that is no http(s) URL, and a CA or
+    client certificate TLS cannot load. Empty when the connection can be tried."""
+    cfg = connection.configuration
+    server = str(cfg.host or "")
+    try:
+        url = urlsplit(server)
+        url.port  # noqa: B018 -- raises ValueError when out of range
+    except ValueError as err:
+        return f"server {server!r}: {one_line(err)}"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"server {server!r}: not an http(s) URL with a host"
+    if url.scheme == "https":
+        try:
+            connection.tls.get(None)
+        except (ssl.SSLError, OSError, ValueError) as err:
+            fields = "client-certificate/client-key" if cfg.cert_file else "certificate-authority"
+            return f"TLS ({fields}): {one_line(err)}"
+    return ""
 
 
 def _in_cluster() -> bool:

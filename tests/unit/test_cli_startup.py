@@ -73,6 +73,33 @@ CASES: list[Case] = [
         lambda t, p: ["--kubeconfig", str(t)],
         ("kubeconfig", "not a regular file"),
     ),
+    (
+        "kubeconfig server not a URL",
+        lambda t, p: ["--kubeconfig", write(t, "s", KUBECONFIG.replace("https://127.0.0.1:1", "not a url"))],
+        ("kubeconfig", "server 'not a url'", "http(s) URL"),
+    ),
+    (
+        "kubeconfig server of another scheme",
+        lambda t, p: ["--kubeconfig", write(t, "s", KUBECONFIG.replace("https://", "ftp://"))],
+        ("kubeconfig", "ftp://127.0.0.1:1", "http(s) URL"),
+    ),
+    (
+        "kubeconfig server port out of range",
+        lambda t, p: ["--kubeconfig", write(t, "s", KUBECONFIG.replace(":1", ":99999"))],
+        ("kubeconfig", "https://127.0.0.1:99999", "out of range"),
+    ),
+    (
+        "kubeconfig client certificate not PEM",
+        lambda t, p: [
+            "--kubeconfig",
+            write(
+                t,
+                "c",
+                KUBECONFIG.replace("{token: t}", "{client-certificate-data: Zm9v, client-key-data: YmFy}"),
+            ),
+        ],
+        ("kubeconfig", "client-certificate/client-key", "PEM"),
+    ),
     ("kubeconfig empty", lambda t, p: ["--kubeconfig", write(t, "e", "")], ("kubeconfig", "empty")),
     (
         "kubeconfig malformed",
