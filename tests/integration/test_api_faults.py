@@ -223,7 +223,8 @@ def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
 
 # --- the Lease behind a failing API server ----------------------------------------------------------
 
-FAST_ELECTION = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
+# A renew deadline with room for a failure window (2.5 s), a call hanging past it and one retry period.
+FAST_ELECTION = {"leaseDuration": "8s", "renewDeadline": "6s", "retryPeriod": "1s"}
 LEASE_FAULTS = [Fault(status=500), Fault(status=503), Fault(status=429, retry_after=1), Fault(hang=1.5)]
 
 
@@ -275,7 +276,7 @@ def test_lease_failures_within_the_renew_deadline_keep_the_leader_and_longer_one
 
         wait_for(leading, 30, "the replica to lead")
 
-        # 2.5 s of failing Lease requests (renewals every 1 s, deadline 4 s) while pods bind.
+        # 2.5 s of failing Lease requests (renewals every 1 s, deadline 6 s) while pods bind.
         pods = 30
         create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(pods)])
         faults.on.set()
@@ -296,7 +297,7 @@ def test_lease_failures_within_the_renew_deadline_keep_the_leader_and_longer_one
         # Failing past the renew deadline: the leader gives up and exits 1, as kube-scheduler does.
         faults.on.set()
         assert proc.proc is not None
-        renew_deadline, retry_period = 4.0, 1.0
+        renew_deadline, retry_period = 6.0, 1.0
         code = proc.proc.wait(renew_deadline + retry_period + 2)
         assert code == 1, proc.log_tail()
 
