@@ -65,6 +65,19 @@ STATUS_PATCH_TIMEOUT = 10.0
 EVENT_TIMEOUT = 10.0
 
 
+# An Event's name is a DNS subdomain (at most 253 characters), as every object's.
+EVENT_NAME_LIMIT = 253
+_EVENT_NAME_SUFFIX = 1 + 16  # "." and 8 random bytes in hex
+
+
+def event_name(pod_name: str) -> str:
+    """ "<pod>.<random hex>", the pod's part cut so the name stays valid: client-go's recorder appends
+    its suffix to any name, and the API server refuses the Event of a pod named near the 253-character
+    limit (its FailedScheduling was lost). A cut ending in "." or "-" keeps the name a subdomain."""
+    keep = pod_name[: EVENT_NAME_LIMIT - _EVENT_NAME_SUFFIX].rstrip(".-")
+    return f"{keep or 'pod'}.{secrets.token_hex(8)}"
+
+
 def truncate_note(message: str) -> str:
     """Upstream's truncateMessage: cut to the limit, ending in " ..." so the cut shows."""
     if len(message) <= NOTE_LENGTH_LIMIT:
@@ -292,7 +305,7 @@ class EventRecorder:
                 self._dirty.add(key)
                 self.aggregated += 1
                 return
-        name = f"{meta.get('name', 'pod')}.{secrets.token_hex(8)}"
+        name = event_name(meta.get("name", "pod"))
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",

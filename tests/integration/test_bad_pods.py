@@ -89,7 +89,10 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], tuple[str, ...]]] = {
     "preferred-gt-abc": (node_affinity("Gt", ["abc"], required=False), ("abc",)),
     "missing-pvc": (missing_claim, ('persistentvolumeclaim "no-such-claim" not found',)),
     "spread-missing-key": (spread_on_missing_key, ("topology spread constraints",)),
+    # The longest name a pod may have: its Events' names must still fit (they add a suffix).
+    "long-" + "n" * 248: (with_resources({"cpu": "1e100"}), ("Insufficient cpu",)),
 }
+LONG_GOOD = "good-long-" + "g" * 243
 
 
 @pytest.fixture
@@ -151,7 +154,7 @@ def test_bad_pods_get_failed_scheduling_events_and_good_pods_bind(
         pod = make_pod(name, run_id)
         edit(pod)
         bad.append(pod)
-    good = [make_pod(f"good-{i}", run_id) for i in range(6)]
+    good = [make_pod(f"good-{i}", run_id) for i in range(6)] + [make_pod(LONG_GOOD, run_id)]
     for i, pod in enumerate(good[:3]):  # the odd images, on their own and together
         images = [["img/negative:1"], ["img/huge:1", "img/huge:2"], ["img/negative:1", "img/huge:1"]][i]
         container = pod["spec"]["containers"][0]
@@ -185,6 +188,15 @@ def test_bad_pods_get_failed_scheduling_events_and_good_pods_bind(
         assert not pods[name]["spec"].get("nodeName"), name
         conditions = {c["type"]: c for c in pods[name]["status"].get("conditions", [])}
         assert conditions["PodScheduled"]["status"] == "False", (name, conditions)
+
+    wait_for(
+        lambda: any(
+            e["involvedObject"]["name"] == LONG_GOOD and e.get("reason") == "Scheduled"
+            for e in list_events(core_v1, namespace)
+        ),
+        30,
+        "the Scheduled event of the pod with a 253-character name",
+    )
 
     proc.assert_running()
     log = proc.log_path.read_text(errors="replace")

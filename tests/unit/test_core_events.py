@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from scheduler.api import SchedulerApi
 from scheduler.events import (
+    EVENT_NAME_LIMIT,
     MAX_TRIES,
     NORMAL,
     RETRY_INTERVAL,
@@ -447,3 +448,19 @@ def test_an_inline_event_after_shutdown_is_dropped(env: Env) -> None:
     env.recorder.shutdown(wait=True)
     env.scheduled(make_pod("p"), inline=True)
     assert env.rest.matching("POST", "/events") == [] and env.recorder.created == 0
+
+
+@pytest.mark.parametrize(
+    "pod_name",
+    ["p", "a" * 236, "a" * 253, "a" * 235 + "-b" + "c" * 16, "a" * 235 + ".b" + "c" * 16],
+)
+def test_event_names_stay_valid_subdomains_for_long_pod_names(pod_name: str) -> None:
+    import re
+
+    from scheduler.events import event_name
+
+    name = event_name(pod_name)
+    assert len(name) <= EVENT_NAME_LIMIT
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name), name
+    assert name.startswith(pod_name[:200])
+    assert event_name(pod_name) != name  # a random suffix per Event
