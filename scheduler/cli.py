@@ -73,6 +73,14 @@ def _port(text: str) -> int:
     return port
 
 
+def _address(text: str) -> str:
+    # An empty value would listen on every interface without saying so; kube-scheduler's IP flag
+    # refuses it too.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected an IP address or host name, got ''")
+    return text
+
+
 def _verbosity(text: str) -> int:
     """klog's Level: a base-10 int32 (negative allowed)."""
     try:
@@ -91,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
     parser.add_argument("--kubeconfig", help="kubeconfig path; default: in-cluster, then ~/.kube/config")
-    parser.add_argument("--bind-address", default="0.0.0.0", help="address for /metrics and health")
+    parser.add_argument(
+        "--bind-address", type=_address, default="0.0.0.0", help="address for /metrics and health"
+    )
     parser.add_argument("--port", type=_port, default=10259, help="port for /metrics and health; -1 disables")
     parser.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")

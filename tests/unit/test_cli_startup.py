@@ -123,6 +123,7 @@ CASES: list[Case] = [
         lambda t, p: [*kc(t), "--bind-address", "127.0.0.1", "--port", str(p)],
         ("127.0.0.1:", "in use"),
     ),
+    ("empty bind address", lambda t, p: [*kc(t), "--bind-address="], ("--bind-address", "expected an IP")),
     ("bad bind address", lambda t, p: [*kc(t), "--bind-address", "300.1.2.3", "--port", "0"], ("300.1.2.3",)),
     (
         "missing TLS files",
