@@ -144,6 +144,8 @@ class SchedulerApp:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leading = asyncio.Event()
         self._stop = asyncio.Event()
+        # A write the server asked to resend later (Retry-After) is not resent once we may not bind.
+        self.rest.may_retry = self.may_bind
         self._exit_code = 0
         self._loop_heartbeat = time.monotonic()
         self._synced = False

@@ -165,6 +165,9 @@ class RestClient:
         self._configuration = configuration
         self._clock = clock
         self._sleep = sleep
+        # Asked right before a Retry-After resend: the app says no once leadership is lost or
+        # shutdown began, so no Binding goes out after that however long the server asked to wait.
+        self.may_retry: Callable[[], bool] = lambda: True
         connection = connection_for(configuration)
         self.credentials = connection.credentials
         self.host: str = configuration.host.rstrip("/")
@@ -212,6 +215,8 @@ class RestClient:
             retries += 1
             if wait:
                 self._sleep(wait)
+            if not self.may_retry():
+                return status, data
             timeout = left
 
     def _send(

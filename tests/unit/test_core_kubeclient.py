@@ -246,3 +246,21 @@ def test_a_binding_retried_after_retry_after_succeeds_without_an_error() -> None
     finally:
         script.close()
     assert script.seen == 2
+
+
+def test_no_retry_after_resend_once_the_client_may_not_retry() -> None:
+    """A leader that lost its lease while a Binding waited out Retry-After sends nothing more."""
+    script = _Script([(429, "1"), (429, "1")])
+    allowed = [True]
+
+    def sleep(seconds: float) -> None:
+        allowed[0] = False  # leadership lost during the wait
+
+    try:
+        client = script.client([])
+        client._sleep = sleep
+        client.may_retry = lambda: allowed[0]
+        status, _ = client.request("POST", "/api/v1/namespaces/d/pods/p/binding", {"a": 1})
+    finally:
+        script.close()
+    assert (status, script.seen) == (429, 1)
