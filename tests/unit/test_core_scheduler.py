@@ -497,6 +497,104 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
         assert condition(env, name)["reason"] == "Unschedulable"
 
 
+# Shapes the API server's schema never lets through (a proxy, a fake, an aggregated server might):
+# each ends bound, unschedulable or backing off, and never stops the loop or the pod next to it.
+MISSHAPEN: dict[str, Callable[[dict[str, Any]], None]] = {
+    "toleration-bogus-op": lambda p: p["spec"].update(
+        tolerations=[{"key": "k", "operator": "Bogus", "effect": "NoSchedule"}]
+    ),
+    "tolerations-not-list": lambda p: p["spec"].update(tolerations="all"),
+    "toleration-seconds-str": lambda p: p["spec"].update(
+        tolerations=[{"operator": "Exists", "tolerationSeconds": "x"}]
+    ),
+    "toleration-not-dict": lambda p: p["spec"].update(tolerations=[5]),
+    "pod-affinity-bogus-op": lambda p: p["spec"].update(
+        affinity={
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "zone",
+                        "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bogus"}]},
+                    }
+                ]
+            }
+        }
+    ),
+    "pod-anti-affinity-bad-selector": lambda p: p["spec"].update(
+        affinity={
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 1,
+                        "podAffinityTerm": {
+                            "topologyKey": "zone",
+                            "labelSelector": {"matchLabels": {"a": 5}},
+                        },
+                    }
+                ]
+            }
+        }
+    ),
+    "spread-maxskew-str": lambda p: p["spec"].update(
+        topologySpreadConstraints=[
+            {"maxSkew": "abc", "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+        ]
+    ),
+    "spread-bad-when": lambda p: p["spec"].update(
+        topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}]
+    ),
+    "requests-list": lambda p: p["spec"]["containers"][0]["resources"].update(requests=["cpu"]),
+    "requests-number": lambda p: p["spec"]["containers"][0]["resources"].update(requests={"cpu": 5}),
+    "requests-negative": lambda p: p["spec"]["containers"][0]["resources"].update(requests={"cpu": "-1"}),
+    "requests-nan": lambda p: p["spec"]["containers"][0]["resources"].update(requests={"cpu": "NaN"}),
+    "node-selector-list": lambda p: p["spec"].update(nodeSelector=["a"]),
+    "no-containers": lambda p: p["spec"].pop("containers"),
+    "containers-null": lambda p: p["spec"].update(containers=None),
+    "priority-str": lambda p: p["spec"].update(priority="high"),
+    "overhead-bad": lambda p: p["spec"].update(overhead={"cpu": "lots"}),
+    "host-port-str": lambda p: p["spec"]["containers"][0].update(
+        ports=[{"containerPort": 80, "hostPort": "x"}]
+    ),
+    "volumes-not-list": lambda p: p["spec"].update(volumes={"a": 1}),
+    "node-affinity-terms-null": lambda p: p["spec"].update(
+        affinity={
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": None}}
+        }
+    ),
+    "affinity-not-dict": lambda p: p["spec"].update(affinity=[1]),
+    "init-containers-bad": lambda p: p["spec"].update(
+        initContainers=[{"name": "i", "resources": {"requests": {"memory": "1.5.3"}}}]
+    ),
+    "labels-null": lambda p: p["metadata"].update(labels=None),
+    "images-none": lambda p: p["spec"]["containers"][0].update(image=None),
+    "resource-claims-bad": lambda p: p["spec"].update(resourceClaims=[{"name": 5}]),
+    "scheduling-gates-bad": lambda p: p["spec"].update(schedulingGates=[{"nm": "x"}]),
+}
+
+
+@pytest.mark.parametrize("shape", list(MISSHAPEN))
+async def test_a_misshapen_pod_never_stops_the_pod_next_to_it(make_env: MakeEnv, shape: str) -> None:
+    env = make_env([make_node("n1"), make_node("n2")])
+    weird = make_pod("weird", cpu="100m")
+    MISSHAPEN[shape](weird)
+    env.queue.add(weird)
+    env.queue.add(make_pod("good", cpu="1"))
+    await run_until(
+        env,
+        lambda: (
+            "good" in env.rest.bindings()
+            and (
+                "weird" in env.rest.bindings()
+                or env.queue.where("default/weird") in ("unschedulable", "backoff")
+            )
+        ),
+    )
+    env.flush_writes()
+    if "weird" not in env.rest.bindings():
+        [event] = failed_events(env, "weird")
+        assert event["note"]
+
+
 class BoomFilter:
     """Raises for pods whose name starts with "boom"."""
 
