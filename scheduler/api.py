@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_TIMEOUT = 30.0
+# The GET that tells whether a Binding whose answer was lost landed after all.
+LANDED_TIMEOUT = 10.0
 
 
 class ApiError(Exception):
@@ -94,7 +96,26 @@ class SchedulerApi:
             # mismatch: replaced by a namesake. None of these is worth a retry.
             if err.status in (404, 409) or (err.status in (400, 422) and "uid" in str(err).lower()):
                 raise BindingConflict(err.status, str(err), retryable=False) from err
+            if (err.status == 0 or err.status >= 500) and self._landed(namespace, name, uid, node_name):
+                # The answer was lost (a timeout, a reset, a 5xx after the write) but the Binding
+                # was stored: it is bound, and reporting an error would write SchedulerError onto it.
+                log.info("binding %s/%s to %s landed despite %s", namespace, name, node_name, err)
+                return
             raise
+
+    def _landed(self, namespace: str, name: str, uid: str, node_name: str) -> bool:
+        """Whether this pod (this uid) is bound to ``node_name`` now; False when that cannot be read."""
+        try:
+            data = self._call(
+                "GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}", timeout=LANDED_TIMEOUT
+            )
+            pod = orjson.loads(data)
+        except (ApiError, orjson.JSONDecodeError):
+            return False
+        if not isinstance(pod, dict):
+            return False
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        return bool(uid) and meta.get("uid") == uid and spec.get("nodeName") == node_name
 
     def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """PUT one object of ``resource``; the stored object comes back."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import orjson
 import pytest
 import urllib3
 
@@ -264,3 +265,59 @@ def test_no_retry_after_resend_once_the_client_may_not_retry() -> None:
     finally:
         script.close()
     assert (status, script.seen) == (429, 1)
+
+
+# --- a Binding whose answer was lost ------------------------------------------------------------------
+
+
+def _pod(uid: str, node: str) -> bytes:
+    return orjson.dumps({"metadata": {"name": "p", "uid": uid}, "spec": {"nodeName": node}})
+
+
+def _post_fails(post: Any, get: tuple[int, bytes]) -> Any:
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "POST":
+            if isinstance(post, BaseException):
+                raise post
+            answer: tuple[int, bytes] = post
+            return answer
+        return get
+
+    return respond
+
+
+LOST = urllib3.exceptions.ProtocolError("read timed out")
+
+
+@pytest.mark.parametrize("post", [status_error(500, "etcd timeout"), status_error(504, "gateway"), LOST])
+def test_a_binding_that_landed_although_its_answer_was_lost_is_a_success(post: Any) -> None:
+    client, rest = api(_post_fails(post, (200, _pod("uid-1", "n1"))))
+    client.bind("default", "p", "uid-1", "n1")  # no error: the pod is bound where we sent it
+    assert [c.method for c in rest.calls] == ["POST", "GET"]
+
+
+@pytest.mark.parametrize(
+    ("post", "get"),
+    [
+        (status_error(500, "etcd timeout"), (200, _pod("uid-1", ""))),  # not bound: a real failure
+        (LOST, (200, _pod("uid-1", "n2"))),  # bound elsewhere (another scheduler)
+        (status_error(503, "down"), (200, _pod("uid-2", "n1"))),  # a namesake, not our pod
+        (LOST, status_error(503, "still down")),  # cannot tell: the error stands
+        (status_error(500, "x"), (200, b"not json")),
+    ],
+)
+def test_a_lost_answer_stays_an_error_unless_the_pod_is_ours_and_bound_there(
+    post: Any, get: tuple[int, bytes]
+) -> None:
+    client, rest = api(_post_fails(post, get))
+    with pytest.raises(ApiError) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert info.value.retryable and not isinstance(info.value, BindingConflict)
+    assert [c.method for c in rest.calls] == ["POST", "GET"]
+
+
+def test_a_definite_refusal_is_not_checked_again() -> None:
+    client, rest = api(_post_fails(status_error(403, "forbidden"), (200, _pod("uid-1", "n1"))))
+    with pytest.raises(ApiError):
+        client.bind("default", "p", "uid-1", "n1")
+    assert [c.method for c in rest.calls] == ["POST"]
