@@ -26,7 +26,7 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
-from scheduler.kubeclient import RestClient, load_configuration
+from scheduler.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 SUBCOMMANDS = ("explain", "simulate", "snapshot")
@@ -86,7 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.scenario:
             return scenario(args)
         return simulate(args)
-    except (ConfigError, ManifestError, ScenarioError, OSError, urllib3.exceptions.HTTPError) as err:
+    except (
+        ConfigError,
+        KubeconfigError,
+        ManifestError,
+        ScenarioError,
+        OSError,
+        urllib3.exceptions.HTTPError,
+    ) as err:
         print(f"py-scheduler {args.command}: {err}", file=sys.stderr)
         return 2
 

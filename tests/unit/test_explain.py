@@ -343,3 +343,13 @@ def test_explain_access_component_grants_only_service_proxy_get() -> None:
     assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == ([""], ["services/proxy"], ["get"])
     assert all(name.split(":")[-2 if ":" in name else 0].endswith("py-scheduler-metrics") or
                name == "py-scheduler-metrics" for name in rule["resourceNames"])  # fmt: skip
+
+
+@pytest.mark.parametrize("command", [["explain", "ns/pod"], ["snapshot", "-f", "out.yaml"]])
+def test_a_bad_kubeconfig_is_one_line_not_a_traceback(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = explain_cli.main([*command, "--kubeconfig", str(tmp_path / "nope")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "kubeconfig" in err and "no such file" in err, err
