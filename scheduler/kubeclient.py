@@ -11,6 +11,7 @@ after a successful POST (kubernetes-client/python issue #547).
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import threading
 import time
@@ -60,6 +61,10 @@ def load_configuration(kubeconfig: str | None) -> Any:
     return connection.configuration
 
 
+# What no host name or IP literal holds.
+_BAD_HOST = re.compile(r"[\s/?#@]")
+
+
 def _connection_problem(connection: Any) -> str:
     """What makes every request fail for good, found before start-up goes on (client-go refuses to
     build such a client, so kube-scheduler stops): a server URL that is no http(s) URL, and a CA or
@@ -68,10 +73,16 @@ def _connection_problem(connection: Any) -> str:
     server = str(cfg.host or "")
     try:
         url = urlsplit(server)
+        if server and (not url.scheme or not url.netloc):
+            # client-go's DefaultServerURL: a bare host:port gets https when TLS is configured (a CA,
+            # a client certificate, or insecure-skip-tls-verify), else http.
+            tls = bool(cfg.ssl_ca_cert or cfg.cert_file or not cfg.verify_ssl)
+            cfg.host = server = ("https://" if tls else "http://") + server
+            url = urlsplit(server)
         url.port  # noqa: B018 -- raises ValueError when out of range
     except ValueError as err:
         return f"server {server!r}: {one_line(err)}"
-    if url.scheme not in ("http", "https") or not url.hostname:
+    if url.scheme not in ("http", "https") or not url.hostname or _BAD_HOST.search(url.hostname):
         return f"server {server!r}: not an http(s) URL with a host"
     if url.scheme == "https":
         try:

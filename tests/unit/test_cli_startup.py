@@ -76,7 +76,7 @@ CASES: list[Case] = [
     (
         "kubeconfig server not a URL",
         lambda t, p: ["--kubeconfig", write(t, "s", KUBECONFIG.replace("https://127.0.0.1:1", "not a url"))],
-        ("kubeconfig", "server 'not a url'", "http(s) URL"),
+        ("kubeconfig", "server 'https://not a url'", "http(s) URL"),
     ),
     (
         "kubeconfig server of another scheme",
@@ -278,3 +278,21 @@ def test_the_real_entry_point_prints_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "aliases expand" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("cluster", "host"),
+    [
+        # client-go's DefaultServerURL: https when TLS is configured, else http.
+        ('{server: "127.0.0.1:6443", insecure-skip-tls-verify: true}', "https://127.0.0.1:6443"),
+        ('{server: "localhost:8080"}', "http://localhost:8080"),
+        ('{server: "https://10.0.0.1"}', "https://10.0.0.1"),
+    ],
+)
+def test_a_bare_host_port_server_gets_a_scheme_like_client_go(
+    cluster: str, host: str, tmp_path: Path
+) -> None:
+    from scheduler.kubeclient import load_configuration
+
+    text = KUBECONFIG.replace('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}', cluster)
+    assert load_configuration(write(tmp_path, "k", text)).host == host
