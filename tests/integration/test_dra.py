@@ -346,4 +346,3 @@ def test_post_filter_deallocates_an_idle_claim_allocated_where_the_pod_cannot_go
         and e.get("reason") == "FailedScheduling"
     ]
     assert any("deallocation of ResourceClaim completed" in m for m in messages), messages
-    print(messages)
