@@ -513,7 +513,8 @@ class Framework:
         default executor) and each extender consultation."""
         loop = asyncio.get_running_loop()
         while True:
-            plugin, began, call, awaitable = run.pending  # type: ignore[misc]
+            assert run.pending is not None, "resume_post_filter needs a paused run"
+            plugin, began, call, awaitable = run.pending
             run.pending = None
             if call is not None:
                 try:
