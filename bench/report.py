@@ -235,8 +235,8 @@ def _reading(results: Sequence[RunResult]) -> list[str]:
     lines += [
         "- Both schedulers share two cores with etcd, the apiserver and the load generator, so a "
         "scheduler's own CPU is taken from the apiserver: throughput and latency follow CPU per pod.",
-        "- Both default profiles run the same plugins but NodeDeclaredFeatures (kube-scheduler "
-        "only; see each run's plugin list). The volume plugins and DynamicResources skip at PreFilter "
+        "- Both default profiles run the same plugins (see each run's plugin list). The volume "
+        "plugins, DynamicResources and NodeDeclaredFeatures skip at PreFilter "
         "except in the volumes and dra workloads; DefaultPreemption does run for every unschedulable "
         "pod of mixed, and finds no victims (all pods have the same priority).",
         "- Latency includes queueing: pods arrive faster than either scheduler binds them at first, "

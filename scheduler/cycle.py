@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.objects import object_meta, pod_spec, pod_status
-from scheduler.framework.runtime import Framework, PluginError, node_columns_of
+from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
 from scheduler.podgroup_cycle import GroupMembers, PodGroupCycle, in_scheduling_group
@@ -147,7 +147,10 @@ class Scheduler:
                 elif self.extenders:
                     await self.schedule_one_with_extenders(qpi)
                 else:
-                    self.schedule_one(qpi)
+                    rest = self.schedule_one(qpi)
+                    if rest is not None:
+                        # A PostFilter plugin is waiting for an API write: the next pod waits too.
+                        await rest
             except Exception as err:
                 # Nothing a pod carries may stop the loop; requeue it as an error.
                 log.exception("scheduling cycle crashed for %s", qpi.key)
@@ -172,17 +175,20 @@ class Scheduler:
         self.preemption.shutdown()
 
     # --- one attempt --------------------------------------------------------------------------
-    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+    def schedule_one(self, qpi: QueuedPodInfo) -> Coroutine[Any, Any, None] | None:
+        """One scheduling attempt, synchronous on the loop. When a PostFilter plugin must wait for an
+        API write (``BlockingPostFilterPlugin``) the rest of the attempt is returned as a coroutine,
+        which the caller awaits before the next pod (``run`` does)."""
         attempt = self._begin(qpi)
         if attempt is None:
-            return
+            return None
         try:
             result = self.algorithm.schedule_pod(attempt.fwk, attempt.state, attempt.pod, self.snapshot)
         except _ALGORITHM_ERRORS as err:
-            self._algorithm_failed(attempt, err)
-            return
+            return self._algorithm_failed(attempt, err)
         self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
         self._assume_and_hand_off(attempt, result.node_name)
+        return None
 
     async def schedule_one_with_extenders(self, qpi: QueuedPodInfo) -> None:
         """``schedule_one`` that awaits the extenders' HTTP calls. The loop stays free meanwhile (watch
@@ -198,7 +204,9 @@ class Scheduler:
             if isinstance(err, FitError) and self.extenders.preempts_for(attempt.pod):
                 await self._handle_fit_error_with_extenders(attempt, err)
             else:
-                self._algorithm_failed(attempt, err)
+                rest = self._algorithm_failed(attempt, err)
+                if rest is not None:
+                    await rest
             return
         self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
         self._assume_and_hand_off(attempt, result.node_name)
@@ -248,11 +256,12 @@ class Scheduler:
         self.decisions.begin(fwk, pod, state, qpi.attempts)
         return _Attempt(qpi, fwk, pod, state, start)
 
-    def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> None:
+    def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> Coroutine[Any, Any, None] | None:
+        """Report a failed algorithm; for a FitError whose PostFilter waits for I/O, the coroutine that
+        finishes the attempt (see ``schedule_one``)."""
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
         if isinstance(err, FitError):
-            self._handle_fit_error(attempt, err)
-            return
+            return self._handle_fit_error(attempt, err)
         # A failed algorithm counts too (upstream's deferred Observe); a FitError's includes PostFilter.
         self._algorithm_done(fwk, attempt.state, start)
         if isinstance(err, SchedulingError | PluginError | ExtenderFilterError):
@@ -265,6 +274,7 @@ class Scheduler:
                 fwk,
                 start=start,
             )
+        return None
 
     def _assume_and_hand_off(self, attempt: _Attempt, node_name: str) -> None:
         """assume, Reserve, Permit, then the binding pool. Runs against the cache as it is now: after
@@ -406,16 +416,25 @@ class Scheduler:
                 pre_check=lambda other: object_meta(other).get("uid") != uid,
             )
 
-    def _handle_fit_error(self, attempt: _Attempt, err: FitError, *, post_filter: bool = True) -> None:
+    def _handle_fit_error(
+        self, attempt: _Attempt, err: FitError, *, post_filter: bool = True
+    ) -> Coroutine[Any, Any, None] | None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
         # None (ModeNoop) leaves it alone. The pod group cycle runs no PostFilter (podgroup_cycle.py).
         nominated: str | None = CLEAR_NOMINATION
         post_status: Status | None = None
         if post_filter and _runs_post_filter(attempt.fwk, err):
-            nominated, post_status = attempt.fwk.run_post_filter(
-                attempt.state, attempt.pod, err.diagnosis.node_to_status
-            )
+            outcome = attempt.fwk.run_post_filter(attempt.state, attempt.pod, err.diagnosis.node_to_status)
+            if isinstance(outcome, PausedPostFilter):
+                return self._resume_fit_error(attempt, err, outcome)
+            nominated, post_status = outcome
+        self._finish_fit_error(attempt, err, nominated, post_status)
+        return None
+
+    async def _resume_fit_error(self, attempt: _Attempt, err: FitError, paused: PausedPostFilter) -> None:
+        """The rest of ``_handle_fit_error`` once the paused PostFilter run has finished on the loop."""
+        nominated, post_status = await attempt.fwk.resume_post_filter(paused)
         self._finish_fit_error(attempt, err, nominated, post_status)
 
     async def _handle_fit_error_with_extenders(self, attempt: _Attempt, err: FitError) -> None:

@@ -54,6 +54,8 @@ def node_update_actions(old: Obj, new: Obj) -> ActionType:
         actions |= ActionType.UpdateNodeCondition
     if old_meta.get("annotations") != new_meta.get("annotations"):
         actions |= ActionType.UpdateNodeAnnotation
+    if (old_status.get("declaredFeatures") or []) != (new_status.get("declaredFeatures") or []):
+        actions |= ActionType.UpdateNodeDeclaredFeature
     return actions
 
 

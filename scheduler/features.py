@@ -12,6 +12,8 @@ and dependencies are upstream's (``pkg/features/kube_features.go``):
 * ``TopologyAwareWorkloadScheduling``, ``WorkloadAwarePreemption``, ``DRAWorkloadResourceClaims``
   (alpha, off): not implemented. Asking for them is a start-up error, and PodGroups that use their
   fields are refused by name (GangScheduling's PreFilter), never placed as if the field were absent.
+* ``NodeDeclaredFeatures`` (beta, on): the NodeDeclaredFeatures plugin joins the default profile (pods
+  that need a node feature fit only nodes declaring it in ``status.declaredFeatures``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
 WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 
 # gate -> (default, the gates it needs), upstream's defaults and dependencies.
 KNOWN_GATES: Mapping[str, tuple[bool, tuple[str, ...]]] = {
@@ -32,6 +35,8 @@ KNOWN_GATES: Mapping[str, tuple[bool, tuple[str, ...]]] = {
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (False, (GENERIC_WORKLOAD,)),
     WORKLOAD_AWARE_PREEMPTION: (False, (GANG_SCHEDULING,)),
     DRA_WORKLOAD_RESOURCE_CLAIMS: (False, (GENERIC_WORKLOAD,)),
+    # Beta, on by default since v1.36.
+    NODE_DECLARED_FEATURES: (True, ()),
 }
 # Recognised (so the message can say why), but py-scheduler cannot honour them when on.
 NOT_IMPLEMENTED = frozenset(

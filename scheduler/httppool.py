@@ -9,13 +9,11 @@ they treated urllib3's own.
 
 from __future__ import annotations
 
-import email.parser
 import http.client
 import re
 import socket
 import ssl
 import threading
-import types
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,48 +21,11 @@ import urllib3
 from urllib3.util.wait import wait_for_read
 
 from informers.credentials import TLSContexts
+from scheduler.http_response import read_response
 
 
 class ConnectionFailed(urllib3.exceptions.ProtocolError):
     """The request did not get an HTTP answer (connect, TLS, reset, timeout...)."""
-
-
-# A header line the email parser reads as "name: value" (its headerRE, less continuations and the
-# mbox "From " line): anything else goes to the email parser itself.
-_PLAIN_HEADER = re.compile(rb"([\x21-\x39\x3b-\x7e]+):([^\r\n]*)\r?\n")
-
-
-def parse_headers(fp: Any, _class: type[http.client.HTTPMessage] = http.client.HTTPMessage) -> Any:
-    """``http.client.parse_headers``, without the email parser for plain header blocks.
-
-    The stdlib joins the header lines and runs ``email.parser`` over them: about 100 us per
-    response, two thirds of the CPU of a Binding or Event write. API server responses are plain
-    "Name: value" lines, which give the same message (same names, values and order) when added as
-    the parser's compat32 policy would; a block with anything else (folded lines, malformed names)
-    is handed to the stdlib parser as before.
-    """
-    lines = http.client._read_headers(fp)  # type: ignore[attr-defined]
-    message = _class()
-    for line in lines[:-1]:
-        match = _PLAIN_HEADER.fullmatch(line)
-        if match is None or line.startswith(b"From "):
-            text = b"".join(lines).decode("iso-8859-1")
-            return email.parser.Parser(_class=_class).parsestr(text)
-        name, value = match.groups()
-        # compat32's header_source_parse: the value without leading blanks or the line end.
-        message.set_raw(name.decode("iso-8859-1"), value.decode("iso-8859-1").lstrip(" \t"))
-    return message
-
-
-# HTTPResponse.begin as the stdlib writes it, reading headers with the parse_headers above.
-_begin = http.client.HTTPResponse.begin
-_fast_begin = types.FunctionType(
-    _begin.__code__, {**vars(http.client), "parse_headers": parse_headers}, "begin", _begin.__defaults__
-)
-
-
-class _Response(http.client.HTTPResponse):
-    begin = _fast_begin
 
 
 # What http.client refuses in a request target and in header fields (request smuggling).
@@ -74,14 +35,8 @@ _DISALLOWED_IN_HEADER = re.compile("[\r\n\x00]")
 _METHODS_EXPECTING_BODY = frozenset({"PATCH", "POST", "PUT"})
 
 
-class _HTTPConnection(http.client.HTTPConnection):
-    response_class = _Response
-
-
 class _HTTPSConnection(http.client.HTTPSConnection):
     """Verifies and sends SNI for ``server_hostname`` when set (kubeconfig's tls-server-name)."""
-
-    response_class = _Response
 
     def __init__(self, host: str, port: int | None, *, server_hostname: str | None, **kwargs: Any) -> None:
         super().__init__(host, port, **kwargs)
@@ -127,7 +82,7 @@ class ConnectionPool:
 
     def _new(self, cert: tuple[str, str] | None) -> http.client.HTTPConnection:
         if not self._https:
-            return _HTTPConnection(self.host, self.port, timeout=self._connect_timeout)
+            return http.client.HTTPConnection(self.host, self.port, timeout=self._connect_timeout)
         return _HTTPSConnection(
             self.host,
             self.port,
@@ -197,9 +152,8 @@ class ConnectionPool:
             assert sock is not None
             sock.settimeout(timeout)
             sock.sendall(self._request_bytes(method, path, body, headers))
-            response = _Response(sock, method=method)
-            response.begin()
-            data = response.read()
+            response = read_response(sock, method)
+            data = response.body
         except (OSError, http.client.HTTPException) as err:
             conn.close()
             reason = "timed out" if isinstance(err, socket.timeout | TimeoutError) else repr(err)

@@ -32,6 +32,9 @@ class ActionType(enum.IntFlag):
     UpdatePodGeneratedResourceClaim = 1 << 11
     # Any update we cannot classify more precisely; hint functions see it as "something changed".
     UpdateOther = 1 << 12
+    # A change of the node's status.declaredFeatures (upstream's bit sits after UpdateNodeAnnotation;
+    # only the names matter outside this process).
+    UpdateNodeDeclaredFeature = 1 << 13
 
     Update = (
         UpdateNodeAllocatable
@@ -39,6 +42,7 @@ class ActionType(enum.IntFlag):
         | UpdateNodeTaint
         | UpdateNodeCondition
         | UpdateNodeAnnotation
+        | UpdateNodeDeclaredFeature
         | UpdatePodLabel
         | UpdatePodScaleDown
         | UpdatePodToleration

@@ -4,7 +4,8 @@ A plugin is any object with a ``name`` and the methods of the extension points i
 framework detects them by method name. Methods run:
 
 * on the scheduler's event loop, synchronously and without I/O: pre_enqueue, less, pre_filter, filter,
-  post_filter, pre_score, score, normalize_score, reserve, unreserve, permit;
+  post_filter, pre_score, score, normalize_score, reserve, unreserve, permit (a PostFilter plugin that
+  must write hands the write to the framework: ``BlockingPostFilterPlugin``);
 * in a binding thread, where blocking is allowed: pre_bind, bind, post_bind (and unreserve after a
   binding failure, marshalled back to the loop).
 
@@ -127,6 +128,28 @@ class ExtenderPostFilterPlugin(PostFilterPlugin, Protocol):
     async def post_filter_with_extenders(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status], extenders: Extenders
     ) -> tuple[str | None, Status | None]: ...
+
+
+# The blocking part of a PostFilter plugin's answer: runs in a worker thread, returns what
+# ``post_filter`` would (nominated node or None, status).
+PostFilterCall = Callable[[], tuple[str | None, Status | None]]
+
+
+@runtime_checkable
+class BlockingPostFilterPlugin(PostFilterPlugin, Protocol):
+    """A PostFilter plugin whose answer may need a blocking API call (DynamicResources: it deallocates a
+    claim, a status write). The scheduling cycle calls ``post_filter_call`` instead of ``post_filter``.
+
+    Without I/O it returns its result, as ``post_filter`` would. When it needs the write it decides
+    everything on the loop and returns a ``PostFilterCall`` that only performs the write and returns
+    the result. The framework runs that call in a worker thread and the cycle awaits it: the loop keeps
+    serving watches, bindings and timers, the next pod waits (as upstream's scheduleOne does), and the
+    plugins after it run once its result is folded in. The call must not touch core state (stores,
+    cache, queue): the informer delivers what the write changed."""
+
+    def post_filter_call(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None] | PostFilterCall: ...
 
 
 @runtime_checkable

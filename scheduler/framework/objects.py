@@ -130,6 +130,7 @@ class NodeStatus(TypedDict, total=False):
     conditions: list[dict[str, Any]]
     images: list[dict[str, Any]]
     addresses: list[dict[str, Any]]
+    declaredFeatures: list[str]
 
 
 class Node(TypedDict, total=False):

@@ -7,10 +7,11 @@ mutable state after construction, so both sides may share it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +28,7 @@ from scheduler.framework.interface import (
     BatchScoreExtensions,
     BatchScorePlugin,
     BindPlugin,
+    BlockingPostFilterPlugin,
     ColumnarPlugin,
     EnqueueExtensions,
     ExtenderPostFilterPlugin,
@@ -34,6 +36,7 @@ from scheduler.framework.interface import (
     PermitPlugin,
     Plugin,
     PostBindPlugin,
+    PostFilterCall,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
@@ -498,50 +501,95 @@ class Framework:
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
-    ) -> tuple[str | None, Status | None]:
-        start = _perf()
-        nominated, status = self._run_post_filter(state, pod, node_statuses)
-        self._observe_point("PostFilter", _status_label(status), _perf() - start)
-        return nominated, status
+    ) -> tuple[str | None, Status | None] | PausedPostFilter:
+        """Upstream's RunPostFilterPlugins, synchronously as far as it goes: the result, or, when a
+        ``BlockingPostFilterPlugin`` handed over a blocking call, the paused run. The cycle then awaits
+        ``resume_post_filter``, which runs the call in a worker thread and the plugins after it."""
+        run = PausedPostFilter(state, pod, node_statuses, None, _perf())
+        return self._advance_post_filter(run)
 
-    def _run_post_filter(
-        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
-    ) -> tuple[str | None, Status | None]:
-        fold = _PostFilterFold()
-        for plugin in self.plugins.post_filter:
-            began = _perf()
-            nominated, status = plugin.post_filter(state, pod, node_statuses)
-            if state.record_plugin_metrics:
-                self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
-            done = fold.add(plugin.name, nominated, status)
+    async def resume_post_filter(self, run: PausedPostFilter) -> tuple[str | None, Status | None]:
+        """Finish a paused PostFilter run on the loop, awaiting each blocking call (in the loop's
+        default executor) and each extender consultation."""
+        loop = asyncio.get_running_loop()
+        while True:
+            assert run.pending is not None, "resume_post_filter needs a paused run"
+            plugin, began, call, awaitable = run.pending
+            run.pending = None
+            if call is not None:
+                try:
+                    answer = await loop.run_in_executor(None, call)
+                except Exception as err:  # the call's own errors should already be a Status
+                    log.exception("PostFilter plugin %s: blocking call failed", plugin.name)
+                    answer = (None, Status.as_error(err))
+            else:
+                assert awaitable is not None
+                answer = await awaitable
+            done = self._fold_post_filter(run, plugin, answer, began)
             if done is not None:
-                return done
-        return fold.result()
+                return self._end_post_filter(run, done)
+            outcome = self._advance_post_filter(run)
+            if not isinstance(outcome, PausedPostFilter):
+                return outcome
 
     async def run_post_filter_with_extenders(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status], extenders: Extenders
     ) -> tuple[str | None, Status | None]:
         """``run_post_filter`` when extenders are configured: plugins that consult them (their
         ``post_filter_with_extenders``) are awaited on the loop, the others run as usual."""
-        start = _perf()
-        fold = _PostFilterFold()
-        result: tuple[str | None, Status | None] | None = None
-        for plugin in self.plugins.post_filter:
+        run = PausedPostFilter(state, pod, node_statuses, extenders, _perf())
+        outcome = self._advance_post_filter(run)
+        if isinstance(outcome, PausedPostFilter):
+            return await self.resume_post_filter(outcome)
+        return outcome
+
+    def _advance_post_filter(
+        self, run: PausedPostFilter
+    ) -> tuple[str | None, Status | None] | PausedPostFilter:
+        """Run the plugins from ``run.index`` until the result is decided or one must be awaited."""
+        plugins = self.plugins.post_filter
+        while run.index < len(plugins):
+            plugin = plugins[run.index]
+            run.index += 1
             began = _perf()
-            if isinstance(plugin, ExtenderPostFilterPlugin):
-                nominated, status = await plugin.post_filter_with_extenders(
-                    state, pod, node_statuses, extenders
+            answer: tuple[str | None, Status | None]
+            if run.extenders is not None and isinstance(plugin, ExtenderPostFilterPlugin):
+                run.pending = (
+                    plugin,
+                    began,
+                    None,
+                    plugin.post_filter_with_extenders(run.state, run.pod, run.node_statuses, run.extenders),
                 )
+                return run
+            if isinstance(plugin, BlockingPostFilterPlugin):
+                outcome = plugin.post_filter_call(run.state, run.pod, run.node_statuses)
+                if not isinstance(outcome, tuple):
+                    run.pending = (plugin, began, outcome, None)
+                    return run
+                answer = outcome
             else:
-                nominated, status = plugin.post_filter(state, pod, node_statuses)
-            if state.record_plugin_metrics:
-                self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
-            result = fold.add(plugin.name, nominated, status)
-            if result is not None:
-                break
-        if result is None:
-            result = fold.result()
-        self._observe_point("PostFilter", _status_label(result[1]), _perf() - start)
+                answer = plugin.post_filter(run.state, run.pod, run.node_statuses)
+            done = self._fold_post_filter(run, plugin, answer, began)
+            if done is not None:
+                return self._end_post_filter(run, done)
+        return self._end_post_filter(run, run.fold.result())
+
+    def _fold_post_filter(
+        self,
+        run: PausedPostFilter,
+        plugin: PostFilterPlugin,
+        answer: tuple[str | None, Status | None],
+        began: float,
+    ) -> tuple[str | None, Status | None] | None:
+        nominated, status = answer
+        if run.state.record_plugin_metrics:
+            self._observe_plugin(plugin.name, "PostFilter", _status_label(status), _perf() - began)
+        return run.fold.add(plugin.name, nominated, status)
+
+    def _end_post_filter(
+        self, run: PausedPostFilter, result: tuple[str | None, Status | None]
+    ) -> tuple[str | None, Status | None]:
+        self._observe_point("PostFilter", _status_label(result[1]), _perf() - run.start)
         return result
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
@@ -839,6 +887,39 @@ def node_columns_of(frameworks: Iterable[Framework]) -> tuple[ColumnSpec, ...]:
 def implemented_points(plugin: Any) -> set[str]:
     """The extension points (camelCase, as in the config file) an object implements."""
     return {point for point, proto in EXTENSION_POINTS.items() if isinstance(plugin, proto)}
+
+
+class PausedPostFilter:
+    """A PostFilter run waiting for one plugin's I/O (``Framework.run_post_filter``): the plugins
+    still to run, the fold so far, and what to await (a blocking call or an extender coroutine)."""
+
+    __slots__ = ("extenders", "fold", "index", "node_statuses", "pending", "pod", "start", "state")
+
+    def __init__(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_statuses: Mapping[str, Status],
+        extenders: Extenders | None,
+        start: float,
+    ) -> None:
+        self.state = state
+        self.pod = pod
+        self.node_statuses = node_statuses
+        self.extenders = extenders
+        self.start = start
+        self.index = 0
+        self.fold = _PostFilterFold()
+        # (plugin, when it began, blocking call, coroutine): exactly one of the last two is set.
+        self.pending: (
+            tuple[
+                PostFilterPlugin,
+                float,
+                PostFilterCall | None,
+                Coroutine[Any, Any, tuple[str | None, Status | None]] | None,
+            ]
+            | None
+        ) = None
 
 
 class _PostFilterFold:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scheduler.features import GANG_SCHEDULING, FeatureGates
+from scheduler.features import GANG_SCHEDULING, NODE_DECLARED_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.coscheduling import Coscheduling
@@ -14,6 +14,7 @@ from scheduler.plugins.gangscheduling import GangScheduling
 from scheduler.plugins.imagelocality import ImageLocality
 from scheduler.plugins.interpodaffinity import InterPodAffinity
 from scheduler.plugins.nodeaffinity import NodeAffinity
+from scheduler.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
@@ -50,6 +51,8 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.VOLUME_ZONE: VolumeZone,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DYNAMIC_RESOURCES: DynamicResources,
+    # Beta upstream (feature gate NodeDeclaredFeatures, on): in the default profile while the gate is on.
+    names.NODE_DECLARED_FEATURES: NodeDeclaredFeatures,
     # Alpha upstream (feature gate GangScheduling): in the default profile only while the gate is on.
     names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
@@ -82,12 +85,17 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
 ]
 
 # Plugins that exist only behind a feature gate: name -> gate (upstream's applyFeatureGates).
-FEATURE_GATED_PLUGINS: dict[str, str] = {names.GANG_SCHEDULING: GANG_SCHEDULING}
+# Appended to the default profile in this order, as upstream's applyFeatureGates does (after
+# DefaultBinder; DynamicResources is placed before DefaultPreemption in DEFAULT_MULTIPOINT).
+FEATURE_GATED_PLUGINS: dict[str, str] = {
+    names.NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES,
+    names.GANG_SCHEDULING: GANG_SCHEDULING,
+}
 
 
 def default_multipoint(features: FeatureGates) -> list[tuple[str, int]]:
     """The default profile under ``features``: gated plugins are appended, as upstream's
-    applyGangScheduling appends GangScheduling."""
+    applyFeatureGates appends NodeDeclaredFeatures and applyGangScheduling GangScheduling."""
     gated = [(name, 0) for name, gate in FEATURE_GATED_PLUGINS.items() if features.enabled(gate)]
     return [*DEFAULT_MULTIPOINT, *gated]
 

@@ -518,3 +518,56 @@ def test_single_feasible_node_cases_match_kube_scheduler(
         assert chosen["kube"] == chosen["py"] == ["s3"]
     finally:
         _delete_namespace(core_v1, kube_ns)
+
+
+def test_node_declared_features_match_kube_scheduler(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    """NodeDeclaredFeatures (beta, on in v1.36): a pod whose container restarts all containers on exit
+    fits only nodes declaring RestartAllContainersOnContainerExits in status.declaredFeatures. Both
+    schedulers refuse it with the same message until one node declares it, then both pick that node."""
+    from tests.conftest import _delete_namespace
+
+    kube_ns = f"ndf-kube-{run_id}"
+    core_v1.create_namespace(body={"metadata": {"name": kube_ns}}, _preload_content=False)
+    try:
+        placed: dict[str, str] = {}
+        for pool, ns, scheduler_name in (
+            ("kube", kube_ns, "default-scheduler"),
+            ("py", namespace, "py-scheduler"),
+        ):
+            names = [f"{pool}-f{i}-{run_id}" for i in range(3)]
+            create_nodes(api_client, [make_node(n, labels={RUN_LABEL: run_id, "pool": pool}) for n in names])
+            pod = make_pod("restarter", run_id, scheduler_name=scheduler_name, node_selector={"pool": pool})
+            container = pod["spec"]["containers"][0]
+            container["restartPolicy"] = "Never"
+            container["restartPolicyRules"] = [
+                {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+            ]
+            core_v1.create_namespaced_pod(ns, body=pod, _preload_content=False)
+            message = wait_for(
+                functools.partial(_failed_message, core_v1, ns, "restarter"), 60, f"{pool} FailedScheduling"
+            )
+            assert "node(s) didn't match Pod's required features" in message, message
+            # Only the pool's nodes pass the selector; the others fail NodeAffinity first.
+            assert "3 node(s) didn't match Pod's required features" in message, message
+            core_v1.patch_node_status(
+                names[1],
+                {"status": {"declaredFeatures": ["RestartAllContainersOnContainerExits"]}},
+                _preload_content=False,
+            )
+
+            def bound(ns: str = ns) -> list[dict[str, Any]] | None:
+                pods = _bound_in(core_v1, ns)
+                return pods or None
+
+            [pod_bound] = wait_for(bound, 60, f"{pool} pod bound after the node declared the feature")
+            placed[pool] = pod_bound["spec"]["nodeName"].split("-")[1]
+        assert placed == {"kube": "f1", "py": "f1"}
+    finally:
+        _delete_namespace(core_v1, kube_ns)

@@ -278,3 +278,71 @@ def test_match_attribute_places_two_devices_of_the_same_model(
     py, kube = allocations["py-pair"], allocations["kube-pair"]
     assert [(r["request"], r["device"]) for r in py["devices"]["results"]] == [("a", "gpu-0"), ("b", "gpu-2")]
     assert _normalized(py, ours) == _normalized(kube, theirs)
+
+
+def test_post_filter_deallocates_an_idle_claim_allocated_where_the_pod_cannot_go(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+) -> None:
+    """Upstream's PostFilter deallocation: a claim allocated (through ``/status``, as another scheduler
+    could have left it) to a device on a node the pod may not use, reserved for nobody. py-scheduler's
+    PostFilter clears the allocation ("deallocation of ResourceClaim completed"), the claim's update
+    requeues the pod, and the next attempt allocates a device where the pod fits."""
+    class_name = _device_class(api_client, run_id)
+    (elsewhere,) = _nodes(api_client, run_id, "x", 1, "elsewhere")
+    (fits,) = _nodes(api_client, run_id, "f", 1, "py")
+    for node in (elsewhere, fits):
+        _publish(api_client, run_id, node, ["a100"])
+    custom = _custom(api_client)
+    claim = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "idle"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class_name}}]}},
+    }
+    created = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", claim)
+    created["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "gpu", "driver": DRIVER, "pool": elsewhere, "device": "gpu-0"}]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [elsewhere]}]}
+                ]
+            },
+        }
+    }
+    custom.replace_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, "resourceclaims", "idle", created
+    )
+
+    pod = make_pod("needs-gpu", run_id, scheduler_name="py-scheduler", node_selector={"pool": "py"})
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "idle"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    core_v1.create_namespaced_pod(namespace, pod)
+
+    def bound() -> str | None:
+        for p in list_pods(core_v1, namespace):
+            if p["metadata"]["name"] == "needs-gpu" and p["spec"].get("nodeName"):
+                return str(p["spec"]["nodeName"])
+        return None
+
+    node = wait_for(bound, 90, "the pod bound once its claim was deallocated and allocated again")
+    assert node == fits
+    (after,) = _claims(api_client, namespace)
+    status = after["status"]
+    (result,) = status["allocation"]["devices"]["results"]
+    assert (result["pool"], result["device"]) == (fits, "gpu-0")
+    assert [r["name"] for r in status["reservedFor"]] == ["needs-gpu"]
+
+    messages = [
+        str(e.get("message"))
+        for e in list_events(core_v1, namespace)
+        if (e.get("involvedObject") or {}).get("name") == "needs-gpu"
+        and e.get("reason") == "FailedScheduling"
+    ]
+    assert any("deallocation of ResourceClaim completed" in m for m in messages), messages

@@ -284,7 +284,9 @@ class CoreEnv:
         """Pop one pod and run one scheduling cycle on it."""
         qpi = self.queue.pop_nowait()
         assert qpi is not None, "activeQ is empty"
-        self.sched.schedule_one(qpi)
+        rest = self.sched.schedule_one(qpi)
+        if rest is not None:  # a PostFilter plugin's API write, awaited as Scheduler.run does
+            await rest
 
     async def wait_bindings(self, count: int, timeout: float = 3.0) -> None:
         await wait_for(lambda: len(self.results) >= count, timeout)

@@ -396,3 +396,115 @@ def test_implemented_points_by_method_name() -> None:
     both: Any = Reversed("x")
     assert implemented_points(both) == {"score"}
     assert implemented_points(Gate("g")) == {"filter"}
+
+
+# --- PostFilter with a blocking call (BlockingPostFilterPlugin) ------------------------------------
+
+
+class Writer:
+    """A PostFilter plugin that hands the framework a blocking call (as DynamicResources' deallocation)."""
+
+    name = "Writer"
+
+    def __init__(self, answer: Status | None, *, write: bool = True, wait_for: Any = None) -> None:
+        self.answer = answer
+        self.write = write
+        self.wait_for = wait_for  # a threading.Event the call blocks on
+        self.threads: list[str] = []
+
+    def post_filter_call(
+        self, state: CycleState, pod: PodInfo, node_statuses: Any
+    ) -> tuple[str | None, Status | None] | Any:
+        if not self.write:
+            return None, self.answer
+
+        def call() -> tuple[str | None, Status | None]:
+            import threading
+
+            self.threads.append(threading.current_thread().name)
+            if self.wait_for is not None and not self.wait_for.wait(5):
+                return None, Status.as_error("the loop was blocked")
+            return None, self.answer
+
+        return call
+
+    def post_filter(self, state: CycleState, pod: PodInfo, node_statuses: Any) -> Any:
+        raise AssertionError("the framework calls post_filter_call")
+
+
+class Preempt:
+    name = "DefaultPreemption"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def post_filter(self, state: CycleState, pod: PodInfo, node_statuses: Any) -> Any:
+        self.calls += 1
+        return None, Status.unschedulable("preemption: not helpful")
+
+
+async def test_post_filter_pauses_for_a_blocking_call_and_resumes_with_the_next_plugin() -> None:
+    import threading
+
+    from scheduler.framework.runtime import PausedPostFilter
+
+    writer, preempt = Writer(Status.unschedulable("deallocation of ResourceClaim completed")), Preempt()
+    framework = fwk(PluginSet(post_filter=[writer, preempt]))
+    outcome = framework.run_post_filter(CycleState(), POD, {})
+    assert isinstance(outcome, PausedPostFilter)
+    assert writer.threads == [] and preempt.calls == 0, "nothing ran past the pause"
+    nominated, status = await framework.resume_post_filter(outcome)
+    assert writer.threads and writer.threads[0] != threading.current_thread().name
+    # Unschedulable goes on to the next plugin (upstream's RunPostFilterPlugins); reasons are joined.
+    assert preempt.calls == 1
+    assert nominated is None and status is not None
+    assert (status.code, status.plugin) == (Code.Unschedulable, "Writer")
+    assert status.message() == "deallocation of ResourceClaim completed, preemption: not helpful"
+
+
+async def test_post_filter_blocking_call_error_stops_before_preemption() -> None:
+    from scheduler.framework.runtime import PausedPostFilter
+
+    writer, preempt = Writer(Status.as_error("409: conflict")), Preempt()
+    framework = fwk(PluginSet(post_filter=[writer, preempt]))
+    outcome = framework.run_post_filter(CycleState(), POD, {})
+    assert isinstance(outcome, PausedPostFilter)
+    nominated, status = await framework.resume_post_filter(outcome)
+    assert preempt.calls == 0
+    assert nominated is None and status is not None
+    assert (status.code, status.plugin, status.message()) == (Code.Error, "Writer", "409: conflict")
+
+
+def test_post_filter_without_a_write_stays_synchronous() -> None:
+    writer, preempt = Writer(Status.unschedulable("still not schedulable"), write=False), Preempt()
+    framework = fwk(PluginSet(post_filter=[writer, preempt]))
+    outcome = framework.run_post_filter(CycleState(), POD, {})
+    assert isinstance(outcome, tuple), "no pause when the plugin needs no write"
+    _, status = outcome
+    assert status is not None and status.message() == "still not schedulable, preemption: not helpful"
+
+
+async def test_post_filter_blocking_call_leaves_the_loop_free() -> None:
+    """The call waits for an event only the loop sets: it completes only if the loop keeps running."""
+    import asyncio
+    import threading
+
+    from scheduler.framework.runtime import PausedPostFilter
+
+    released = threading.Event()
+    writer = Writer(Status.unschedulable("deallocation of ResourceClaim completed"), wait_for=released)
+    framework = fwk(PluginSet(post_filter=[writer]))
+    outcome = framework.run_post_filter(CycleState(), POD, {})
+    assert isinstance(outcome, PausedPostFilter)
+    asyncio.get_running_loop().call_later(0.05, released.set)
+    _, status = await framework.resume_post_filter(outcome)
+    assert status is not None and status.message() == "deallocation of ResourceClaim completed"
+
+
+async def test_post_filter_with_extenders_awaits_a_blocking_call_too() -> None:
+    writer, preempt = Writer(Status.unschedulable("deallocation of ResourceClaim completed")), Preempt()
+    framework = fwk(PluginSet(post_filter=[writer, preempt]))
+    extenders: Any = object()  # no plugin here consults them
+    _, status = await framework.run_post_filter_with_extenders(CycleState(), POD, {}, extenders)
+    assert writer.threads and preempt.calls == 1
+    assert status is not None and status.code is Code.Unschedulable

@@ -183,6 +183,59 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     assert cond["message"] == upstream  # the condition keeps upstream's text
 
 
+class Deallocating:
+    """A PostFilter plugin whose write (as DynamicResources' claim deallocation) blocks until the loop
+    releases it: the cycle finishes only if the loop kept running while the write was in flight."""
+
+    name = "Deallocating"
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.ran_on: list[threading.Thread] = []
+
+    def post_filter_call(self, state: CycleState, pod: PodInfo, node_statuses: Any) -> Any:
+        def write() -> tuple[str | None, Status | None]:
+            self.ran_on.append(threading.current_thread())
+            if not self.released.wait(5):
+                return None, Status.as_error("the event loop was blocked by the write")
+            return None, Status.unschedulable("deallocation of ResourceClaim completed")
+
+        return write
+
+    def post_filter(self, state: CycleState, pod: PodInfo, node_statuses: Any) -> Any:
+        raise AssertionError("the cycle must not block on the write")
+
+
+async def test_a_post_filter_write_runs_off_the_loop_and_preemption_follows(make_env: MakeEnv) -> None:
+    plugin = Deallocating()
+    env = make_env(
+        [make_node("n1", cpu="1")],
+        extra_registry={"Deallocating": lambda args, handle: plugin},
+        profile={
+            "schedulerName": PROFILE,
+            "plugins": {
+                "postFilter": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [{"name": "Deallocating"}, {"name": "DefaultPreemption"}],
+                }
+            },
+        },
+    )
+    env.queue.add(make_pod("big", cpu="2"))
+    env.loop.call_later(0.05, plugin.released.set)
+    await env.schedule_next()
+
+    assert plugin.ran_on and plugin.ran_on[0] is not threading.current_thread()
+    assert env.queue.where("default/big") == "unschedulable"
+    env.flush_writes()
+    [event] = failed_events(env, "big")
+    # The write's Unschedulable reason leads; DefaultPreemption still ran after it.
+    assert event["note"].startswith(
+        "0/1 nodes are available: 1 Insufficient cpu. deallocation of ResourceClaim completed, "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    )
+
+
 async def test_a_new_node_wakes_the_pod_and_it_binds_there(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1", cpu="1")])
     env.queue.add(make_pod("big", cpu="2"))

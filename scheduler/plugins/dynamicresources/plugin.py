@@ -15,7 +15,13 @@ wording: "cannot allocate all claims", "resourceclaim not available on the node"
 
 Guarded (the pod is refused with a reason naming the feature, never placed as if it were absent):
 DRA-backed extended resources (DRAExtendedResource) and claims of a PodGroup (DRAWorkloadResourceClaims).
-PostFilter's deallocation of idle claims is not implemented.
+
+PostFilter (before DefaultPreemption) deallocates one allocated claim of an unschedulable pod whose node
+selector ruled out a node at Filter and that no other pod has reserved: "deallocation of ResourceClaim
+completed", so the next attempt may allocate it where the pod fits. The status write runs in a worker
+thread while the cycle awaits it (``post_filter_call``, ``BlockingPostFilterPlugin``); an API error is
+the PostFilter's error status and the pod backs off. Not mirrored: claims whose device binding
+conditions failed or timed out (DRADeviceBindingConditions) are not deallocation candidates.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from scheduler.framework import (
     NodeInfo,
     NodeScore,
     PodInfo,
+    PostFilterCall,
     PreFilterResult,
     QueueingHint,
     Resource,
@@ -113,6 +120,9 @@ class _State:
     unallocated: list[Obj] = field(default_factory=list)
     # Whether some request lists alternatives: only those score above 0.
     first_available: bool = False
+    # Indices of allocated claims whose node selector ruled out some node Filter reached (upstream's
+    # unavailableClaims): the claims PostFilter may deallocate.
+    unavailable: set[int] = field(default_factory=set)
 
     def to_allocate(self) -> list[tuple[int, Obj]]:
         return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
@@ -228,16 +238,20 @@ class DynamicResources:
         return QueueingHint.Queue
 
     # --- PostFilter --------------------------------------------------------------------------------
-    def post_filter(
+    def post_filter_call(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
-    ) -> tuple[str | None, Status | None]:
-        """Upstream's PostFilter runs before DefaultPreemption; its reason leads the PostFilter part of
-        every FailedScheduling message ("no new claims to deallocate, preemption: ...").
+    ) -> tuple[str | None, Status | None] | PostFilterCall:
+        """Upstream's PostFilter, deciding on the loop: an allocated claim that ruled out some node at
+        Filter and is reserved for no pod (or for this pod alone) is deallocated, so the next attempt
+        may allocate it elsewhere. The write (``status`` with ``allocation``, ``reservedFor`` and
+        ``devices`` cleared, through the status subresource with the informer's resourceVersion, as
+        upstream's UpdateStatus) is returned as a call for a worker thread; the claim's update then
+        arrives through the informer and requeues the pod (``is_schedulable_after_claim_change``).
 
-        Deallocating an idle claim is not implemented: a pod with claims gets upstream's answer for
-        when none could be deallocated ("still not schedulable").
+        Runs before DefaultPreemption, and its Unschedulable reason leads the PostFilter part of the
+        FailedScheduling message ("no new claims to deallocate, preemption: ...").
         """
-        del pod, node_statuses
+        del node_statuses
         s: _State | None = state.get(STATE_KEY)
         if s is None:
             # An earlier PreFilter plugin rejected the pod: upstream's state read fails (ErrNotFound),
@@ -245,7 +259,43 @@ class DynamicResources:
             return None, Status.as_error("not found")
         if not s.claims:
             return None, Status.unschedulable("no new claims to deallocate")
+        # Upstream ranges over a set (random order) and takes the first claim that qualifies; any
+        # choice is valid, this one is the first in the pod's claim order.
+        for index in sorted(s.unavailable):
+            claim = s.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or ()
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
+                return self._deallocation(claim)
         return None, Status.unschedulable("still not schedulable")
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        """``post_filter_call`` with its write made here and now (blocking). The scheduling cycle
+        never calls this: it runs the write in a worker thread (``BlockingPostFilterPlugin``)."""
+        outcome = self.post_filter_call(state, pod, node_statuses)
+        return outcome if isinstance(outcome, tuple) else outcome()
+
+    def _deallocation(self, claim: Obj) -> PostFilterCall:
+        meta = claim.get("metadata") or {}
+        path = CLAIMS_PATH.format(ns=quote(meta.get("namespace", "")), name=quote(meta.get("name", "")))
+        body: dict[str, Any] = copy.deepcopy(dict(claim))
+        status = body["status"] = dict(body.get("status") or {})
+        for key in ("reservedFor", "allocation", "devices"):
+            status.pop(key, None)
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+
+        def deallocate() -> tuple[str | None, Status | None]:
+            # A worker thread: the API call only, no plugin or core state.
+            try:
+                self.handle.api_request("PUT", path + "/status", body)
+            except Exception as err:
+                log.info("deallocation of resourceclaim %s/%s failed: %s", namespace, name, err)
+                return None, Status(Code.Error, [_api_message(err)], error=err)
+            log.info("deallocated resourceclaim %s/%s", namespace, name)
+            return None, Status.unschedulable("deallocation of ResourceClaim completed")
+
+        return deallocate
 
     # --- PreEnqueue / PreFilter -------------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -408,23 +458,32 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None:
             return None
-        for selector in s.available_on:
-            if selector is not None and not selector.matches(node.labels, node.name):
-                return unschedulable("resourceclaim not available on the node")
-        if s.allocator is None:
-            return None
-        claims = s.unallocated
-        try:
-            results = s.allocator.allocate(NodeView(node.name, node.labels), claims)
-        except AllocationTimeout:
-            return Status.as_error(f"node {node.name}: timed out trying to allocate devices")
-        except FailedOnNode as err:
-            return unschedulable(str(err))
-        except AllocationError as err:
-            return Status.as_error(err)
-        if results is None or len(results) != len(claims):
-            return unschedulable("cannot allocate all claims")
-        s.node_allocations[node.name] = results
+        # As upstream: the claims this node rules out are noted first, the allocator still runs (its
+        # failure is the node's reason, and then nothing is remembered), and only then does an
+        # unavailable claim reject the node and become a candidate for PostFilter.
+        unavailable = [
+            index
+            for index, selector in enumerate(s.available_on)
+            if selector is not None and not selector.matches(node.labels, node.name)
+        ]
+        results: list[dict[str, Any]] | None = None
+        if s.allocator is not None:
+            claims = s.unallocated
+            try:
+                results = s.allocator.allocate(NodeView(node.name, node.labels), claims)
+            except AllocationTimeout:
+                return Status.as_error(f"node {node.name}: timed out trying to allocate devices")
+            except FailedOnNode as err:
+                return unschedulable(str(err))
+            except AllocationError as err:
+                return Status.as_error(err)
+            if results is None or len(results) != len(claims):
+                return unschedulable("cannot allocate all claims")
+        if unavailable:
+            s.unavailable.update(unavailable)
+            return unschedulable("resourceclaim not available on the node")
+        if results is not None:
+            s.node_allocations[node.name] = results
         return None
 
     def filter_nodes(
@@ -580,6 +639,12 @@ class DynamicResources:
                 what = "add allocation and reservation to" if allocation is not None else "add reservation to"
                 raise RuntimeError(f"{what} claim {namespace}/{name}: {err}") from err
         raise RuntimeError(f"claim {namespace}/{name}: too many conflicts updating its status")
+
+
+def _api_message(err: BaseException) -> str:
+    """The API's message, as upstream's err.Error() (ApiError prefixes the HTTP status)."""
+    status = getattr(err, "status", None)
+    return str(err).removeprefix(f"{status}: ") if status else str(err) or type(err).__name__
 
 
 def _is_conflict(err: BaseException) -> bool:

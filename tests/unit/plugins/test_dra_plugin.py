@@ -288,7 +288,7 @@ def test_hints() -> None:
 def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
     """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption; kube-scheduler v1.36.3
     writes "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
-    claims. Deallocation is not implemented, so a pod with claims gets the "none deallocated" reason."""
+    claims. A claim that is available everywhere is no candidate: "still not schedulable"."""
     pl, _ = plugin([])
     state = CycleState()
     pl.pre_filter(state, pod(), NODES)
@@ -296,14 +296,136 @@ def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
     assert nominated is None and status is not None
     assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
 
-    c = claim("done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")))
-    pl, _ = plugin([c])
+    c = claim(
+        "done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"), node=None)
+    )
+    pl, handle = plugin([c])
     p = pod({"name": "c", "resourceClaimName": "done"})
     state, _, _ = run_filter(pl, p)
     _, status = pl.post_filter(state, p, {})
     assert status is not None
     assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+    assert handle.api_calls == []
 
     # An earlier PreFilter plugin rejected the pod: upstream's state read fails with ErrNotFound.
     _, status = pl.post_filter(CycleState(), p, {})
     assert status is not None and (status.code, status.message()) == (Code.Error, "not found")
+
+
+def wrong_topology_claim(**status: Any) -> dict[str, Any]:
+    """Allocated to a device on NODE_1 only: NODE_2 rejects the pod with "not available"."""
+    c = claim(
+        "held", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0")), **status
+    )
+    c["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    c["status"]["devices"] = [{"driver": DRIVER_A, "pool": NODE_1, "device": "gpu-0"}]
+    return c
+
+
+def test_post_filter_deallocates_an_unreserved_claim_that_ruled_out_a_node() -> None:
+    """dynamicresources_test.go "wrong-topology": the claim's status write clears allocation,
+    reservedFor and devices; the reason is "deallocation of ResourceClaim completed" (Unschedulable)."""
+    c = wrong_topology_claim()
+    pl, handle = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "held"})
+    state, status, filtered = run_filter(pl, p)
+    assert status is None and filtered[NODE_1] is None
+    assert filtered[NODE_2] is not None
+    assert (filtered[NODE_2].code, filtered[NODE_2].message()) == (
+        Code.UnschedulableAndUnresolvable,
+        "resourceclaim not available on the node",
+    )
+
+    call = pl.post_filter_call(state, p, {})
+    assert callable(call), "the write is handed to the framework, not made on the loop"
+    assert handle.api_calls == []
+    nominated, status = call()
+    assert nominated is None and status is not None
+    assert (status.code, status.message()) == (Code.Unschedulable, "deallocation of ResourceClaim completed")
+    ((method, path, body),) = handle.api_calls
+    assert (method, path) == ("PUT", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/held/status")
+    assert body["status"] == {}
+    # The informer's version is the precondition (UpdateStatus); the rest of the object is unchanged.
+    assert body["metadata"] == c["metadata"] and body["spec"] == c["spec"]
+    # The informer's object is not touched: its update arrives by watch.
+    assert c["status"]["allocation"] is not None and c["status"]["devices"]
+
+
+def test_post_filter_deallocates_a_claim_reserved_for_this_pod_alone() -> None:
+    c = wrong_topology_claim(reservedFor=[{"resource": "pods", "name": "p", "uid": POD_UID}])
+    pl, handle = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "held"})
+    state, _, _ = run_filter(pl, p)
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None and status.message() == "deallocation of ResourceClaim completed"
+    assert handle.api_calls[0][2]["status"] == {}
+
+
+def test_post_filter_leaves_a_claim_reserved_for_another_pod() -> None:
+    other = {"resource": "pods", "name": "other", "uid": "other-uid"}
+    for reserved in ([other], [{"resource": "pods", "name": "p", "uid": POD_UID}, other]):
+        c = wrong_topology_claim(reservedFor=reserved)
+        pl, handle = plugin([c])
+        p = pod({"name": "c", "resourceClaimName": "held"})
+        state, status, filtered = run_filter(pl, p)
+        assert status is None and filtered[NODE_2] is not None
+        outcome = pl.post_filter_call(state, p, {})
+        assert isinstance(outcome, tuple)
+        _, status = outcome
+        assert status is not None
+        assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+        assert handle.api_calls == []
+
+
+def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
+    """ "no new claims to deallocate" also when PreFilter stopped before it read the claims (upstream's
+    table: a missing device class)."""
+    c = claim("pending", request(REQ_0, "missing-class"))
+    pl, handle = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "pending"})
+    state, status, _ = run_filter(pl, p)
+    assert (
+        status is not None and status.message() == "request req-0: device class missing-class does not exist"
+    )
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None
+    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+    assert handle.api_calls == []
+
+
+def test_post_filter_api_error_is_the_status() -> None:
+    """Upstream's statusError(err): Code Error with the API's message; the pod backs off."""
+    from scheduler.api import ApiError
+
+    pl, handle = plugin([wrong_topology_claim()])
+    conflict = (
+        'Operation cannot be fulfilled on resourceclaims.resource.k8s.io "held": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
+
+    def refuse(method: str, path: str, body: Any) -> Any:
+        raise ApiError(409, conflict)
+
+    handle.api_responder = refuse  # type: ignore[attr-defined]
+    p = pod({"name": "c", "resourceClaimName": "held"})
+    state, _, _ = run_filter(pl, p)
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None and (status.code, status.message()) == (Code.Error, conflict)
+    assert isinstance(status.error, ApiError)
+
+
+def test_filter_allocator_failure_wins_and_is_not_a_deallocation_candidate() -> None:
+    """Upstream's Filter runs the allocator before it reports an unavailable claim: a node where the
+    pending claim cannot be allocated says so, and its unavailable claim is not remembered."""
+    held = wrong_topology_claim()
+    pending = claim("pending", request(REQ_0))
+    # Only NODE_1 has devices (and both are needed: gpu-0 is held by the allocated claim).
+    slices = [slice_(f"s-{NODE_1}", NODE_1, NODE_1, DRIVER_A, device("gpu-0"))]
+    pl, handle = plugin([held, pending], slices)
+    p = pod({"name": "a", "resourceClaimName": "held"}, {"name": "b", "resourceClaimName": "pending"})
+    state, status, filtered = run_filter(pl, p)
+    assert status is None
+    assert filtered[NODE_2] is not None and filtered[NODE_2].message() == "cannot allocate all claims"
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None and status.message() == "still not schedulable"
+    assert handle.api_calls == []

@@ -133,6 +133,7 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.PRIORITY_SORT: (QueueSortPlugin,),
     names.NODE_UNSCHEDULABLE: (FilterPlugin, EnqueueExtensions),
     names.NODE_NAME: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
+    names.NODE_DECLARED_FEATURES: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.TAINT_TOLERATION: (FilterPlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions),
     names.NODE_AFFINITY: (PreFilterPlugin, FilterPlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions),
     names.NODE_PORTS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
@@ -239,20 +240,30 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("DefaultBinder", 0),
     ]
     # Coscheduling is out of tree upstream (scheduler-plugins): registered, never on by default.
-    # GangScheduling is alpha: on by default only with its feature gate.
+    # GangScheduling (alpha) and NodeDeclaredFeatures (beta) are appended by their feature gates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
         names.GANG_SCHEDULING,
+        names.NODE_DECLARED_FEATURES,
     }
 
 
 def test_gang_scheduling_gate_appends_the_plugin_to_the_default_profile() -> None:
     """As upstream's applyGangScheduling: appended after the others, no weight."""
     on = parse_feature_gates("GenericWorkload=true,GangScheduling=true")
-    assert default_multipoint(on) == [*DEFAULT_MULTIPOINT, ("GangScheduling", 0)]
-    assert default_multipoint(parse_feature_gates("GenericWorkload=true")) == DEFAULT_MULTIPOINT
+    declared = ("NodeDeclaredFeatures", 0)
+    assert default_multipoint(on) == [*DEFAULT_MULTIPOINT, declared, ("GangScheduling", 0)]
+    assert default_multipoint(parse_feature_gates("GenericWorkload=true")) == [*DEFAULT_MULTIPOINT, declared]
     assert gated_off(on) == frozenset()
     assert gated_off(parse_feature_gates("")) == {"GangScheduling"}
+
+
+def test_node_declared_features_is_beta_and_on_by_default() -> None:
+    """Upstream v1.36: applyFeatureGates appends it after DefaultBinder; the gate turns it off."""
+    assert default_multipoint(parse_feature_gates(""))[-1] == ("NodeDeclaredFeatures", 0)
+    off = parse_feature_gates("NodeDeclaredFeatures=false")
+    assert default_multipoint(off) == DEFAULT_MULTIPOINT
+    assert gated_off(off) == {"GangScheduling", "NodeDeclaredFeatures"}
 
 
 # --- helpers ------------------------------------------------------------------------------------

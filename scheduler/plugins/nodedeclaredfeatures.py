@@ -1,0 +1,158 @@
+"""NodeDeclaredFeatures (``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go``,
+v1.36.3, with the feature registry of ``k8s.io/component-helpers/nodedeclaredfeatures``).
+
+Beta and on by default in v1.36 (feature gate ``NodeDeclaredFeatures``): a node lists the features its
+kubelet supports in ``status.declaredFeatures``; a pod that needs one of them fits only nodes that
+declare it. What a pod needs is inferred from its spec by the registry's features:
+
+* ``RestartAllContainersOnContainerExits``: a container or init container has a ``restartPolicyRules``
+  entry with action ``RestartAllContainers``;
+* ``UserNamespacesHostNetworkSupport``: ``hostNetwork: true`` with ``hostUsers: false``.
+
+The registry's other features (``ExtendWebSocketsToKubelet``, ``InPlacePodLevelResourcesVerticalScaling``,
+``InPlacePodVerticalScalingInitContainers``) are never required for scheduling, only for updates, but a
+node's declaration of them is read like any other. Names a node declares that the registry does not
+know are ignored, as upstream's ``TryMap`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    Handle,
+    NodeInfo,
+    PodInfo,
+    PreFilterResult,
+    QueueingHint,
+    Resource,
+    Status,
+)
+from scheduler.framework.objects import node_status, pod_spec
+from scheduler.plugins import names
+from scheduler.plugins.helper.args import ArgsReader
+from scheduler.plugins.helper.hints import safe_hint, uid_of
+
+ERR_REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required features"
+
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+# The registry's features (features.AllFeatures), all without a MaxVersion.
+KNOWN_FEATURES = frozenset(
+    {
+        "ExtendWebSocketsToKubelet",
+        "InPlacePodLevelResourcesVerticalScaling",
+        "InPlacePodVerticalScalingInitContainers",
+        RESTART_ALL_CONTAINERS,
+        USER_NAMESPACES_HOST_NETWORK,
+    }
+)
+
+_STATE_KEY = "PreFilter" + names.NODE_DECLARED_FEATURES
+
+
+def _restarts_all_containers(spec: Mapping[str, Any]) -> bool:
+    for key in ("containers", "initContainers"):
+        for container in spec.get(key) or ():
+            if not isinstance(container, Mapping):
+                continue
+            for rule in container.get("restartPolicyRules") or ():
+                if isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers":
+                    return True
+    return False
+
+
+def required_features(spec: Mapping[str, Any]) -> frozenset[str]:
+    """The features a pod with this spec needs from its node (upstream's InferForPodScheduling)."""
+    needed: set[str] = set()
+    if _restarts_all_containers(spec):
+        needed.add(RESTART_ALL_CONTAINERS)
+    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
+        needed.add(USER_NAMESPACES_HOST_NETWORK)
+    return frozenset(needed)
+
+
+def declared_features(node: Mapping[str, Any] | None) -> frozenset[str]:
+    """The registry's features a node declares (unknown names dropped, as TryMap)."""
+    if not node:
+        return frozenset()
+    declared = node_status(node).get("declaredFeatures") or ()
+    return frozenset(name for name in declared if name in KNOWN_FEATURES)
+
+
+def _pod_requirements(pod: PodInfo) -> frozenset[str]:
+    return pod.derived("nodedeclaredfeatures/required", lambda p: required_features(p.spec))
+
+
+class NodeDeclaredFeatures:
+    """PreFilter + Filter: the pod's inferred feature requirements must be a subset of the node's
+    ``status.declaredFeatures``; otherwise UnschedulableAndUnresolvable "node(s) didn't match Pod's
+    required features". PreFilter skips pods that need nothing (the common case), so the Filter runs
+    only for the rare pod that does.
+
+    Upstream: ``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go`` (v1.36).
+    """
+
+    name = names.NODE_DECLARED_FEATURES
+
+    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+        ArgsReader(self.name).top(args, None, ())
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        return tuple(sorted(_pod_requirements(pod)))
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        needed = _pod_requirements(pod)
+        if not needed:
+            return None, Status.skip()
+        state.write(_STATE_KEY, needed)
+        return None, None
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        needed: frozenset[str] | None = state.get(_STATE_KEY)
+        if needed is None:
+            return Status.as_error(f'error reading "{_STATE_KEY}" from cycle-state: not found')
+        if needed <= declared_features(node.node):
+            return None
+        return Status.unschedulable(ERR_REASON_UNSATISFIED_REQUIREMENTS, resolvable=False)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeDeclaredFeature),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Pod, ActionType.Update), self.is_schedulable_after_pod_update
+            ),
+        ]
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if old_obj is not None and _declared_list(old_obj) == _declared_list(new_obj):
+            return QueueingHint.Skip
+        return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_pod_update(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if uid_of(new_obj) != uid_of(pod):
+            return QueueingHint.Skip
+        if required_features(pod_spec(old_obj)) == required_features(pod_spec(new_obj)):
+            return QueueingHint.Skip
+        return QueueingHint.Queue
+
+
+def _declared_list(node: Mapping[str, Any]) -> list[Any]:
+    # Upstream compares the lists (the API server keeps them sorted).
+    return list(node_status(node).get("declaredFeatures") or ())
