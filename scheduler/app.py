@@ -90,6 +90,7 @@ class SchedulerApp:
         leader_elect: bool | None = None,
         record_decisions: bool = True,
         annotate_decisions: frozenset[str] = frozenset(),
+        nearest_misses_in_events: bool = False,
         features: FeatureGates = DEFAULT_FEATURE_GATES,
     ) -> None:
         # Extenders: built first, so a bad TLS setting stops start-up; their ignored resources reach
@@ -98,6 +99,7 @@ class SchedulerApp:
         config = with_ignored_resources(config)
         self.config = config
         self.features = features
+        self._nearest_misses_in_events = nearest_misses_in_events
         self.registry = dict(registry)
         self.serving = serving or ServingOptions()
         self.leader_elect = config.leader_election.leader_elect if leader_elect is None else leader_elect
@@ -262,6 +264,7 @@ class SchedulerApp:
             api=self.api,
             extenders=self.extenders,
             decisions=self.decisions,
+            nearest_misses_in_events=self._nearest_misses_in_events,
             pod_group_members=self._group_members if self._pod_lister is not None else None,
         )
         conn = self.config.client_connection

@@ -60,6 +60,8 @@ class BindingTask:
     pod: PodInfo
     node_name: str
     cycle_start: float
+    # status.nominatedNodeName was already published (the pod waited at Permit).
+    nominated: bool = False
 
 
 @dataclass(slots=True)
@@ -97,6 +99,9 @@ class BindingPool:
         # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
         # not handled, the Bind plugins run. Called on the binding thread.
         self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
+        # Upstream's NominatedNodeNameForExpectation (beta, on in v1.36): when a PreBind plugin will
+        # act, publish status.nominatedNodeName before PreBind. Called on the binding thread.
+        self.nominate: Callable[[BindingTask], None] | None = None
         # Called on the binding thread after a successful bind (the Scheduled Event, as upstream's
         # bindingCycle records it from the binding goroutine). Must not touch the loop's state.
         self.after_bound: Callable[[BindingTask], None] | None = None
@@ -170,6 +175,12 @@ class BindingPool:
     def _bind(self, task: BindingTask) -> BindingResult:
         pod, node, fwk, state = task.pod, task.node_name, task.fwk, task.state
         try:
+            pre_flight = fwk.run_pre_bind_pre_flights(state, pod, node)
+            if pre_flight is not None and pre_flight.code is not Code.Skip:
+                # Upstream: an error, or a rejection (which PreBindPreFlight may not give), fails it.
+                return BindingResult(task, Outcome.ERROR, pre_flight)
+            if pre_flight is None and not task.nominated and self.nominate is not None:
+                self.nominate(task)
             status = fwk.run_pre_bind(state, pod, node)
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR

@@ -115,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep decision records for explain and /debug/pods (py-scheduler only; default true)",
     )
     parser.add_argument(
+        "--nearest-misses-in-events",
+        type=_bool,
+        default=False,
+        help="append the nearest misses to FailedScheduling Events after upstream's text (py-scheduler "
+        "only; default false: Events carry kube-scheduler's exact text)",
+    )
+    parser.add_argument(
         "--annotate-decisions",
         type=_profiles,
         default=frozenset(),
@@ -157,6 +164,8 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
     if args.annotate_decisions and not args.record_decisions:
         raise StartupError("--annotate-decisions needs --record-decisions=true")
+    if args.nearest_misses_in_events and not args.record_decisions:
+        raise StartupError("--nearest-misses-in-events needs --record-decisions=true")
     unknown = sorted(set(args.annotate_decisions) - {p.scheduler_name for p in config.profiles})
     if unknown:
         raise StartupError(f"--annotate-decisions: no profile named {', '.join(unknown)}")
@@ -174,6 +183,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
             leader_elect=args.leader_elect,
             record_decisions=args.record_decisions,
             annotate_decisions=args.annotate_decisions,
+            nearest_misses_in_events=args.nearest_misses_in_events,
             features=args.feature_gates,
         )
     except KubeconfigError as err:

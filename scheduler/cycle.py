@@ -83,10 +83,14 @@ class Scheduler:
         call_later: CallLater | None = None,
         decisions: DecisionRecorder | None = None,
         pod_group_members: GroupMembers | None = None,
+        nearest_misses_in_events: bool = False,
     ) -> None:
         self.frameworks = dict(frameworks)
         # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
         self.decisions = decisions if decisions is not None else DecisionRecorder(clock=clock)
+        # FailedScheduling Events carry kube-scheduler's exact text unless asked to append the
+        # nearest misses (the records, explain and /debug/pods keep them either way).
+        self.nearest_misses_in_events = nearest_misses_in_events
         self.queue = queue
         self.cache = cache
         self.pod_infos = pod_infos
@@ -98,6 +102,7 @@ class Scheduler:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.binding_pool.after_bound = self._record_scheduled
+        self.binding_pool.nominate = self._publish_expected_node
         self.extenders = extenders if extenders is not None else Extenders(())
         if self.extenders.has_binders:
             self.binding_pool.extender_bind = self.extenders.bind
@@ -302,6 +307,10 @@ class Scheduler:
                 # The timeouts start now, as upstream's; the pod binds once every waiter allows it.
                 waiting = self.waiting_pods.add(assumed, node_name, timeouts)
                 self._permit_tasks[id(waiting)] = task
+                # NominatedNodeNameForExpectation: a pod waiting at Permit tells others where it goes.
+                if _nominated_node(qpi.pod) != node_name:
+                    self.recorder.nominate_pod(qpi.pod, node_name)
+                task.nominated = True
                 self.decisions.assumed(state, node_name, waiting=True)
                 self._activate_requested(state)
                 return
@@ -364,6 +373,18 @@ class Scheduler:
             aggregate=False,
             inline=True,
         )
+
+    def _publish_expected_node(self, task: BindingTask) -> None:
+        """On the binding thread, when a PreBind plugin will act (upstream's bindingCycle with
+        NominatedNodeNameForExpectation): ``status.nominatedNodeName`` = the chosen node before
+        PreBind, so the cluster autoscaler and others see where the pod is going. A failure is logged
+        and binding goes on, as upstream."""
+        if _nominated_node(task.qpi.pod) == task.node_name:
+            return
+        try:
+            self.recorder.nominate_pod(task.qpi.pod, task.node_name, inline=True)
+        except Exception as err:
+            log.warning("publishing the nominated node of %s failed: %s", task.pod.key, err)
 
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
@@ -462,7 +483,12 @@ class Scheduler:
         # Upstream's text first; then, for `kubectl describe pod`, which nodes came closest and why.
         gist = self.decisions.unschedulable(fwk, state, pod, self.snapshot, err, nominated, message)
         self._requeue_and_report(
-            qpi, fwk, reason="Unschedulable", message=message, nominated=nominated, event_note=gist
+            qpi,
+            fwk,
+            reason="Unschedulable",
+            message=message,
+            nominated=nominated,
+            event_note=gist if self.nearest_misses_in_events else "",
         )
 
     def _fail(
@@ -531,6 +557,10 @@ class Scheduler:
             return self.pod_infos.get(pod)
         except PodSpecError:
             return None
+
+
+def _nominated_node(pod: Mapping[str, Any]) -> str:
+    return str(pod_status(pod).get("nominatedNodeName") or "")
 
 
 def _one_node_message(pod: PodInfo, node_name: str, status: Status) -> str:

@@ -113,6 +113,10 @@ class EventHandlers:
             metrics.observe_event_handling("AssignedPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(new):
             self.queue.update(old, new)
+            if self.cache.is_assumed(namespaced_name(new)):
+                # Upstream ignores updates of assumed pods: the pod counts on its node already, so a
+                # nominatedNodeName it carries (ours, published while it binds) must not count twice.
+                self.queue.nominator.delete_nominated_pod_if_exists(new)
             metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(old):
             # schedulerName changed away from us (rare, but the queue must not keep it).

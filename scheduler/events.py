@@ -420,6 +420,21 @@ class EventRecorder:
         )
         self._submit(_Write(uid, f"annotation of {key}", send))
 
+    def nominate_pod(self, pod: Mapping[str, Any], node_name: str, *, inline: bool = False) -> None:
+        """``status.nominatedNodeName`` = ``node_name`` (upstream's updatePod with a NominatingInfo
+        and no condition). ``inline``: written now on the calling (binding) thread, raising on
+        failure; otherwise off the loop like the condition, retried on transient failures."""
+        meta = object_meta(pod)
+        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
+        patch = {"status": {"nominatedNodeName": node_name}}
+        send = functools.partial(
+            self._api.patch_pod_status, namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT
+        )
+        if inline:
+            send()
+            return
+        self._submit(_Write(uid, f"nominatedNodeName of {namespace}/{name}", send))
+
     def before_bind(self, uid: str, timeout: float = STATUS_PATCH_TIMEOUT + 1.0) -> bool:
         """Called by a binding thread right before the Binding POST of pod ``uid``.
 

@@ -205,6 +205,15 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreBindPreFlightPlugin(Plugin, Protocol):
+    """Optional for PreBind plugins (upstream's PreBindPreFlight): will PreBind do anything for this
+    pod on this node? None (Success): yes; ``Status.skip()``: nothing to do; an error status: the
+    binding cycle fails. A PreBind plugin without it counts as Skip."""
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
 class BindPlugin(Plugin, Protocol):
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         """Status Skip passes the pod to the next bind plugin."""

@@ -39,6 +39,7 @@ from scheduler.framework.interface import (
     PostFilterCall,
     PostFilterPlugin,
     PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -793,6 +794,26 @@ class Framework:
         return None, {}
 
     # --- binding cycle (threads) --------------------------------------------------------------
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream's RunPreBindPreFlights: None (Success) when a PreBind plugin will act, Skip when
+        none will, the first error otherwise. With NominatedNodeNameForExpectation (beta, on in v1.36)
+        a Success makes the binding cycle publish ``status.nominatedNodeName`` before PreBind."""
+        start = _perf()
+        result: Status | None = Status.skip()
+        for plugin in self.plugins.pre_bind:
+            if not isinstance(plugin, PreBindPreFlightPlugin):
+                continue
+            status = plugin.pre_bind_pre_flight(state, pod, node_name)
+            if status is None or status.code is Code.Success:
+                result = None
+            elif status.code is not Code.Skip:
+                detail = status.message() or status.code.name
+                error = Status.as_error(f"running PreBindPreFlight {plugin.name!r}: {detail}")
+                result = error.with_plugin(plugin.name)
+                break
+        self._observe_point("PreBindPreFlight", _status_label(result), _perf() - start)
+        return result
+
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         start = _perf()
         result: Status | None = None

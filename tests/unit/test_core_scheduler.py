@@ -153,6 +153,7 @@ async def test_pods_spread_and_respect_capacity(make_env: MakeEnv) -> None:
 
 async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1", cpu="1"), make_node("n2", cpu="1")])
+    env.sched.nearest_misses_in_events = True  # --nearest-misses-in-events=true
     env.queue.add(make_pod("big", cpu="2"))
     await env.schedule_next()
 
@@ -425,6 +426,73 @@ async def test_prebind_rejection_backs_off_like_upstream(make_env: MakeEnv) -> N
     assert condition(env, "a")["reason"] == "Unschedulable"
 
 
+class WorkingPreBind:
+    """A PreBind plugin whose PreBindPreFlight says it will act (as VolumeBinding with claims to bind)."""
+
+    name = "Working"
+
+    def __init__(self, acts: bool) -> None:
+        self.acts = acts
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        return None if self.acts else Status.skip()
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        return None
+
+
+@pytest.mark.parametrize("acts", [True, False])
+async def test_a_pod_whose_pre_bind_will_act_gets_its_nominated_node_before_the_binding(
+    make_env: MakeEnv, acts: bool
+) -> None:
+    """Upstream's NominatedNodeNameForExpectation (beta, on in v1.36): PreBindPreFlight says PreBind will
+    act, so status.nominatedNodeName is published before PreBind and the Binding."""
+    env = make_env(
+        [make_node("n1")],
+        extra_registry={"Working": lambda args, handle: WorkingPreBind(acts)},
+        profile=profile_with(preBind=["Working"]),
+    )
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.BOUND
+    env.flush_writes()
+    nominations = [
+        (i, c)
+        for i, c in enumerate(env.rest.calls)
+        if c.method == "PATCH" and "nominatedNodeName" in str(c.body)
+    ]
+    if not acts:
+        assert nominations == []
+        return
+    [(index, patch)] = nominations
+    assert patch.body == {"status": {"nominatedNodeName": "n1"}}
+    assert patch.path.endswith("/pods/a/status")
+    [binding_index] = [i for i, c in enumerate(env.rest.calls) if c.path.endswith("/binding")]
+    assert index < binding_index
+
+
+async def test_the_nomination_a_bound_pod_carries_does_not_count_it_twice(make_env: MakeEnv) -> None:
+    """Upstream ignores updates of assumed pods: our own nominatedNodeName patch coming back through the
+    watch while the pod binds must not make it a nominated pod on top of its assumed place."""
+    gate = Gate()
+    env = make_env([make_node("n1")], respond=gate)
+    pod = make_pod("a", cpu="1")
+    h = handlers(env)
+    h.on_pod_add(pod)
+    await env.schedule_next()
+    assert env.cache.is_assumed("default/a")
+    published = {
+        **pod,
+        "metadata": {**pod["metadata"], "resourceVersion": "2"},
+        "status": {"nominatedNodeName": "n1"},
+    }
+    h.on_pod_update(pod, published)
+    assert env.queue.nominator.nominated_pods_for_node("n1") == []
+    gate.release.set()
+    await env.wait_bindings(1)
+
+
 # --- pods the scheduler skips -----------------------------------------------------------------------
 
 
@@ -512,8 +580,28 @@ async def run_until(env: CoreEnv, cond: Callable[[], bool]) -> None:
             await task
 
 
+async def test_by_default_failed_scheduling_events_carry_kube_schedulers_exact_text(
+    make_env: MakeEnv,
+) -> None:
+    env = make_env([make_node("n1", cpu="1"), make_node("n2", cpu="1")])
+    env.queue.add(make_pod("big", cpu="2"))
+    await env.schedule_next()
+    env.flush_writes()
+    [event] = failed_events(env, "big")
+    upstream = (
+        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+    assert event["note"] == upstream
+    assert condition(env, "big")["message"] == upstream
+    # The nearest misses stay in the decision record (explain, /debug/pods).
+    record = env.sched.decisions.store.latest("default/big")
+    assert record is not None and len(record.nearest_misses) == 2
+
+
 async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1"), make_node("n2")])
+    env.sched.nearest_misses_in_events = True
     pods = [
         make_pod("good-1", cpu="1"),
         make_pod("bad-quantity", cpu="1.5.3"),
@@ -813,10 +901,17 @@ async def test_permit_wait_then_allow_binds(make_env: MakeEnv) -> None:
     await env.schedule_next()
     waiting = env.sched.waiting_pods["default/a"]
     assert env.results == []
+    # NominatedNodeNameForExpectation: a pod waiting at Permit publishes where it is going.
+    env.flush_writes()
+    [nomination] = [c for c in env.rest.status_patches() if "nominatedNodeName" in str(c.body)]
+    assert nomination.body == {"status": {"nominatedNodeName": "n1"}}
     waiting.allow()
     await env.wait_bindings(1)
     assert env.results[0].outcome is Outcome.BOUND
     assert "default/a" not in env.sched.waiting_pods
+    env.flush_writes()
+    # Published once: the binding thread does not write it again.
+    assert len([c for c in env.rest.status_patches() if "nominatedNodeName" in str(c.body)]) == 1
 
 
 async def test_permit_wait_then_reject_parks_the_pod(make_env: MakeEnv) -> None:

@@ -133,6 +133,7 @@ async def test_two_preemptors_never_claim_the_same_room(make_env: MakeEnv) -> No
     """The second preemptor counts the first one's nomination (RunFilterPluginsWithNominatedPods): it
     neither takes the freed room nor evicts anything more for it."""
     env = make_env([make_node("n1", cpu="1")])
+    env.sched.nearest_misses_in_events = True
     handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
     handlers.on_pod_add(running("low", "n1", "1", 0))
     first = with_priority(make_pod("first", cpu="1"), 100)

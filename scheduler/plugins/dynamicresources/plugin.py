@@ -587,6 +587,12 @@ class DynamicResources:
         self._unreserve_pool.submit(run)
 
     # --- PreBind (binding thread) -----------------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream's PreBindPreFlight: Success when the pod has claims (PreBind writes them), else Skip."""
+        s: _State | None = state.get(STATE_KEY)
+        # No state: PreFilter did not run for this cycle (as pre_bind, nothing to write).
+        return None if s is not None and s.claims else Status.skip()
+
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         s: _State | None = state.get(STATE_KEY)
         if s is None:

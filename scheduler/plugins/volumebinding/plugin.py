@@ -294,6 +294,18 @@ class VolumeBinding:
             self.binder.revert_assumed_pod_volumes(volumes)
 
     # --- PreBind (binding thread) -----------------------------------------------------------
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Upstream's PreBindPreFlight: Skip when every claim is bound, Success when PreBind will bind."""
+        try:
+            data = _state(state)
+        except BinderError as err:
+            return Status.as_error(err)
+        if data.all_bound:
+            return Status.skip()
+        if node_name not in data.pod_volumes_by_node:
+            return Status.as_error(f'no pod volume found for node "{node_name}"')
+        return None
+
     def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         try:
             data = _state(state)

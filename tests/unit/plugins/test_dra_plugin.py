@@ -78,8 +78,11 @@ def run_filter(pl: DynamicResources, p: PodInfo) -> tuple[CycleState, Any, dict[
 
 def test_pod_without_claims_is_skipped() -> None:
     pl, _ = plugin([])
-    _, status = pl.pre_filter(CycleState(), pod(), NODES)
+    state = CycleState()
+    _, status = pl.pre_filter(state, pod(), NODES)
     assert status is not None and status.code is Code.Skip
+    pre_flight = pl.pre_bind_pre_flight(state, pod(), NODE_1)
+    assert pre_flight is not None and pre_flight.code is Code.Skip
 
 
 def test_missing_claim_waits_at_pre_enqueue() -> None:
@@ -116,6 +119,7 @@ def test_allocate_reserve_and_prebind_write_the_claim() -> None:
     state, status, filtered = run_filter(pl, p)
     assert status is None and filtered == {NODE_1: None, NODE_2: None}
     assert pl.reserve(state, p, NODE_2) is None
+    assert pl.pre_bind_pre_flight(state, p, NODE_2) is None  # claims to write: PreBind will act
     assert pl.pre_bind(state, p, NODE_2) is None
     (put_meta, put_status) = handle.api_calls
     assert put_meta[0] == "PUT" and put_meta[1].endswith("/resourceclaims/gen")

@@ -353,6 +353,10 @@ def test_prebind_writes_claim_ref_and_selected_node_then_waits_for_the_pv_contro
     plugin.pre_filter(state, pod, nodes)
     assert plugin.filter(state, pod, nodes[0]) is None
     assert plugin.reserve(state, pod, "node-a") is None
+    # Claims to bind: PreBindPreFlight says PreBind will act (upstream's NominatedNodeNameForExpectation).
+    assert plugin.pre_bind_pre_flight(state, pod, "node-a") is None
+    pre_flight = plugin.pre_bind_pre_flight(state, pod, "node-b")
+    assert pre_flight is not None and pre_flight.code is Code.Error
     assert plugin.pre_bind(state, pod, "node-a") is None
     written = {obj["metadata"]["name"]: obj for _, obj in fh.updates}
     assert written["pv-1"]["spec"]["claimRef"]["name"] == "static"
