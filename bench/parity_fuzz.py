@@ -1,0 +1,729 @@
+"""Seeded parity fuzzer: py-scheduler's framework against the real kube-scheduler, one pod at a time.
+
+For each seed: a random cluster (nodes with varied capacity, labels, taints, extended resources,
+images; some cordoned) and a random pod sequence (requests with init containers, sidecars and pod
+overhead; nodeSelector, node affinity with every operator, tolerations, host ports, topology spread,
+pod (anti-)affinity with namespaceSelector, priorities). Each pod is created for the real
+kube-scheduler; py-scheduler's own frameworks (built from the default configuration, in-process, over
+static listers of the same cluster state) judge it first:
+
+* ``feasibility``: kube bound the pod but py finds no feasible node, or the reverse;
+* ``node``: kube's node is not among py's best-scoring nodes (ties allowed: both pick at random);
+* ``message``: the pod stays pending and py's FailedScheduling message (PostFilter part included)
+  differs from kube's PodScheduled condition message;
+* ``preemption``: kube nominated a node py's preemption would not (or py would nominate and kube did
+  not), or kube's nominated node is not among py's equally good candidates.
+
+The cluster then continues as kube left it: pending pods are deleted after their first verdict (so
+kube never retries them behind our back), a preemptor is awaited until kube binds it.
+
+    python -m bench.parity_fuzz --seeds 1-20 [--nodes 10-40] [--pods 40-80] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, cast
+
+from kubernetes.client.exceptions import ApiException
+
+from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
+from scheduler.algorithm import FitError
+from scheduler.config import load_config
+from scheduler.explain.simulate import Simulation
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.types import PodInfo
+from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.preemption.evaluator import Evaluator, pick_one_node_for_preemption
+
+SEED_LABEL = "parity.py-scheduler.test/seed"
+ZONE = "topology.kubernetes.io/zone"
+REGION = "topology.kubernetes.io/region"
+HOSTNAME = "kubernetes.io/hostname"
+GPU = "example.com/gpu"
+RUNTIME_CLASS = "parity-overhead"
+PRIORITY_CLASSES = {"parity-low": 0, "parity-mid": 500, "parity-high": 1000}
+NO_PREEMPT_CLASS = "parity-high-never"
+IMAGES = {"img-a:1": 300 * 1024**2, "img-b:1": 900 * 1024**2, "img-c:1": 40 * 1024**2}
+APPS = ("web", "db", "cache")
+TIERS = ("fe", "be")
+TEAMS = ("a", "b", "c")
+TAINT_KEYS = ("dedicated", "gpu", "maint")
+DECISION_TIMEOUT = 15.0
+PREEMPTION_TIMEOUT = 20.0
+
+
+# --- random cluster -------------------------------------------------------------------------------
+
+
+def gen_nodes(rng: random.Random, seed: int, count: int) -> list[dict[str, Any]]:
+    nodes = []
+    zones = [f"z{i}" for i in range(rng.randint(2, 4))]
+    for i in range(count):
+        name = f"s{seed}-n{i:02d}"
+        labels: dict[str, str] = {SEED_LABEL: str(seed)}
+        if rng.random() < 0.9:  # a few nodes sit in no zone (topology spread must skip them)
+            zone = rng.choice(zones)
+            labels[ZONE] = zone
+            labels[REGION] = "r1" if zone in zones[:2] else "r2"
+        if rng.random() < 0.6:
+            labels["disk"] = rng.choice(("ssd", "hdd"))
+        if rng.random() < 0.7:
+            labels["gen"] = str(rng.randint(1, 6))
+        if rng.random() < 0.5:
+            labels["team"] = rng.choice(TEAMS)
+        taints: list[dict[str, str]] = []
+        if rng.random() < 0.3:
+            for _ in range(rng.randint(1, 2)):
+                key = rng.choice(TAINT_KEYS)
+                effect = rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+                if any(t["key"] == key and t["effect"] == effect for t in taints):
+                    continue
+                taint = {"key": key, "effect": effect}
+                if rng.random() < 0.6:
+                    taint["value"] = rng.choice(("x", "y"))
+                taints.append(taint)
+        extra = {GPU: str(rng.randint(1, 4))} if rng.random() < 0.25 else {}
+        images = {img: size for img, size in IMAGES.items() if rng.random() < 0.4}
+        nodes.append(
+            make_node(
+                name,
+                cpu=rng.choice(("1", "2", "2500m", "4", "8")),
+                memory=rng.choice(("2Gi", "4Gi", "8Gi", "16Gi", "6000Mi")),
+                pods=rng.choice((4, 8, 16, 110)),
+                labels=labels,
+                taints=taints,
+                extra_allocatable=extra,
+                images=images or None,
+                unschedulable=rng.random() < 0.08,
+            )
+        )
+    return nodes
+
+
+# --- random pods ----------------------------------------------------------------------------------
+
+
+def _values(rng: random.Random, key: str) -> list[str]:
+    pools = {
+        "disk": ["ssd", "hdd", "nvme"],
+        "team": list(TEAMS),
+        ZONE: ["z0", "z1", "z2", "z3"],
+        REGION: ["r1", "r2"],
+        "gen": [str(i) for i in range(1, 7)],
+    }
+    pool = pools[key]
+    return sorted(rng.sample(pool, rng.randint(1, min(2, len(pool)))))
+
+
+def _node_requirement(rng: random.Random) -> dict[str, Any]:
+    key = rng.choice(("disk", "team", ZONE, REGION, "gen"))
+    ops = ["In", "NotIn", "Exists", "DoesNotExist"] + (["Gt", "Lt"] if key == "gen" else [])
+    op = rng.choice(ops)
+    req: dict[str, Any] = {"key": key, "operator": op}
+    if op in ("In", "NotIn"):
+        req["values"] = _values(rng, key)
+    elif op in ("Gt", "Lt"):
+        req["values"] = [str(rng.randint(1, 6))]
+    return req
+
+
+def _node_term(rng: random.Random, node_names: Sequence[str]) -> dict[str, Any]:
+    term: dict[str, Any] = {}
+    if rng.random() < 0.9:
+        term["matchExpressions"] = [_node_requirement(rng) for _ in range(rng.randint(1, 2))]
+    if rng.random() < 0.15 or not term:
+        term["matchFields"] = [
+            {
+                "key": "metadata.name",
+                "operator": rng.choice(("In", "NotIn")),
+                "values": [rng.choice(node_names)],
+            }
+        ]
+    return term
+
+
+def _label_selector(rng: random.Random) -> dict[str, Any]:
+    if rng.random() < 0.7:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    op = rng.choice(("In", "NotIn", "Exists"))
+    expr: dict[str, Any] = {"key": "app", "operator": op}
+    if op != "Exists":
+        expr["values"] = sorted(rng.sample(APPS, rng.randint(1, 2)))
+    return {"matchExpressions": [expr]}
+
+
+def _pod_term(rng: random.Random, seed: int, namespaces: Sequence[str]) -> dict[str, Any]:
+    term: dict[str, Any] = {
+        "labelSelector": _label_selector(rng),
+        "topologyKey": rng.choice((HOSTNAME, ZONE, ZONE, REGION)),
+    }
+    r = rng.random()
+    if r < 0.2:
+        term["namespaces"] = sorted(rng.sample(list(namespaces), rng.randint(1, 2)))
+    elif r < 0.4:
+        term["namespaceSelector"] = {"matchLabels": {"team": rng.choice(TEAMS), SEED_LABEL: str(seed)}}
+    elif r < 0.45:
+        term["namespaceSelector"] = {}  # every namespace
+    if rng.random() < 0.1:
+        term["matchLabelKeys"] = ["tier"]
+    return term
+
+
+def _resources(rng: random.Random, gpu: bool = False) -> dict[str, Any]:
+    if rng.random() < 0.15:
+        return {}  # best effort: the scorers count non-zero defaults
+    requests: dict[str, str] = {}
+    if rng.random() < 0.9:
+        requests["cpu"] = rng.choice(("50m", "100m", "250m", "500m", "1", "1500m", "3"))
+    if rng.random() < 0.85:
+        requests["memory"] = rng.choice(("64Mi", "256Mi", "512Mi", "1Gi", "2Gi", "5Gi"))
+    out: dict[str, Any] = {"requests": requests}
+    if gpu:
+        n = str(rng.randint(1, 2))
+        out["requests"][GPU] = n
+        out["limits"] = {GPU: n}
+    return out
+
+
+def gen_pod(
+    rng: random.Random, seed: int, index: int, namespaces: Sequence[str], node_names: Sequence[str]
+) -> dict[str, Any]:
+    app = rng.choice(APPS)
+    labels = {"app": app, "tier": rng.choice(TIERS), SEED_LABEL: str(seed)}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": rng.choice([*IMAGES, "registry.k8s.io/pause:3.10"]),
+        "resources": _resources(rng, gpu=rng.random() < 0.1),
+    }
+    if rng.random() < 0.12:
+        container["ports"] = [
+            {
+                "containerPort": 80,
+                "hostPort": rng.choice((8080, 9090)),
+                "protocol": rng.choice(("TCP", "TCP", "UDP")),
+            }
+        ]
+    spec: dict[str, Any] = {
+        "schedulerName": "default-scheduler",
+        "terminationGracePeriodSeconds": 0,
+        "containers": [container],
+    }
+    if rng.random() < 0.2:
+        spec["containers"].append({"name": "second", "image": "img-c:1", "resources": _resources(rng)})
+    if rng.random() < 0.2:
+        inits = []
+        for j in range(rng.randint(1, 2)):
+            init: dict[str, Any] = {"name": f"init{j}", "image": "img-c:1", "resources": _resources(rng)}
+            if rng.random() < 0.4:
+                init["restartPolicy"] = "Always"  # a sidecar
+            inits.append(init)
+        spec["initContainers"] = inits
+    if rng.random() < 0.1:
+        spec["runtimeClassName"] = RUNTIME_CLASS  # admission adds the class's overhead
+    if rng.random() < 0.5:
+        r = rng.random()
+        spec["priorityClassName"] = NO_PREEMPT_CLASS if r < 0.1 else rng.choice(sorted(PRIORITY_CLASSES))
+    if rng.random() < 0.15:
+        key = rng.choice(("disk", "team", ZONE))
+        spec["nodeSelector"] = {key: _values(rng, key)[0]}
+    affinity: dict[str, Any] = {}
+    node_affinity: dict[str, Any] = {}
+    if rng.random() < 0.2:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [_node_term(rng, node_names) for _ in range(rng.randint(1, 2))]
+        }
+    if rng.random() < 0.25:
+        node_affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": rng.randint(1, 100), "preference": {"matchExpressions": [_node_requirement(rng)]}}
+            for _ in range(rng.randint(1, 2))
+        ]
+    if node_affinity:
+        affinity["nodeAffinity"] = node_affinity
+    for kind, p_req, p_pref in (("podAffinity", 0.1, 0.15), ("podAntiAffinity", 0.12, 0.15)):
+        section: dict[str, Any] = {}
+        if rng.random() < p_req:
+            section["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                _pod_term(rng, seed, namespaces) for _ in range(rng.randint(1, 2))
+            ]
+        if rng.random() < p_pref:
+            section["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _pod_term(rng, seed, namespaces)}
+                for _ in range(rng.randint(1, 2))
+            ]
+        if section:
+            affinity[kind] = section
+    if affinity:
+        spec["affinity"] = affinity
+    if rng.random() < 0.35:
+        tolerations = []
+        for _ in range(rng.randint(1, 3)):
+            tol: dict[str, Any] = {}
+            r = rng.random()
+            if r < 0.05:
+                tol["operator"] = "Exists"  # tolerates everything
+            else:
+                tol["key"] = rng.choice((*TAINT_KEYS, "node.kubernetes.io/unschedulable"))
+                if rng.random() < 0.5:
+                    tol["operator"] = "Exists"
+                else:
+                    tol["operator"] = "Equal"
+                    tol["value"] = rng.choice(("x", "y"))
+            if rng.random() < 0.6:
+                tol["effect"] = rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+                if tol["effect"] == "NoExecute" and rng.random() < 0.3:
+                    tol["tolerationSeconds"] = 60
+            tolerations.append(tol)
+        spec["tolerations"] = tolerations
+    if rng.random() < 0.3:
+        constraints = []
+        used: set[tuple[str, str]] = set()
+        for _ in range(rng.randint(1, 2)):
+            key = rng.choice((ZONE, ZONE, HOSTNAME, REGION))
+            when = rng.choice(("DoNotSchedule", "ScheduleAnyway"))
+            if (key, when) in used:
+                continue
+            used.add((key, when))
+            c: dict[str, Any] = {
+                "maxSkew": rng.randint(1, 3),
+                "topologyKey": key,
+                "whenUnsatisfiable": when,
+                "labelSelector": {"matchLabels": {"app": app}},
+            }
+            if when == "DoNotSchedule" and rng.random() < 0.3:
+                c["minDomains"] = rng.randint(1, 5)
+            if rng.random() < 0.3:
+                c["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
+            if rng.random() < 0.3:
+                c["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+            if rng.random() < 0.25:
+                c["matchLabelKeys"] = ["tier"]
+            constraints.append(c)
+        spec["topologySpreadConstraints"] = constraints
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"p{index:03d}", "namespace": rng.choice(list(namespaces)), "labels": labels},
+        "spec": spec,
+    }
+
+
+# --- py-scheduler's view --------------------------------------------------------------------------
+
+
+@dataclass
+class PyVerdict:
+    feasible: list[str]
+    scores: dict[str, int]
+    best: list[str]
+    message: str = ""
+    nominated: str | None = None
+    preemption_best: list[str] = field(default_factory=list)
+    rejections: dict[str, str] = field(default_factory=dict)
+
+
+_CONFIG = load_config(None, registry=IN_TREE_REGISTRY)
+
+
+def py_verdict(objects: Mapping[str, Sequence[Mapping[str, Any]]], pod: Mapping[str, Any]) -> PyVerdict:
+    """What py-scheduler's default profile decides for ``pod`` on ``objects`` (no side effects)."""
+    sim = Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects)
+    fwk = next(iter(sim.frameworks.values()))
+    info = PodInfo(pod)
+    sim.cache.update_snapshot(sim.snapshot)
+    algorithm = sim.algorithm
+    state = CycleState()
+    all_nodes = sim.snapshot.node_infos()
+    feasible, diagnosis = algorithm._find_nodes_that_fit(fwk, state, info, all_nodes, sim.snapshot)
+    if feasible:
+        names = [n.name for n in feasible]
+        if len(feasible) == 1:
+            return PyVerdict(names, {names[0]: 0}, names)
+        raw = algorithm._prioritize(fwk, state, info, feasible)
+        scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
+        top = max(scores.values())
+        return PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
+    err = FitError(info, len(all_nodes), diagnosis)
+    nominated, post = fwk.run_post_filter(state, info, diagnosis.node_to_status)
+    if post is not None and post.reasons:
+        diagnosis.post_filter_msg = post.message()
+    verdict = PyVerdict([], {}, [], message=err.message(), nominated=nominated or None)
+    verdict.rejections = {
+        name: f"{status.plugin}: {status.message()}" for name, status in diagnosis.node_to_status.items()
+    }
+    if nominated:
+        evaluator = cast(Evaluator, next(getattr(p, "evaluator", None) for p in fwk.plugins.post_filter))
+        found = evaluator.candidates(state, info, diagnosis.node_to_status)
+        if isinstance(found, list):
+            # Equally good candidates: upstream keeps the first after a random offset.
+            verdict.preemption_best = sorted(
+                c.name
+                for c in found
+                if pick_one_node_for_preemption([c, *(o for o in found if o is not c)]) is c
+            )
+        else:
+            verdict.preemption_best = [f"(no candidates on a second look: {found})"]
+    return verdict
+
+
+# --- kube-scheduler's view ------------------------------------------------------------------------
+
+
+@dataclass
+class KubeOutcome:
+    node: str = ""
+    message: str = ""
+    reason: str = ""
+    nominated: str = ""
+    final_node: str = ""  # a preemptor's node once bound
+
+
+def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for cond in pod.get("status", {}).get("conditions") or ():
+        if cond.get("type") == "PodScheduled":
+            found: Mapping[str, Any] = cond
+            return found
+    return None
+
+
+def _get_pod(client: Any, ns: str, name: str) -> dict[str, Any] | None:
+    try:
+        pod: dict[str, Any] = _request(client, "GET", f"/api/v1/namespaces/{ns}/pods/{name}")
+        return pod
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def _watch_pod(
+    client: Any, ns: str, name: str, resource_version: str, timeout: float
+) -> Iterator[dict[str, Any]]:
+    """Every version of one pod after ``resource_version``, in order (a watch: polling would miss the
+    short-lived Unschedulable status of a pod kube binds right after preempting for it)."""
+    path = (
+        f"/api/v1/namespaces/{ns}/pods?watch=1&fieldSelector=metadata.name%3D{name}"
+        f"&resourceVersion={resource_version}&timeoutSeconds={int(timeout)}"
+    )
+    method, url, headers, _, _ = client.param_serialize(
+        method="GET",
+        resource_path=path,
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    response = client.rest_client.pool_manager.request(
+        method, url, headers=headers, preload_content=False, timeout=timeout + 5
+    )
+    try:
+        buffer = b""
+        for chunk in response.stream(4096):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if line.strip():
+                    event = json.loads(line)
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        yield event["object"]
+                    elif event.get("type") == "DELETED":
+                        return
+    finally:
+        response.release_conn()
+
+
+def wait_kube(client: Any, created: Mapping[str, Any]) -> KubeOutcome:
+    """kube-scheduler's first verdict on ``created``; for a preemptor, also where it ends up."""
+    meta = created["metadata"]
+    ns, name = meta["namespace"], meta["name"]
+    out: KubeOutcome | None = None
+    deadline = time.monotonic() + DECISION_TIMEOUT
+    for pod in _watch_pod(client, ns, name, meta["resourceVersion"], DECISION_TIMEOUT + PREEMPTION_TIMEOUT):
+        node = pod["spec"].get("nodeName")
+        if out is None:
+            if node:
+                return KubeOutcome(node=node)
+            cond = _scheduled_condition(pod)
+            if cond is not None and cond.get("status") == "False":
+                out = KubeOutcome(message=cond.get("message", ""), reason=cond.get("reason", ""))
+                out.nominated = pod.get("status", {}).get("nominatedNodeName") or ""
+                if not out.nominated:
+                    return out
+            elif time.monotonic() > deadline:
+                break
+        else:
+            out.nominated = out.nominated or pod.get("status", {}).get("nominatedNodeName") or ""
+            if node:
+                out.final_node = node
+                return out
+    if out is not None:
+        return out  # a preemptor that was not bound in time
+    raise TimeoutError(f"kube-scheduler decided nothing for {ns}/{name} in {DECISION_TIMEOUT}s")
+
+
+# --- one seed -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Mismatch:
+    seed: int
+    pod: str
+    kind: str
+    detail: str
+
+
+def _setup_objects(client: Any) -> None:
+    """Cluster-wide objects every seed uses (idempotent)."""
+    objs: list[tuple[str, dict[str, Any]]] = [
+        (
+            "/apis/node.k8s.io/v1/runtimeclasses",
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": RUNTIME_CLASS},
+                "handler": "runc",
+                "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
+            },
+        )
+    ]
+    for name, value in PRIORITY_CLASSES.items():
+        objs.append(
+            (
+                "/apis/scheduling.k8s.io/v1/priorityclasses",
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                },
+            )
+        )
+    objs.append(
+        (
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": NO_PREEMPT_CLASS},
+                "value": 1000,
+                "preemptionPolicy": "Never",
+            },
+        )
+    )
+    for path, body in objs:
+        with contextlib.suppress(ApiException):
+            _request(client, "POST", path, body)
+
+
+def _list(client: Any, path: str, selector: str = "") -> list[dict[str, Any]]:
+    query = f"?labelSelector={selector}" if selector else ""
+    items: list[dict[str, Any]] = _request(client, "GET", path + query)["items"]
+    return items
+
+
+def _force_delete(client: Any, pod: Mapping[str, Any]) -> None:
+    meta = pod["metadata"]
+    with contextlib.suppress(ApiException):
+        _request(
+            client,
+            "DELETE",
+            f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+        )
+
+
+def _wait_gone(client: Any, pods: Sequence[Mapping[str, Any]], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    for pod in pods:
+        meta = pod["metadata"]
+        while time.monotonic() < deadline and _get_pod(client, meta["namespace"], meta["name"]) is not None:
+            time.sleep(0.02)
+
+
+def compare(seed: int, key: str, py: PyVerdict, kube: KubeOutcome) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    if kube.node:
+        if not py.feasible:
+            why = py.rejections.get(kube.node, "?")
+            out.append(
+                Mismatch(seed, key, "feasibility", f"kube bound to {kube.node}, py: {why}; {py.message}")
+            )
+        elif kube.node not in py.best:
+            detail = (
+                f"kube chose {kube.node} (py score {py.scores.get(kube.node, 'infeasible')}); "
+                f"py best {py.best} score {max(py.scores.values())}"
+            )
+            out.append(Mismatch(seed, key, "node", detail))
+        return out
+    if py.feasible:
+        out.append(
+            Mismatch(
+                seed,
+                key,
+                "feasibility",
+                f"kube left it pending ({kube.message}); py feasible on {py.feasible}",
+            )
+        )
+        return out
+    if kube.message != py.message:
+        out.append(Mismatch(seed, key, "message", f"\n   kube: {kube.message}\n   py:   {py.message}"))
+    if bool(kube.nominated) != bool(py.nominated):
+        out.append(
+            Mismatch(seed, key, "preemption", f"kube nominated {kube.nominated!r}, py {py.nominated!r}")
+        )
+    elif kube.nominated and kube.nominated not in py.preemption_best:
+        out.append(
+            Mismatch(
+                seed,
+                key,
+                "preemption",
+                f"kube nominated {kube.nominated}; py candidates {py.preemption_best}",
+            )
+        )
+    return out
+
+
+def run_seed(
+    client: Any, seed: int, nodes_range: tuple[int, int], pods_range: tuple[int, int], verbose: bool = False
+) -> tuple[list[Mismatch], Counter[str]]:
+    rng = random.Random(seed)
+    stats: Counter[str] = Counter()
+    mismatches: list[Mismatch] = []
+    nodes = gen_nodes(rng, seed, rng.randint(*nodes_range))
+    node_names = [n["metadata"]["name"] for n in nodes]
+    namespaces = [f"parity-s{seed}-{team}" for team in TEAMS]
+    for ns, team in zip(namespaces, TEAMS, strict=True):
+        with contextlib.suppress(ApiException):
+            _request(
+                client,
+                "POST",
+                "/api/v1/namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": {"team": team, SEED_LABEL: str(seed)}},
+                },
+            )
+    stored_nodes = create_nodes(client, nodes)
+    selector = f"{SEED_LABEL}={seed}"
+    time.sleep(0.5)  # kube-scheduler's node informer
+    known_bound: set[str] = set()
+    try:
+        for index in range(rng.randint(*pods_range)):
+            pod = gen_pod(rng, seed, index, namespaces, node_names)
+            ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
+            key = f"{ns}/{name}"
+            pods_before = [p for p in _list(client, "/api/v1/pods", selector) if p["spec"].get("nodeName")]
+            now_bound = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods_before}
+            if verbose and (vanished := known_bound - now_bound):
+                print(f"seed {seed} before {key}: gone from the cluster: {sorted(vanished)}", file=sys.stderr)
+            known_bound = now_bound
+            all_ns = _list(client, "/api/v1/namespaces")
+            try:
+                created = _request(client, "POST", f"/api/v1/namespaces/{ns}/pods", pod)
+            except ApiException as err:
+                stats["invalid"] += 1
+                if verbose:
+                    print(f"seed {seed} {key}: rejected by the apiserver: {err.body}", file=sys.stderr)
+                continue
+            objects = {"nodes": stored_nodes, "pods": pods_before, "namespaces": all_ns}
+            py = py_verdict(objects, created)
+            kube = wait_kube(client, created)
+            if kube.nominated:
+                stats["preempted"] += 1
+            stats["bound" if kube.node else "pending"] += 1
+            if verbose:
+                print(
+                    f"  {key}: kube {kube.node or kube.final_node or '-'} "
+                    f"nominated={kube.nominated!r} {kube.message[:160]}",
+                    file=sys.stderr,
+                )
+            found = compare(seed, key, py, kube)
+            mismatches.extend(found)
+            if verbose:
+                for m in found:
+                    print(f"MISMATCH seed={m.seed} {m.pod} {m.kind}: {m.detail}", file=sys.stderr)
+            if not kube.node and not kube.final_node:
+                _force_delete(client, created)
+                _wait_gone(client, [created])
+            # Preemption victims: terminationGracePeriodSeconds 0 makes their deletion immediate;
+            # anything still terminating is forced so the next pod sees a settled cluster.
+            terminating = [
+                p for p in _list(client, "/api/v1/pods", selector) if p["metadata"].get("deletionTimestamp")
+            ]
+            for p in terminating:
+                _force_delete(client, p)
+            if kube.nominated or terminating or not kube.node:
+                # kube-scheduler learns deletions from its watch: give it a moment before the next pod.
+                time.sleep(0.15)
+    finally:
+        for p in _list(client, "/api/v1/pods", selector):
+            _force_delete(client, p)
+        delete_nodes(client, node_names)
+        time.sleep(0.3)
+    return mismatches, stats
+
+
+def _range(text: str) -> tuple[int, int]:
+    lo, _, hi = text.partition("-")
+    return int(lo), int(hi or lo)
+
+
+def _seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, hi = _range(part)
+        out.extend(range(lo, hi + 1))
+    return out
+
+
+@contextlib.contextmanager
+def kube_cluster() -> Iterator[Any]:
+    """A fresh control plane with the real kube-scheduler; yields an ApiClient."""
+    from devcluster.cluster import ControlPlane
+
+    with ControlPlane() as plane:
+        plane.start_kube_scheduler()
+        with plane.api_client() as client:
+            _setup_objects(client)
+            yield client
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", default="1-5")
+    parser.add_argument("--nodes", default="10-40", help="node count range per seed")
+    parser.add_argument("--pods", default="40-80", help="pod count range per seed")
+    parser.add_argument("--json", help="write the mismatches here")
+    parser.add_argument("-q", "--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    all_mismatches: list[Mismatch] = []
+    totals: Counter[str] = Counter()
+    with kube_cluster() as client:
+        for seed in _seeds(args.seeds):
+            began = time.monotonic()
+            found, stats = run_seed(
+                client, seed, _range(args.nodes), _range(args.pods), verbose=not args.quiet
+            )
+            totals.update(stats)
+            all_mismatches.extend(found)
+            kinds = Counter(m.kind for m in found)
+            print(f"seed {seed}: {dict(stats)} mismatches {dict(kinds)} ({time.monotonic() - began:.1f}s)")
+    kinds = Counter(m.kind for m in all_mismatches)
+    print(f"total: {dict(totals)}; mismatches: {sum(kinds.values())} {dict(kinds)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([asdict(m) for m in all_mismatches], f, indent=1)
+    return 1 if all_mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
