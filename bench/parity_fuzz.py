@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import random
 import sys
 import time
@@ -42,7 +43,7 @@ from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.preemption.evaluator import Evaluator, pick_one_node_for_preemption
+from scheduler.preemption.evaluator import Candidate, Evaluator
 
 SEED_LABEL = "parity.py-scheduler.test/seed"
 ZONE = "topology.kubernetes.io/zone"
@@ -58,6 +59,8 @@ TIERS = ("fe", "be")
 TEAMS = ("a", "b", "c")
 TAINT_KEYS = ("dedicated", "gpu", "maint")
 DECISION_TIMEOUT = 15.0
+# Set to a directory to save the cluster state and pod of each mismatch (replay with py_verdict).
+DUMP_DIR = os.environ.get("PARITY_DUMP_DIR", "")
 PREEMPTION_TIMEOUT = 20.0
 
 
@@ -104,6 +107,7 @@ def gen_nodes(rng: random.Random, seed: int, count: int) -> list[dict[str, Any]]
                 extra_allocatable=extra,
                 images=images or None,
                 unschedulable=rng.random() < 0.08,
+                ephemeral_storage=rng.choice(("10Gi", "50Gi", "100Gi")),
             )
         )
     return nodes
@@ -186,6 +190,8 @@ def _resources(rng: random.Random, gpu: bool = False) -> dict[str, Any]:
         requests["cpu"] = rng.choice(("50m", "100m", "250m", "500m", "1", "1500m", "3"))
     if rng.random() < 0.85:
         requests["memory"] = rng.choice(("64Mi", "256Mi", "512Mi", "1Gi", "2Gi", "5Gi"))
+    if rng.random() < 0.15:
+        requests["ephemeral-storage"] = rng.choice(("1Gi", "4Gi", "8Gi"))
     out: dict[str, Any] = {"requests": requests}
     if gpu:
         n = str(rng.randint(1, 2))
@@ -360,18 +366,37 @@ def py_verdict(objects: Mapping[str, Sequence[Mapping[str, Any]]], pod: Mapping[
         name: f"{status.plugin}: {status.message()}" for name, status in diagnosis.node_to_status.items()
     }
     if nominated:
-        evaluator = cast(Evaluator, next(getattr(p, "evaluator", None) for p in fwk.plugins.post_filter))
+        evaluator = cast(
+            Evaluator, next(p.evaluator for p in fwk.plugins.post_filter if hasattr(p, "evaluator"))
+        )
         found = evaluator.candidates(state, info, diagnosis.node_to_status)
         if isinstance(found, list):
-            # Equally good candidates: upstream keeps the first after a random offset.
-            verdict.preemption_best = sorted(
-                c.name
-                for c in found
-                if pick_one_node_for_preemption([c, *(o for o in found if o is not c)]) is c
-            )
+            verdict.preemption_best = best_preemption_candidates(found)
         else:
             verdict.preemption_best = [f"(no candidates on a second look: {found})"]
     return verdict
+
+
+def best_preemption_candidates(candidates: Sequence[Candidate]) -> list[str]:
+    """The candidates upstream's pickOneNodeForPreemption may return. Its criteria 1-4 (PDB violations,
+    highest victim priority, priority sum, victim count) are deterministic. Criterion 5, the latest start
+    of the most important victims, is not here: no kubelet sets status.startTime, so upstream's
+    GetPodStartTime returns time.Now() for each victim, evaluated in Go map order; which of equal
+    candidates wins is then a matter of nanoseconds and map iteration order, i.e. random. So every
+    candidate tied on criteria 1-4 counts as a valid nominee (asserted: no victim has a startTime)."""
+
+    def key(c: Candidate) -> tuple[int, int, int, int]:
+        return (
+            -c.num_pdb_violations,
+            -c.victims[0].priority,
+            -sum(v.priority + 2**31 for v in c.victims),
+            -len(c.victims),
+        )
+
+    if any(v.pod.get("status", {}).get("startTime") for c in candidates for v in c.victims):
+        raise AssertionError("a victim has a startTime: criterion 5 would be deterministic")
+    best = max(map(key, candidates), default=None)
+    return sorted(c.name for c in candidates if key(c) == best)
 
 
 # --- kube-scheduler's view ------------------------------------------------------------------------
@@ -478,7 +503,7 @@ class Mismatch:
     detail: str
 
 
-def _setup_objects(client: Any) -> None:
+def setup_objects(client: Any) -> None:
     """Cluster-wide objects every seed uses (idempotent)."""
     objs: list[tuple[str, dict[str, Any]]] = [
         (
@@ -519,6 +544,36 @@ def _setup_objects(client: Any) -> None:
     for path, body in objs:
         with contextlib.suppress(ApiException):
             _request(client, "POST", path, body)
+
+
+def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
+    """A Service selecting app=web and a ReplicaSet selecting app=db: pods they select and that have no
+    topology spread constraints of their own get PodTopologySpread's system default constraints."""
+    seed_labels = {SEED_LABEL: namespaces[0].split("-")[1][1:]}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "web", "labels": seed_labels},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+    }
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "db", "labels": seed_labels},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "img-a:1"}]},
+            },
+        },
+    }
+    for ns in namespaces[:2]:
+        with contextlib.suppress(ApiException):
+            _request(client, "POST", f"/api/v1/namespaces/{ns}/services", service)
+    with contextlib.suppress(ApiException):
+        _request(client, "POST", f"/apis/apps/v1/namespaces/{namespaces[1]}/replicasets", replica_set)
 
 
 def _list(client: Any, path: str, selector: str = "") -> list[dict[str, Any]]:
@@ -610,6 +665,7 @@ def run_seed(
                     "metadata": {"name": ns, "labels": {"team": team, SEED_LABEL: str(seed)}},
                 },
             )
+    _create_owners(client, namespaces)
     stored_nodes = create_nodes(client, nodes)
     selector = f"{SEED_LABEL}={seed}"
     time.sleep(0.5)  # kube-scheduler's node informer
@@ -632,7 +688,13 @@ def run_seed(
                 if verbose:
                     print(f"seed {seed} {key}: rejected by the apiserver: {err.body}", file=sys.stderr)
                 continue
-            objects = {"nodes": stored_nodes, "pods": pods_before, "namespaces": all_ns}
+            objects = {
+                "nodes": stored_nodes,
+                "pods": pods_before,
+                "namespaces": all_ns,
+                "services": _list(client, "/api/v1/services", selector),
+                "replicasets.apps": _list(client, "/apis/apps/v1/replicasets", selector),
+            }
             py = py_verdict(objects, created)
             kube = wait_kube(client, created)
             if kube.nominated:
@@ -645,6 +707,9 @@ def run_seed(
                     file=sys.stderr,
                 )
             found = compare(seed, key, py, kube)
+            if found and DUMP_DIR:
+                with open(f"{DUMP_DIR}/s{seed}-{name}.json", "w") as f:
+                    json.dump({"objects": objects, "pod": created}, f)
             mismatches.extend(found)
             if verbose:
                 for m in found:
@@ -691,7 +756,7 @@ def kube_cluster() -> Iterator[Any]:
     with ControlPlane() as plane:
         plane.start_kube_scheduler()
         with plane.api_client() as client:
-            _setup_objects(client)
+            setup_objects(client)
             yield client
 
 
