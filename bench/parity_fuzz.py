@@ -51,6 +51,8 @@ REGION = "topology.kubernetes.io/region"
 HOSTNAME = "kubernetes.io/hostname"
 GPU = "example.com/gpu"
 RUNTIME_CLASS = "parity-overhead"
+WFFC_CLASS = "parity-wffc"
+IMMEDIATE_CLASS = "parity-immediate"
 PRIORITY_CLASSES = {"parity-low": 0, "parity-mid": 500, "parity-high": 1000}
 NO_PREEMPT_CLASS = "parity-high-never"
 IMAGES = {"img-a:1": 300 * 1024**2, "img-b:1": 900 * 1024**2, "img-c:1": 40 * 1024**2}
@@ -110,7 +112,82 @@ def gen_nodes(rng: random.Random, seed: int, count: int) -> list[dict[str, Any]]
                 ephemeral_storage=rng.choice(("10Gi", "50Gi", "100Gi")),
             )
         )
+    for node in nodes:
+        r = rng.random()
+        if r < 0.04:
+            del node["metadata"]["labels"][HOSTNAME]  # hostname-keyed spreading must skip it
+        elif r < 0.08:
+            node["metadata"]["labels"][HOSTNAME] = f"s{seed}-shared-host"  # two nodes, one domain
     return nodes
+
+
+def gen_volumes(
+    rng: random.Random, seed: int, namespaces: Sequence[str], nodes: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Pre-bound PV/PVC pairs (the PV pinned to a zone or a node, some PVs zone-labelled, one claim
+    ReadWriteOncePod), a WaitForFirstConsumer claim no PV can satisfy and an unbound Immediate claim.
+    No PV is ever left available: kube-scheduler would bind it and wait for a PV controller there is
+    not."""
+    pvs: list[dict[str, Any]] = []
+    pvcs: list[dict[str, Any]] = []
+    zones = sorted({n["metadata"]["labels"][ZONE] for n in nodes if ZONE in n["metadata"]["labels"]})
+    for i in range(rng.randint(2, 5)):
+        ns = rng.choice(list(namespaces))
+        pv_name, pvc_name = f"s{seed}-pv{i}", f"data{i}"
+        mode = "ReadWriteOncePod" if i == 0 else "ReadWriteOnce"
+        pv_labels = {SEED_LABEL: str(seed)}
+        if rng.random() < 0.5 and zones:
+            key, value = ZONE, rng.choice(zones)
+            if rng.random() < 0.5:
+                pv_labels[ZONE] = value  # VolumeZone reads the label
+        else:
+            key, value = HOSTNAME, rng.choice([n["metadata"]["name"] for n in nodes])
+        pv: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv_name, "labels": pv_labels},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": [mode],
+                "storageClassName": WFFC_CLASS,
+                "persistentVolumeReclaimPolicy": "Retain",
+                "hostPath": {"path": f"/tmp/{pv_name}"},
+                "claimRef": {"namespace": ns, "name": pvc_name},
+            },
+        }
+        if rng.random() < 0.8:
+            pv["spec"]["nodeAffinity"] = {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+                    ]
+                }
+            }
+        pvs.append(pv)
+        pvcs.append(_pvc(seed, ns, pvc_name, WFFC_CLASS, mode, volume=pv_name))
+    for ns in namespaces:
+        pvcs.append(_pvc(seed, ns, "wffc-none", WFFC_CLASS, "ReadWriteOnce"))
+        pvcs.append(_pvc(seed, ns, "immediate-unbound", IMMEDIATE_CLASS, "ReadWriteOnce"))
+    return pvs, pvcs
+
+
+def _pvc(seed: int, ns: str, name: str, cls: str, mode: str, volume: str = "") -> dict[str, Any]:
+    pvc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns, "labels": {SEED_LABEL: str(seed)}},
+        "spec": {
+            "accessModes": [mode],
+            "storageClassName": cls,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    if volume:
+        pvc["spec"]["volumeName"] = volume
+        # What the PV controller writes when it completes a binding; the scheduler's binder then
+        # treats the claim as bound (isPVCFullyBound).
+        pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    return pvc
 
 
 # --- random pods ----------------------------------------------------------------------------------
@@ -201,7 +278,12 @@ def _resources(rng: random.Random, gpu: bool = False) -> dict[str, Any]:
 
 
 def gen_pod(
-    rng: random.Random, seed: int, index: int, namespaces: Sequence[str], node_names: Sequence[str]
+    rng: random.Random,
+    seed: int,
+    index: int,
+    namespaces: Sequence[str],
+    node_names: Sequence[str],
+    claims: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     app = rng.choice(APPS)
     labels = {"app": app, "tier": rng.choice(TIERS), SEED_LABEL: str(seed)}
@@ -314,10 +396,16 @@ def gen_pod(
                 c["matchLabelKeys"] = ["tier"]
             constraints.append(c)
         spec["topologySpreadConstraints"] = constraints
+    namespace = rng.choice(list(namespaces))
+    if rng.random() < 0.15:
+        mine = [c["metadata"]["name"] for c in claims if c["metadata"]["namespace"] == namespace]
+        r = rng.random()
+        name = "missing" if r < 0.1 or not mine else rng.choice(mine)
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": f"p{index:03d}", "namespace": rng.choice(list(namespaces)), "labels": labels},
+        "metadata": {"name": f"p{index:03d}", "namespace": namespace, "labels": labels},
         "spec": spec,
     }
 
@@ -541,6 +629,19 @@ def setup_objects(client: Any) -> None:
             },
         )
     )
+    for name, mode in ((WFFC_CLASS, "WaitForFirstConsumer"), (IMMEDIATE_CLASS, "Immediate")):
+        objs.append(
+            (
+                "/apis/storage.k8s.io/v1/storageclasses",
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "metadata": {"name": name},
+                    "provisioner": "kubernetes.io/no-provisioner",
+                    "volumeBindingMode": mode,
+                },
+            )
+        )
     for path, body in objs:
         with contextlib.suppress(ApiException):
             _request(client, "POST", path, body)
@@ -569,9 +670,19 @@ def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
             },
         },
     }
+    # Without a disruption controller its status stays empty (0 disruptions allowed): every cache pod
+    # in the namespace is a PDB-violating victim for preemption.
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "cache", "labels": seed_labels},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "cache"}}},
+    }
     for ns in namespaces[:2]:
         with contextlib.suppress(ApiException):
             _request(client, "POST", f"/api/v1/namespaces/{ns}/services", service)
+    with contextlib.suppress(ApiException):
+        _request(client, "POST", f"/apis/policy/v1/namespaces/{namespaces[0]}/poddisruptionbudgets", pdb)
     with contextlib.suppress(ApiException):
         _request(client, "POST", f"/apis/apps/v1/namespaces/{namespaces[1]}/replicasets", replica_set)
 
@@ -666,13 +777,20 @@ def run_seed(
                 },
             )
     _create_owners(client, namespaces)
+    pvs, pvcs = gen_volumes(rng, seed, namespaces, nodes)
+    for pv in pvs:
+        _request(client, "POST", "/api/v1/persistentvolumes", pv)
+    for pvc in pvcs:
+        _request(
+            client, "POST", f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims", pvc
+        )
     stored_nodes = create_nodes(client, nodes)
     selector = f"{SEED_LABEL}={seed}"
     time.sleep(0.5)  # kube-scheduler's node informer
     known_bound: set[str] = set()
     try:
         for index in range(rng.randint(*pods_range)):
-            pod = gen_pod(rng, seed, index, namespaces, node_names)
+            pod = gen_pod(rng, seed, index, namespaces, node_names, pvcs)
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             key = f"{ns}/{name}"
             pods_before = [p for p in _list(client, "/api/v1/pods", selector) if p["spec"].get("nodeName")]
@@ -694,6 +812,12 @@ def run_seed(
                 "namespaces": all_ns,
                 "services": _list(client, "/api/v1/services", selector),
                 "replicasets.apps": _list(client, "/apis/apps/v1/replicasets", selector),
+                "poddisruptionbudgets.policy": _list(
+                    client, "/apis/policy/v1/poddisruptionbudgets", selector
+                ),
+                "persistentvolumes": _list(client, "/api/v1/persistentvolumes", selector),
+                "persistentvolumeclaims": _list(client, "/api/v1/persistentvolumeclaims", selector),
+                "storageclasses.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/storageclasses"),
             }
             py = py_verdict(objects, created)
             kube = wait_kube(client, created)
