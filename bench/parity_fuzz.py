@@ -52,6 +52,8 @@ HOSTNAME = "kubernetes.io/hostname"
 GPU = "example.com/gpu"
 RUNTIME_CLASS = "parity-overhead"
 WFFC_CLASS = "parity-wffc"
+DEVICE_CLASS = "parity-gpu"
+DRIVER = "gpu.example.com"
 IMMEDIATE_CLASS = "parity-immediate"
 PRIORITY_CLASSES = {"parity-low": 0, "parity-mid": 500, "parity-high": 1000}
 NO_PREEMPT_CLASS = "parity-high-never"
@@ -97,6 +99,8 @@ def gen_nodes(rng: random.Random, seed: int, count: int) -> list[dict[str, Any]]
                     taint["value"] = rng.choice(("x", "y"))
                 taints.append(taint)
         extra = {GPU: str(rng.randint(1, 4))} if rng.random() < 0.25 else {}
+        if rng.random() < 0.3:
+            extra["hugepages-2Mi"] = rng.choice(("256Mi", "1Gi"))
         images = {img: size for img, size in IMAGES.items() if rng.random() < 0.4}
         nodes.append(
             make_node(
@@ -169,6 +173,54 @@ def gen_volumes(
         pvcs.append(_pvc(seed, ns, "wffc-none", WFFC_CLASS, "ReadWriteOnce"))
         pvcs.append(_pvc(seed, ns, "immediate-unbound", IMMEDIATE_CLASS, "ReadWriteOnce"))
     return pvs, pvcs
+
+
+def gen_slices(rng: random.Random, seed: int, nodes: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """ResourceSlices of a DRA driver on some nodes: 1-4 devices each, with a model and a memory size."""
+    slices = []
+    for node in nodes:
+        if rng.random() > 0.4:
+            continue
+        name = node["metadata"]["name"]
+        devices = [
+            {
+                "name": f"gpu-{i}",
+                "attributes": {
+                    "model": {"string": rng.choice(("a100", "h100"))},
+                    "memGi": {"int": rng.choice((16, 40, 80))},
+                },
+            }
+            for i in range(rng.randint(1, 4))
+        ]
+        slices.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpus", "labels": {SEED_LABEL: str(seed)}},
+                "spec": {
+                    "driver": DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+        )
+    return slices
+
+
+def gen_claim(rng: random.Random, seed: int, ns: str, name: str) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": DEVICE_CLASS, "count": rng.choice((1, 1, 2))}
+    r = rng.random()
+    if r < 0.25:
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].model == "h100"'}}]
+    elif r < 0.4:
+        exactly["selectors"] = [{"cel": {"expression": f'device.attributes["{DRIVER}"].memGi >= 40'}}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": ns, "labels": {SEED_LABEL: str(seed)}},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+    }
 
 
 def _pvc(seed: int, ns: str, name: str, cls: str, mode: str, volume: str = "") -> dict[str, Any]:
@@ -270,10 +322,15 @@ def _resources(rng: random.Random, gpu: bool = False) -> dict[str, Any]:
     if rng.random() < 0.15:
         requests["ephemeral-storage"] = rng.choice(("1Gi", "4Gi", "8Gi"))
     out: dict[str, Any] = {"requests": requests}
+    if rng.random() < 0.08:
+        # Limits only: API defaulting copies them into requests.
+        return {"limits": requests} if requests else {}
+    if rng.random() < 0.05 and "memory" in requests:
+        out["requests"]["hugepages-2Mi"] = out.setdefault("limits", {})["hugepages-2Mi"] = "256Mi"
     if gpu:
         n = str(rng.randint(1, 2))
         out["requests"][GPU] = n
-        out["limits"] = {GPU: n}
+        out.setdefault("limits", {})[GPU] = n
     return out
 
 
@@ -315,6 +372,17 @@ def gen_pod(
                 init["restartPolicy"] = "Always"  # a sidecar
             inits.append(init)
         spec["initContainers"] = inits
+    if rng.random() < 0.08:
+        # Pod-level resources (PodLevelResources, beta and on in v1.36): they replace the containers'
+        # sum for scheduling.
+        for each in spec["containers"] + spec.get("initContainers", []):
+            each["resources"] = {}
+        spec["resources"] = {
+            "requests": {
+                "cpu": rng.choice(("200m", "1", "2500m")),
+                "memory": rng.choice(("256Mi", "1Gi", "3Gi")),
+            }
+        }
     if rng.random() < 0.1:
         spec["runtimeClassName"] = RUNTIME_CLASS  # admission adds the class's overhead
     if rng.random() < 0.5:
@@ -402,6 +470,10 @@ def gen_pod(
         r = rng.random()
         name = "missing" if r < 0.1 or not mine else rng.choice(mine)
         spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+    if rng.random() < 0.12:
+        # A ResourceClaim of its own (run_seed creates it first, or leaves it missing).
+        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"p{index:03d}-gpu"}]
+        spec["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -629,6 +701,17 @@ def setup_objects(client: Any) -> None:
             },
         )
     )
+    objs.append(
+        (
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": DEVICE_CLASS},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+            },
+        )
+    )
     for name, mode in ((WFFC_CLASS, "WaitForFirstConsumer"), (IMMEDIATE_CLASS, "Immediate")):
         objs.append(
             (
@@ -785,6 +868,8 @@ def run_seed(
             client, "POST", f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims", pvc
         )
     stored_nodes = create_nodes(client, nodes)
+    for slice_ in gen_slices(rng, seed, nodes):
+        _request(client, "POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
     selector = f"{SEED_LABEL}={seed}"
     time.sleep(0.5)  # kube-scheduler's node informer
     known_bound: set[str] = set()
@@ -793,19 +878,20 @@ def run_seed(
             pod = gen_pod(rng, seed, index, namespaces, node_names, pvcs)
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             key = f"{ns}/{name}"
+            for ref in pod["spec"].get("resourceClaims", ()):
+                if rng.random() < 0.9:  # else: the claim is missing
+                    claim = gen_claim(rng, seed, ns, ref["resourceClaimName"])
+                    _request(
+                        client, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", claim
+                    )
+                    time.sleep(0.1)  # kube-scheduler's claim informer sees it before the pod
             pods_before = [p for p in _list(client, "/api/v1/pods", selector) if p["spec"].get("nodeName")]
             now_bound = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods_before}
             if verbose and (vanished := known_bound - now_bound):
                 print(f"seed {seed} before {key}: gone from the cluster: {sorted(vanished)}", file=sys.stderr)
             known_bound = now_bound
             all_ns = _list(client, "/api/v1/namespaces")
-            try:
-                created = _request(client, "POST", f"/api/v1/namespaces/{ns}/pods", pod)
-            except ApiException as err:
-                stats["invalid"] += 1
-                if verbose:
-                    print(f"seed {seed} {key}: rejected by the apiserver: {err.body}", file=sys.stderr)
-                continue
+            # Everything py judges on is read before the pod exists: kube may act on it at once.
             objects = {
                 "nodes": stored_nodes,
                 "pods": pods_before,
@@ -818,7 +904,21 @@ def run_seed(
                 "persistentvolumes": _list(client, "/api/v1/persistentvolumes", selector),
                 "persistentvolumeclaims": _list(client, "/api/v1/persistentvolumeclaims", selector),
                 "storageclasses.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/storageclasses"),
+                "resourceclaims.resource.k8s.io": _list(
+                    client, "/apis/resource.k8s.io/v1/resourceclaims", selector
+                ),
+                "resourceslices.resource.k8s.io": _list(
+                    client, "/apis/resource.k8s.io/v1/resourceslices", selector
+                ),
+                "deviceclasses.resource.k8s.io": _list(client, "/apis/resource.k8s.io/v1/deviceclasses"),
             }
+            try:
+                created = _request(client, "POST", f"/api/v1/namespaces/{ns}/pods", pod)
+            except ApiException as err:
+                stats["invalid"] += 1
+                if verbose:
+                    print(f"seed {seed} {key}: rejected by the apiserver: {err.body}", file=sys.stderr)
+                continue
             py = py_verdict(objects, created)
             kube = wait_kube(client, created)
             if kube.nominated:
@@ -855,6 +955,7 @@ def run_seed(
         for p in _list(client, "/api/v1/pods", selector):
             _force_delete(client, p)
         delete_nodes(client, node_names)
+        _request(client, "DELETE", f"/apis/resource.k8s.io/v1/resourceslices?labelSelector={selector}")
         time.sleep(0.3)
     return mismatches, stats
 
