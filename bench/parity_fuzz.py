@@ -41,6 +41,7 @@ from scheduler.algorithm import FitError
 from scheduler.config import load_config
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.listers import StaticLister
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Candidate, Evaluator
@@ -66,6 +67,7 @@ DECISION_TIMEOUT = 15.0
 # Set to a directory to save the cluster state and pod of each mismatch (replay with py_verdict).
 DUMP_DIR = os.environ.get("PARITY_DUMP_DIR", "")
 PREEMPTION_TIMEOUT = 20.0
+GATED_WAIT = 2.0  # how long a pod py's PreEnqueue holds back must see no attempt from kube
 
 
 # --- random cluster -------------------------------------------------------------------------------
@@ -240,6 +242,64 @@ def _pvc(seed: int, ns: str, name: str, cls: str, mode: str, volume: str = "") -
         # treats the claim as bound (isPVCFullyBound).
         pvc["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
     return pvc
+
+
+def mutate_node(rng: random.Random, client: Any, nodes: Sequence[Mapping[str, Any]]) -> str:
+    """One random change to one node, as a cluster sees them between pods: a label, a taint, cordoning,
+    allocatable. Returns a description."""
+    node = rng.choice(list(nodes))
+    name = node["metadata"]["name"]
+    r = rng.random()
+    if r < 0.35:
+        key = rng.choice(("disk", "team", "gen"))
+        value = None if rng.random() < 0.3 else _values(rng, key)[0]
+        _request(
+            client,
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            {"metadata": {"labels": {key: value}}},
+            "application/merge-patch+json",
+        )
+        return f"{name}: label {key}={value}"
+    if r < 0.65:
+        taints = [t for t in node["spec"].get("taints") or () if rng.random() < 0.5]
+        if rng.random() < 0.6:
+            key = rng.choice(TAINT_KEYS)
+            effect = rng.choice(("NoSchedule", "PreferNoSchedule", "NoExecute"))
+            if not any(t["key"] == key and t["effect"] == effect for t in taints):
+                taints.append({"key": key, "value": "x", "effect": effect})
+        _request(
+            client,
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            {"spec": {"taints": taints}},
+            "application/merge-patch+json",
+        )
+        return f"{name}: taints {taints}"
+    if r < 0.8:
+        cordon = not node["spec"].get("unschedulable", False)
+        taints = [
+            t for t in node["spec"].get("taints") or () if t["key"] != "node.kubernetes.io/unschedulable"
+        ]
+        if cordon:
+            taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+        _request(
+            client,
+            "PATCH",
+            f"/api/v1/nodes/{name}",
+            {"spec": {"unschedulable": cordon or None, "taints": taints}},
+            "application/merge-patch+json",
+        )
+        return f"{name}: unschedulable={cordon}"
+    cpu = rng.choice(("1", "2", "4", "8"))
+    _request(
+        client,
+        "PATCH",
+        f"/api/v1/nodes/{name}/status",
+        {"status": {"allocatable": {"cpu": cpu}, "capacity": {"cpu": cpu}}},
+        "application/merge-patch+json",
+    )
+    return f"{name}: cpu {cpu}"
 
 
 # --- random pods ----------------------------------------------------------------------------------
@@ -494,6 +554,7 @@ class PyVerdict:
     nominated: str | None = None
     preemption_best: list[str] = field(default_factory=list)
     rejections: dict[str, str] = field(default_factory=dict)
+    gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
 
 
 _CONFIG = load_config(None, registry=IN_TREE_REGISTRY)
@@ -501,9 +562,86 @@ _CONFIG = load_config(None, registry=IN_TREE_REGISTRY)
 
 def py_verdict(objects: Mapping[str, Sequence[Mapping[str, Any]]], pod: Mapping[str, Any]) -> PyVerdict:
     """What py-scheduler's default profile decides for ``pod`` on ``objects`` (no side effects)."""
-    sim = Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects)
+    return sim_verdict(Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects), pod)
+
+
+class PyMirror:
+    """py-scheduler's cache kept up to date incrementally, as its informers would: node and pod
+    add/update/delete, the pods kube bound assumed first and confirmed by the next listing, and the
+    other listers' contents replaced in place (the plugins hold them)."""
+
+    def __init__(self, objects: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        self.sim = Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, {})
+        self.nodes: dict[str, Mapping[str, Any]] = {}
+        self.pods: dict[str, Mapping[str, Any]] = {}
+        self._assumed: set[str] = set()
+        self.sync(objects)
+
+    def sync(self, objects: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+        cache = self.sim.cache
+        nodes = {n["metadata"]["name"]: n for n in objects.get("nodes", ())}
+        for name, gone in list(self.nodes.items()):
+            if name not in nodes:
+                cache.remove_node(gone)
+        for name, node in nodes.items():
+            prior = self.nodes.get(name)
+            if prior is None:
+                cache.add_node(node)
+            elif prior["metadata"]["resourceVersion"] != node["metadata"]["resourceVersion"]:
+                cache.update_node(prior, node)
+        self.nodes = nodes
+        pods = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in objects.get("pods", ())}
+        for key, deleted in list(self.pods.items()):
+            if key not in pods:
+                cache.remove_pod(deleted)
+        for key, pod in pods.items():
+            before = self.pods.get(key)
+            if before is None:
+                cache.add_pod(pod)  # confirms it if assumed
+            elif before["metadata"]["resourceVersion"] != pod["metadata"]["resourceVersion"]:
+                cache.update_pod(before, pod)
+        for key in [k for k in list(self._assumed) if k not in pods]:
+            # Assumed but never seen bound (deleted meanwhile): forget it, as the scheduler's expiry.
+            if cache.is_assumed(key):
+                cache.forget_pod(key)
+        self._assumed = set()
+        self.pods = pods
+        for resource, items in objects.items():
+            if resource in ("nodes", "pods"):
+                continue
+            lister = cast(StaticLister, self.sim._lister(_spec_named(resource)))
+            for obj in list(lister.list()):
+                meta = obj["metadata"]
+                lister.delete(meta["name"], meta.get("namespace", ""))
+            for obj in items:
+                lister.add(obj)
+
+    def assume(self, pod: Mapping[str, Any], node: str) -> None:
+        """kube bound ``pod`` to ``node``: the scheduler assumes it there before the watch confirms."""
+        info = PodInfo(pod)
+        self.sim.cache.assume_pod(info, node)
+        self._assumed.add(info.key)
+
+    def verdict(self, pod: Mapping[str, Any]) -> PyVerdict:
+        return sim_verdict(self.sim, pod)
+
+
+def _spec_named(name: str) -> Any:
+    from informers import resource as resources
+
+    for value in vars(resources).values():
+        if isinstance(value, resources.ResourceSpec) and value.name == name:
+            return value
+    raise KeyError(name)
+
+
+def sim_verdict(sim: Simulation, pod: Mapping[str, Any]) -> PyVerdict:
+    """What ``sim``'s default profile decides for ``pod`` (no side effects)."""
     fwk = next(iter(sim.frameworks.values()))
     info = PodInfo(pod)
+    gate = fwk.run_pre_enqueue(info)
+    if gate is not None:
+        return PyVerdict([], {}, [], gated=f"{gate.plugin}: {gate.message()}")
     sim.cache.update_snapshot(sim.snapshot)
     algorithm = sim.algorithm
     state = CycleState()
@@ -535,6 +673,10 @@ def py_verdict(objects: Mapping[str, Sequence[Mapping[str, Any]]], pod: Mapping[
         else:
             verdict.preemption_best = [f"(no candidates on a second look: {found})"]
     return verdict
+
+
+def _essence(v: PyVerdict) -> tuple[Any, ...]:
+    return (sorted(v.feasible), sorted(v.scores.items()), v.message, v.nominated, v.gated)
 
 
 def best_preemption_candidates(candidates: Sequence[Candidate]) -> list[str]:
@@ -623,13 +765,16 @@ def _watch_pod(
         response.release_conn()
 
 
-def wait_kube(client: Any, created: Mapping[str, Any]) -> KubeOutcome:
-    """kube-scheduler's first verdict on ``created``; for a preemptor, also where it ends up."""
+def wait_kube(
+    client: Any, created: Mapping[str, Any], timeout: float = DECISION_TIMEOUT
+) -> KubeOutcome | None:
+    """kube-scheduler's first verdict on ``created``; for a preemptor, also where it ends up. None when
+    kube made no attempt within ``timeout``."""
     meta = created["metadata"]
     ns, name = meta["namespace"], meta["name"]
     out: KubeOutcome | None = None
-    deadline = time.monotonic() + DECISION_TIMEOUT
-    for pod in _watch_pod(client, ns, name, meta["resourceVersion"], DECISION_TIMEOUT + PREEMPTION_TIMEOUT):
+    deadline = time.monotonic() + timeout
+    for pod in _watch_pod(client, ns, name, meta["resourceVersion"], timeout + PREEMPTION_TIMEOUT):
         node = pod["spec"].get("nodeName")
         if out is None:
             if node:
@@ -647,9 +792,7 @@ def wait_kube(client: Any, created: Mapping[str, Any]) -> KubeOutcome:
             if node:
                 out.final_node = node
                 return out
-    if out is not None:
-        return out  # a preemptor that was not bound in time
-    raise TimeoutError(f"kube-scheduler decided nothing for {ns}/{name} in {DECISION_TIMEOUT}s")
+    return out  # a preemptor that was not bound in time, or None
 
 
 # --- one seed -------------------------------------------------------------------------------------
@@ -867,12 +1010,13 @@ def run_seed(
         _request(
             client, "POST", f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims", pvc
         )
-    stored_nodes = create_nodes(client, nodes)
+    create_nodes(client, nodes)
     for slice_ in gen_slices(rng, seed, nodes):
         _request(client, "POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
     selector = f"{SEED_LABEL}={seed}"
     time.sleep(0.5)  # kube-scheduler's node informer
     known_bound: set[str] = set()
+    mirror: PyMirror | None = None
     try:
         for index in range(rng.randint(*pods_range)):
             pod = gen_pod(rng, seed, index, namespaces, node_names, pvcs)
@@ -892,8 +1036,14 @@ def run_seed(
             known_bound = now_bound
             all_ns = _list(client, "/api/v1/namespaces")
             # Everything py judges on is read before the pod exists: kube may act on it at once.
+            if rng.random() < 0.1:
+                change = mutate_node(rng, client, _list(client, "/api/v1/nodes", selector))
+                stats["node changes"] += 1
+                if verbose:
+                    print(f"  node change: {change}", file=sys.stderr)
+                time.sleep(0.15)  # kube-scheduler's node informer
             objects = {
-                "nodes": stored_nodes,
+                "nodes": _list(client, "/api/v1/nodes", selector),
                 "pods": pods_before,
                 "namespaces": all_ns,
                 "services": _list(client, "/api/v1/services", selector),
@@ -919,11 +1069,38 @@ def run_seed(
                 if verbose:
                     print(f"seed {seed} {key}: rejected by the apiserver: {err.body}", file=sys.stderr)
                 continue
-            py = py_verdict(objects, created)
-            kube = wait_kube(client, created)
+            if mirror is None:
+                mirror = PyMirror(objects)
+            else:
+                mirror.sync(objects)
+            py = mirror.verdict(created)
+            fresh = py_verdict(objects, created)
+            if _essence(py) != _essence(fresh):
+                # The incremental cache disagrees with one built from scratch: a py-scheduler bug alone.
+                detail = f"incremental {_essence(py)} vs fresh {_essence(fresh)}"
+                mismatches.append(Mismatch(seed, key, "cache", detail))
+                if verbose:
+                    print(f"MISMATCH seed={seed} {key} cache: {detail}", file=sys.stderr)
+            # A pod py keeps out of the queue (PreEnqueue) must see no attempt from kube either.
+            kube = wait_kube(client, created, GATED_WAIT if py.gated else DECISION_TIMEOUT)
+            if kube is None or py.gated:
+                stats["gated"] += 1
+                if kube is not None or not py.gated:
+                    what = "no attempt" if kube is None else f"{kube.node or kube.message}"
+                    found = [
+                        Mismatch(seed, key, "gating", f"kube: {what}; py PreEnqueue: {py.gated or 'admits'}")
+                    ]
+                    mismatches.extend(found)
+                    if verbose:
+                        print(f"MISMATCH seed={seed} {key} gating: {found[0].detail}", file=sys.stderr)
+                _force_delete(client, created)
+                _wait_gone(client, [created])
+                continue
             if kube.nominated:
                 stats["preempted"] += 1
             stats["bound" if kube.node else "pending"] += 1
+            if kube.node or kube.final_node:
+                mirror.assume(created, kube.node or kube.final_node)
             if verbose:
                 print(
                     f"  {key}: kube {kube.node or kube.final_node or '-'} "
