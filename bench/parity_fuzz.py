@@ -676,7 +676,10 @@ def sim_verdict(sim: Simulation, pod: Mapping[str, Any]) -> PyVerdict:
 
 
 def _essence(v: PyVerdict) -> tuple[Any, ...]:
-    return (sorted(v.feasible), sorted(v.scores.items()), v.message, v.nominated, v.gated)
+    """What must not depend on how the cache was built. Not the nominee: among equally good
+    candidates it is random, and the victims depend on the order of a node's pods, which a cache
+    built from one listing cannot know (kube's follows its informer's event order)."""
+    return (sorted(v.feasible), sorted(v.scores.items()), v.message, bool(v.nominated), v.gated)
 
 
 def best_preemption_candidates(candidates: Sequence[Candidate]) -> list[str]:
@@ -762,6 +765,7 @@ def _watch_pod(
                     elif event.get("type") == "DELETED":
                         return
     finally:
+        response.close()  # an unfinished watch must not go back to the pool
         response.release_conn()
 
 
@@ -769,30 +773,28 @@ def wait_kube(
     client: Any, created: Mapping[str, Any], timeout: float = DECISION_TIMEOUT
 ) -> KubeOutcome | None:
     """kube-scheduler's first verdict on ``created``; for a preemptor, also where it ends up. None when
-    kube made no attempt within ``timeout``."""
+    kube made no attempt within ``timeout`` (the watch ends then: a pod kube never tries gets no
+    event to wake us)."""
     meta = created["metadata"]
     ns, name = meta["namespace"], meta["name"]
     out: KubeOutcome | None = None
-    deadline = time.monotonic() + timeout
-    for pod in _watch_pod(client, ns, name, meta["resourceVersion"], timeout + PREEMPTION_TIMEOUT):
-        node = pod["spec"].get("nodeName")
-        if out is None:
-            if node:
-                return KubeOutcome(node=node)
-            cond = _scheduled_condition(pod)
-            if cond is not None and cond.get("status") == "False":
-                out = KubeOutcome(message=cond.get("message", ""), reason=cond.get("reason", ""))
-                out.nominated = pod.get("status", {}).get("nominatedNodeName") or ""
-                if not out.nominated:
-                    return out
-            elif time.monotonic() > deadline:
-                break
-        else:
-            out.nominated = out.nominated or pod.get("status", {}).get("nominatedNodeName") or ""
-            if node:
-                out.final_node = node
-                return out
-    return out  # a preemptor that was not bound in time, or None
+    version = meta["resourceVersion"]
+    for pod in _watch_pod(client, ns, name, version, timeout):
+        version = pod["metadata"]["resourceVersion"]
+        if pod["spec"].get("nodeName"):
+            return KubeOutcome(node=pod["spec"]["nodeName"])
+        cond = _scheduled_condition(pod)
+        if cond is not None and cond.get("status") == "False":
+            out = KubeOutcome(message=cond.get("message", ""), reason=cond.get("reason", ""))
+            out.nominated = pod.get("status", {}).get("nominatedNodeName") or ""
+            break
+    if out is None or not out.nominated:
+        return out
+    for pod in _watch_pod(client, ns, name, version, PREEMPTION_TIMEOUT):
+        if pod["spec"].get("nodeName"):
+            out.final_node = pod["spec"]["nodeName"]
+            break
+    return out  # final_node is empty for a preemptor not bound in time
 
 
 # --- one seed -------------------------------------------------------------------------------------
@@ -1082,7 +1084,9 @@ def run_seed(
                 if verbose:
                     print(f"MISMATCH seed={seed} {key} cache: {detail}", file=sys.stderr)
             # A pod py keeps out of the queue (PreEnqueue) must see no attempt from kube either.
+            decided = time.monotonic()
             kube = wait_kube(client, created, GATED_WAIT if py.gated else DECISION_TIMEOUT)
+            decided = time.monotonic() - decided
             if kube is None or py.gated:
                 stats["gated"] += 1
                 if kube is not None or not py.gated:
@@ -1104,7 +1108,7 @@ def run_seed(
             if verbose:
                 print(
                     f"  {key}: kube {kube.node or kube.final_node or '-'} "
-                    f"nominated={kube.nominated!r} {kube.message[:160]}",
+                    f"nominated={kube.nominated!r} ({decided:.2f}s) {kube.message[:160]}",
                     file=sys.stderr,
                 )
             found = compare(seed, key, py, kube)
