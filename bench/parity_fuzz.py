@@ -554,6 +554,7 @@ class PyVerdict:
     nominated: str | None = None
     preemption_best: list[str] = field(default_factory=list)
     rejections: dict[str, str] = field(default_factory=dict)
+    victims: dict[str, list[str]] = field(default_factory=dict)  # per preemption candidate
     gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
 
 
@@ -670,6 +671,7 @@ def sim_verdict(sim: Simulation, pod: Mapping[str, Any]) -> PyVerdict:
         found = evaluator.candidates(state, info, diagnosis.node_to_status)
         if isinstance(found, list):
             verdict.preemption_best = best_preemption_candidates(found)
+            verdict.victims = {c.name: sorted(v.key for v in c.victims) for c in found}
         else:
             verdict.preemption_best = [f"(no candidates on a second look: {found})"]
     return verdict
@@ -1105,6 +1107,20 @@ def run_seed(
             stats["bound" if kube.node else "pending"] += 1
             if kube.node or kube.final_node:
                 mirror.assume(created, kube.node or kube.final_node)
+            if kube.nominated and kube.nominated in py.victims:
+                after = {
+                    f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                    for p in _list(client, "/api/v1/pods", selector)
+                    if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+                }
+                evicted = sorted(now_bound - after)
+                if evicted != py.victims[kube.nominated]:
+                    detail = (
+                        f"on {kube.nominated} kube evicted {evicted}, py would {py.victims[kube.nominated]}"
+                    )
+                    mismatches.append(Mismatch(seed, key, "victims", detail))
+                    if verbose:
+                        print(f"MISMATCH seed={seed} {key} victims: {detail}", file=sys.stderr)
             if verbose:
                 print(
                     f"  {key}: kube {kube.node or kube.final_node or '-'} "
