@@ -530,6 +530,12 @@ def gen_pod(
         r = rng.random()
         name = "missing" if r < 0.1 or not mine else rng.choice(mine)
         spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+    if rng.random() < 0.03:
+        spec["schedulingGates"] = [{"name": "example.com/hold"}]  # never lifted: no attempt at all
+    if rng.random() < 0.04:
+        # Host network: API defaulting turns every container port into a host port.
+        spec["hostNetwork"] = True
+        spec["containers"][0]["ports"] = [{"containerPort": rng.choice((8080, 9100))}]
     if rng.random() < 0.12:
         # A ResourceClaim of its own (run_seed creates it first, or leaves it missing).
         spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"p{index:03d}-gpu"}]
