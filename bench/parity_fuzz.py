@@ -30,7 +30,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, cast
 
@@ -567,9 +567,13 @@ class PyVerdict:
 _CONFIG = load_config(None, registry=IN_TREE_REGISTRY)
 
 
-def py_verdict(objects: Mapping[str, Sequence[Mapping[str, Any]]], pod: Mapping[str, Any]) -> PyVerdict:
+def py_verdict(
+    objects: Mapping[str, Sequence[Mapping[str, Any]]],
+    pod: Mapping[str, Any],
+    nominated: Sequence[Mapping[str, Any]] = (),
+) -> PyVerdict:
     """What py-scheduler's default profile decides for ``pod`` on ``objects`` (no side effects)."""
-    return sim_verdict(Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects), pod)
+    return sim_verdict(Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects), pod, nominated)
 
 
 class PyMirror:
@@ -629,8 +633,8 @@ class PyMirror:
         self.sim.cache.assume_pod(info, node)
         self._assumed.add(info.key)
 
-    def verdict(self, pod: Mapping[str, Any]) -> PyVerdict:
-        return sim_verdict(self.sim, pod)
+    def verdict(self, pod: Mapping[str, Any], nominated: Sequence[Mapping[str, Any]] = ()) -> PyVerdict:
+        return sim_verdict(self.sim, pod, nominated)
 
 
 def _spec_named(name: str) -> Any:
@@ -642,9 +646,28 @@ def _spec_named(name: str) -> Any:
     raise KeyError(name)
 
 
-def sim_verdict(sim: Simulation, pod: Mapping[str, Any]) -> PyVerdict:
+class StaticNominator:
+    """Pending pods nominated to nodes by an earlier preemption (their status.nominatedNodeName), as
+    the scheduler's queue would hold them."""
+
+    def __init__(self, pods: Sequence[Mapping[str, Any]]) -> None:
+        self._by_node: dict[str, list[PodInfo]] = {}
+        for p in pods:
+            self._by_node.setdefault(p["status"]["nominatedNodeName"], []).append(PodInfo(p))
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self._by_node.get(node_name, [])
+
+    def nominated_node_names(self) -> Sequence[str]:
+        return list(self._by_node)
+
+
+def sim_verdict(
+    sim: Simulation, pod: Mapping[str, Any], nominated_pods: Sequence[Mapping[str, Any]] = ()
+) -> PyVerdict:
     """What ``sim``'s default profile decides for ``pod`` (no side effects)."""
     fwk = next(iter(sim.frameworks.values()))
+    fwk.nominator = StaticNominator(nominated_pods)
     info = PodInfo(pod)
     gate = fwk.run_pre_enqueue(info)
     if gate is not None:
@@ -722,6 +745,7 @@ class KubeOutcome:
     reason: str = ""
     nominated: str = ""
     final_node: str = ""  # a preemptor's node once bound
+    held: bool = False  # a preemptor left nominated while its victims hang on in Terminating
 
 
 def _scheduled_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -778,7 +802,10 @@ def _watch_pod(
 
 
 def wait_kube(
-    client: Any, created: Mapping[str, Any], timeout: float = DECISION_TIMEOUT
+    client: Any,
+    created: Mapping[str, Any],
+    timeout: float = DECISION_TIMEOUT,
+    victims_held: Callable[[], bool] = lambda: False,
 ) -> KubeOutcome | None:
     """kube-scheduler's first verdict on ``created``; for a preemptor, also where it ends up. None when
     kube made no attempt within ``timeout`` (the watch ends then: a pod kube never tries gets no
@@ -798,10 +825,15 @@ def wait_kube(
             break
     if out is None or not out.nominated:
         return out
-    for pod in _watch_pod(client, ns, name, version, PREEMPTION_TIMEOUT):
-        if pod["spec"].get("nodeName"):
-            out.final_node = pod["spec"]["nodeName"]
-            break
+    for wait in (1.5, PREEMPTION_TIMEOUT):
+        for pod in _watch_pod(client, ns, name, version, wait):
+            version = pod["metadata"]["resourceVersion"]
+            if pod["spec"].get("nodeName"):
+                out.final_node = pod["spec"]["nodeName"]
+                return out
+        if victims_held():
+            out.held = True  # its victims are terminating behind a finalizer: it stays nominated
+            return out
     return out  # final_node is empty for a preemptor not bound in time
 
 
@@ -929,8 +961,34 @@ def _list(client: Any, path: str, selector: str = "") -> list[dict[str, Any]]:
     return items
 
 
+HOLD_FINALIZER = "parity.py-scheduler.test/hold"
+
+
+def _release(client: Any, pod: Mapping[str, Any]) -> None:
+    meta = pod["metadata"]
+    if meta.get("finalizers"):
+        with contextlib.suppress(ApiException):
+            _request(
+                client,
+                "PATCH",
+                f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                {"metadata": {"finalizers": None}},
+                "application/merge-patch+json",
+            )
+
+
+def _held_victims(client: Any, selector: str) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in _list(client, "/api/v1/pods", selector)
+        if p["metadata"].get("deletionTimestamp")
+        and HOLD_FINALIZER in (p["metadata"].get("finalizers") or ())
+    ]
+
+
 def _force_delete(client: Any, pod: Mapping[str, Any]) -> None:
     meta = pod["metadata"]
+    _release(client, pod)
     with contextlib.suppress(ApiException):
         _request(
             client,
@@ -1027,9 +1085,40 @@ def run_seed(
     time.sleep(0.5)  # kube-scheduler's node informer
     known_bound: set[str] = set()
     mirror: PyMirror | None = None
+    held: list[dict[str, Any]] = []  # preemptors kube nominated whose victims are still terminating
+
+    def release_held() -> None:
+        """Let the held victims go; kube then binds each held preemptor (or it is deleted)."""
+        for victim in _held_victims(client, selector):
+            _release(client, victim)
+        for p in held:
+            meta = p["metadata"]
+            deadline = time.monotonic() + 10.0
+            current = _get_pod(client, meta["namespace"], meta["name"])
+            while current is not None and not current["spec"].get("nodeName") and time.monotonic() < deadline:
+                time.sleep(0.05)
+                current = _get_pod(client, meta["namespace"], meta["name"])
+            if current is not None and current["spec"].get("nodeName"):
+                assert mirror is not None
+                mirror.assume(current, current["spec"]["nodeName"])
+                stats["released and bound"] += 1
+            elif current is not None:
+                _force_delete(client, current)
+                _wait_gone(client, [current])
+                stats["released, never bound"] += 1
+        held.clear()
+        time.sleep(0.15)
+
     try:
-        for index in range(rng.randint(*pods_range)):
+        count = rng.randint(*pods_range)
+        for index in range(count):
+            if held and rng.random() < 0.35:
+                release_held()
             pod = gen_pod(rng, seed, index, namespaces, node_names, pvcs)
+            if rng.random() < 0.25:
+                # Deleted (by preemption), it stays Terminating until released: its preemptor stays
+                # nominated meanwhile, and the pods that come next must count it there.
+                pod["metadata"]["finalizers"] = [HOLD_FINALIZER]
             ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
             key = f"{ns}/{name}"
             for ref in pod["spec"].get("resourceClaims", ()):
@@ -1039,7 +1128,15 @@ def run_seed(
                         client, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", claim
                     )
                     time.sleep(0.1)  # kube-scheduler's claim informer sees it before the pod
-            pods_before = [p for p in _list(client, "/api/v1/pods", selector) if p["spec"].get("nodeName")]
+            all_pods = _list(client, "/api/v1/pods", selector)
+            pods_before = [p for p in all_pods if p["spec"].get("nodeName")]
+            nominated_pods = [
+                p
+                for p in all_pods
+                if not p["spec"].get("nodeName")
+                and (p.get("status") or {}).get("nominatedNodeName")
+                and not p["metadata"].get("deletionTimestamp")
+            ]
             now_bound = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods_before}
             if verbose and (vanished := known_bound - now_bound):
                 print(f"seed {seed} before {key}: gone from the cluster: {sorted(vanished)}", file=sys.stderr)
@@ -1083,8 +1180,8 @@ def run_seed(
                 mirror = PyMirror(objects)
             else:
                 mirror.sync(objects)
-            py = mirror.verdict(created)
-            fresh = py_verdict(objects, created)
+            py = mirror.verdict(created, nominated_pods)
+            fresh = py_verdict(objects, created, nominated_pods)
             if _essence(py) != _essence(fresh):
                 # The incremental cache disagrees with one built from scratch: a py-scheduler bug alone.
                 detail = f"incremental {_essence(py)} vs fresh {_essence(fresh)}"
@@ -1093,7 +1190,12 @@ def run_seed(
                     print(f"MISMATCH seed={seed} {key} cache: {detail}", file=sys.stderr)
             # A pod py keeps out of the queue (PreEnqueue) must see no attempt from kube either.
             decided = time.monotonic()
-            kube = wait_kube(client, created, GATED_WAIT if py.gated else DECISION_TIMEOUT)
+            kube = wait_kube(
+                client,
+                created,
+                GATED_WAIT if py.gated else DECISION_TIMEOUT,
+                victims_held=lambda: bool(_held_victims(client, selector)),
+            )
             decided = time.monotonic() - decided
             if kube is None or py.gated:
                 stats["gated"] += 1
@@ -1119,7 +1221,12 @@ def run_seed(
                     for p in _list(client, "/api/v1/pods", selector)
                     if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
                 }
-                evicted = sorted(now_bound - after)
+                already_going = {
+                    f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                    for p in pods_before
+                    if p["metadata"].get("deletionTimestamp")
+                }
+                evicted = sorted(now_bound - already_going - after)
                 if evicted != py.victims[kube.nominated]:
                     detail = (
                         f"on {kube.nominated} kube evicted {evicted}, py would {py.victims[kube.nominated]}"
@@ -1141,19 +1248,26 @@ def run_seed(
             if verbose:
                 for m in found:
                     print(f"MISMATCH seed={m.seed} {m.pod} {m.kind}: {m.detail}", file=sys.stderr)
-            if not kube.node and not kube.final_node:
+            if kube.held:
+                held.append(created)
+                stats["held"] += 1
+            elif not kube.node and not kube.final_node:
                 _force_delete(client, created)
                 _wait_gone(client, [created])
             # Preemption victims: terminationGracePeriodSeconds 0 makes their deletion immediate;
-            # anything still terminating is forced so the next pod sees a settled cluster.
+            # anything else still terminating (not held on purpose) is forced.
             terminating = [
-                p for p in _list(client, "/api/v1/pods", selector) if p["metadata"].get("deletionTimestamp")
+                p
+                for p in _list(client, "/api/v1/pods", selector)
+                if p["metadata"].get("deletionTimestamp") and not held
             ]
             for p in terminating:
                 _force_delete(client, p)
             if kube.nominated or terminating or not kube.node:
                 # kube-scheduler learns deletions from its watch: give it a moment before the next pod.
                 time.sleep(0.15)
+        if held:
+            release_held()
     finally:
         for p in _list(client, "/api/v1/pods", selector):
             _force_delete(client, p)
