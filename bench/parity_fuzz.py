@@ -43,6 +43,7 @@ from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import StaticLister
 from scheduler.framework.types import PodInfo
+from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Candidate, Evaluator
 
@@ -561,6 +562,8 @@ class PyVerdict:
     preemption_best: list[str] = field(default_factory=list)
     rejections: dict[str, str] = field(default_factory=dict)
     victims: dict[str, list[str]] = field(default_factory=dict)  # per preemption candidate
+    # DRA: per feasible node, the devices py would allocate to each of the pod's unallocated claims
+    allocations: dict[str, list[list[tuple[str, str, str, str]]]] = field(default_factory=dict)
     gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
 
 
@@ -646,6 +649,14 @@ def _spec_named(name: str) -> Any:
     raise KeyError(name)
 
 
+def _devices(allocation: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """A claim allocation's device results, as (request, driver, pool, device)."""
+    return [
+        (r.get("request", ""), r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
+        for r in (allocation.get("devices") or {}).get("results") or ()
+    ]
+
+
 class StaticNominator:
     """Pending pods nominated to nodes by an earlier preemption (their status.nominatedNodeName), as
     the scheduler's queue would hold them."""
@@ -680,11 +691,16 @@ def sim_verdict(
     if feasible:
         names = [n.name for n in feasible]
         if len(feasible) == 1:
-            return PyVerdict(names, {names[0]: 0}, names)
-        raw = algorithm._prioritize(fwk, state, info, feasible)
-        scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
-        top = max(scores.values())
-        return PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
+            verdict = PyVerdict(names, {names[0]: 0}, names)
+        else:
+            raw = algorithm._prioritize(fwk, state, info, feasible)
+            scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
+            top = max(scores.values())
+            verdict = PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
+        dra = state.get(DRA_STATE_KEY)
+        for node_name, allocations in (getattr(dra, "node_allocations", None) or {}).items():
+            verdict.allocations[node_name] = [_devices(a) for a in allocations]
+        return verdict
     err = FitError(info, len(all_nodes), diagnosis)
     nominated, post = fwk.run_post_filter(state, info, diagnosis.node_to_status)
     if post is not None and post.reasons:
@@ -1215,6 +1231,22 @@ def run_seed(
             stats["bound" if kube.node else "pending"] += 1
             if kube.node or kube.final_node:
                 mirror.assume(created, kube.node or kube.final_node)
+            if kube.node and kube.node in py.allocations:
+                kube_devices = []
+                for ref in created["spec"].get("resourceClaims", ()):
+                    claim = _request(
+                        client,
+                        "GET",
+                        f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{ref['resourceClaimName']}",
+                    )
+                    kube_devices.append(_devices((claim.get("status") or {}).get("allocation") or {}))
+                if kube_devices != py.allocations[kube.node]:
+                    detail = (
+                        f"on {kube.node} kube allocated {kube_devices}, py would {py.allocations[kube.node]}"
+                    )
+                    mismatches.append(Mismatch(seed, key, "dra-allocation", detail))
+                    if verbose:
+                        print(f"MISMATCH seed={seed} {key} dra-allocation: {detail}", file=sys.stderr)
             if kube.nominated and kube.nominated in py.victims:
                 after = {
                     f"{p['metadata']['namespace']}/{p['metadata']['name']}"
@@ -1227,10 +1259,11 @@ def run_seed(
                     if p["metadata"].get("deletionTimestamp")
                 }
                 evicted = sorted(now_bound - already_going - after)
-                if evicted != py.victims[kube.nominated]:
-                    detail = (
-                        f"on {kube.nominated} kube evicted {evicted}, py would {py.victims[kube.nominated]}"
-                    )
+                # A victim already terminating (held by its finalizer) is chosen again but not deleted
+                # again: only the new deletions show.
+                py_victims = [v for v in py.victims[kube.nominated] if v not in already_going]
+                if evicted != py_victims:
+                    detail = f"on {kube.nominated} kube evicted {evicted}, py would {py_victims}"
                     mismatches.append(Mismatch(seed, key, "victims", detail))
                     if verbose:
                         print(f"MISMATCH seed={seed} {key} victims: {detail}", file=sys.stderr)
