@@ -231,11 +231,14 @@ class NodeInfo:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
 
     def remove_pod(self, key: str) -> PodInfo | None:
-        pod = self.pods.pop(key, None)
+        """Removes the pod the way upstream's ``removeFromSlice`` does: the node's last pod takes the
+        removed one's place. The order of a node's pods is observable: preemption lists a node's
+        victims in it, and unstarted victims of equal priority are then ordered by it (pods.py)."""
+        pod = _swap_remove(self.pods, key)
         if pod is None:
             return None
-        self.pods_with_affinity.pop(key, None)
-        self.pods_with_required_anti_affinity.pop(key, None)
+        _swap_remove(self.pods_with_affinity, key)
+        _swap_remove(self.pods_with_required_anti_affinity, key)
         self.requested.subtract(pod.requests)
         self.non_zero_requested.subtract(pod.non_zero_requests)
         for port in pod.host_ports:
@@ -268,6 +271,26 @@ class NodeInfo:
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)}, gen={self.generation})"
+
+
+def _swap_remove(pods: dict[str, PodInfo], key: str) -> PodInfo | None:
+    """``pods.pop(key)``, except that the last entry moves into the removed entry's position."""
+    removed = pods.get(key)
+    if removed is None:
+        return None
+    last_key = next(reversed(pods))
+    if last_key == key:
+        del pods[key]
+        return removed
+    last = pods[last_key]
+    rest = list(pods.items())
+    pods.clear()
+    for k, v in rest[:-1]:
+        if k == key:
+            pods[last_key] = last
+        else:
+            pods[k] = v
+    return removed
 
 
 @dataclass(slots=True)

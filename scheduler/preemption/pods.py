@@ -12,6 +12,7 @@ from typing import Any
 
 from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.types import PodInfo
+from scheduler.preemption.gosort import sort_slice
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -47,14 +48,26 @@ def more_important_pod(a: PodInfo, b: PodInfo) -> bool:
 
 
 def by_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
-    """Most important first; equal pods keep their order."""
-    now = time.time()
+    """Most important first, as upstream's ``sort.Slice(victims, MoreImportantPod)`` leaves them: Go's
+    sort replayed with MoreImportantPod's comparisons (``scheduler.preemption.gosort``). For two
+    unstarted pods of equal priority upstream compares two successive ``time.Now()`` readings, so
+    ``less`` holds in both orders; the result then depends on Go's algorithm and the input order (the
+    node's pod order), e.g. up to 12 such pods come out reversed."""
+    out = list(pods)
+    sort_slice(out, _more_important_as_go_sees_it)
+    return out
 
-    def key(pod: PodInfo) -> tuple[int, float]:
-        started = _parse_time(pod_status(pod.pod).get("startTime"))
-        return -pod.priority, now if started is None else started
 
-    return sorted(pods, key=key)
+def _more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
+    """``MoreImportantPod(a, b)`` with GetPodStartTime's ``time.Now()`` taken for ``a`` before ``b``."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    started_a = _parse_time(pod_status(a.pod).get("startTime"))
+    started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    if started_a is None:
+        # now(a) is before now(b), and never before a start time already past.
+        return started_b is None
+    return True if started_b is None else started_a < started_b
 
 
 def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:

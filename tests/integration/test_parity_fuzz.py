@@ -1,0 +1,31 @@
+"""A few fixed seeds of bench.parity_fuzz: py-scheduler's frameworks judge each pod of a random cluster
+before the real kube-scheduler does; feasibility, the chosen node (up to score ties), the
+FailedScheduling message and the preemption nominee must agree."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from bench.parity_fuzz import run_seed, setup_objects
+from tests.integration.workload import sole_kube_scheduler
+
+SEEDS = (1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def kube_client(control_plane: Any) -> Any:
+    with sole_kube_scheduler(control_plane), control_plane.api_client() as client:
+        setup_objects(client)
+        yield client
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_parity_with_kube_scheduler(kube_client: Any, seed: int) -> None:
+    mismatches, stats = run_seed(kube_client, seed, (10, 16), (25, 35))
+    assert stats["bound"] > 0
+    assert not mismatches, (
+        "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
+    )
