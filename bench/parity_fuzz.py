@@ -23,6 +23,7 @@ kube never retries them behind our back), a preemptor is awaited until kube bind
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -42,6 +43,7 @@ from scheduler.config import load_config
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import StaticLister
+from scheduler.framework.runtime import PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
 from scheduler.plugins.registry import IN_TREE_REGISTRY
@@ -702,7 +704,12 @@ def sim_verdict(
             verdict.allocations[node_name] = [_devices(a) for a in allocations]
         return verdict
     err = FitError(info, len(all_nodes), diagnosis)
-    nominated, post = fwk.run_post_filter(state, info, diagnosis.node_to_status)
+    outcome = fwk.run_post_filter(state, info, diagnosis.node_to_status)
+    if isinstance(outcome, PausedPostFilter):
+        # DynamicResources wants to deallocate a claim (an API write, in a worker thread in the
+        # scheduler): finish the run here; the write goes through this harness's handle.
+        outcome = asyncio.run(fwk.resume_post_filter(outcome))
+    nominated, post = outcome
     if post is not None and post.reasons:
         diagnosis.post_filter_msg = post.message()
     verdict = PyVerdict([], {}, [], message=err.message(), nominated=nominated or None)
