@@ -134,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_feature_gates,
         default=DEFAULT_FEATURE_GATES,
         metavar="GATE=BOOL[,GATE=BOOL]",
-        help="alpha features, as kube-scheduler's flag: GenericWorkload and GangScheduling (upstream's "
-        "scheduling.k8s.io/v1alpha2 gang API); default all off",
+        help="feature gates, as kube-scheduler's flag: GenericWorkload and GangScheduling (alpha, off; "
+        "upstream's scheduling.k8s.io/v1alpha2 gang API), NodeDeclaredFeatures (beta, on)",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument(
