@@ -5,19 +5,25 @@ FailedScheduling message and the preemption nominee must agree."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bench.parity_fuzz import run_seed, setup_objects
+from devcluster import ControlPlane
 from tests.integration.workload import sole_kube_scheduler
 
 SEEDS = (1, 2, 3)
 
 
 @pytest.fixture(scope="module")
-def kube_client(control_plane: Any) -> Any:
-    with sole_kube_scheduler(control_plane), control_plane.api_client() as client:
+def kube_client() -> Iterator[Any]:
+    """A control plane of its own (a few seconds to start): py's judge reads only the seed's objects,
+    while kube-scheduler sees the whole cluster. On the session's shared one, nodes other tests left
+    change ImageLocality's node count, and its kube-controller-manager's ReplicaSet controller adopts
+    and deletes the harness's pods (both seen in CI)."""
+    with ControlPlane() as plane, sole_kube_scheduler(plane), plane.api_client() as client:
         setup_objects(client)
         yield client
 
