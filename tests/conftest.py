@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kubernetes.client import ApiClient, CoreV1Api
 
     from devcluster.cluster import ControlPlane
+    from devcluster.py_scheduler import SchedulerProcess
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
 
@@ -129,3 +130,12 @@ def _delete_namespace(core_v1: Any, name: str) -> None:
     except ApiException as err:
         if err.status != 404:
             raise
+
+
+@pytest.fixture
+def processes() -> Iterator[list[SchedulerProcess]]:
+    """py-scheduler processes a test starts itself (append them); killed at the end, pass or fail."""
+    started: list[SchedulerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()

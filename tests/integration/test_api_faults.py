@@ -13,12 +13,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster.credentials import write_kubeconfig
 from devcluster.nodes import create_nodes, make_node
@@ -32,6 +28,7 @@ from tests.integration.workload import (
     list_pods,
     make_pod,
     overcommitted_nodes,
+    scrape,
 )
 
 # The scheduler's per-request timeout for a Binding (scheduler.api.DEFAULT_TIMEOUT) is 30 s.
@@ -78,14 +75,21 @@ class Faults:
         return None
 
 
-def scrape(proc: SchedulerProcess) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    status, text = proc.get("/metrics")
-    assert status == 200, text
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+def start_through(
+    proxy: FaultProxy, control_plane: Any, tmp_path: Path, config: Any, processes: list[SchedulerProcess]
+) -> SchedulerProcess:
+    """A py-scheduler whose every API request goes through ``proxy``, started and ready."""
+    kubeconfig = write_kubeconfig(
+        tmp_path / "proxied.kubeconfig",
+        proxy.server,
+        control_plane.ca_file.read_bytes(),
+        "admin",
+        control_plane.token,
+    )
+    proc = SchedulerProcess(kubeconfig, tmp_path, config).start()
+    processes.append(proc)
+    proc.wait_ready(60)
+    return proc
 
 
 def total(
@@ -93,14 +97,6 @@ def total(
 ) -> float:
     want = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == metric and want <= ls)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[SchedulerProcess]]:
-    started: list[SchedulerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
@@ -118,16 +114,7 @@ def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
     with fault_proxy(control_plane) as proxy:
         faults = Faults(writes=40)
         proxy.chooser = faults
-        kubeconfig = write_kubeconfig(
-            tmp_path / "proxied.kubeconfig",
-            proxy.server,
-            control_plane.ca_file.read_bytes(),
-            "admin",
-            control_plane.token,
-        )
-        proc = SchedulerProcess(kubeconfig, tmp_path, scheduler_config()).start()
-        processes.append(proc)
-        proc.wait_ready(60)
+        proc = start_through(proxy, control_plane, tmp_path, scheduler_config(), processes)
 
         # Two pods that fit nowhere: their failures write Events and PodScheduled=False patches
         # (some of which fail) while bindings fail around them.
@@ -248,16 +235,7 @@ def test_lease_failures_within_the_renew_deadline_keep_the_leader_and_longer_one
     with fault_proxy(control_plane) as proxy:
         faults = LeaseFaults()
         proxy.chooser = faults
-        kubeconfig = write_kubeconfig(
-            tmp_path / "proxied.kubeconfig",
-            proxy.server,
-            control_plane.ca_file.read_bytes(),
-            "admin",
-            control_plane.token,
-        )
-        proc = SchedulerProcess(kubeconfig, tmp_path, cfg).start()
-        processes.append(proc)
-        proc.wait_ready(60)
+        proc = start_through(proxy, control_plane, tmp_path, cfg, processes)
 
         def leading() -> bool:
             proc.assert_running()
@@ -352,16 +330,7 @@ def test_failing_lists_and_watches_delay_pods_and_lose_none(
     with fault_proxy(control_plane) as proxy:
         faults = InformerFaults()
         proxy.chooser = faults
-        kubeconfig = write_kubeconfig(
-            tmp_path / "proxied.kubeconfig",
-            proxy.server,
-            control_plane.ca_file.read_bytes(),
-            "admin",
-            control_plane.token,
-        )
-        proc = SchedulerProcess(kubeconfig, tmp_path, scheduler_config()).start()
-        processes.append(proc)
-        proc.wait_ready(60)
+        proc = start_through(proxy, control_plane, tmp_path, scheduler_config(), processes)
         create_pods(core_v1, namespace, [make_pod(f"before{i}", run_id) for i in range(10)])
 
         # 8 s in which every pods/nodes LIST and WATCH fails, and open watches are cut.

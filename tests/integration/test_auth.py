@@ -25,7 +25,6 @@ from tests.integration.workload import create_pods, list_events, make_pod
 PLUGIN = Path(__file__).with_name("exec_credential_plugin.py")
 # Fixtures shared with the fail-over tests.
 lease_client = test_failover.lease_client
-processes = test_failover.processes
 run_id = test_failover.run_id
 
 

@@ -6,7 +6,7 @@ PodScheduled=False condition, and the good pods created with them all bind, on t
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,14 +93,6 @@ BAD: dict[str, tuple[Callable[[dict[str, Any]], None], tuple[str, ...]]] = {
     "long-" + "n" * 248: (with_resources({"cpu": "1e100"}), ("Insufficient cpu",)),
 }
 LONG_GOOD = "good-long-" + "g" * 243
-
-
-@pytest.fixture
-def processes() -> Iterator[list[SchedulerProcess]]:
-    started: list[SchedulerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def test_bad_pods_get_failed_scheduling_events_and_good_pods_bind(

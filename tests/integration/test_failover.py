@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
@@ -36,6 +35,7 @@ from tests.integration.workload import (
     make_pod,
     new_run_id,
     overcommitted_nodes,
+    scrape,
 )
 
 LEASE = "py-scheduler"
@@ -46,16 +46,6 @@ def config(**election: str) -> dict[str, Any]:
     cfg = copy.deepcopy(scheduler_config(leader_elect=True, lease_name=LEASE))
     cfg["leaderElection"].update(election)
     return cfg
-
-
-def scrape(proc: SchedulerProcess) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    status, text = proc.get("/metrics")
-    assert status == 200, text
-    samples: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return samples
 
 
 def metric(proc: SchedulerProcess, metric_name: str, /, **labels: str) -> float | None:
@@ -108,14 +98,6 @@ def run_id(core_v1: Any) -> Iterator[str]:
     rid = new_run_id()
     yield rid
     core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[SchedulerProcess]]:
-    started: list[SchedulerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
 
 
 def add_nodes(api_client: Any, run_id: str, count: int) -> None:

@@ -33,14 +33,6 @@ GRACE_PERIOD = 30.0  # Kubernetes' default terminationGracePeriodSeconds
 FAST_ELECTION = {"leaseDuration": "6s", "renewDeadline": "4s", "retryPeriod": "1s"}
 
 
-@pytest.fixture
-def processes() -> Iterator[list[SchedulerProcess]]:
-    started: list[SchedulerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
-
-
 def add_nodes(api_client: Any, run_id: str, count: int) -> None:
     create_nodes(api_client, [make_node(f"{run_id}-n{i}", labels={RUN_LABEL: run_id}) for i in range(count)])
 

@@ -118,3 +118,16 @@ def overcommitted_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]])
         if cpu > milli_value(alloc["cpu"]) or mem > value(alloc["memory"]) or count > int(alloc["pods"]):
             bad.append(f"{name}: cpu {cpu}m/{alloc['cpu']}, memory {mem}/{alloc['memory']}, pods {count}")
     return bad
+
+
+def scrape(proc: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """A running py-scheduler's /metrics: (name, labels) -> value of every sample."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, text = proc.get("/metrics")
+    assert status == 200, text
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
