@@ -536,7 +536,7 @@ class Scheduler:
         self.queue.add_unschedulable_if_not_present(qpi)
         if nominated is not None:
             self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
-            current = pod_status(qpi.pod).get("nominatedNodeName") or ""
+            current = _nominated_node(qpi.pod)
             if current == nominated:
                 nominated = None
         controller = fwk.profile_name if fwk is not None else "py-scheduler"
