@@ -22,9 +22,13 @@ change when the preemptor is retried, never what it decides:
   does. (Upstream releases it in between, and an attempt then fails on "a terminating pod on the
   nominated node", writing a FailedScheduling Event and a status patch for nothing.) A victim in
   graceful termination releases it at once, as upstream: it may find room elsewhere meanwhile.
-* After the last deletion succeeded, the hold lasts until the informer shows it (upstream stops
-  holding when its goroutine ends; an attempt before the watch catches up sees the victim still
-  running and preempts it again). At most ``SETTLE_TIMEOUT`` seconds, then the preemptor is activated.
+* After the last deletion succeeded, the hold lasts until the informer shows every deletion that
+  succeeded (upstream stops holding when its goroutine ends; an attempt before the watch catches up
+  sees the victim still running and preempts it again). At most ``SETTLE_TIMEOUT`` seconds, then the
+  preemptor is activated.
+* On a failed write the preemptor is activated (upstream) once the informer shows the deletions that
+  did succeed, not before: an attempt on a cache that still shows an evicted pod may reprieve it and
+  evict another pod of the same priority in its place, one victim too many.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ log = logging.getLogger(__name__)
 PREEMPTION_WRITERS = 32
 # How long a finished preemption may wait for the informer to show its last victim's deletion.
 SETTLE_TIMEOUT = 10.0
+# How often a failed preemption looks for the informer to have shown its deletions.
+SETTLE_POLL = 0.05
 
 
 class VictimApi(Protocol):
@@ -99,6 +105,8 @@ class _Run:
     last_uid: str = ""
     failed: bool = False
     victims: list[PodInfo] = field(default_factory=list)
+    # (key, uid) of the victims whose deletion the API server acknowledged.
+    deleted: list[tuple[str, str]] = field(default_factory=list)
     # Writes of the current phase not yet reported back to the loop.
     pending: int = 0
 
@@ -158,6 +166,14 @@ class PreemptionExecutor:
                 run.victims.append(victim)
         if not run.victims and not lower:
             return None
+        # One line per decision: which round chose what, when a preemptor preempts more than once.
+        log.info(
+            "preempting %d pod(s) on node %s for %s: %s",
+            len(to_delete),
+            node_name,
+            preemptor.key,
+            ", ".join(v.key for v in to_delete),
+        )
         key = _ident(preemptor)
         self._runs[key] = run
         self._settling.pop(key, None)
@@ -182,17 +198,24 @@ class PreemptionExecutor:
         run = self._settling.get(key)
         if run is None:
             return False
-        if self._last_victim_remains(run):
+        if self._deleted_victim_remains(run):
             return True
         del self._settling[key]
         return False
 
     def _last_victim_remains(self, run: _Run) -> bool:
-        victim = self._assigned_pod(run.last_victim)
+        return self._victim_remains(run.last_victim, run.last_uid)
+
+    def _deleted_victim_remains(self, run: _Run) -> bool:
+        """The informer still shows a victim whose deletion the API server acknowledged."""
+        return any(self._victim_remains(key, uid) for key, uid in run.deleted)
+
+    def _victim_remains(self, key: str, uid: str) -> bool:
+        victim = self._assigned_pod(key)
         if victim is None:
             return False
         meta = object_meta(victim.pod)
-        if run.last_uid and meta.get("uid") != run.last_uid:
+        if uid and meta.get("uid") != uid:
             return False  # a namesake: the victim itself is gone
         if not meta.get("deletionTimestamp"):
             return True
@@ -254,6 +277,7 @@ class PreemptionExecutor:
     ) -> None:
         if ok:
             self._record_preempted(run, victim, False)
+            run.deleted.append((victim.key, victim.uid))
         else:
             run.failed = True
         run.pending -= 1
@@ -272,19 +296,35 @@ class PreemptionExecutor:
         result = metrics.GOROUTINE_RESULT_ERROR if run.failed else metrics.GOROUTINE_RESULT_SUCCESS
         metrics.PREEMPTION_GOROUTINES_DURATION.labels(result).observe(time.perf_counter() - run.started)
         metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(result).inc()
-        if run.failed:
+        if self._deleted_victim_remains(run):
+            # Deleted, but the watch has not shown it yet: hold on until it does. A finished run's
+            # preemptor is woken by the delete events (its rejectors' hints; PreEnqueue releases it),
+            # or activated at the timeout in case they never come. A failed run's preemptor is
+            # activated as soon as the cache shows the deletions (a timer; no thread waits).
+            self._settling[key] = run
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self._settle_timeout
+            if run.failed:
+                loop.call_later(SETTLE_POLL, self._activate_when_settled, key, run, deadline)
+            else:
+                loop.call_later(self._settle_timeout, self._settle_expired, key, run)
+        elif run.failed:
             # As upstream: the preemptor tries again now rather than waiting for events that may never come.
             self._nominations.activate(run.preemptor.pod)
-        elif run.last_victim and self._last_victim_remains(run):
-            # Deleted, but the watch has not shown it yet: hold on until it does (its delete event
-            # releases the preemptor), or until the timeout in case it never does.
-            self._settling[key] = run
-            asyncio.get_running_loop().call_later(self._settle_timeout, self._settle_expired, key, run)
 
     def _settle_expired(self, key: str, run: _Run) -> None:
         if self._settling.get(key) is run:
             del self._settling[key]
             self._nominations.activate(run.preemptor.pod)
+
+    def _activate_when_settled(self, key: str, run: _Run, deadline: float) -> None:
+        if self._settling.get(key) is not run:
+            return  # released meanwhile by PreEnqueue, on its way to activeQ
+        loop = asyncio.get_running_loop()
+        if self._deleted_victim_remains(run) and loop.time() < deadline:
+            loop.call_later(SETTLE_POLL, self._activate_when_settled, key, run, deadline)
+            return
+        self._settle_expired(key, run)
 
     # --- writer threads -----------------------------------------------------------------------
     def _clear_nominations(

@@ -507,6 +507,19 @@ def _expected(
     return [i for i in victims if rank(i) == best], victims
 
 
+def _scheduler_processes() -> list[str]:
+    """Command lines of every py-scheduler process on the machine (a leaked one would also preempt)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"scheduler" in argv and b"-m" in argv:
+            found.append(f"{proc.name}: " + " ".join(a.decode(errors="replace") for a in argv)[:200])
+    return found
+
+
 def test_side_by_side_preemption_matches_kube_scheduler(
     core_v1: Any,
     api_client: Any,
@@ -585,7 +598,15 @@ def test_side_by_side_preemption_matches_kube_scheduler(
                 for line in scheduler.log_path.read_text(errors="replace").splitlines()
                 if "preempting" in line and namespaces["py"] in line
             ]
-            why = (seed, outcome, victims, tied, code, record, writes)
+            # Who evicted py's victims: two schedulers both acting on the preemptor would show here.
+            reporters = sorted(
+                {
+                    (e.get("reportingController", ""), e.get("reportingInstance", ""))
+                    for e in _events(core_v1, namespaces["py"], "Preempted")
+                }
+            )
+            # The decisions first: an AssertionError's message is cut short in CI's report.
+            why = (seed, outcome, victims, tied, writes, reporters, _scheduler_processes(), code, record)
             for pool, (index, gone) in outcome.items():
                 assert index in tied, (pool, why)
                 if pool == "py":

@@ -5,6 +5,7 @@ by Filter so two preemptors never claim the same room."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -273,12 +274,21 @@ async def test_running_preemption_until_the_last_victims_turn(make_env: MakeEnv)
     assert executor.is_pod_running_preemption(preemptor.pod)
     release.set()
     await wait_for(lambda: executor.in_flight == 0)
+    # The watch shows the other two deletions, which the API server acknowledged.
+    assert executor.is_pod_running_preemption(preemptor.pod)
+    for name in ("v2", "v3"):
+        other = env.cache.get_pod(f"default/{name}")
+        assert other is not None
+        handlers.on_pod_delete(other.pod)
     assert not executor.is_pod_running_preemption(preemptor.pod)
 
 
 async def test_a_failed_eviction_spares_the_last_victim_and_activates_the_preemptor(
     make_env: MakeEnv,
 ) -> None:
+    """Upstream activates the preemptor when a write fails; here not before the informer shows the
+    deletion that did succeed (v2): an attempt on a cache still showing v2 could reprieve it and
+    evict another pod in its place."""
     env = make_env([make_node("n1", cpu="3")])
     _three_victims(env)
     original = env.rest.respond
@@ -297,7 +307,32 @@ async def test_a_failed_eviction_spares_the_last_victim_and_activates_the_preemp
     assert sorted(deletes(env)) == ["v2", "v3"]  # v1, the last victim, is not evicted
     errors = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get()
     assert errors == executions + 1
-    # Activated at once, not left waiting for an event that may never come.
+    # Held while the cache still shows v2 running.
+    await asyncio.sleep(0.2)
+    assert env.queue.where("default/vip") == "unschedulable"
+    assert executor.is_pod_running_preemption(env.queue.get("default/vip").pod)  # type: ignore[union-attr]
+    v2 = env.cache.get_pod("default/v2")
+    assert v2 is not None
+    env.cache.remove_pod(v2.pod)  # the informer shows the deletion (no hint wakes vip here)
+    # Then activated at once, not left waiting for an event that may never come.
+    await wait_for(lambda: env.queue.where("default/vip") == "active")
+
+
+async def test_a_failed_first_eviction_activates_the_preemptor_at_once(make_env: MakeEnv) -> None:
+    """Nothing was deleted, so there is nothing for the cache to catch up with (upstream)."""
+    env = make_env([make_node("n1", cpu="3")])
+    _three_victims(env)
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE":
+            return 500, b'{"message": "etcd is down"}'
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    await env.schedule_next()
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
     assert env.queue.where("default/vip") == "active"
 
 
