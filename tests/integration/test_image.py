@@ -292,7 +292,9 @@ def container(
     try:
         yield handle
     finally:
-        podman("rm", "--force", "--time=0", name)
+        # A container left running would go on scheduling py-scheduler pods in later tests.
+        removed = podman("rm", "--force", "--time=0", name)
+        assert removed.returncode == 0, f"podman rm {name}: {removed.stderr}"
 
 
 # ----- tests -----
