@@ -174,6 +174,10 @@ class SchedulerApp:
         assert self._pod_lister is not None
         return [p for p in self._pod_lister.list(namespace) if scheduling_group_name(p) == name]
 
+    def _pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The scheduling.k8s.io/v1alpha2 PodGroup, for its PodGroupScheduled condition."""
+        return self.listers.lister(WORKLOAD_PODGROUPS).get(name, namespace)
+
     def _wakes_on_add(self) -> Callable[[Pod], bool] | None:
         """Pending pods whose add may complete a group (upstream sends UnscheduledPodAdd to the queue
         for every add while GangScheduling is on; here only members' adds, the others wake nobody)."""
@@ -266,6 +270,7 @@ class SchedulerApp:
             decisions=self.decisions,
             nearest_misses_in_events=self._nearest_misses_in_events,
             pod_group_members=self._group_members if self._pod_lister is not None else None,
+            pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)

@@ -28,7 +28,7 @@ from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
-from scheduler.podgroup_cycle import GroupMembers, PodGroupCycle, in_scheduling_group
+from scheduler.podgroup_cycle import GroupMembers, GroupObject, PodGroupCycle, in_scheduling_group
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
 from scheduler.waiting_pods import CallLater, WaitingPod, WaitingPods
@@ -83,6 +83,7 @@ class Scheduler:
         call_later: CallLater | None = None,
         decisions: DecisionRecorder | None = None,
         pod_group_members: GroupMembers | None = None,
+        pod_group: GroupObject | None = None,
         nearest_misses_in_events: bool = False,
     ) -> None:
         self.frameworks = dict(frameworks)
@@ -132,7 +133,7 @@ class Scheduler:
             fwk.preemption_executor = self.preemption
         # Feature gate GenericWorkload: pods of a scheduling group are scheduled group by group.
         self.pod_group_cycle = (
-            PodGroupCycle(self, pod_group_members) if pod_group_members is not None else None
+            PodGroupCycle(self, pod_group_members, pod_group) if pod_group_members is not None else None
         )
 
     # --- the loop -----------------------------------------------------------------------------

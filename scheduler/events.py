@@ -420,6 +420,16 @@ class EventRecorder:
         )
         self._submit(_Write(uid, f"annotation of {key}", send))
 
+    def patch_pod_group_status(self, path: str, uid: str, patch: Mapping[str, Any], what: str) -> None:
+        """Strategic-merge patch of a PodGroup's status subresource at ``path``, off the loop like the
+        pods' conditions and retried on transient failures (upstream: retry.OnError)."""
+        content_type = "application/strategic-merge-patch+json"
+
+        def send() -> None:
+            self._api.request_json("PATCH", path, patch, content_type=content_type)
+
+        self._submit(_Write(uid, what, send))
+
     def nominate_pod(self, pod: Mapping[str, Any], node_name: str, *, inline: bool = False) -> None:
         """``status.nominatedNodeName`` = ``node_name`` (upstream's updatePod with a NominatingInfo
         and no condition). ``inline``: written now on the calling (binding) thread, raising on

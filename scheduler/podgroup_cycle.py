@@ -14,6 +14,11 @@ When a pod with ``spec.schedulingGroup`` is popped:
    at Permit until the member that reaches ``minCount`` allows them all). Otherwise nothing is held:
    every member goes back to the queue, unschedulable, with its own reason.
 
+A member whose attempt fails with an error (not a rejection) ends the trial at once, as upstream's: every
+member then fails with that error (``failed to schedule other pod from a pod group: ...``), those with an
+error of their own with theirs. After each cycle the PodGroup's ``PodGroupScheduled`` condition is written
+(``scheduler.podgroup_condition``).
+
 Members retry after backoff only (the queue's GenericWorkload rule), as upstream's. Deviation: PostFilter
 (preemption) does not run for members of a group; a member that does not fit is simply unschedulable.
 """
@@ -23,7 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+from informers.resource import WORKLOAD_PODGROUPS
 from scheduler.algorithm import FitError, SchedulingError
 from scheduler.cache import CacheError
 from scheduler.framework.objects import object_meta, pod_spec
@@ -31,6 +38,14 @@ from scheduler.framework.runtime import PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.plugins.gangscheduling import scheduling_group_name
+from scheduler.podgroup_condition import (
+    MEMBER_ERROR_PREFIX,
+    POD_GROUP_UNSCHEDULABLE_MSG,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    scheduled_condition_patch,
+)
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
 if TYPE_CHECKING:
@@ -38,6 +53,8 @@ if TYPE_CHECKING:
 
 # (namespace, podGroupName) -> the group's pods the scheduler knows.
 GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
+# (namespace, podGroupName) -> the PodGroup object, or None (not watched, or not there).
+GroupObject = Callable[[str, str], Mapping[str, Any] | None]
 
 
 def in_scheduling_group(pod: Mapping[str, Any]) -> bool:
@@ -53,9 +70,10 @@ class _Trial:
 
 
 class PodGroupCycle:
-    def __init__(self, scheduler: Scheduler, members: GroupMembers) -> None:
+    def __init__(self, scheduler: Scheduler, members: GroupMembers, group: GroupObject | None = None) -> None:
         self.scheduler = scheduler
         self.members = members
+        self.group = group
 
     def schedule(self, first: QueuedPodInfo) -> None:
         sched = self.scheduler
@@ -70,9 +88,23 @@ class PodGroupCycle:
             for qpi in queued:
                 sched._fail(qpi, None, error, None)
             return
-        trials, feasible = self._trial(queued)
-        for trial in trials:
-            self._submit(trial, feasible)
+        trials, feasible, group_error = self._trial(queued)
+        if group_error is not None:
+            fwk = trials[-1].attempt.fwk
+            tried = {t.attempt.qpi.key for t in trials}
+            for trial in trials:
+                self._submit_error(trial, group_error)
+            for qpi in queued:
+                if qpi.key not in tried and not sched.cache.is_assumed(qpi.key):
+                    sched._fail(qpi, None, group_error, fwk)
+            self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
+        elif trials:
+            for trial in trials:
+                self._submit(trial, feasible)
+            if feasible:
+                self._write_condition(first, True, REASON_SCHEDULED, "")
+            else:
+                self._write_condition(first, False, REASON_UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE_MSG)
 
     def _pop_group(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         namespace = object_meta(first.pod).get("namespace", "")
@@ -86,8 +118,10 @@ class PodGroupCycle:
         queued.sort(key=lambda q: (-_priority(q.pod), q.initial_attempt_timestamp))
         return queued
 
-    def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], bool]:
-        """Each member on the same snapshot, earlier ones assumed; everything undone at the end."""
+    def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], bool, Status | None]:
+        """Each member on the same snapshot, earlier ones assumed; everything undone at the end.
+        Returns the trials, whether the group is feasible, and the group's error if a member's attempt
+        failed with one (the members after it are not tried, as upstream)."""
         sched = self.scheduler
         trials: list[_Trial] = []
         undo: list[tuple[_Attempt, PodInfo, str]] = []
@@ -105,13 +139,15 @@ class PodGroupCycle:
                     )
                 except (FitError, SchedulingError, PluginError, PodSpecError) as err:
                     trial.failure = err
+                    if _is_error(err):
+                        return trials, False, _group_error(err)
                     continue
                 node = result.node_name
                 try:
                     assumed = sched.cache.assume_pod(attempt.pod, node)
                 except CacheError as err:
                     trial.failure = Status.as_error(err)
-                    continue
+                    return trials, False, _group_error(trial.failure)
                 fwk, state = attempt.fwk, attempt.state
                 status = fwk.run_reserve(state, assumed, node)
                 if status is None:
@@ -121,6 +157,8 @@ class PodGroupCycle:
                     sched.cache.forget_pod(assumed.key)
                     trial.failure = status
                     trial.node_name = node
+                    if _is_error(status):
+                        return trials, False, _group_error(status)
                     continue
                 undo.append((attempt, assumed, node))
                 trial.node_name, trial.permit = node, status
@@ -129,7 +167,37 @@ class PodGroupCycle:
             for attempt, assumed, node in reversed(undo):
                 attempt.fwk.run_unreserve(attempt.state, assumed, node)
                 sched.cache.forget_pod(assumed.key)
-        return trials, feasible
+        return trials, feasible, None
+
+    def _submit_error(self, trial: _Trial, error: Status) -> None:
+        """The group failed with an error: a member whose own attempt failed with one reports its own
+        (upstream: "If this exact pod failed with an error, use its status instead"), the others the
+        group's."""
+        failure = trial.failure
+        if failure is not None and _is_error(failure):
+            self._submit(trial, False)
+            return
+        attempt = trial.attempt
+        sched = self.scheduler
+        sched._algorithm_done(attempt.fwk, attempt.state, attempt.start)
+        sched._fail(attempt.qpi, attempt.pod, error, attempt.fwk, start=attempt.start)
+
+    def _write_condition(self, first: QueuedPodInfo, status: bool, reason: str, message: str) -> None:
+        """``PodGroupScheduled`` on the group's PodGroup, when it is watched and something changed."""
+        if self.group is None:
+            return
+        namespace = object_meta(first.pod).get("namespace", "")
+        name = scheduling_group_name(first.pod)
+        pod_group = self.group(namespace, name)
+        if pod_group is None:
+            return
+        sched = self.scheduler
+        patch = scheduled_condition_patch(pod_group, status, reason, message, sched.clock())
+        if patch is None:
+            return
+        path = f"{WORKLOAD_PODGROUPS.path(namespace)}/{quote(name, safe='')}/status"
+        uid = str(object_meta(pod_group).get("uid") or f"{namespace}/{name}")
+        sched.recorder.patch_pod_group_status(path, uid, patch, f"PodGroupScheduled of {namespace}/{name}")
 
     def _submit(self, trial: _Trial, feasible: bool) -> None:
         sched = self.scheduler
@@ -162,6 +230,21 @@ class PodGroupCycle:
 # Upstream's framework.PodsToActivateKey (the trial's Permit may have asked to activate siblings that
 # are in this very cycle).
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+
+def _is_error(failure: Exception | Status) -> bool:
+    """An error rather than a rejection: the group stops there. A FitError and a bad pod spec (refused
+    as unschedulable, see ``scheduler.cycle``) are rejections."""
+    if isinstance(failure, Status):
+        return not failure.is_rejection()
+    if isinstance(failure, SchedulingError | PluginError):
+        return not failure.status.is_rejection()
+    return not isinstance(failure, FitError | PodSpecError)
+
+
+def _group_error(failure: Exception | Status) -> Status:
+    text = failure.message() if isinstance(failure, Status) else str(failure)
+    return Status.as_error(MEMBER_ERROR_PREFIX + text)
 
 
 def _priority(pod: Mapping[str, Any]) -> int:

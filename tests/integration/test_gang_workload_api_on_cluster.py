@@ -41,6 +41,7 @@ def schedulers(
 
 
 SCHEDULERS = ["py-scheduler", "default-scheduler"]
+CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
 def pod_group(api_client: Any, namespace: str, name: str, min_count: int) -> None:
@@ -52,6 +53,15 @@ def pod_group(api_client: Any, namespace: str, name: str, min_count: int) -> Non
     }
     custom: Any = k8s.CustomObjectsApi(api_client)
     custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", body)
+
+
+def scheduled_condition(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    custom: Any = k8s.CustomObjectsApi(api_client)
+    group = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", name)
+    for condition in (group.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodGroupScheduled":
+            return dict(condition)
+    return None
 
 
 def member(name: str, run_id: str, scheduler: str, group: str, cpu: str) -> dict[str, Any]:
@@ -110,6 +120,21 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
     while time.monotonic() < deadline:
         assert bound(core_v1, namespace, "big-") == 0
         time.sleep(0.5)
+
+    # Both schedulers record each group's outcome on its PodGroup, alike.
+    def both_written() -> bool:
+        return all(scheduled_condition(api_client, namespace, name) for name in ("fits", "big"))
+
+    wait_for(both_written, 30, "both groups' PodGroupScheduled")
+    for name, want in (
+        ("fits", ("True", "Scheduled", "")),
+        ("big", ("False", "Unschedulable", "pod group is unschedulable")),
+    ):
+        condition = scheduled_condition(api_client, namespace, name)
+        assert condition is not None, name
+        assert (condition["status"], condition["reason"], condition.get("message", "")) == want, condition
+        # PodGroups carry no metadata.generation here, so observedGeneration (omitempty) is absent.
+        assert sorted(condition) == sorted(CONDITION_FIELDS), condition
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

@@ -1,0 +1,67 @@
+"""The ``PodGroupScheduled`` condition a pod group cycle writes on its PodGroup (scheduling.k8s.io/v1alpha2).
+
+Mirrors ``submitPodGroupAlgorithmResult`` and ``updatePodGroupCondition`` of kube-scheduler v1.36.3
+(``pkg/scheduler/schedule_one_podgroup.go``): after every pod group cycle,
+
+* the group scheduled: ``True``, reason ``Scheduled``, no message;
+* the group unschedulable: ``False``, reason ``Unschedulable``, message ``pod group is unschedulable``;
+* a member failed with an error: ``False``, reason ``SchedulerError``, the error's text.
+
+``observedGeneration`` is the PodGroup's generation. A condition already ``True`` is never turned back to
+``False`` (a later cycle for extra pods must not regress it), and nothing is written when nothing changes
+(apimachinery's ``SetStatusCondition``: ``lastTransitionTime`` moves only when the status does). The
+patch is a strategic merge patch of ``podgroups/{name}/status`` (conditions merge by type), sent off
+the event loop by the EventRecorder's writers and retried on transient failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.events import rfc3339
+
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
+REASON_SCHEDULED = "Scheduled"
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+# Upstream's errPodGroupUnschedulable: the message of an unschedulable group.
+POD_GROUP_UNSCHEDULABLE_MSG = "pod group is unschedulable"
+# The prefix of a group's error when one member's attempt failed with an error.
+MEMBER_ERROR_PREFIX = "failed to schedule other pod from a pod group: "
+# SetStatusCondition's "changed": lastTransitionTime alone never makes a write.
+_COMPARED = ("status", "reason", "message", "observedGeneration")
+
+
+def scheduled_condition_patch(
+    pod_group: Mapping[str, Any], status: bool, reason: str, message: str, now: float
+) -> dict[str, Any] | None:
+    """The status patch that sets ``PodGroupScheduled`` on ``pod_group``, or None when nothing is to be
+    written (unchanged, or already True and this cycle's outcome is not)."""
+    meta = pod_group.get("metadata") or {}
+    current = pod_group.get("status") or {}
+    existing: Mapping[str, Any] | None = None
+    for listed in current.get("conditions") or ():
+        if isinstance(listed, Mapping) and listed.get("type") == POD_GROUP_SCHEDULED:
+            existing = listed
+            break
+    wanted = "True" if status else "False"
+    if existing is not None and existing.get("status") == "True" and wanted != "True":
+        return None
+    generation = meta.get("generation")
+    condition: dict[str, Any] = {
+        "type": POD_GROUP_SCHEDULED,
+        "status": wanted,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": rfc3339(now),
+    }
+    if isinstance(generation, int):
+        condition["observedGeneration"] = generation
+    if existing is not None:
+        if existing.get("status") == wanted:
+            # The status did not change: neither does the transition time.
+            condition["lastTransitionTime"] = existing.get("lastTransitionTime") or rfc3339(now)
+        if all(existing.get(k) == condition.get(k) for k in _COMPARED):
+            return None
+    return {"status": {"conditions": [condition]}}
