@@ -90,13 +90,11 @@ class PodGroupCycle:
             return
         trials, feasible, group_error = self._trial(queued)
         if group_error is not None:
-            fwk = trials[-1].attempt.fwk
-            tried = {t.attempt.qpi.key for t in trials}
+            last = trials[-1].attempt  # the member whose error ended the trial
             for trial in trials:
                 self._submit_error(trial, group_error)
-            for qpi in queued:
-                if qpi.key not in tried and not sched.cache.is_assumed(qpi.key):
-                    sched._fail(qpi, None, group_error, fwk)
+            for qpi in queued[queued.index(last.qpi) + 1 :]:  # never tried
+                sched._fail(qpi, None, group_error, last.fwk)
             self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
         elif trials:
             for trial in trials:
