@@ -84,6 +84,15 @@ class FitError(Exception):
         return text
 
 
+# Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.
+CLEAR_NOMINATION = ""
+
+
+def runs_post_filter(fwk: Framework, err: FitError) -> bool:
+    """Upstream schedulingCycle runs PostFilter only with PostFilter plugins and some node judged."""
+    return bool(fwk.plugins.post_filter) and bool(err.num_all_nodes or err.diagnosis.node_to_status)
+
+
 @dataclass(slots=True)
 class ScheduleResult:
     node_name: str

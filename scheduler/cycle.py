@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import metrics
-from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
+from scheduler.algorithm import (
+    CLEAR_NOMINATION,
+    FitError,
+    SchedulingAlgorithm,
+    SchedulingError,
+    runs_post_filter,
+)
 from scheduler.api import SchedulerApi
 from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
@@ -43,8 +49,6 @@ PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
 POD_SPEC_PLUGIN = "PodSpecValidation"
-# Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.
-CLEAR_NOMINATION = ""
 
 
 @dataclass(slots=True)
@@ -149,7 +153,7 @@ class Scheduler:
                 break
             try:
                 if self.pod_group_cycle is not None and in_scheduling_group(qpi.pod):
-                    self.pod_group_cycle.schedule(qpi)
+                    await self.pod_group_cycle.schedule(qpi)
                 elif self.extenders:
                     await self.schedule_one_with_extenders(qpi)
                 else:
@@ -443,10 +447,10 @@ class Scheduler:
     ) -> Coroutine[Any, Any, None] | None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
-        # None (ModeNoop) leaves it alone. The pod group cycle runs no PostFilter (podgroup_cycle.py).
+        # None (ModeNoop) leaves it alone. The pod group cycle runs PostFilter itself (podgroup_cycle.py).
         nominated: str | None = CLEAR_NOMINATION
         post_status: Status | None = None
-        if post_filter and _runs_post_filter(attempt.fwk, err):
+        if post_filter and runs_post_filter(attempt.fwk, err):
             outcome = attempt.fwk.run_post_filter(attempt.state, attempt.pod, err.diagnosis.node_to_status)
             if isinstance(outcome, PausedPostFilter):
                 return self._resume_fit_error(attempt, err, outcome)
@@ -463,7 +467,7 @@ class Scheduler:
         """``_handle_fit_error`` whose PostFilter may ask the extenders' preemptVerb, awaited on the loop."""
         nominated: str | None = CLEAR_NOMINATION
         post_status: Status | None = None
-        if _runs_post_filter(attempt.fwk, err):
+        if runs_post_filter(attempt.fwk, err):
             nominated, post_status = await attempt.fwk.run_post_filter_with_extenders(
                 attempt.state, attempt.pod, err.diagnosis.node_to_status, self.extenders
             )
@@ -501,6 +505,7 @@ class Scheduler:
         *,
         start: float | None = None,
         message: str = "",
+        nominated: str | None = CLEAR_NOMINATION,
     ) -> None:
         profile = fwk.profile_name if fwk is not None else ""
         text = message or status.message() or status.code.name
@@ -518,8 +523,9 @@ class Scheduler:
         if start is not None:
             metrics.observe_attempt(result, profile, time.perf_counter() - start)
         self.decisions.failed(qpi.key, text, error=result == "error")
-        # Every other failure clears the nomination upstream (clearNominatedNode).
-        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=CLEAR_NOMINATION)
+        # Every other failure clears the nomination upstream (clearNominatedNode); a pod group waiting
+        # for preemption nominates its members where the trial put them.
+        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=nominated)
 
     def _requeue_and_report(
         self,
@@ -570,7 +576,3 @@ def _one_node_message(pod: PodInfo, node_name: str, status: Status) -> str:
     if not status.is_rejection():
         return ""
     return FitError(pod, 1, Diagnosis(node_to_status={node_name: status})).message()
-
-
-def _runs_post_filter(fwk: Framework, err: FitError) -> bool:
-    return bool(fwk.plugins.post_filter) and bool(err.num_all_nodes or err.diagnosis.node_to_status)

@@ -4,7 +4,9 @@ Mirrors ``submitPodGroupAlgorithmResult`` and ``updatePodGroupCondition`` of kub
 (``pkg/scheduler/schedule_one_podgroup.go``): after every pod group cycle,
 
 * the group scheduled: ``True``, reason ``Scheduled``, no message;
-* the group unschedulable: ``False``, reason ``Unschedulable``, message ``pod group is unschedulable``;
+* the group unschedulable: ``False``, reason ``Unschedulable``, message ``pod group is unschedulable``
+  (``pod group is unschedulable, pod group is waiting for preemption to complete`` when it is feasible
+  once a member's preemption completes);
 * a member failed with an error: ``False``, reason ``SchedulerError``, the error's text.
 
 ``observedGeneration`` is the PodGroup's generation. A condition already ``True`` is never turned back to
@@ -27,6 +29,9 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 # Upstream's errPodGroupUnschedulable: the message of an unschedulable group.
 POD_GROUP_UNSCHEDULABLE_MSG = "pod group is unschedulable"
+# A feasible group whose members need a preemption first; the status text is the error's, then this.
+WAITING_ON_PREEMPTION_MSG = "pod group is waiting for preemption to complete"
+WAITING_ON_PREEMPTION_STATUS_MSG = f"{POD_GROUP_UNSCHEDULABLE_MSG}, {WAITING_ON_PREEMPTION_MSG}"
 # The prefix of a group's error when one member's attempt failed with an error.
 MEMBER_ERROR_PREFIX = "failed to schedule other pod from a pod group: "
 # SetStatusCondition's "changed": lastTransitionTime alone never makes a write.

@@ -19,8 +19,14 @@ member then fails with that error (``failed to schedule other pod from a pod gro
 error of their own with theirs. After each cycle the PodGroup's ``PodGroupScheduled`` condition is written
 (``scheduler.podgroup_condition``).
 
-Members retry after backoff only (the queue's GenericWorkload rule), as upstream's. Deviation: PostFilter
-(preemption) does not run for members of a group; a member that does not fit is simply unschedulable.
+A member that fits nowhere runs PostFilter in the trial (upstream's runAllPostFilters): when DefaultPreemption
+nominates a node, it has started evicting there, the member is assumed on that node for the later members,
+and a group that is then feasible waits for the preemption: its members go back to the queue nominated
+where the trial put them ("pod group is unschedulable, pod group is waiting for preemption to complete")
+and the next cycle places them. Workload-aware preemption (a PodGroup's own PostFilter) is alpha upstream
+and not ported.
+
+Members retry after backoff only (the queue's GenericWorkload rule), as upstream's.
 """
 
 from __future__ import annotations
@@ -31,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from informers.resource import WORKLOAD_PODGROUPS
-from scheduler.algorithm import FitError, SchedulingError
+from scheduler.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
 from scheduler.cache import CacheError
 from scheduler.framework.objects import object_meta, pod_spec
-from scheduler.framework.runtime import PluginError
+from scheduler.framework.runtime import PausedPostFilter, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.plugins.gangscheduling import scheduling_group_name
@@ -44,8 +50,11 @@ from scheduler.podgroup_condition import (
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
+    WAITING_ON_PREEMPTION_MSG,
+    WAITING_ON_PREEMPTION_STATUS_MSG,
     scheduled_condition_patch,
 )
+from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
 if TYPE_CHECKING:
@@ -67,6 +76,16 @@ class _Trial:
     node_name: str = ""
     permit: Status | None = None
     failure: Exception | Status | None = None
+    # The member did not fit; its PostFilter (preemption) nominated ``node_name`` and started evicting.
+    requires_preemption: bool = False
+    # What the member's PostFilter decided (upstream's NominatingInfo; None is ModeNoop) and said.
+    nominated: str | None = CLEAR_NOMINATION
+    post_status: Status | None = None
+
+
+# The group's outcome, upstream's podGroupAlgorithmResult: status Success, or Unschedulable with or
+# without waitingOnPreemption.
+SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION = "scheduled", "unschedulable", "waiting"
 
 
 class PodGroupCycle:
@@ -75,7 +94,9 @@ class PodGroupCycle:
         self.members = members
         self.group = group
 
-    def schedule(self, first: QueuedPodInfo) -> None:
+    async def schedule(self, first: QueuedPodInfo) -> None:
+        """One pod group cycle. Awaits only a PostFilter plugin's API write (DynamicResources'
+        deallocation); the scheduling loop pops nothing else meanwhile."""
         sched = self.scheduler
         queued = self._pop_group(first)
         names = {pod_spec(q.pod).get("schedulerName") or "default-scheduler" for q in queued}
@@ -88,7 +109,7 @@ class PodGroupCycle:
             for qpi in queued:
                 sched._fail(qpi, None, error, None)
             return
-        trials, feasible, group_error = self._trial(queued)
+        trials, outcome, group_error = await self._trial(queued)
         if group_error is not None:
             last = trials[-1].attempt  # the member whose error ended the trial
             for trial in trials:
@@ -98,9 +119,11 @@ class PodGroupCycle:
             self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
         elif trials:
             for trial in trials:
-                self._submit(trial, feasible)
-            if feasible:
+                self._submit(trial, outcome)
+            if outcome == SCHEDULED:
                 self._write_condition(first, True, REASON_SCHEDULED, "")
+            elif outcome == WAITING_ON_PREEMPTION:
+                self._write_condition(first, False, REASON_UNSCHEDULABLE, WAITING_ON_PREEMPTION_STATUS_MSG)
             else:
                 self._write_condition(first, False, REASON_UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE_MSG)
 
@@ -116,14 +139,21 @@ class PodGroupCycle:
         queued.sort(key=lambda q: (-_priority(q.pod), q.initial_attempt_timestamp))
         return queued
 
-    def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], bool, Status | None]:
+    async def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], str, Status | None]:
         """Each member on the same snapshot, earlier ones assumed; everything undone at the end.
-        Returns the trials, whether the group is feasible, and the group's error if a member's attempt
-        failed with one (the members after it are not tried, as upstream)."""
+
+        A member that does not fit runs PostFilter (upstream's runAllPostFilters): when preemption
+        nominates a node, the member is assumed there (its victims are being evicted) so the later
+        members see it, and the group can at best wait for the preemption to complete. Returns the
+        trials, the group's outcome, and the group's error if a member's attempt failed with one (the
+        members after it are not tried, as upstream)."""
         sched = self.scheduler
         trials: list[_Trial] = []
-        undo: list[tuple[_Attempt, PodInfo, str]] = []
-        feasible = False
+        # (attempt, assumed pod, node, the nomination the assumption took away)
+        undo: list[tuple[_Attempt, PodInfo, str, str]] = []
+        nominator = sched.queue.nominator
+        outcome = UNSCHEDULABLE
+        requires_preemption = False
         try:
             for qpi in queued:
                 attempt = sched._begin(qpi)  # updates the snapshot from the cache (trial pods included)
@@ -131,41 +161,101 @@ class PodGroupCycle:
                     continue
                 trial = _Trial(attempt)
                 trials.append(trial)
+                fwk, state = attempt.fwk, attempt.state
                 try:
-                    result = sched.algorithm.schedule_pod(
-                        attempt.fwk, attempt.state, attempt.pod, sched.snapshot
-                    )
+                    result = sched.algorithm.schedule_pod(fwk, state, attempt.pod, sched.snapshot)
+                    node = result.node_name
                 except (FitError, SchedulingError, PluginError, PodSpecError) as err:
                     trial.failure = err
                     if _is_error(err):
-                        return trials, False, _group_error(err)
-                    continue
-                node = result.node_name
+                        return trials, UNSCHEDULABLE, _group_error(err)
+                    if not isinstance(err, FitError) or not runs_post_filter(fwk, err):
+                        continue
+                    ran = fwk.run_post_filter(state, attempt.pod, err.diagnosis.node_to_status)
+                    if isinstance(ran, PausedPostFilter):
+                        ran = await fwk.resume_post_filter(ran)
+                    trial.nominated, trial.post_status = ran
+                    if not trial.nominated:
+                        continue
+                    node, trial.requires_preemption = trial.nominated, True
                 try:
                     assumed = sched.cache.assume_pod(attempt.pod, node)
                 except CacheError as err:
                     trial.failure = Status.as_error(err)
-                    return trials, False, _group_error(trial.failure)
-                fwk, state = attempt.fwk, attempt.state
+                    return trials, UNSCHEDULABLE, _group_error(trial.failure)
+                # As upstream's assume: placed, the member no longer counts as nominated (it would
+                # count twice for the later members); the trial's undo gives the nomination back.
+                nominated = nominator.nominated_node_for(qpi.pod)
+                nominator.delete_nominated_pod_if_exists(qpi.pod)
                 status = fwk.run_reserve(state, assumed, node)
                 if status is None:
                     status, _ = fwk.run_permit_plugins(state, assumed, node)
                 if status is not None and status.code is not Code.Wait:
                     fwk.run_unreserve(state, assumed, node)
                     sched.cache.forget_pod(assumed.key)
+                    _renominate(nominator, qpi.pod, nominated)
+                    if trial.requires_preemption:
+                        # Upstream: the member's Permit rejection replaces its preemption result.
+                        trial.requires_preemption, trial.nominated = False, CLEAR_NOMINATION
                     trial.failure = status
                     trial.node_name = node
                     if _is_error(status):
-                        return trials, False, _group_error(status)
+                        return trials, UNSCHEDULABLE, _group_error(status)
                     continue
-                undo.append((attempt, assumed, node))
+                undo.append((attempt, assumed, node, nominated))
                 trial.node_name, trial.permit = node, status
-                feasible = feasible or status is None
+                requires_preemption = requires_preemption or trial.requires_preemption
+                if status is None:
+                    # Permit succeeded: the group is feasible, unless it needs a preemption first.
+                    outcome = WAITING_ON_PREEMPTION if requires_preemption else SCHEDULED
         finally:
-            for attempt, assumed, node in reversed(undo):
+            for attempt, assumed, node, nominated in reversed(undo):
                 attempt.fwk.run_unreserve(attempt.state, assumed, node)
                 sched.cache.forget_pod(assumed.key)
-        return trials, feasible, None
+                _renominate(nominator, attempt.qpi.pod, nominated)
+        return trials, outcome, None
+
+    def _submit(self, trial: _Trial, outcome: str) -> None:
+        """Upstream's submitPodGroupAlgorithmResult for one member."""
+        sched = self.scheduler
+        attempt = trial.attempt
+        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
+        failure = trial.failure
+        if failure is None:
+            sched._algorithm_done(fwk, attempt.state, start)
+            if outcome == SCHEDULED:
+                # Assume, Reserve and Permit for real, on the node the trial chose (upstream's
+                # prepareForBindingCycle); the cycle state is the trial's, as upstream's.
+                attempt.state.delete(PODS_TO_ACTIVATE_KEY)
+                sched._assume_and_hand_off(attempt, trial.node_name)
+            elif outcome == WAITING_ON_PREEMPTION:
+                # Back to the queue, nominated where the trial put it, until the victims are gone.
+                sched._fail(
+                    qpi,
+                    pod,
+                    Status.unschedulable(WAITING_ON_PREEMPTION_MSG),
+                    fwk,
+                    start=start,
+                    message=WAITING_ON_PREEMPTION_STATUS_MSG,
+                    nominated=trial.node_name,
+                )
+            else:
+                # Feasible alone, but the group is not: nothing is held, the reason is its Permit's.
+                sched._fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
+            return
+        if trial.requires_preemption and outcome != WAITING_ON_PREEMPTION:
+            # The group cannot go ahead even with the preemption: unschedulable, nomination cleared.
+            sched._algorithm_done(fwk, attempt.state, start)
+            sched._fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
+        elif isinstance(failure, FitError):
+            # Its PostFilter already ran in the trial: report what it decided (nominated node included).
+            sched._finish_fit_error(attempt, failure, trial.nominated, trial.post_status)
+        elif isinstance(failure, Status):
+            sched._algorithm_done(fwk, attempt.state, start)
+            message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""
+            sched._fail(qpi, pod, failure, fwk, start=start, message=message)
+        else:
+            sched._algorithm_failed(attempt, failure)
 
     def _submit_error(self, trial: _Trial, error: Status) -> None:
         """The group failed with an error: a member whose own attempt failed with one reports its own
@@ -173,7 +263,7 @@ class PodGroupCycle:
         group's."""
         failure = trial.failure
         if failure is not None and _is_error(failure):
-            self._submit(trial, False)
+            self._submit(trial, UNSCHEDULABLE)
             return
         attempt = trial.attempt
         sched = self.scheduler
@@ -197,32 +287,18 @@ class PodGroupCycle:
         uid = str(object_meta(pod_group).get("uid") or f"{namespace}/{name}")
         sched.recorder.patch_pod_group_status(path, uid, patch, f"PodGroupScheduled of {namespace}/{name}")
 
-    def _submit(self, trial: _Trial, feasible: bool) -> None:
-        sched = self.scheduler
-        attempt = trial.attempt
-        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
-        failure = trial.failure
-        if failure is None and feasible:
-            sched._algorithm_done(fwk, attempt.state, start)
-            # Assume, Reserve and Permit for real, on the node the trial chose (upstream's
-            # prepareForBindingCycle); the cycle state is the trial's, as upstream's.
-            attempt.state.delete(PODS_TO_ACTIVATE_KEY)
-            sched._assume_and_hand_off(attempt, trial.node_name)
-            return
-        if failure is None:
-            # Feasible alone, but the group is not: nothing is held, the reason is its Permit's.
-            message = trial.permit.message() if trial.permit is not None else "pod group is unschedulable"
-            sched._algorithm_done(fwk, attempt.state, start)
-            sched._fail(qpi, pod, Status.unschedulable(message), fwk, start=start)
-            return
-        if isinstance(failure, FitError):
-            sched._handle_fit_error(attempt, failure, post_filter=False)
-        elif isinstance(failure, Status):
-            sched._algorithm_done(fwk, attempt.state, start)
-            message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""
-            sched._fail(qpi, pod, failure, fwk, start=start, message=message)
-        else:
-            sched._algorithm_failed(attempt, failure)
+
+def _renominate(nominator: Nominator, pod: Mapping[str, Any], node_name: str) -> None:
+    """Undo the assumption's removal of a nomination (upstream's unreserveAndForget for pod groups)."""
+    if node_name:
+        nominator.add_nominated_pod(pod, node_name)
+
+
+def _group_message(trial: _Trial) -> str:
+    """Upstream's ``NewStatus(Unschedulable, permitStatus.Message()).WithError(errPodGroupUnschedulable)``
+    as the Event and condition show it: the error's text, then the member's Permit message."""
+    permit = trial.permit.message() if trial.permit is not None else ""
+    return f"{POD_GROUP_UNSCHEDULABLE_MSG}, {permit}"
 
 
 # Upstream's framework.PodsToActivateKey (the trial's Permit may have asked to activate siblings that

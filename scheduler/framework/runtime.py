@@ -80,6 +80,8 @@ SCORE_BREAKDOWN_KEY = "framework/scoreBreakdown"
 
 # Upstream's maxTimeout for a Permit Wait.
 MAX_PERMIT_WAIT = 15 * 60.0
+# RunPermitPlugins appends this reason to a Wait status.
+PERMIT_WAIT_MSG = "one or more plugins asked to wait and no plugin rejected pod"
 
 # Upstream samples per-plugin timings in 10% of cycles: timing every call costs more than the plugins.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -777,6 +779,7 @@ class Framework:
         self, state: CycleState, pod: PodInfo, node_name: str
     ) -> tuple[Status | None, dict[str, float]]:
         timeouts: dict[str, float] = {}
+        waiting: Status | None = None
         for plugin in self.plugins.permit:
             began = _perf()
             status, timeout = plugin.permit(state, pod, node_name)
@@ -786,11 +789,14 @@ class Framework:
                 continue
             if status.code is Code.Wait:
                 timeouts[plugin.name] = min(max(timeout, 0.0), MAX_PERMIT_WAIT)
+                waiting = status
                 continue
             return status.with_plugin(plugin.name), {}
         if timeouts:
             first = min(timeouts, key=timeouts.__getitem__)
-            return Status(Code.Wait, plugin=first), timeouts
+            # Upstream's message: the last waiting plugin's reasons, then this one.
+            reasons = [*(waiting.reasons if waiting is not None else ()), PERMIT_WAIT_MSG]
+            return Status(Code.Wait, reasons, plugin=first), timeouts
         return None, {}
 
     # --- binding cycle (threads) --------------------------------------------------------------

@@ -8,6 +8,7 @@ same all-or-nothing outcome.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +109,30 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         )
 
     wait_for(big_refused, 60, "the gang that cannot fit reported unschedulable")
+
+    # As upstream's pod group cycle says it: the members that fit wait on the group; the others ran
+    # PostFilter (DefaultPreemption) in the cycle and found nothing to preempt.
+    def big_messages() -> set[str]:
+        return {
+            e["message"]
+            for e in list_events(core_v1, namespace)
+            if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"].startswith("big-")
+        }
+
+    wait_for(lambda: len(big_messages()) >= 2, 60, "both kinds of FailedScheduling for the big gang")
+    waiting, *misfits = sorted(big_messages(), key=lambda m: not m.startswith("pod group"))
+    assert waiting == (
+        "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+        "one or more plugins asked to wait and no plugin rejected pod"
+    ), big_messages()
+    assert misfits and all(
+        re.fullmatch(
+            r"0/\d+ nodes are available: \d+ Insufficient cpu\. .*preemption: 0/\d+ nodes are available: "
+            r"\d+ No preemption victims found for incoming pod\.",
+            m,
+        )
+        for m in misfits
+    ), big_messages()
     # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
     # "fits") are placed while it keeps retrying.
     create(
@@ -135,6 +160,52 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         assert (condition["status"], condition["reason"], condition.get("message", "")) == want, condition
         # PodGroups carry no metadata.generation here, so observedGeneration (omitempty) is absent.
         assert sorted(condition) == sorted(CONDITION_FIELDS), condition
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_gone(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: None, scheduler: str
+) -> None:
+    """Upstream's pod group cycle runs each member's PostFilter: DefaultPreemption evicts for the members,
+    the group waits for the preemption ("pod group is waiting for preemption to complete"), then binds."""
+    scheduling: Any = k8s.SchedulingV1Api(api_client)
+    classes = {"low": 10, "high": 1000}
+    for cls, value in classes.items():
+        scheduling.create_priority_class(
+            body={"metadata": {"name": f"{cls}-{run_id}"}, "value": value}, _preload_content=False
+        )
+    try:
+        nodes(api_client, run_id, 2, cpu="2")
+        fill = []
+        for i in range(4):  # two 1-CPU low-priority pods on each node: the cluster is full
+            pod = make_pod(f"low-{i}", run_id, cpu="1")
+            pod["spec"]["nodeName"] = f"w{i % 2}-{run_id}"
+            pod["spec"]["priorityClassName"] = f"low-{run_id}"
+            fill.append(pod)
+        create(core_v1, namespace, fill)
+        pod_group(api_client, namespace, "vips", 2)
+        members = [member(f"vip-{i}", run_id, scheduler, "vips", "1") for i in range(2)]
+        for pod in members:
+            pod["spec"]["priorityClassName"] = f"high-{run_id}"
+        create(core_v1, namespace, members)
+        wait_for(lambda: bound(core_v1, namespace, "vip-") == 2, 90, "the gang bound after preempting")
+        left = [
+            p["metadata"]["name"]
+            for p in list_pods(core_v1, namespace)
+            if p["metadata"]["name"].startswith("low-")
+        ]
+        assert len(left) == 2, left  # exactly the room the two members needed was made
+        preempted = [e for e in list_events(core_v1, namespace) if e.get("reason") == "Preempted"]
+        assert {e["involvedObject"]["name"] for e in preempted} == {f"low-{i}" for i in range(4)} - set(left)
+        waited = [
+            e["message"]
+            for e in list_events(core_v1, namespace)
+            if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"].startswith("vip-")
+        ]
+        assert waited, "the members' first cycle did not report"
+    finally:
+        for cls in classes:
+            scheduling.delete_priority_class(f"{cls}-{run_id}", _preload_content=False)
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

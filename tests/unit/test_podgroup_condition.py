@@ -13,7 +13,7 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.podgroup_condition import scheduled_condition_patch
 from scheduler.podgroup_cycle import PodGroupCycle
-from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod
+from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
 
 MakeEnv = Callable[..., CoreEnv]
 NOW = 1_700_000_000.0
@@ -149,7 +149,7 @@ async def test_a_group_cycle_writes_scheduled_true_for_a_feasible_group(make_env
     env, _ = group_env(make_env)
     qpi = env.queue.pop_nowait()
     assert qpi is not None
-    env.sched.pod_group_cycle.schedule(qpi)  # type: ignore[union-attr]
+    await env.sched.pod_group_cycle.schedule(qpi)  # type: ignore[union-attr]
     env.flush_writes()
     [cond] = condition_patches(env)
     assert (cond["status"], cond["reason"], cond["message"], cond["observedGeneration"]) == (
@@ -166,7 +166,7 @@ async def test_a_members_error_fails_the_whole_group_with_it(make_env: MakeEnv) 
     env, _ = group_env(make_env, victim="m1")
     qpi = env.queue.pop_nowait()
     assert qpi is not None and qpi.key == "default/m0"
-    env.sched.pod_group_cycle.schedule(qpi)  # type: ignore[union-attr]
+    await env.sched.pod_group_cycle.schedule(qpi)  # type: ignore[union-attr]
     env.flush_writes()
     assert env.rest.bindings() == {}
     for name in ("m0", "m1", "m2"):
@@ -182,3 +182,61 @@ async def test_a_members_error_fails_the_whole_group_with_it(make_env: MakeEnv) 
         cond["message"].startswith("failed to schedule other pod from a pod group: ")
         and "disk on fire" in cond["message"]
     )
+
+
+async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(make_env: MakeEnv) -> None:
+    """Upstream runs each member's PostFilter in the pod group cycle: DefaultPreemption nominates n1 and
+    evicts there, the member counts as placed for the next one, and the group, feasible once the
+    victims are gone, waits for them: both members go back nominated to n1."""
+    from scheduler.event_handlers import EventHandlers
+    from tests.unit.test_preemption_cycle import deletes, running, with_priority
+
+    env = make_env([make_node("n1", cpu="2")])
+    env.fwk.guard = None
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    for name in ("low-0", "low-1"):
+        handlers.on_pod_add(running(name, "n1", "1", 0))
+    members = [with_priority(member("m0"), 100), with_priority(member("m1"), 100)]
+    env.sched.pod_group_cycle = PodGroupCycle(env.sched, lambda ns, name: members, lambda ns, name: group())
+    for pod in members:
+        env.queue.add(pod)
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    await env.sched.pod_group_cycle.schedule(qpi)
+    await wait_for(lambda: env.sched.preemption.in_flight == 0)
+    # The writers' patches (the recorder stays open: the second cycle binds through it).
+    await wait_for(lambda: len(condition_patches(env)) == 1 and len(env.rest.status_patches()) >= 3)
+
+    assert env.rest.bindings() == {}
+    # m1's dry run still sees m0's victim (eviction is asynchronous, as upstream), so it may be deleted
+    # twice; the second DELETE finds it gone. Exactly the two low pods go.
+    assert sorted(set(deletes(env))) == ["low-0", "low-1"]
+    for name in ("m0", "m1"):
+        assert env.queue.where(f"default/{name}") == "unschedulable", name
+        [nominated] = [
+            c.body["status"]["nominatedNodeName"]
+            for c in env.rest.status_patches()
+            if c.path.endswith(f"/pods/{name}/status") and "nominatedNodeName" in c.body["status"]
+        ]
+        assert nominated == "n1", name
+    [cond] = condition_patches(env)
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "Unschedulable",
+        "pod group is unschedulable, pod group is waiting for preemption to complete",
+    )
+
+    # The informer shows the victims gone; after backoff the next cycle places both on n1.
+    for name in ("low-0", "low-1"):
+        victim = env.cache.get_pod(f"default/{name}")
+        assert victim is not None
+        handlers.on_pod_delete(victim.pod)
+    env.clock.advance(60)
+    env.queue.flush_backoff_completed()
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    await env.sched.pod_group_cycle.schedule(qpi)
+    await env.wait_bindings(2)
+    assert env.rest.bindings() == {"m0": "n1", "m1": "n1"}, {
+        name: env.queue.where(f"default/{name}") for name in ("m0", "m1")
+    }
