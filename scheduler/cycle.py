@@ -442,15 +442,13 @@ class Scheduler:
                 pre_check=lambda other: object_meta(other).get("uid") != uid,
             )
 
-    def _handle_fit_error(
-        self, attempt: _Attempt, err: FitError, *, post_filter: bool = True
-    ) -> Coroutine[Any, Any, None] | None:
+    def _handle_fit_error(self, attempt: _Attempt, err: FitError) -> Coroutine[Any, Any, None] | None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
         # None (ModeNoop) leaves it alone. The pod group cycle runs PostFilter itself (podgroup_cycle.py).
         nominated: str | None = CLEAR_NOMINATION
         post_status: Status | None = None
-        if post_filter and runs_post_filter(attempt.fwk, err):
+        if runs_post_filter(attempt.fwk, err):
             outcome = attempt.fwk.run_post_filter(attempt.state, attempt.pod, err.diagnosis.node_to_status)
             if isinstance(outcome, PausedPostFilter):
                 return self._resume_fit_error(attempt, err, outcome)
