@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 # (parallelism) victims of each at a time; a bounded pool keeps a burst of preemptions from opening a
 # connection per victim. Each write is two round trips (patch, delete) that mostly wait on the apiserver.
 PREEMPTION_WRITERS = 32
+# What became of one victim's writes.
+EVICTED, GONE, FAILED = "evicted", "gone", "failed"
 # How long a finished preemption may wait for the informer to show its last victim's deletion.
 SETTLE_TIMEOUT = 10.0
 # How often a failed preemption looks for the informer to have shown its deletions.
@@ -273,13 +275,15 @@ class PreemptionExecutor:
         self._preempt_all_but_last(loop, key, run)
 
     def _victim_written(
-        self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo, ok: bool
+        self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo, outcome: str
     ) -> None:
-        if ok:
-            self._record_preempted(run, victim, False)
-            run.deleted.append((victim.key, victim.uid))
-        else:
+        if outcome == FAILED:
             run.failed = True
+        else:
+            if outcome == EVICTED:
+                # Upstream records no Event for a victim that was already gone.
+                self._record_preempted(run, victim, False)
+            run.deleted.append((victim.key, victim.uid))
         run.pending -= 1
         if run.pending:
             return
@@ -349,16 +353,17 @@ class PreemptionExecutor:
 
     def _write_victim(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo) -> None:
         try:
-            ok = self._preempt_victim(run, victim)
+            outcome = self._preempt_victim(run, victim)
         except Exception:
             log.exception("preempting %s for %s crashed", victim.key, run.preemptor.key)
-            ok = False
-        _report(loop, self._victim_written, loop, key, run, victim, ok)
+            outcome = FAILED
+        _report(loop, self._victim_written, loop, key, run, victim, outcome)
 
-    def _preempt_victim(self, run: _Run, victim: PodInfo) -> bool:
-        """Patch DisruptionTarget, then delete. A victim already gone counts as done."""
+    def _preempt_victim(self, run: _Run, victim: PodInfo) -> str:
+        """Patch DisruptionTarget, then delete: EVICTED, GONE (already deleted, or replaced by a
+        namesake: done, without a Preempted Event, as upstream), or FAILED."""
         if self._api is None:
-            return True
+            return EVICTED
         pod = victim.pod
         condition: dict[str, Any] = {
             "type": DISRUPTION_TARGET,
@@ -373,13 +378,16 @@ class PreemptionExecutor:
         try:
             if not _has_condition(pod, condition):
                 self._patch(object_meta(pod), {"status": {"conditions": [condition]}})
-            self._api.delete_pod(victim.namespace, victim.name, victim.uid)
+            if not self._api.delete_pod(victim.namespace, victim.name, victim.uid):
+                log.info("preemption victim %s of %s is already gone", victim.key, run.preemptor.key)
+                return GONE
         except ApiError as err:
             if err.status == 404:
-                return True
+                log.info("preemption victim %s of %s is already gone", victim.key, run.preemptor.key)
+                return GONE
             log.warning("preempting %s for %s: %s", victim.key, run.preemptor.key, err)
-            return False
-        return True
+            return FAILED
+        return EVICTED
 
     def _patch(self, meta: Mapping[str, Any], patch: Mapping[str, Any]) -> None:
         if self._api is not None:

@@ -419,3 +419,37 @@ async def test_settling_gives_up_after_its_timeout_and_activates_the_preemptor(m
     assert env.queue.where("default/vip") == "unschedulable"
     await wait_for(lambda: env.queue.where("default/vip") == "active")
     assert not executor.is_pod_running_preemption(preemptor)
+
+
+async def test_a_victim_already_gone_gets_no_preempted_event_and_is_no_failure(make_env: MakeEnv) -> None:
+    """executor.go: a NotFound on the victim's patch or delete ends its preemption quietly (no Event);
+    the run does not count as failed."""
+    env = make_env([make_node("n1", cpu="1")])
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running("low", "n1", "1", 0))
+    original = env.rest.respond
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE" and path.endswith("/low"):
+            return 404, b'{"message": "pods \\"low\\" not found", "reason": "NotFound", "code": 404}'
+        return original(method, path, body)
+
+    env.rest.respond = respond
+    failed = metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)
+    errors = failed._value.get()
+    env.queue.add(with_priority(make_pod("vip", cpu="1"), 100))
+    await env.schedule_next()
+    executor = env.sched.preemption
+    await wait_for(lambda: executor.in_flight == 0)
+    assert deletes(env) == ["low"]
+    assert (
+        metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(metrics.GOROUTINE_RESULT_ERROR)._value.get() == errors
+    )
+    env.flush_writes()
+    assert not [e for e in env.rest.events() if e["reason"] == "Preempted"]
+    # Held until the informer shows it gone, like any deleted victim.
+    cached = env.cache.get_pod("default/low")
+    assert cached is not None
+    assert executor.is_pod_running_preemption(env.queue.get("default/vip").pod)  # type: ignore[union-attr]
+    handlers.on_pod_delete(cached.pod)
+    assert not executor.is_pod_running_preemption(env.queue.get("default/vip").pod)  # type: ignore[union-attr]
