@@ -130,6 +130,8 @@ class SchedulerApp:
         )
         # GenericWorkload: the pod group cycle finds a group's members in the pod informer's store.
         self._pod_lister = self.listers.lister(PODS) if features.generic_workload else None
+        if features.generic_workload:
+            metrics.register_pod_group_metrics()
         self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
         # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
         self.decisions = DecisionRecorder(

@@ -192,6 +192,53 @@ PLUGIN_EXECUTION_DURATION = FastHistogram(
     ["plugin", "extension_point", "status"],
     buckets=exponential_buckets(0.00001, 1.5, 20),
 )
+# Registered only with the GenericWorkload gate on (``register_pod_group_metrics``), as upstream.
+POD_GROUP_SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_podgroup_schedule_attempts",
+    "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not "
+    "be scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"],
+    registry=None,
+)
+POD_GROUP_SCHEDULING_ATTEMPT_DURATION = FastHistogram(
+    "scheduler_podgroup_scheduling_attempt_duration_seconds",
+    "Pod group scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    ["result", "profile"],
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=None,
+)
+POD_GROUP_SCHEDULING_ALGORITHM_DURATION = FastHistogram(
+    "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+    "Pod group scheduling algorithm latency in seconds",
+    buckets=exponential_buckets(0.001, 2, 15),
+    registry=None,
+)
+# A pod group cycle's results (profile_metrics.go).
+POD_GROUP_SCHEDULED: Final = "scheduled"
+POD_GROUP_UNSCHEDULABLE: Final = "unschedulable"
+POD_GROUP_WAITING_ON_PREEMPTION: Final = "waiting_on_preemption"
+POD_GROUP_ERROR: Final = "error"
+_pod_group_metrics_registered: set[int] = set()
+
+
+def register_pod_group_metrics(registry: CollectorRegistry = REGISTRY) -> None:
+    """The pod group metrics join ``registry`` (once): upstream registers them with GenericWorkload."""
+    if id(registry) in _pod_group_metrics_registered:
+        return
+    _pod_group_metrics_registered.add(id(registry))
+    for collector in (
+        POD_GROUP_SCHEDULE_ATTEMPTS,
+        POD_GROUP_SCHEDULING_ATTEMPT_DURATION,
+        POD_GROUP_SCHEDULING_ALGORITHM_DURATION,
+    ):
+        registry.register(collector)
+
+
+def observe_pod_group_attempt(result: str, profile: str, seconds: float) -> None:
+    POD_GROUP_SCHEDULING_ATTEMPT_DURATION.labels(result, profile).observe(seconds)
+    POD_GROUP_SCHEDULE_ATTEMPTS.labels(result, profile).inc()
+
+
 PERMIT_WAIT_DURATION = Histogram(
     "scheduler_permit_wait_duration_seconds",
     "Duration of waiting on permit.",

@@ -31,12 +31,14 @@ Members retry after backoff only (the queue's GenericWorkload rule), as upstream
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from informers.resource import WORKLOAD_PODGROUPS
+from scheduler import metrics
 from scheduler.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
 from scheduler.cache import CacheError
 from scheduler.framework.objects import object_meta, pod_spec
@@ -109,7 +111,9 @@ class PodGroupCycle:
             for qpi in queued:
                 sched._fail(qpi, None, error, None)
             return
+        start = time.perf_counter()
         trials, outcome, group_error = await self._trial(queued)
+        metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
         if group_error is not None:
             last = trials[-1].attempt  # the member whose error ended the trial
             for trial in trials:
@@ -117,15 +121,24 @@ class PodGroupCycle:
             for qpi in queued[queued.index(last.qpi) + 1 :]:  # never tried
                 sched._fail(qpi, None, group_error, last.fwk)
             self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
+            result = metrics.POD_GROUP_ERROR
         elif trials:
             for trial in trials:
                 self._submit(trial, outcome)
             if outcome == SCHEDULED:
                 self._write_condition(first, True, REASON_SCHEDULED, "")
+                result = metrics.POD_GROUP_SCHEDULED
             elif outcome == WAITING_ON_PREEMPTION:
                 self._write_condition(first, False, REASON_UNSCHEDULABLE, WAITING_ON_PREEMPTION_STATUS_MSG)
+                result = metrics.POD_GROUP_WAITING_ON_PREEMPTION
             else:
                 self._write_condition(first, False, REASON_UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE_MSG)
+                result = metrics.POD_GROUP_UNSCHEDULABLE
+        else:
+            return  # every member was skipped (deleted, not ours, already binding): no cycle ran
+        metrics.observe_pod_group_attempt(
+            result, trials[0].attempt.fwk.profile_name, time.perf_counter() - start
+        )
 
     def _pop_group(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         namespace = object_meta(first.pod).get("namespace", "")

@@ -20,13 +20,20 @@ from kubernetes import client as k8s
 from devcluster.cluster import WORKLOAD_FEATURE_GATES
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, sole_kube_scheduler
+from tests.integration.workload import (
+    RUN_LABEL,
+    list_events,
+    list_pods,
+    make_pod,
+    scrape,
+    sole_kube_scheduler,
+)
 
 
 @pytest.fixture(scope="module")
 def schedulers(
     control_plane: Any, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+) -> Iterator[SchedulerProcess]:
     """py-scheduler (profile ``py-scheduler``) and kube-scheduler (``default-scheduler``), both gated on."""
     with sole_kube_scheduler(control_plane, extra_args=[WORKLOAD_FEATURE_GATES]):
         py = SchedulerProcess(
@@ -35,7 +42,7 @@ def schedulers(
         py.start()
         try:
             py.wait_ready(60)
-            yield
+            yield py
         finally:
             code = py.stop()
             assert code == 0, f"py-scheduler exited with {code}:\n{py.log_tail()}"
@@ -164,7 +171,7 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_gone(
-    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: None, scheduler: str
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: SchedulerProcess, scheduler: str
 ) -> None:
     """Upstream's pod group cycle runs each member's PostFilter: DefaultPreemption evicts for the members,
     the group waits for the preemption ("pod group is waiting for preemption to complete"), then binds."""
@@ -194,7 +201,12 @@ def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_go
             for p in list_pods(core_v1, namespace)
             if p["metadata"]["name"].startswith("low-")
         ]
-        assert len(left) == 2, left  # exactly the room the two members needed was made
+        if scheduler == "py-scheduler":
+            assert len(left) == 2, left  # exactly the room the two members needed was made
+        else:
+            # The peer: its asynchronous preemption can race its own retry on a loaded machine and
+            # take one more victim (seen once in CI's load, as in test_preemption_on_cluster).
+            assert len(left) <= 2, left
         preempted = [e for e in list_events(core_v1, namespace) if e.get("reason") == "Preempted"]
         assert {e["involvedObject"]["name"] for e in preempted} == {f"low-{i}" for i in range(4)} - set(left)
         waited = [
@@ -203,6 +215,15 @@ def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_go
             if e.get("reason") == "FailedScheduling" and e["involvedObject"]["name"].startswith("vip-")
         ]
         assert waited, "the members' first cycle did not report"
+        if scheduler == "py-scheduler":
+            # Upstream's pod group metrics (GenericWorkload on): one cycle waited, a later one scheduled.
+            samples = scrape(schedulers)
+            for result in ("waiting_on_preemption", "scheduled"):
+                key = (
+                    "scheduler_podgroup_schedule_attempts_total",
+                    frozenset({("result", result), ("profile", "py-scheduler")}),
+                )
+                assert samples.get(key, 0) >= 1, (result, sorted(k for k in samples if "podgroup" in k[0]))
     finally:
         for cls in classes:
             scheduling.delete_priority_class(f"{cls}-{run_id}", _preload_content=False)

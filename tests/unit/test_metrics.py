@@ -319,3 +319,32 @@ def test_leader_gauge() -> None:
 def test_exponential_buckets_is_go_sequence() -> None:
     assert metrics.exponential_buckets(1, 2, 5) == (1, 2, 4, 8, 16)
     assert len(metrics.exponential_buckets(0.00001, 1.5, 20)) == 20
+
+
+def test_pod_group_metrics_match_upstream_and_join_a_registry_only_when_asked() -> None:
+    """metrics.go: podgroup_schedule_attempts_total, podgroup_scheduling_attempt_duration_seconds and
+    podgroup_scheduling_algorithm_duration_seconds, registered with GenericWorkload only."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    assert "podgroup" not in generate_latest(registry).decode()
+    metrics.register_pod_group_metrics(registry)
+    metrics.register_pod_group_metrics(registry)  # idempotent
+    metrics.observe_pod_group_attempt(metrics.POD_GROUP_WAITING_ON_PREEMPTION, "touch", 0.003)
+    metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(0.002)
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
+    attempts = families["scheduler_podgroup_schedule_attempts"]
+    assert attempts.type == "counter"
+    [total] = [s for s in attempts.samples if s.name == "scheduler_podgroup_schedule_attempts_total"]
+    assert total.labels == {"result": "waiting_on_preemption", "profile": "touch"} and total.value >= 1
+    go_buckets = [0.001 * 2**k for k in range(15)]
+    for name, labels in (
+        ("scheduler_podgroup_scheduling_attempt_duration_seconds", {"result", "profile"}),
+        ("scheduler_podgroup_scheduling_algorithm_duration_seconds", set()),
+    ):
+        family = families[name]
+        assert family.type == "histogram"
+        buckets = [s for s in family.samples if s.name == f"{name}_bucket"]
+        assert {k for k in buckets[0].labels if k != "le"} == labels
+        les = [b.labels["le"] for b in buckets if b.labels.get("profile", "touch") == "touch"]
+        assert [float(le) for le in les[:-1]] == go_buckets and les[-1] == "+Inf"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from scheduler import metrics
 from scheduler.events import rfc3339
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
@@ -200,9 +201,19 @@ async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(
     env.sched.pod_group_cycle = PodGroupCycle(env.sched, lambda ns, name: members, lambda ns, name: group())
     for pod in members:
         env.queue.add(pod)
+    attempts = metrics.POD_GROUP_SCHEDULE_ATTEMPTS
+
+    def counted(result: str) -> float:
+        return float(attempts.labels(result, PROFILE)._value.get())
+
+    before = {r: counted(r) for r in (metrics.POD_GROUP_WAITING_ON_PREEMPTION, metrics.POD_GROUP_SCHEDULED)}
     qpi = env.queue.pop_nowait()
     assert qpi is not None
     await env.sched.pod_group_cycle.schedule(qpi)
+    assert (
+        counted(metrics.POD_GROUP_WAITING_ON_PREEMPTION)
+        == before[metrics.POD_GROUP_WAITING_ON_PREEMPTION] + 1
+    )
     await wait_for(lambda: env.sched.preemption.in_flight == 0)
     # The writers' patches (the recorder stays open: the second cycle binds through it).
     await wait_for(lambda: len(condition_patches(env)) == 1 and len(env.rest.status_patches()) >= 3)
@@ -237,6 +248,7 @@ async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(
     assert qpi is not None
     await env.sched.pod_group_cycle.schedule(qpi)
     await env.wait_bindings(2)
+    assert counted(metrics.POD_GROUP_SCHEDULED) == before[metrics.POD_GROUP_SCHEDULED] + 1
     assert env.rest.bindings() == {"m0": "n1", "m1": "n1"}, {
         name: env.queue.where(f"default/{name}") for name in ("m0", "m1")
     }
