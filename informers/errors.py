@@ -12,24 +12,38 @@ class TransportError(Exception):
 class ApiError(Exception):
     """The API server answered with a failure ``Status`` (an HTTP error, or an ERROR watch event)."""
 
-    def __init__(self, status: int, reason: str = "", message: str = "", body: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str = "",
+        message: str = "",
+        body: Any = None,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{status} {reason}: {message}" if message else f"{status} {reason}")
         self.status = status
         self.reason = reason
         self.message = message
         self.body = body
+        # Seconds the server asked us to wait before trying again (429 and some 5xx: the Retry-After
+        # header, or the Status's details.retryAfterSeconds); None when it said nothing.
+        self.retry_after = retry_after if retry_after is not None else _details_retry_after(body)
 
     @classmethod
-    def from_status(cls, status_obj: Any, default_code: int = 500) -> ApiError:
+    def from_status(
+        cls, status_obj: Any, default_code: int = 500, *, retry_after: float | None = None
+    ) -> ApiError:
         """Build from a ``meta/v1 Status`` dict (the body of an error response or ERROR event)."""
         if not isinstance(status_obj, dict):
-            return cls(default_code, "Unknown", repr(status_obj), status_obj)
+            return cls(default_code, "Unknown", repr(status_obj), status_obj, retry_after=retry_after)
         code = status_obj.get("code")
         return cls(
             int(code) if isinstance(code, int) and code > 0 else default_code,
             str(status_obj.get("reason") or ""),
             str(status_obj.get("message") or ""),
             status_obj,
+            retry_after=retry_after,
         )
 
     @property
@@ -45,3 +59,20 @@ class ApiError(Exception):
         if isinstance(causes, list):
             return any(isinstance(c, dict) and c.get("reason") == "ResourceVersionTooLarge" for c in causes)
         return "Too large resource version" in self.message
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """client-go's retryAfterSeconds: a whole, non-negative number of seconds; anything else is None."""
+    if header is None:
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds >= 0 else None
+
+
+def _details_retry_after(body: Any) -> float | None:
+    details = body.get("details") if isinstance(body, dict) else None
+    seconds = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    return float(seconds) if isinstance(seconds, int) and seconds > 0 else None

@@ -5,7 +5,8 @@ Fault handling, after client-go's ``tools/cache.Reflector``:
 * the watch ends cleanly (server ``timeoutSeconds``, randomised 5-10 min): re-watch at once from the
   last resourceVersion seen (BOOKMARKs advance it too);
 * connection refused/reset, client read timeout, 429, 5xx, any other error: jittered exponential
-  backoff, then re-watch from the last resourceVersion;
+  backoff, then re-watch from the last resourceVersion; a 429 or 5xx that says Retry-After waits
+  that long instead, up to ten times in a row (client-go's request-layer retries);
 * 410 Gone (HTTP, or an ERROR event in the stream) or a too-large resourceVersion: relist and let the
   sink reconcile its store with the fresh list;
 * a LIST failure: backoff, then LIST again.
@@ -38,6 +39,10 @@ MIN_WATCH_TIMEOUT = 300.0  # client-go's minWatchTimeout; the actual timeout is 
 # A watch that closes cleanly this fast without a single event is treated as an error, so a server
 # that keeps closing watches at once gets backoff instead of a hot loop (client-go does the same).
 SHORT_WATCH = 1.0
+# client-go's rest client honours Retry-After on 429 and 5xx up to 10 times in a row (maxRetries), then
+# the reflector's own backoff applies. A Retry-After beyond a minute is capped (the backoff's own ceiling).
+MAX_RETRY_AFTER = 10
+MAX_RETRY_AFTER_SECONDS = 60.0
 # After this many 410s on continue tokens in a row, list in one unpaginated request.
 _MAX_PAGED_RESTARTS = 2
 
@@ -91,6 +96,8 @@ class Reflector:
         self._clock = clock
         self._rng = rng or random.Random()
         self.backoff = Backoff(backoff_policy, clock=clock, rng=self._rng)
+        # Consecutive waits the server asked for with Retry-After (see _delay_after).
+        self._retry_after_streak = 0
         self.last_sync_resource_version = ""
         resource = spec.name
         self._resource = resource
@@ -117,7 +124,7 @@ class Reflector:
                 try:
                     await self.list_once()
                 except (ApiError, TransportError) as exc:
-                    delay = self.backoff.next_delay()
+                    delay = self._delay_after(exc)
                     logger.warning(
                         "informer %s: list failed (%s); retrying in %.1fs", self._resource, exc, delay
                     )
@@ -131,6 +138,7 @@ class Reflector:
                     await self._clock.sleep(delay)
                     continue
                 need_list = False
+                self._retry_after_streak = 0
             try:
                 events, elapsed = await self.watch_once()
             except _RelistError as relist:
@@ -141,7 +149,7 @@ class Reflector:
             except (ApiError, TransportError) as exc:
                 reason = _error_reason(exc)
                 metrics.WATCH_ERRORS.labels(self._resource, reason).inc()
-                delay = self.backoff.next_delay()
+                delay = self._delay_after(exc)
                 logger.warning(
                     "informer %s: watch from rv %s failed (%s); retrying in %.1fs",
                     self._resource,
@@ -161,6 +169,7 @@ class Reflector:
                 await self._clock.sleep(delay)
                 need_list = True
                 continue
+            self._retry_after_streak = 0
             if events == 0 and elapsed < SHORT_WATCH:
                 metrics.WATCH_ERRORS.labels(self._resource, "short_watch").inc()
                 delay = self.backoff.next_delay()
@@ -171,6 +180,20 @@ class Reflector:
                     delay,
                 )
                 await self._clock.sleep(delay)
+
+    def _delay_after(self, exc: Exception) -> float:
+        """The wait before the next try: the server's Retry-After on a 429 or 5xx, as client-go's
+        request layer honours it (up to ``MAX_RETRY_AFTER`` times in a row), else the backoff."""
+        if (
+            isinstance(exc, ApiError)
+            and exc.retry_after is not None
+            and (exc.status == 429 or exc.status >= 500)
+            and self._retry_after_streak < MAX_RETRY_AFTER
+        ):
+            self._retry_after_streak += 1
+            return min(exc.retry_after, MAX_RETRY_AFTER_SECONDS)
+        self._retry_after_streak = 0
+        return self.backoff.next_delay()
 
     async def list_once(self) -> str:
         """One complete (paginated) LIST handed to the sink; returns its resourceVersion.

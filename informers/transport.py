@@ -23,7 +23,7 @@ import orjson
 from informers.clock import REAL_CLOCK, Clock
 from informers.connection import connection_for, load
 from informers.credentials import Credential, CredentialError, same
-from informers.errors import ApiError, TransportError
+from informers.errors import ApiError, TransportError, retry_after_seconds
 from informers.ratelimit import TokenBucket
 
 logger = logging.getLogger(__name__)
@@ -244,11 +244,14 @@ class AsyncTransport:
         if resp.status < 400:
             return
         body = await resp.read()
+        retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
         try:
             status_obj = orjson.loads(body)
         except orjson.JSONDecodeError:
-            raise ApiError(resp.status, resp.reason or "", body[:512].decode(errors="replace")) from None
-        raise ApiError.from_status(status_obj, default_code=resp.status)
+            raise ApiError(
+                resp.status, resp.reason or "", body[:512].decode(errors="replace"), retry_after=retry_after
+            ) from None
+        raise ApiError.from_status(status_obj, default_code=resp.status, retry_after=retry_after)
 
     async def request_bytes(
         self,

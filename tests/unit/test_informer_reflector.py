@@ -222,3 +222,40 @@ async def test_stop_during_backoff_is_prompt() -> None:
     await eventually(lambda: clock.waiting == 1)
     await asyncio.wait_for(informer.stop(), 1.0)
     assert not informer.has_synced()
+
+
+async def test_retry_after_is_honoured_on_429_and_5xx_ten_times_in_a_row_then_backoff() -> None:
+    """client-go waits the Retry-After a 429 (or 5xx) names, up to maxRetries (10) times in a row;
+    without it, or after that, the reflector's jittered backoff (>= 0.8 s) applies."""
+    server = FakeApiServer()
+    server.create(PODS, make_pod("p0"))
+    server.list_failures.extend(ApiError(429, "TooManyRequests", retry_after=3) for _ in range(11))
+    server.list_failures.append(
+        ApiError.from_status({"kind": "Status", "code": 503, "details": {"retryAfterSeconds": 2}})
+    )
+    server.list_failures.append(ApiError(500, "InternalError"))  # no Retry-After: backoff
+    server.list_failures.append(ApiError(404, "NotFound", retry_after=5))  # not 429/5xx: backoff
+    clock = FakeClock()
+    sink = RecordingSink()
+    reflector = Reflector(server, PODS, sink, clock=clock)
+    task = asyncio.create_task(reflector.run())
+    try:
+        await eventually(lambda: len(sink.replaced) == 1)
+    finally:
+        task.cancel()
+    waits = clock.sleeps[:14]
+    assert waits[:10] == [3.0] * 10
+    assert waits[10] != 3.0 and waits[10] >= 0.8  # the eleventh in a row: backoff
+    assert waits[11] == 2.0  # details.retryAfterSeconds of a 503's Status
+    assert waits[12] >= 0.8 and waits[13] >= 0.8 and 5.0 not in waits[12:14]
+
+
+def test_retry_after_header_parsing_follows_client_go() -> None:
+    from informers.errors import retry_after_seconds
+
+    assert retry_after_seconds("7") == 7.0
+    assert retry_after_seconds(" 0 ") == 0.0
+    assert retry_after_seconds(None) is None
+    assert retry_after_seconds("1.5") is None  # whole seconds only
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") is None
+    assert retry_after_seconds("-1") is None

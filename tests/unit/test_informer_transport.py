@@ -57,6 +57,15 @@ async def handle_watch(request: web.Request) -> web.StreamResponse:
     if mode == "gone":
         status = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old resource version"}
         return web.json_response(status, status=410)
+    if mode == "throttled":
+        # The API server's APF answer: Retry-After header and details.retryAfterSeconds agree.
+        status = {
+            "kind": "Status",
+            "code": 429,
+            "reason": "TooManyRequests",
+            "details": {"retryAfterSeconds": 1},
+        }
+        return web.json_response(status, status=429, headers={"Retry-After": "4"})
     resp = web.StreamResponse()
     await resp.prepare(request)
     events = [
@@ -120,6 +129,14 @@ async def test_watch_410_is_gone(server: TestServer) -> None:
             async for _ in t.watch("/api/v1/namespaces/x/pods", {"mode": "gone"}):
                 pass
     assert err.value.is_gone
+
+
+async def test_a_throttled_watch_carries_the_retry_after_header(server: TestServer) -> None:
+    async with transport_for(server) as t:
+        with pytest.raises(ApiError) as err:
+            async for _ in t.watch("/api/v1/namespaces/ns/pods", {"mode": "throttled"}):
+                pass
+    assert err.value.status == 429 and err.value.retry_after == 4.0  # the header wins
 
 
 async def test_silent_connection_hits_read_timeout(server: TestServer) -> None:
