@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.http_response import read_response
@@ -81,8 +81,16 @@ def responses(draw: Any) -> tuple[bytes, str]:
     return head + wire_body, method
 
 
+def _items(value: str) -> list[str]:
+    """A field value's comma-separated items, each with its whitespace (folds included) collapsed."""
+    return [" ".join(item.split()) for item in value.split(",")]
+
+
 @settings(max_examples=500, deadline=None)
 @given(responses(), st.lists(st.integers(1, 64), max_size=40))
+# Found by hypothesis in CI-like runs: empty folded fields repeated, then a value that is a comma.
+@example((b"HTTP/1.1 200 OK\r\n0:\r\n \r\n0:\r\n \r\n0:\r\n \r\n0:,\r\nContent-Length: 0\r\n\r\n", "GET"), [])
+@example((b"HTTP/1.1 200 OK\r\n0:0\r\n \r\n0:\r\n \r\nContent-Length: 0\r\n\r\n", "GET"), [])
 def test_responses_read_as_the_stdlib_reads_them(case: tuple[bytes, str], sizes: list[int]) -> None:
     wire, method = case
     theirs = http.client.HTTPResponse(_Pieces(wire, []), method=method)  # type: ignore[arg-type]
@@ -93,8 +101,10 @@ def test_responses_read_as_the_stdlib_reads_them(case: tuple[bytes, str], sizes:
     assert ours.body == their_body
     for name in {key.lower() for key in theirs.headers}:
         values = theirs.headers.get_all(name) or []
-        # Folded lines: the stdlib keeps the raw continuation; both mean the same words.
-        assert (ours.getheader(name) or "").split() == " , ".join(values).replace(" ,", ",").split()
+        # The stdlib keeps each field raw (a folded line's CRLF included); ours unfolds them and joins
+        # repeated fields with ", " (RFC 9110 5.3). Same comma-separated items, whitespace aside.
+        expected = ", ".join(values)
+        assert _items(ours.getheader(name) or "") == _items(expected)
     if theirs.will_close:
         assert ours.will_close
 
