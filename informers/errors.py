@@ -61,15 +61,20 @@ class ApiError(Exception):
         return "Too large resource version" in self.message
 
 
-def retry_after_seconds(header: str | None) -> float | None:
-    """client-go's retryAfterSeconds: a whole, non-negative number of seconds; anything else is None."""
-    if header is None:
+# client-go's rest.Request: a 429 or 5xx answer carrying an integer Retry-After is sent again after
+# that many seconds, up to this many times in a row (its maxRetries), for every verb.
+RETRY_AFTER_MAX_RETRIES = 10
+
+
+def retry_after_seconds(status: int, header: str | None) -> int | None:
+    """client-go's checkWait: the seconds to wait before sending again, or None for no retry."""
+    if header is None or not (status == 429 or status >= 500):
         return None
     try:
-        seconds = int(header.strip())
-    except ValueError:
+        seconds = int(header.strip(), 10)
+    except ValueError:  # an HTTP date, or junk: client-go's strconv.Atoi refuses both
         return None
-    return float(seconds) if seconds >= 0 else None
+    return max(seconds, 0)
 
 
 def _details_retry_after(body: Any) -> float | None:

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from informers import metrics
 from informers.backoff import Backoff, BackoffPolicy
 from informers.clock import REAL_CLOCK, Clock
-from informers.errors import ApiError, TransportError
+from informers.errors import RETRY_AFTER_MAX_RETRIES, ApiError, TransportError
 from informers.objects import KubeObject
 from informers.resource import ResourceSpec
 from informers.transport import Transport
@@ -39,9 +39,8 @@ MIN_WATCH_TIMEOUT = 300.0  # client-go's minWatchTimeout; the actual timeout is 
 # A watch that closes cleanly this fast without a single event is treated as an error, so a server
 # that keeps closing watches at once gets backoff instead of a hot loop (client-go does the same).
 SHORT_WATCH = 1.0
-# client-go's rest client honours Retry-After on 429 and 5xx up to 10 times in a row (maxRetries), then
-# the reflector's own backoff applies. A Retry-After beyond a minute is capped (the backoff's own ceiling).
-MAX_RETRY_AFTER = 10
+# After RETRY_AFTER_MAX_RETRIES Retry-After waits in a row the reflector's own backoff applies (client-go's
+# request layer, then its reflector). A Retry-After beyond a minute is capped (the backoff's own ceiling).
 MAX_RETRY_AFTER_SECONDS = 60.0
 # After this many 410s on continue tokens in a row, list in one unpaginated request.
 _MAX_PAGED_RESTARTS = 2
@@ -183,12 +182,12 @@ class Reflector:
 
     def _delay_after(self, exc: Exception) -> float:
         """The wait before the next try: the server's Retry-After on a 429 or 5xx, as client-go's
-        request layer honours it (up to ``MAX_RETRY_AFTER`` times in a row), else the backoff."""
+        request layer honours it (up to ``RETRY_AFTER_MAX_RETRIES`` times in a row), else the backoff."""
         if (
             isinstance(exc, ApiError)
             and exc.retry_after is not None
             and (exc.status == 429 or exc.status >= 500)
-            and self._retry_after_streak < MAX_RETRY_AFTER
+            and self._retry_after_streak < RETRY_AFTER_MAX_RETRIES
         ):
             self._retry_after_streak += 1
             return min(exc.retry_after, MAX_RETRY_AFTER_SECONDS)

@@ -244,7 +244,8 @@ class AsyncTransport:
         if resp.status < 400:
             return
         body = await resp.read()
-        retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
+        seconds = retry_after_seconds(resp.status, resp.headers.get("Retry-After"))
+        retry_after = float(seconds) if seconds is not None else None
         try:
             status_obj = orjson.loads(body)
         except orjson.JSONDecodeError:

@@ -24,6 +24,7 @@ from kubernetes import config as k8s_config
 
 from informers.connection import connection_for, load
 from informers.credentials import CredentialError, same
+from informers.errors import RETRY_AFTER_MAX_RETRIES, retry_after_seconds
 from scheduler.httppool import ConnectionPool
 
 
@@ -144,21 +145,6 @@ class RateLimiter:
 
 USER_AGENT = "py-scheduler"
 
-# client-go's rest.Request: a 429 or 5xx answer carrying an integer Retry-After is sent again after
-# that many seconds, up to this many times (its maxRetries), for every verb.
-MAX_RETRIES = 10
-
-
-def retry_after_seconds(status: int, header: str | None) -> int | None:
-    """client-go's checkWait: the seconds to wait before sending again, or None for no retry."""
-    if header is None or not (status == 429 or status >= 500):
-        return None
-    try:
-        seconds = int(header.strip(), 10)
-    except ValueError:  # an HTTP date, or junk: client-go's strconv.Atoi refuses both
-        return None
-    return max(seconds, 0)
-
 
 class RestClient:
     """Blocking JSON requests against the API server, safe to share between threads."""
@@ -207,7 +193,7 @@ class RestClient:
         a second 401 is returned. A credential that cannot be fetched raises ``CredentialError``.
 
         A 429 or 5xx with an integer Retry-After is sent again after that many seconds, up to
-        ``MAX_RETRIES`` times, as client-go does (API Priority and Fairness answers an overloaded
+        ``RETRY_AFTER_MAX_RETRIES`` times, as client-go does (API Priority and Fairness answers an overloaded
         server's requests so), but only while the wait still leaves time inside ``timeout``: that
         bounds the whole call (a lease renewal's deadline); otherwise the answer is returned.
         """
@@ -218,7 +204,7 @@ class RestClient:
             self.limiter.wait()
             status, data, retry_after = self._send(method, path, payload, content_type, timeout)
             wait = retry_after_seconds(status, retry_after)
-            if wait is None or retries >= MAX_RETRIES:
+            if wait is None or retries >= RETRY_AFTER_MAX_RETRIES:
                 return status, data
             left = deadline - self._clock() - wait
             if left <= 0:

@@ -250,12 +250,14 @@ async def test_retry_after_is_honoured_on_429_and_5xx_ten_times_in_a_row_then_ba
     assert waits[12] >= 0.8 and waits[13] >= 0.8 and 5.0 not in waits[12:14]
 
 
-def test_retry_after_header_parsing_follows_client_go() -> None:
+def test_the_transport_and_the_writes_read_retry_after_alike() -> None:
+    """One reading of Retry-After (client-go's checkWait) for the informers and the REST client."""
     from informers.errors import retry_after_seconds
 
-    assert retry_after_seconds("7") == 7.0
-    assert retry_after_seconds(" 0 ") == 0.0
-    assert retry_after_seconds(None) is None
-    assert retry_after_seconds("1.5") is None  # whole seconds only
-    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT") is None
-    assert retry_after_seconds("-1") is None
+    assert retry_after_seconds(429, "7") == 7
+    assert retry_after_seconds(503, " 0 ") == 0
+    assert retry_after_seconds(429, None) is None
+    assert retry_after_seconds(429, "1.5") is None  # whole seconds only
+    assert retry_after_seconds(429, "Wed, 21 Oct 2015 07:28:00 GMT") is None
+    assert retry_after_seconds(404, "5") is None  # only 429 and 5xx are resent
+    assert retry_after_seconds(429, "-1") == 0  # Atoi accepts it; client-go's negative wait is no wait
