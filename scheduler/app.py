@@ -45,7 +45,7 @@ from scheduler.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.plugins.coscheduling import status as podgroup_status
 from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
-from scheduler.server import HealthServer
+from scheduler.serving.server import HealthServer
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod
 

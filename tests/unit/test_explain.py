@@ -28,7 +28,7 @@ from scheduler.explain.record import (
 )
 from scheduler.explain.simulate import Simulation
 from scheduler.explain.store import DecisionStore
-from scheduler.server import HealthServer
+from scheduler.serving.server import HealthServer
 from tests.unit.test_core_fakes import CoreEnv, make_node, make_pod
 
 ROOT = Path(__file__).resolve().parents[2]
