@@ -15,7 +15,6 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
@@ -45,7 +44,7 @@ from scheduler.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.plugins.coscheduling import status as podgroup_status
 from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
-from scheduler.serving.server import HealthServer
+from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod
 
@@ -64,14 +63,6 @@ WORKLOAD_API_MISSING = (
     "kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha2=true "
     "--feature-gates=GenericWorkload=true,GangScheduling=true"
 )
-
-
-@dataclass
-class ServingOptions:
-    bind_address: str = "0.0.0.0"
-    port: int = 10259
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
 
 
 class LeadershipLost(SystemExit):
@@ -142,7 +133,7 @@ class SchedulerApp:
         )
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
-        self.server: HealthServer | None = None
+        self.server: Servers | None = None
         self.factory: InformerFactory | None = None
         self.transport: AsyncTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -384,21 +375,18 @@ class SchedulerApp:
             self._start_server()
 
     def _start_server(self) -> None:
-        if self.serving.port < 0:
-            return
-        self.server = HealthServer(
-            self.serving.bind_address,
-            self.serving.port,
-            tls_cert_file=self.serving.tls_cert_file,
-            tls_key_file=self.serving.tls_key_file,
+        servers = build_servers(
+            self.serving,
             readiness=self.readiness,
             liveness=self.liveness,
             debug_pods=debug_pods_handler(
                 self.decisions.store, self._is_leading, lambda: self.decisions.enabled
             ),
         )
-        self.server.start()
-        log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)
+        if not servers.servers:
+            return
+        self.server = servers
+        servers.start()
 
     def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.leader_elect:
