@@ -16,7 +16,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from cachetools import TTLCache
@@ -36,7 +36,8 @@ class User:
     name: str
     uid: str = ""
     groups: tuple[str, ...] = ()
-    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Sorted (key, values) pairs, not a dict: a User is part of the authorization cache's key.
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def anonymous(self) -> bool:
@@ -71,7 +72,9 @@ class TokenReviewAuthenticator:
         if not status.get("authenticated"):
             return None
         user = status.get("user") or {}
-        extra = {str(k): tuple(str(v) for v in vs or ()) for k, vs in (user.get("extra") or {}).items()}
+        extra = tuple(
+            sorted((str(k), tuple(str(v) for v in vs or ())) for k, vs in (user.get("extra") or {}).items())
+        )
         return User(
             name=str(user.get("username") or ""),
             uid=str(user.get("uid") or ""),

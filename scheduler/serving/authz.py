@@ -122,7 +122,7 @@ class SubjectAccessReviewAuthorizer:
         if user.uid:
             spec["uid"] = user.uid
         if user.extra:
-            spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+            spec["extra"] = {k: list(v) for k, v in user.extra}
         review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
         try:
             status = self._client.create(SUBJECT_ACCESS_REVIEWS, review)
