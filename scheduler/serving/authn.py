@@ -29,6 +29,10 @@ AUTHENTICATED_GROUP: Final = "system:authenticated"
 # k8s.io/apiserver: DelegatingAuthenticationOptions.CacheTTL (--authentication-token-webhook-cache-ttl).
 TOKEN_CACHE_TTL_SECONDS: Final = 10.0
 TOKEN_CACHE_SIZE: Final = 4096
+# `py-scheduler explain` through the API server's service proxy: the API server consumes the caller's
+# Authorization header, so explain sends the caller's bearer token in this one as well. It is read only
+# when Authorization is absent and is reviewed exactly like it (docs/security.md).
+FORWARDED_AUTHORIZATION: Final = "X-Py-Scheduler-Authorization"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from scheduler.serving.authn import FORWARDED_AUTHORIZATION
 from scheduler.serving.delegating import RequestGuard
 from scheduler.serving.tls import ServerTLS, TLSConfigError, serving_cert
 
@@ -114,9 +115,8 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(url.path).rstrip("/") or "/"
         health = self.server.health
         if health.guard is not None:
-            _, refusal = health.guard.check(
-                self.command, path, self.headers.get("Authorization"), self._peer_cert()
-            )
+            authorization = self.headers.get("Authorization") or self.headers.get(FORWARDED_AUTHORIZATION)
+            _, refusal = health.guard.check(self.command, path, authorization, self._peer_cert())
             if refusal is not None:
                 self._reply(HTTPStatus(refusal.status), refusal.body, refusal.content_type, head)
                 return
