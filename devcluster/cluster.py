@@ -336,6 +336,7 @@ class ControlPlane:
         timeout: float | None = None,
         binary: str | Path | None = None,
         delegated_auth: bool = False,
+        auth_kubeconfig: str | Path | None = None,
     ) -> ManagedProcess:
         """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop().
 
@@ -361,6 +362,7 @@ class ControlPlane:
                 config_path=Path(config_path) if config_path is not None else None,
                 extra_args=extra_args,
                 delegated_auth=delegated_auth,
+                auth_kubeconfig=Path(auth_kubeconfig) if auth_kubeconfig is not None else None,
             )
 
         tls = unverified_tls()

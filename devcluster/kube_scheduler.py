@@ -51,10 +51,12 @@ def kube_scheduler_argv(
     config_path: Path | None = None,
     extra_args: Sequence[str] = (),
     delegated_auth: bool = False,
+    auth_kubeconfig: Path | None = None,
 ) -> list[str]:
     """``delegated_auth``: kube-scheduler's own defaults (only the health paths always allowed, the
     client CA looked up) with TokenReview and SubjectAccessReview through ``kubeconfig``, as a
-    cluster runs it; otherwise health and metrics are open and nothing is looked up."""
+    cluster runs it (``auth_kubeconfig`` instead, when given); otherwise health and metrics are open
+    and nothing is looked up."""
     argv = [str(binary)]
     # --kubeconfig is ignored when --config is given; the config's clientConnection.kubeconfig wins.
     argv.append(f"--config={config_path}" if config_path is not None else f"--kubeconfig={kubeconfig}")
@@ -66,7 +68,8 @@ def kube_scheduler_argv(
         "--v=1",
     ]
     if delegated_auth:
-        argv += [f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}"]
+        reviews = auth_kubeconfig or kubeconfig
+        argv += [f"--authentication-kubeconfig={reviews}", f"--authorization-kubeconfig={reviews}"]
     else:
         # Health and metrics readable without delegated authorization; no client CA lookup.
         argv += [
