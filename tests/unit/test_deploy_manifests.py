@@ -182,7 +182,9 @@ def test_container_args_follow_the_cli_contract(
     # HTTPS with delegated authentication on kube-scheduler's port; never the insecure --port.
     assert args[args.index("--secure-port") + 1] == "10259"
     assert "--port" not in args
-    assert not [a for a in args if a.startswith(("--authorization-always-allow-paths", "--authentication-skip"))]
+    assert not [
+        a for a in args if a.startswith(("--authorization-always-allow-paths", "--authentication-skip"))
+    ]
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     config_mount = next(m for m in mounts.values() if config_path.startswith(m["mountPath"] + "/"))
