@@ -27,7 +27,7 @@ import urllib3
 from kubernetes import config as k8s_config
 
 from informers.credentials import CredentialError
-from scheduler.kubeclient import RestClient, load_configuration, one_line
+from scheduler.client.kubeclient import RestClient, load_configuration, one_line
 from scheduler.serving.authn import (
     TOKEN_CACHE_TTL_SECONDS,
     Authenticator,

@@ -1,6 +1,6 @@
 """TokenReview and SubjectAccessReview calls to the API server, from the HTTP server's threads.
 
-They go through the project's REST client (``scheduler.kubeclient.RestClient``) with a bounded
+They go through the project's REST client (``scheduler.client.kubeclient.RestClient``) with a bounded
 timeout, and are retried as k8s.io/apiserver's webhook clients retry them
 (``DefaultAuthWebhookRetryBackoff``: 500 ms, factor 1.5, jitter 0.2, 5 steps) on connection errors,
 429 and 5xx. A review that still fails raises :class:`ReviewUnavailable`: the caller fails closed.

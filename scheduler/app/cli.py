@@ -13,20 +13,20 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scheduler.app import SchedulerApp, exit_now
+from scheduler.app.logs import setup_logging
+from scheduler.app.scheduler_app import SchedulerApp, exit_now
+from scheduler.client.kubeclient import KubeconfigError, one_line
 from scheduler.config import ConfigError, load_config
 from scheduler.config.duration import parse_duration
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
-from scheduler.kubeclient import KubeconfigError, one_line
-from scheduler.logs import setup_logging
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, check_always_allow_paths
 from scheduler.serving.delegating import DelegationError, DelegationOptions
 from scheduler.serving.options import DEFAULT_SECURE_PORT, ServingOptions
 from scheduler.serving.tls import TLSConfigError
 
-log = logging.getLogger("scheduler.cli")
+log = logging.getLogger("scheduler.app.cli")
 
 EXPLAIN_SUBCOMMANDS = ("explain", "simulate", "snapshot")
 
