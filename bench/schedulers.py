@@ -2,8 +2,8 @@
 
 * kube-scheduler: devcluster's build, ``--config`` with clientConnection qps/burst raised (as
   scheduler_perf does), default profile and plugins.
-* py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --secure-port 0 --port P --leader-elect false``, the
-  same qps/burst, default profile and plugins. Optionally under a profiler.
+* py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --secure-port 0 --port P
+  --leader-elect false``, the same qps/burst, default profile and plugins. Optionally under a profiler.
 * ceiling: ``bench.trivial_binder`` (round-robin, no filtering).
 """
 
