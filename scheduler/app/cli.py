@@ -16,7 +16,7 @@ from typing import NoReturn
 from scheduler.app.logs import setup_logging
 from scheduler.app.scheduler_app import SchedulerApp, ServingOptions, exit_now
 from scheduler.client.kubeclient import KubeconfigError, one_line
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
 from scheduler.plugins.registry import IN_TREE_REGISTRY
@@ -158,7 +158,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise StartupError("--tls-cert-file and --tls-private-key-file go together")
     try:
-        config = load_config(args.config, registry=IN_TREE_REGISTRY)
+        config, registry = load_config_with_plugins(args.config, registry=IN_TREE_REGISTRY)
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
@@ -175,7 +175,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     try:
         app = SchedulerApp(
             config,
-            registry=config.registry or IN_TREE_REGISTRY,
+            registry=registry,
             kubeconfig=args.kubeconfig,
             serving=ServingOptions(
                 args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file

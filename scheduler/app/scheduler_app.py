@@ -22,9 +22,9 @@ from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_manage
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app.event_handlers import EventHandlers
-from scheduler.app.informer_listers import InformerListers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
+from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration

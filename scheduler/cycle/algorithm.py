@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from scheduler.cycle.filter_loop import find_feasible, first_nodes
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.objects import pod_status
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
@@ -32,10 +32,6 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
-
-NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
-# Upstream's ErrNoNodesAvailable: the text users see when the cluster has no nodes at all.
-NO_NODES_MSG = "no nodes available to schedule pods"
 
 
 def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all_nodes: int) -> int:
@@ -51,37 +47,6 @@ def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all
         percentage = max(percentage, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     num_nodes = num_all_nodes * percentage // 100
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class FitError(Exception):
-    """No node fits. ``str()`` is upstream's FitError message, the text users see in events."""
-
-    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        diagnosis = self.diagnosis
-        if self.num_all_nodes == 0 and not diagnosis.node_to_status:
-            return NO_NODES_MSG
-        text = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
-        if diagnosis.pre_filter_msg:
-            # PreFilter rejected the pod for all nodes: per-node reasons would only repeat it.
-            text += f" {diagnosis.pre_filter_msg}."
-        else:
-            histogram: Counter[str] = Counter()
-            for status in diagnosis.node_to_status.values():
-                histogram.update(status.reasons)
-            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
-            if reasons:
-                text += f" {', '.join(reasons)}."
-        if diagnosis.post_filter_msg:
-            # No period of its own: upstream's FitError.Error appends the PostFilter message as it is
-            # (preemption's own message already ends with one).
-            text += f" {diagnosis.post_filter_msg}"
-        return text
 
 
 # Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.

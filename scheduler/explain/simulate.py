@@ -19,11 +19,12 @@ from typing import Any
 from informers.resource import NODES, PODS, ResourceSpec
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.config import SchedulerConfig
-from scheduler.cycle.algorithm import FitError, SchedulingAlgorithm, SchedulingError
+from scheduler.cycle.algorithm import SchedulingAlgorithm, SchedulingError
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.explain.record import AttemptRecord
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.listers import Lister, StaticLister
 from scheduler.framework.objects import object_meta, pod_spec, pod_status

@@ -27,7 +27,6 @@ from scheduler.extender.wire import (
     FilterResult,
     HostPriority,
     MetaVictims,
-    Victims,
     binding_args,
     decode_binding_result,
     decode_filter_result,
@@ -37,16 +36,13 @@ from scheduler.extender.wire import (
     preemption_args,
     to_meta_victims,
 )
+from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
 # Upstream DefaultExtenderTimeout: used when httpTimeout is unset (zero).
 DEFAULT_EXTENDER_TIMEOUT = 5.0
-
-
-class ExtenderError(Exception):
-    """A failed call; ``str()`` is the message users see in FailedScheduling events."""
 
 
 class HTTPExtender:

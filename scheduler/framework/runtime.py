@@ -64,7 +64,7 @@ from scheduling_queue.types import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.extender.runner import Extenders
+    from scheduler.framework.extender import Extenders
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 
 @dataclass(frozen=True, slots=True)

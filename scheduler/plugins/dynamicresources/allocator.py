@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation
-from scheduler.plugins.helper.nodeselector import SelectorError, parse_node_selector
+from scheduler.util.nodeselector import SelectorError, parse_node_selector
 
 Obj = Mapping[str, Any]
 DeviceID = tuple[str, str, str]  # (driver, pool, device)

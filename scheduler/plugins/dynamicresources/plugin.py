@@ -84,8 +84,8 @@ from scheduler.plugins.dynamicresources.claims import (
     uid_of,
 )
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
+from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from cachetools import LRUCache
 
 from informers.objects import resource_version
 from scheduler.framework.quantity import QuantityError, value
-from scheduler.plugins.helper.labelselector import parse_label_selector
-from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
+from scheduler.util.labelselector import parse_label_selector
+from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
 
 KubeObject = Mapping[str, Any]
 

@@ -23,7 +23,6 @@ from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterRes
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint, uid_of
-from scheduler.plugins.helper.labelselector import NOTHING
 from scheduler.plugins.interpodaffinity.columnar import existing_anti_tables, incoming_tables, score_tables
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -53,6 +52,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     pod_affinity_terms,
     pod_labels,
 )
+from scheduler.util.labelselector import NOTHING
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:

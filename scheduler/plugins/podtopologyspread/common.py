@@ -13,15 +13,15 @@ from typing import Any
 
 from scheduler.framework.objects import object_meta
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import (
+from scheduler.plugins.helper.parse_memo import ParseMemo
+from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import (
     LabelRequirement,
     RequiredNodeAffinity,
     SelectorError,
     parse_label_requirement,
 )
-from scheduler.plugins.helper.parse_memo import ParseMemo
-from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"

@@ -22,7 +22,6 @@ from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterRes
 from scheduler.plugins import names
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.helper.hints import pod_info, safe_hint
-from scheduler.plugins.helper.nodeselector import SelectorError
 from scheduler.plugins.podtopologyspread.args import SYSTEM_DEFAULTING, parse_args
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -55,6 +54,7 @@ from scheduler.plugins.podtopologyspread.scoring import (
     score_node,
     score_subset,
 )
+from scheduler.util.nodeselector import SelectorError
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:

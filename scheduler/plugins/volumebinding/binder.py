@@ -28,8 +28,6 @@ from scheduler.framework import (
     Lister,
 )
 from scheduler.framework.quantity import QuantityError, value
-from scheduler.plugins.helper.labelselector import parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
 from scheduler.plugins.helper.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
@@ -55,6 +53,8 @@ from scheduler.plugins.helper.volumes import (
     with_selected_node,
 )
 from scheduler.plugins.volumebinding.assume_cache import AssumeCache, NotFoundError
+from scheduler.util.labelselector import parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"

@@ -14,7 +14,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.client.api import ApiError
 from scheduler.framework import (
     MAX_NODE_SCORE,
     PERSISTENT_VOLUME_CLAIMS,
@@ -32,6 +31,7 @@ from scheduler.framework import (
     Status,
     all_pass,
 )
+from scheduler.framework.api_error import ApiError
 from scheduler.plugins import names
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.shape import broken_linear_function
