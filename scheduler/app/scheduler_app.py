@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 ACTIVE_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 LOOP_STALL_LIMIT = 30.0
-# SIGTERM: in-flight bindings get this long (the README promises it), every later step a few seconds.
+# SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
 

@@ -21,7 +21,7 @@ DEFAULT_LEASE_NAME = "py-scheduler"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
 LEASES_RESOURCE_LOCK = "leases"
 
-# Upstream's default is protobuf; py-scheduler speaks JSON only (see README: raw JSON dicts).
+# Upstream's default is protobuf; py-scheduler speaks JSON only (see docs/architecture.md: raw JSON dicts).
 DEFAULT_CONTENT_TYPE = "application/json"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 

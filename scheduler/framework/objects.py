@@ -1,6 +1,6 @@
 """Typed views of the raw API objects the scheduler reads (pods, nodes and their parts).
 
-API objects stay the orjson-decoded JSON dicts from the watch (``shared/design.md``): these are
+API objects stay the orjson-decoded JSON dicts from the watch (docs/architecture.md): these are
 ``TypedDict`` shapes over them, the way kopf types its bodies, plus a few accessors that encode the
 "missing or null means empty" rule once. ``pod_spec(pod)`` is ``pod.get("spec") or {}`` typed as a
 ``PodSpec``; nothing is copied or validated, so a view is exactly as cheap as the lookup it replaces.

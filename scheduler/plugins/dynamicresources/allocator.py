@@ -15,7 +15,7 @@ config in the result, the result's node selector.
 
 Not supported, conservatively: devices that consume shared counters (partitionable devices) and
 devices with ``bindingConditions`` are never selected, and capacity sharing (consumable capacity) is
-not implemented; such devices stay free rather than being double-booked. See the README.
+not implemented; such devices stay free rather than being double-booked. See docs/dra.md.
 """
 
 from __future__ import annotations
