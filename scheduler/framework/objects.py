@@ -34,6 +34,7 @@ __all__ = [
     "annotations_of",
     "container_resources",
     "labels_of",
+    "meta_namespace_key",
     "name_of",
     "namespace_of",
     "namespaced_name",
@@ -222,17 +223,27 @@ def uid_of(obj: Mapping[str, Any]) -> str:
 
 
 def namespaced_name(obj: Mapping[str, Any]) -> str:
-    """The scheduler's one object key: ``namespace/name`` (upstream's klog.KObj), with ``""`` for a
-    missing part, so ``/name`` for a cluster-scoped object.
+    """The scheduler's object key: ``namespace/name``, with ``""`` for a missing part, so ``/name``
+    for an object without a namespace.
 
-    Pods, claims and groups (all namespaced) are keyed by it in the cache, the plugins and the
-    explain tool. Informer stores key cluster-scoped objects by bare name instead
-    (``informers.objects.meta_namespace_key``; ``listers.object_key`` builds that key from parts):
-    the two agree on every namespaced object. ``scheduling_queue`` and ``informers`` keep their own
-    copies (``pod_key``, ``meta_namespace_key``) because they must not import ``scheduler``.
+    Pods, claims and groups (all namespaced) are keyed by it in the cache, the queue, the plugins and
+    the explain tool. Stores of any kind key by ``meta_namespace_key`` (bare ``name`` when there is no
+    namespace; ``listers.object_key`` builds it from parts): the two agree on every namespaced object,
+    and each keeps the format its users already compare against. ``scheduling_queue`` and
+    ``informers`` keep their own copies (``pod_key``, ``meta_namespace_key``): they must not import
+    ``scheduler``.
     """
     m = obj.get("metadata") or {}
     return f"{m.get('namespace', '')}/{m.get('name', '')}"
+
+
+def meta_namespace_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name``, or ``name`` for an object without a namespace: the informer stores' key
+    (client-go's MetaNamespaceKeyFunc, as ``informers.objects.meta_namespace_key``) and what klog.KObj
+    prints. It differs from ``namespaced_name`` only for cluster-scoped objects."""
+    m = obj.get("metadata") or {}
+    namespace = m.get("namespace")
+    return f"{namespace}/{m.get('name', '')}" if namespace else str(m.get("name", ""))
 
 
 def scheduler_name_of(pod: Mapping[str, Any]) -> str:
