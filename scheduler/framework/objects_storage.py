@@ -28,7 +28,9 @@ __all__ = [
     "StorageClass",
     "VolumeNodeAffinity",
     "csi_driver_spec",
+    "csi_node_driver_limit",
     "csi_node_drivers",
+    "pv_claim_ref",
     "pv_node_affinity",
     "pv_spec",
     "pv_status",
@@ -168,6 +170,12 @@ def pv_node_affinity(pv: Mapping[str, Any]) -> VolumeNodeAffinity:
     return (pv.get("spec") or {}).get("nodeAffinity") or VolumeNodeAffinity()
 
 
+def pv_claim_ref(pv: Mapping[str, Any]) -> ObjectReference:
+    """A PersistentVolume's ``spec.claimRef`` (the claim it is bound or pre-bound to), or ``{}`` when it
+    or the spec is missing or null."""
+    return (pv.get("spec") or {}).get("claimRef") or ObjectReference()
+
+
 def pvc_spec(pvc: Mapping[str, Any]) -> PersistentVolumeClaimSpec:
     """A PersistentVolumeClaim's ``spec``, or ``{}`` when missing or null."""
     return pvc.get("spec") or PersistentVolumeClaimSpec()
@@ -189,6 +197,13 @@ def csi_node_drivers(csi_node: Mapping[str, Any] | None) -> Sequence[CSINodeDriv
     if not csi_node:
         return ()
     return (csi_node.get("spec") or {}).get("drivers") or ()
+
+
+def csi_node_driver_limit(driver: Mapping[str, Any]) -> int | None:
+    """A CSINode driver's ``allocatable.count`` (how many volumes of it the node takes), or None when
+    the driver publishes no limit."""
+    count: int | None = (driver.get("allocatable") or {}).get("count")
+    return count
 
 
 def csi_driver_spec(driver: Mapping[str, Any]) -> CSIDriverSpec:
