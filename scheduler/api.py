@@ -14,7 +14,7 @@ import orjson
 import urllib3
 
 from informers.resource import ResourceSpec
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import object_meta, pod_spec
 from scheduler.httppool import ConnectionFailed
 from scheduler.kubeclient import RestClient
 
@@ -114,8 +114,7 @@ class SchedulerApi:
             return False
         if not isinstance(pod, dict):
             return False
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        return bool(uid) and meta.get("uid") == uid and spec.get("nodeName") == node_name
+        return bool(uid) and object_meta(pod).get("uid") == uid and pod_spec(pod).get("nodeName") == node_name
 
     def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """PUT one object of ``resource``; the stored object comes back."""

@@ -92,7 +92,6 @@ from scheduler.framework.objects import (
     PodStatus,
     ResourceRequirements,
     annotations_of,
-    container_resources,
     labels_of,
     meta_namespace_key,
     name_of,
@@ -103,6 +102,7 @@ from scheduler.framework.objects import (
     object_meta,
     pod_spec,
     pod_status,
+    resources_of,
     scheduler_name_of,
     uid_of,
 )
@@ -225,7 +225,6 @@ __all__ = [
     "annotations_of",
     "as_subset",
     "code_of",
-    "container_resources",
     "is_success",
     "labels_of",
     "meta_namespace_key",
@@ -241,6 +240,7 @@ __all__ = [
     "pod_requests",
     "pod_spec",
     "pod_status",
+    "resources_of",
     "scheduler_name_of",
     "uid_of",
 ]

@@ -32,7 +32,6 @@ __all__ = [
     "PodStatus",
     "ResourceRequirements",
     "annotations_of",
-    "container_resources",
     "labels_of",
     "meta_namespace_key",
     "name_of",
@@ -43,6 +42,7 @@ __all__ = [
     "object_meta",
     "pod_spec",
     "pod_status",
+    "resources_of",
     "scheduler_name_of",
     "uid_of",
 ]
@@ -252,6 +252,7 @@ def scheduler_name_of(pod: Mapping[str, Any]) -> str:
     return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
 
 
-def container_resources(container: Mapping[str, Any]) -> ResourceRequirements:
-    """A container's ``resources``, or ``{}`` when missing or null."""
-    return container.get("resources") or ResourceRequirements()
+def resources_of(obj: Mapping[str, Any]) -> ResourceRequirements:
+    """``resources`` of a container, a container status or a pod spec (pod-level resources), or ``{}``
+    when missing or null."""
+    return obj.get("resources") or ResourceRequirements()

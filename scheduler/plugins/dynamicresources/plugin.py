@@ -60,11 +60,11 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.objects import (
-    container_resources,
     name_of,
     namespace_of,
     namespaced_name,
     object_meta,
+    resources_of,
     uid_of,
 )
 from scheduler.framework.objects_resource import (
@@ -446,7 +446,7 @@ class DynamicResources:
         requested: set[str] = set()
         for key in ("containers", "initContainers"):
             for container in pod.spec.get(key) or ():
-                resources = container_resources(container)
+                resources = resources_of(container)
                 requested.update(resources.get("requests") or ())  # a dict adds its keys
                 requested.update(resources.get("limits") or ())
         requested = {r for r in requested if "/" in r and not r.startswith(("kubernetes.io/", "hugepages-"))}

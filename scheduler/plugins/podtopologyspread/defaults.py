@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import Lister, lister_version
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
 from scheduler.plugins.helper.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
@@ -22,7 +22,6 @@ from scheduler.plugins.podtopologyspread.common import (
     LABEL_TOPOLOGY_ZONE,
     SCHEDULE_ANYWAY,
     SpreadConstraint,
-    labels_of,
     parse_constraints,
 )
 
