@@ -30,7 +30,7 @@ from scheduler.events import NORMAL, WARNING, EventRecorder
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.objects import object_meta, pod_spec, pod_status
+from scheduler.framework.objects import object_meta, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
@@ -224,8 +224,7 @@ class Scheduler:
     def _begin(self, qpi: QueuedPodInfo) -> _Attempt | None:
         """The checks before the algorithm; None when the pod is not scheduled in this attempt."""
         pod_dict = qpi.pod
-        spec = pod_spec(pod_dict)
-        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod_dict))
         meta = object_meta(pod_dict)
         if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.

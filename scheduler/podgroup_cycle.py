@@ -41,7 +41,7 @@ from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
 from scheduler.cache import CacheError
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import object_meta, pod_spec, scheduler_name_of
 from scheduler.framework.runtime import PausedPostFilter, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
@@ -101,7 +101,7 @@ class PodGroupCycle:
         deallocation); the scheduling loop pops nothing else meanwhile."""
         sched = self.scheduler
         queued = self._pop_group(first)
-        names = {pod_spec(q.pod).get("schedulerName") or "default-scheduler" for q in queued}
+        names = {scheduler_name_of(q.pod) for q in queued}
         if len(names) > 1:
             a, b = sorted(names)[:2]
             error = Status.as_error(

@@ -79,7 +79,7 @@ from scheduler.framework.listers import (
 )
 from scheduler.framework.masked import MaskedStatuses, all_pass, ok_mask, per_node_statuses
 from scheduler.framework.objects import (
-    DEFAULT_SCHEDULER_NAME,
+    DEFAULT_POD_SCHEDULER_NAME,
     Container,
     Node,
     NodeSpec,
@@ -133,7 +133,7 @@ __all__ = [
     "CSI_DRIVERS",
     "CSI_NODES",
     "CSI_STORAGE_CAPACITIES",
-    "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_POD_SCHEDULER_NAME",
     "DEVICE_CLASSES",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 __all__ = [
-    "DEFAULT_SCHEDULER_NAME",
+    "DEFAULT_POD_SCHEDULER_NAME",
     "Container",
     "Node",
     "NodeSpec",
@@ -48,8 +48,9 @@ __all__ = [
 ]
 
 # The profile a pod with no (or an empty) ``spec.schedulerName`` belongs to: the API server defaults
-# the field to it, and objects built without the defaulting (tests, manifests) read the same.
-DEFAULT_SCHEDULER_NAME = "default-scheduler"
+# the field to it, and objects built without the defaulting (tests, manifests) read the same. Not the
+# name of py-scheduler's own profile (``config.types.DEFAULT_SCHEDULER_NAME``, "py-scheduler").
+DEFAULT_POD_SCHEDULER_NAME = "default-scheduler"
 
 
 class OwnerReference(TypedDict, total=False):
@@ -249,7 +250,7 @@ def meta_namespace_key(obj: Mapping[str, Any]) -> str:
 def scheduler_name_of(pod: Mapping[str, Any]) -> str:
     """The profile a pod asks for: ``spec.schedulerName``, ``default-scheduler`` when missing, null or
     empty (the API server's default)."""
-    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME
+    return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_POD_SCHEDULER_NAME
 
 
 def resources_of(obj: Mapping[str, Any]) -> ResourceRequirements:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from scheduler.framework.objects import node_spec, node_status, object_meta, pod_spec
+from scheduler.framework.objects import node_spec, node_status, object_meta, pod_spec, scheduler_name_of
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resources import Resource, has_status_resources, pod_requests_and_non_zero
 
@@ -86,7 +86,7 @@ class PodInfo:
         self.uid: str = meta.get("uid", "")
         self.resource_version: str = meta.get("resourceVersion", "")
         self.node_name: str = spec.get("nodeName") or ""
-        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        self.scheduler_name: str = scheduler_name_of(pod)
         priority = spec.get("priority")
         self.priority: int = priority if isinstance(priority, int) else 0
         try:
