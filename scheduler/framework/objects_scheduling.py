@@ -1,6 +1,7 @@
 """Typed views of the group and disruption objects: upstream's PodGroup and Workload
 (``scheduling.k8s.io/v1alpha2``, GangScheduling), scheduler-plugins' PodGroup
-(``scheduling.x-k8s.io/v1alpha1``, Coscheduling) and PodDisruptionBudget (``policy/v1``, preemption).
+(``scheduling.x-k8s.io/v1alpha1``, Coscheduling), PodDisruptionBudget (``policy/v1``, preemption) and
+the scheduler's own Lease (``coordination.k8s.io/v1``, leader election).
 
 Same rules as ``scheduler.framework.objects``: ``TypedDict`` shapes over the raw JSON dicts, all fields
 optional, read-only, and accessors that read a missing field and an explicit null alike as empty. The
@@ -18,6 +19,8 @@ __all__ = [
     "CoschedulingPodGroupSpec",
     "CoschedulingPodGroupStatus",
     "GangSchedulingPolicy",
+    "Lease",
+    "LeaseSpec",
     "PodDisruptionBudget",
     "PodDisruptionBudgetSpec",
     "PodDisruptionBudgetStatus",
@@ -32,6 +35,7 @@ __all__ = [
     "WorkloadSpec",
     "coscheduling_pod_group_spec",
     "coscheduling_pod_group_status",
+    "lease_spec",
     "pdb_spec",
     "pdb_status",
     "pod_group_scheduling_policy",
@@ -195,3 +199,28 @@ def pdb_spec(pdb: Mapping[str, Any]) -> PodDisruptionBudgetSpec:
 def pdb_status(pdb: Mapping[str, Any]) -> PodDisruptionBudgetStatus:
     """A PodDisruptionBudget's ``status``, or ``{}`` when missing or null."""
     return pdb.get("status") or PodDisruptionBudgetStatus()
+
+
+# --- coordination.k8s.io/v1 -----------------------------------------------------------------------
+
+
+class LeaseSpec(TypedDict, total=False):
+    holderIdentity: str
+    leaseDurationSeconds: int
+    acquireTime: str
+    renewTime: str
+    leaseTransitions: int
+    strategy: str
+    preferredHolder: str
+
+
+class Lease(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: LeaseSpec
+
+
+def lease_spec(lease: Mapping[str, Any]) -> LeaseSpec:
+    """A Lease's ``spec``, or ``{}`` when missing or null."""
+    return lease.get("spec") or LeaseSpec()
