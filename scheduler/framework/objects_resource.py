@@ -42,6 +42,7 @@ __all__ = [
     "claim_spec",
     "claim_status",
     "device_class_spec",
+    "selector_expression",
     "slice_pool",
     "slice_spec",
 ]
@@ -232,6 +233,12 @@ def claim_reserved_for(claim: Mapping[str, Any]) -> Sequence[ResourceClaimConsum
 def allocation_results(allocation: Mapping[str, Any]) -> Sequence[DeviceRequestAllocationResult]:
     """An allocation's ``devices.results``, or ``()`` when missing or null."""
     return (allocation.get("devices") or {}).get("results") or ()
+
+
+def selector_expression(selector: Mapping[str, Any]) -> str:
+    """A device selector's ``cel.expression``, or ``""`` when it or ``cel`` is missing or null (a
+    selector of a kind this build does not know)."""
+    return (selector.get("cel") or {}).get("expression") or ""
 
 
 # --- ResourceSlice and DeviceClass ----------------------------------------------------------------

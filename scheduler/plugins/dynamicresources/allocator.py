@@ -26,7 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.framework.objects import meta_namespace_key, name_of, object_meta
-from scheduler.framework.objects_resource import claim_devices, device_class_spec, slice_pool, slice_spec
+from scheduler.framework.objects_resource import (
+    claim_devices,
+    device_class_spec,
+    selector_expression,
+    slice_pool,
+    slice_spec,
+)
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation
 from scheduler.plugins.helper.nodeselector import SelectorError, parse_node_selector
 
@@ -540,7 +546,7 @@ class _Run:
     def _validate(self, ci: int, ri: int, si: int, request: Request) -> Request:
         claim = self.claims[ci]
         for i, selector in enumerate(request.selectors):
-            if not (selector.get("cel") or {}).get("expression"):
+            if not selector_expression(selector):
                 raise AllocationError(
                     f"claim {_klog(claim)}, request {request.name}, selector #{i}: CEL expression empty "
                     "(unsupported selector type?)"
@@ -702,7 +708,7 @@ class _Run:
         class_: Obj | None,
     ) -> bool:
         for i, selector in enumerate(selectors):
-            expression = (selector.get("cel") or {}).get("expression", "")
+            expression = selector_expression(selector)
             compiled = self.a.match_cache.cel.get_or_compile(expression)
             owner = f"class {name_of(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
             if compiled.program is None:
