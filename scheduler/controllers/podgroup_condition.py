@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.events import rfc3339
+from scheduler.client.events import rfc3339
 from scheduler.framework.objects import object_meta
 from scheduler.framework.objects_scheduling import pod_group_status
 
