@@ -40,7 +40,7 @@ from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
@@ -204,7 +204,7 @@ class SchedulerApp:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     def _pre_enqueue(self, pod: Pod) -> str:
-        fwk = self.frameworks.get(pod_spec(pod).get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod))
         if fwk is None or not fwk.plugins.pre_enqueue:
             return ""
         try:

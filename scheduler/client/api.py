@@ -17,7 +17,7 @@ from informers.resource import ResourceSpec
 from scheduler.client.httppool import ConnectionFailed
 from scheduler.client.kubeclient import RestClient
 from scheduler.framework.api_error import ApiError
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import object_meta, pod_spec
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,7 @@ class SchedulerApi:
             return False
         if not isinstance(pod, dict):
             return False
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        return bool(uid) and meta.get("uid") == uid and spec.get("nodeName") == node_name
+        return bool(uid) and object_meta(pod).get("uid") == uid and pod_spec(pod).get("nodeName") == node_name
 
     def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """PUT one object of ``resource``; the stored object comes back."""

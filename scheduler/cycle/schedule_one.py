@@ -33,7 +33,7 @@ from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.objects import object_meta, pod_spec, pod_status
+from scheduler.framework.objects import object_meta, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
@@ -216,8 +216,7 @@ class Scheduler:
     def begin(self, qpi: QueuedPodInfo) -> Attempt | None:
         """The checks before the algorithm; None when the pod is not scheduled in this attempt."""
         pod_dict = qpi.pod
-        spec = pod_spec(pod_dict)
-        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod_dict))
         meta = object_meta(pod_dict)
         if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.

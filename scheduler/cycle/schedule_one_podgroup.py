@@ -53,7 +53,7 @@ from scheduler.cycle.podgroup_condition import (
     scheduled_condition_patch,
 )
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import object_meta, pod_spec, scheduler_name_of
 from scheduler.framework.runtime import PausedPostFilter, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
@@ -102,7 +102,7 @@ class PodGroupCycle:
         deallocation); the scheduling loop pops nothing else meanwhile."""
         sched = self.scheduler
         queued = self._pop_group(first)
-        names = {pod_spec(q.pod).get("schedulerName") or "default-scheduler" for q in queued}
+        names = {scheduler_name_of(q.pod) for q in queued}
         if len(names) > 1:
             a, b = sorted(names)[:2]
             error = Status.as_error(

@@ -37,6 +37,7 @@ from scheduler.extender.wire import (
     to_meta_victims,
 )
 from scheduler.framework.extender import ExtenderError, Victims
+from scheduler.framework.objects import resources_of
 from scheduler.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
@@ -95,10 +96,12 @@ class HTTPExtender:
         spec = pod.spec
         for key in ("containers", "initContainers"):
             for container in spec.get(key) or ():
-                resources = container.get("resources") or {}
-                for part in ("requests", "limits"):
-                    if not self.managed_resources.isdisjoint(resources.get(part) or {}):
-                        return True
+                resources = resources_of(container)
+                # isdisjoint reads a dict's keys: the resource names.
+                if not self.managed_resources.isdisjoint(resources.get("requests") or ()):
+                    return True
+                if not self.managed_resources.isdisjoint(resources.get("limits") or ()):
+                    return True
         return False
 
     # --- calls --------------------------------------------------------------------------------------

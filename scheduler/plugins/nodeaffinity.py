@@ -26,7 +26,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, name_of
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint
@@ -283,5 +283,4 @@ class NodeAffinity:
 
 
 def _labels_and_name(node: Mapping[str, Any]) -> tuple[Mapping[str, str], str]:
-    meta = object_meta(node)
-    return meta.get("labels") or {}, str(meta.get("name") or "")
+    return labels_of(node), name_of(node)

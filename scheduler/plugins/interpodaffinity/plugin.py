@@ -17,7 +17,7 @@ from scheduler.framework import IntArray, MaskedStatuses, all_pass, as_subset
 from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import NAMESPACES, Lister
-from scheduler.framework.objects import labels_of, object_meta
+from scheduler.framework.objects import labels_of, name_of, object_meta
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.plugins import names
@@ -159,11 +159,7 @@ class InterPodAffinity:
         # A missing selector (Nothing) selects no names; an empty one already matches everything.
         if selector is NOTHING or selector.empty or self._namespaces is None:
             return term
-        selected = {
-            str(object_meta(ns).get("name") or "")
-            for ns in self._namespaces.list()
-            if selector.matches(object_meta(ns).get("labels") or {})
-        }
+        selected = {name_of(ns) for ns in self._namespaces.list() if selector.matches(labels_of(ns))}
         return replace(term, namespaces=term.namespaces | selected)
 
     def _merge_namespaces(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
 from scheduler.plugins.helper.parse_memo import ParseMemo
 from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
@@ -59,10 +59,6 @@ class SpreadConstraint:
             and node.taints
             and find_untolerated_taint(node.taints, tolerations) is not None
         )
-
-
-def labels_of(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return object_meta(pod).get("labels") or {}
 
 
 def _selector_with_match_label_keys(

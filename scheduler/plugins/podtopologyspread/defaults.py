@@ -13,14 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import Lister, lister_version
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
     SCHEDULE_ANYWAY,
     SpreadConstraint,
-    labels_of,
     parse_constraints,
 )
 from scheduler.util.labelselector import LabelSelector, parse_label_selector

@@ -18,6 +18,7 @@ import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
 from scheduler.framework.columns import ColumnStore
+from scheduler.framework.objects import labels_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.helper.nodeselector_batch import required_mask
@@ -27,7 +28,6 @@ from scheduler.plugins.podtopologyspread.common import (
     NO_DOMAIN_MIN,
     SpreadConstraint,
     count_matching,
-    labels_of,
     node_has_all_keys,
 )
 from scheduler.util.labelselector import LabelSelector, selector_identity

@@ -32,6 +32,8 @@ from scheduler.framework import (
     all_pass,
 )
 from scheduler.framework.api_error import ApiError
+from scheduler.framework.objects import annotations_of
+from scheduler.framework.objects_storage import pvc_status
 from scheduler.plugins import names
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.shape import broken_linear_function
@@ -39,7 +41,6 @@ from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     KubeObject,
-    annotations_of,
     claim_name,
     claim_request,
     meta,
@@ -145,7 +146,7 @@ class VolumeBinding:
                         f'"{pvc_name}"'
                     )
                 return True, f'persistentvolumeclaim "{pvc_name}" not found'
-            if (pvc.get("status") or {}).get("phase") == "Lost":
+            if pvc_status(pvc).get("phase") == "Lost":
                 return True, (
                     f'persistentvolumeclaim "{pvc_name}" bound to non-existent persistentvolume '
                     f'"{spec(pvc).get("volumeName") or ""}"'
