@@ -245,11 +245,34 @@ class SchedulerApp:
 
     # --- running ------------------------------------------------------------------------------
     async def run(self) -> int:
+        """Start-up in named phases, then schedule until stopped: serve health and metrics, build the
+        scheduling cycle, start the informers, wait for their first lists, win leadership, run the
+        cycle; shut down in order whatever happened."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self.start_serving()
         self.extenders.start(loop)
+        scheduler = self._build_scheduler(loop)
+        self._start_informers(scheduler)
+        background = [
+            loop.create_task(self._heartbeat(), name="heartbeat"),
+            loop.create_task(self.queue.run(), name="queue-flush"),
+            loop.create_task(self._flush_events(), name="event-series"),
+        ]
+        try:
+            if not await self._wait_synced():
+                return self._exit_code or 1
+            self._start_elector(loop)
+            if not await self._wait_leading():
+                return self._exit_code
+            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
+            if self.podgroup_status is not None:
+                self.podgroup_status.start()
+            return await self._schedule_until_stopped(loop, scheduler)
+        finally:
+            await self._shutdown(background)
 
+    def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
                 loop,
@@ -274,6 +297,11 @@ class SchedulerApp:
             pod_group_members=self._group_members if self._pod_lister is not None else None,
             pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )
+        return self.scheduler
+
+    def _start_informers(self, scheduler: Scheduler) -> None:
+        """Watches feed the cache and the queue through the event handlers; listers for the other kinds
+        the plugins read; the PodGroup status controller when Coscheduling is on."""
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
         # managedFields are never read by a scheduler; dropping them halves the memory per pod.
@@ -282,7 +310,7 @@ class SchedulerApp:
             queue=self.queue,
             cache=self.cache,
             profiles=self.frameworks.keys(),
-            on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+            on_pending_pod_deleted=scheduler.reject_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
         )
         nodes = self.factory.informer_for(NODES)
@@ -297,37 +325,23 @@ class SchedulerApp:
         pods.add_event_handler(on_delete=self._forget_pod_writes)
         for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
             handlers.watch_other_kind(spec, informer)
-        # Coscheduling on: PodGroup status is kept current by the leader (issue 14).
+        # Coscheduling on: PodGroup status is kept current by the leader.
         pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
         self.podgroup_status = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
         self.factory.start()
-        background = [
-            loop.create_task(self._heartbeat(), name="heartbeat"),
-            loop.create_task(self.queue.run(), name="queue-flush"),
-            loop.create_task(self._flush_events(), name="event-series"),
-        ]
-        try:
-            if not await self._wait_synced():
-                return self._exit_code or 1
-            self._start_elector(loop)
-            if not await self._wait_leading():
-                return self._exit_code
-            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
-            if self.podgroup_status is not None:
-                self.podgroup_status.start()
-            scheduling = loop.create_task(self.scheduler.run(), name="scheduling-cycle")
-            stop_wait = loop.create_task(self._stop.wait())
-            await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            self.scheduler.stop()
-            if scheduling.done() and scheduling.exception() is not None:
-                log.error("scheduling loop died: %s", scheduling.exception())
-                self._exit_code = 1
-            # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
-            await asyncio.wait({scheduling}, timeout=1)
-            stop_wait.cancel()
-            return self._exit_code
-        finally:
-            await self._shutdown(background)
+
+    async def _schedule_until_stopped(self, loop: asyncio.AbstractEventLoop, scheduler: Scheduler) -> int:
+        scheduling = loop.create_task(scheduler.run(), name="scheduling-cycle")
+        stop_wait = loop.create_task(self._stop.wait())
+        await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        scheduler.stop()
+        if scheduling.done() and scheduling.exception() is not None:
+            log.error("scheduling loop died: %s", scheduling.exception())
+            self._exit_code = 1
+        # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
+        await asyncio.wait({scheduling}, timeout=1)
+        stop_wait.cancel()
+        return self._exit_code
 
     async def _wait_synced(self) -> bool:
         assert self.factory is not None
