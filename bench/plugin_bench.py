@@ -27,7 +27,7 @@ from typing import Any
 from bench import workloads
 from scheduler.app.cli import GC_GEN0_THRESHOLD
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.config import parse_config
+from scheduler.config import parse_config_with_plugins
 from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.framework.cycle_state import CycleState
@@ -83,13 +83,13 @@ class _Cluster:
             "kind": "KubeSchedulerConfiguration",
             "profiles": [{"schedulerName": PROFILE}],
         }
-        cfg = parse_config(doc, registry=dict(IN_TREE_REGISTRY))
+        cfg, registry = parse_config_with_plugins(doc, registry=dict(IN_TREE_REGISTRY))
         self.snapshot = Snapshot()
 
         def handle_for(name: str) -> FrameworkHandle:
             return FrameworkHandle(name, lambda: self.snapshot, None, time.monotonic, listers=self.lister)
 
-        self.framework: Framework = build_frameworks(cfg, cfg.registry, handle_for)[PROFILE]
+        self.framework: Framework = build_frameworks(cfg, registry, handle_for)[PROFILE]
         self.snapshot = Snapshot(node_columns_of([self.framework]))
         self.algorithm = SchedulingAlgorithm(rng=random.Random(0))
         self.unschedulable = 0

@@ -16,7 +16,7 @@ from typing import NoReturn
 from scheduler.app.logs import setup_logging
 from scheduler.app.scheduler_app import SchedulerApp, exit_now
 from scheduler.client.kubeclient import KubeconfigError, one_line
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.config.duration import parse_duration
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
@@ -292,7 +292,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     """Config, client and the health server's socket: every start-up check, before the loop runs."""
     serving = serving_options(args)
     try:
-        config = load_config(args.config, registry=IN_TREE_REGISTRY)
+        config, registry = load_config_with_plugins(args.config, registry=IN_TREE_REGISTRY)
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
@@ -309,7 +309,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     try:
         app = SchedulerApp(
             config,
-            registry=config.registry or IN_TREE_REGISTRY,
+            registry=registry,
             kubeconfig=args.kubeconfig,
             serving=serving,
             leader_elect=args.leader_elect,

@@ -21,9 +21,9 @@ from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_manage
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app.event_handlers import EventHandlers
-from scheduler.app.informer_listers import InformerListers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
+from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
@@ -39,7 +39,7 @@ from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 ACTIVE_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 LOOP_STALL_LIMIT = 30.0
-# SIGTERM: in-flight bindings get this long (the README promises it), every later step a few seconds.
+# SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
 
@@ -195,7 +195,7 @@ class SchedulerApp:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     def _pre_enqueue(self, pod: Pod) -> str:
-        fwk = self.frameworks.get(pod_spec(pod).get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod))
         if fwk is None or not fwk.plugins.pre_enqueue:
             return ""
         try:
@@ -236,11 +236,34 @@ class SchedulerApp:
 
     # --- running ------------------------------------------------------------------------------
     async def run(self) -> int:
+        """Start-up in named phases, then schedule until stopped: serve health and metrics, build the
+        scheduling cycle, start the informers, wait for their first lists, win leadership, run the
+        cycle; shut down in order whatever happened."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self.start_serving()
         self.extenders.start(loop)
+        scheduler = self._build_scheduler(loop)
+        self._start_informers(scheduler)
+        background = [
+            loop.create_task(self._heartbeat(), name="heartbeat"),
+            loop.create_task(self.queue.run(), name="queue-flush"),
+            loop.create_task(self._flush_events(), name="event-series"),
+        ]
+        try:
+            if not await self._wait_synced():
+                return self._exit_code or 1
+            self._start_elector(loop)
+            if not await self._wait_leading():
+                return self._exit_code
+            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
+            if self.podgroup_status is not None:
+                self.podgroup_status.start()
+            return await self._schedule_until_stopped(loop, scheduler)
+        finally:
+            await self._shutdown(background)
 
+    def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
                 loop,
@@ -265,6 +288,11 @@ class SchedulerApp:
             pod_group_members=self._group_members if self._pod_lister is not None else None,
             pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )
+        return self.scheduler
+
+    def _start_informers(self, scheduler: Scheduler) -> None:
+        """Watches feed the cache and the queue through the event handlers; listers for the other kinds
+        the plugins read; the PodGroup status controller when Coscheduling is on."""
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
         # managedFields are never read by a scheduler; dropping them halves the memory per pod.
@@ -273,7 +301,7 @@ class SchedulerApp:
             queue=self.queue,
             cache=self.cache,
             profiles=self.frameworks.keys(),
-            on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+            on_pending_pod_deleted=scheduler.reject_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
         )
         nodes = self.factory.informer_for(NODES)
@@ -288,37 +316,23 @@ class SchedulerApp:
         pods.add_event_handler(on_delete=self._forget_pod_writes)
         for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
             handlers.watch_other_kind(spec, informer)
-        # Coscheduling on: PodGroup status is kept current by the leader (issue 14).
+        # Coscheduling on: PodGroup status is kept current by the leader.
         pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
         self.podgroup_status = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
         self.factory.start()
-        background = [
-            loop.create_task(self._heartbeat(), name="heartbeat"),
-            loop.create_task(self.queue.run(), name="queue-flush"),
-            loop.create_task(self._flush_events(), name="event-series"),
-        ]
-        try:
-            if not await self._wait_synced():
-                return self._exit_code or 1
-            self._start_elector(loop)
-            if not await self._wait_leading():
-                return self._exit_code
-            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
-            if self.podgroup_status is not None:
-                self.podgroup_status.start()
-            scheduling = loop.create_task(self.scheduler.run(), name="scheduling-cycle")
-            stop_wait = loop.create_task(self._stop.wait())
-            await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            self.scheduler.stop()
-            if scheduling.done() and scheduling.exception() is not None:
-                log.error("scheduling loop died: %s", scheduling.exception())
-                self._exit_code = 1
-            # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
-            await asyncio.wait({scheduling}, timeout=1)
-            stop_wait.cancel()
-            return self._exit_code
-        finally:
-            await self._shutdown(background)
+
+    async def _schedule_until_stopped(self, loop: asyncio.AbstractEventLoop, scheduler: Scheduler) -> int:
+        scheduling = loop.create_task(scheduler.run(), name="scheduling-cycle")
+        stop_wait = loop.create_task(self._stop.wait())
+        await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        scheduler.stop()
+        if scheduling.done() and scheduling.exception() is not None:
+            log.error("scheduling loop died: %s", scheduling.exception())
+            self._exit_code = 1
+        # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
+        await asyncio.wait({scheduling}, timeout=1)
+        stop_wait.cancel()
+        return self._exit_code
 
     async def _wait_synced(self) -> bool:
         assert self.factory is not None

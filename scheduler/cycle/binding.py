@@ -21,7 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from scheduler.client.api import ApiError, BindingConflict
+from scheduler.client.api import BindingConflict
+from scheduler.framework.api_error import ApiError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status

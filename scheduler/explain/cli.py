@@ -15,7 +15,7 @@ import orjson
 import urllib3
 
 from scheduler.client.kubeclient import KubeconfigError, RestClient, load_configuration
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.explain.manifests import (
     DUMP_KIND,
     SNAPSHOT_KINDS,
@@ -289,8 +289,8 @@ def _objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
 
 def _simulation(config_path: str | None, objects: dict[str, list[dict[str, Any]]], seed: int) -> Simulation:
-    config = load_config(config_path, registry=IN_TREE_REGISTRY)
-    return Simulation(config, config.registry or IN_TREE_REGISTRY, objects, seed=seed)
+    config, registry = load_config_with_plugins(config_path, registry=IN_TREE_REGISTRY)
+    return Simulation(config, registry, objects, seed=seed)
 
 
 def simulate(args: argparse.Namespace) -> int:

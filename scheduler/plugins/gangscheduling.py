@@ -37,6 +37,8 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
+from scheduler.framework.objects_scheduling import pod_group_scheduling_policy, pod_group_spec
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 
@@ -52,7 +54,7 @@ WAITING_FOR_MEMBERS = "waiting for minCount pods from a gang to appear in schedu
 
 def scheduling_group_name(pod: Mapping[str, Any]) -> str:
     """``spec.schedulingGroup.podGroupName``, or "" for a pod outside any group."""
-    group = (pod.get("spec") or {}).get("schedulingGroup")
+    group = pod_spec(pod).get("schedulingGroup")
     name = group.get("podGroupName") if isinstance(group, Mapping) else None
     return name if isinstance(name, str) else ""
 
@@ -60,13 +62,12 @@ def scheduling_group_name(pod: Mapping[str, Any]) -> str:
 def scheduling_group_key(pod: Mapping[str, Any]) -> str:
     """``namespace/podGroupName``, or "" for a pod outside any group."""
     name = scheduling_group_name(pod)
-    return f"{(pod.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
+    return f"{namespace_of(pod)}/{name}" if name else ""
 
 
 def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
     """``spec.schedulingPolicy.gang.minCount``; None when the policy is not gang."""
-    policy = (pod_group.get("spec") or {}).get("schedulingPolicy") or {}
-    gang = policy.get("gang")
+    gang = pod_group_scheduling_policy(pod_group).get("gang")
     if not isinstance(gang, Mapping):
         return None
     count = gang.get("minCount")
@@ -75,9 +76,9 @@ def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
 
 def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str] | None:
     """(field, feature gate) of the first field of ``pod_group`` py-scheduler cannot honour."""
-    spec = pod_group.get("spec") or {}
-    constraints = spec.get("schedulingConstraints") or {}
-    if constraints.get("topology"):
+    spec = pod_group_spec(pod_group)
+    constraints = spec.get("schedulingConstraints")
+    if constraints and constraints.get("topology"):
         return "schedulingConstraints.topology", "TopologyAwareWorkloadScheduling"
     if spec.get("resourceClaims"):
         return "resourceClaims", "DRAWorkloadResourceClaims"
@@ -108,24 +109,22 @@ class GangScheduling:
         name = scheduling_group_name(pod)
         if not name:
             return None
-        return self.pod_groups.get(name, (pod.get("metadata") or {}).get("namespace", ""))
+        return self.pod_groups.get(name, namespace_of(pod))
 
     def members(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The group's pods the scheduler knows (not finished), ``pod`` included (AllPods)."""
         name = scheduling_group_name(pod)
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        namespace = namespace_of(pod)
         return [p for p in self.pods.list(namespace) if scheduling_group_name(p) == name]
 
     def scheduled_uids(self, key: str, members: Sequence[Mapping[str, Any]]) -> set[str]:
         """Members assumed by this scheduler or bound by anyone (ScheduledPods); members that are gone
         no longer count."""
-        live = {(p.get("metadata") or {}).get("uid", "") for p in members}
+        live = {uid_of(p) for p in members}
         assumed = self._assumed.get(key)
         if assumed is not None:
             assumed &= live
-        bound = {
-            (p.get("metadata") or {}).get("uid", "") for p in members if (p.get("spec") or {}).get("nodeName")
-        }
+        bound = {uid_of(p) for p in members if pod_spec(p).get("nodeName")}
         return (assumed or set()) | bound
 
     # --- PreEnqueue ----------------------------------------------------------------------------------
@@ -197,7 +196,7 @@ class GangScheduling:
         scheduled = self.scheduled_uids(key, members)
         if len(scheduled) < min_count:
             # Siblings that wait in the queue (e.g. in backoff) may complete the gang: try them now.
-            unscheduled = [p for p in members if (p.get("metadata") or {}).get("uid", "") not in scheduled]
+            unscheduled = [p for p in members if uid_of(p) not in scheduled]
             if unscheduled:
                 state.write(PODS_TO_ACTIVATE_KEY, unscheduled)
             return Status(Code.Wait, [WAITING_FOR_QUORUM]), PERMIT_TIMEOUT_SECONDS
@@ -246,7 +245,6 @@ class GangScheduling:
     ) -> QueueingHint:
         if not isinstance(new_obj, Mapping):
             return QueueingHint.Skip
-        meta = new_obj.get("metadata") or {}
-        if f"{meta.get('namespace', '')}/{meta.get('name', '')}" != scheduling_group_key(pod):
+        if namespaced_name(new_obj) != scheduling_group_key(pod):
             return QueueingHint.Skip
         return QueueingHint.Queue

@@ -12,13 +12,9 @@ from typing import Any
 import pytest
 
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.cycle.algorithm import (
-    FitError,
-    PreFilterError,
-    SchedulingAlgorithm,
-    num_feasible_nodes_to_find,
-)
+from scheduler.cycle.algorithm import PreFilterError, SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status

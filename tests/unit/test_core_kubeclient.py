@@ -9,8 +9,9 @@ import orjson
 import pytest
 import urllib3
 
-from scheduler.client.api import ApiError, BindingConflict, SchedulerApi
+from scheduler.client.api import BindingConflict, SchedulerApi
 from scheduler.client.kubeclient import RateLimiter
+from scheduler.framework.api_error import ApiError
 from tests.unit.test_core_fakes import FakeRest, status_error
 
 

@@ -595,7 +595,7 @@ async def test_by_default_failed_scheduling_events_carry_kube_schedulers_exact_t
     assert event["note"] == upstream
     assert condition(env, "big")["message"] == upstream
     # The nearest misses stay in the decision record (explain, /debug/pods).
-    record = env.sched.decisions.store.latest("default/big")
+    record = env.decisions.store.latest("default/big")
     assert record is not None and len(record.nearest_misses) == 2
 
 

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.cycle.algorithm import FitError, SchedulingAlgorithm
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
 from tests.unit.test_batch_equivalence import _node, _pod

@@ -9,7 +9,7 @@ from typing import Any
 
 from scheduler import metrics
 from scheduler.client.events import rfc3339
-from scheduler.controllers.podgroup_condition import scheduled_condition_patch
+from scheduler.cycle.podgroup_condition import scheduled_condition_patch
 from scheduler.cycle.schedule_one_podgroup import PodGroupCycle
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status

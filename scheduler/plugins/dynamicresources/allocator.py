@@ -15,7 +15,7 @@ config in the result, the result's node selector.
 
 Not supported, conservatively: devices that consume shared counters (partitionable devices) and
 devices with ``bindingConditions`` are never selected, and capacity sharing (consumable capacity) is
-not implemented; such devices stay free rather than being double-booked. See the README.
+not implemented; such devices stay free rather than being double-booked. See docs/dra.md.
 """
 
 from __future__ import annotations
@@ -25,8 +25,16 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.objects import meta_namespace_key, name_of, object_meta
+from scheduler.framework.objects_resource import (
+    claim_devices,
+    device_class_spec,
+    selector_expression,
+    slice_pool,
+    slice_spec,
+)
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation
-from scheduler.plugins.helper.nodeselector import SelectorError, parse_node_selector
+from scheduler.util.nodeselector import SelectorError, parse_node_selector
 
 Obj = Mapping[str, Any]
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
@@ -47,18 +55,12 @@ class AllocationTimeout(AllocationError):
     """filterTimeout elapsed."""
 
 
+# How upstream's errors name a claim (klog.KObj).
+_klog = meta_namespace_key
+
+
 def device_id_str(device_id: DeviceID) -> str:
     return "/".join(device_id)
-
-
-def _name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
-
-def _klog(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace", "")
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
 # --- nodes ----------------------------------------------------------------------------------------
@@ -105,21 +107,16 @@ class Pool:
         return f"{self.driver}/{self.pool}"
 
 
-def _spec(slice_: Obj) -> Obj:
-    return slice_.get("spec") or {}
-
-
 def _pool_key(slice_: Obj) -> tuple[str, str]:
-    spec = _spec(slice_)
-    return spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
+    return slice_spec(slice_).get("driver", ""), slice_pool(slice_).get("name", "")
 
 
 def _generation(slice_: Obj) -> int:
-    return int((_spec(slice_).get("pool") or {}).get("generation") or 0)
+    return int(slice_pool(slice_).get("generation") or 0)
 
 
 def _slice_count(slice_: Obj) -> int:
-    return int((_spec(slice_).get("pool") or {}).get("resourceSliceCount") or 0)
+    return int(slice_pool(slice_).get("resourceSliceCount") or 0)
 
 
 def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
@@ -129,7 +126,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     """
     pools: dict[tuple[str, str], list[Obj]] = {}
     for slice_ in slices:
-        spec = _spec(slice_)
+        spec = slice_spec(slice_)
         if spec.get("sharedCounters"):
             continue
         node_name, all_nodes, selector = spec.get("nodeName") or "", bool(spec.get("allNodes")), None
@@ -167,7 +164,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
         names: set[str] = set()
         pool = Pool(driver, pool_name, slices=pool_slices)
         for slice_ in pool_slices:
-            for device in _spec(slice_).get("devices") or ():
+            for device in slice_spec(slice_).get("devices") or ():
                 name = device.get("name", "")
                 if name in names:
                     pool.invalid, pool.invalid_reason = True, f"duplicate device name {name}"
@@ -182,7 +179,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
 
 def _depends_on_labels(slice_: Obj) -> bool:
     """Whether the slice's node matching reads node labels (a node selector, of the slice or a device)."""
-    spec = _spec(slice_)
+    spec = slice_spec(slice_)
     return spec.get("nodeSelector") is not None or bool(spec.get("perDeviceNodeSelection"))
 
 
@@ -252,7 +249,7 @@ class AllocationMemo:
                 (pool.driver, pool.pool, device.get("name", ""))
                 for pool in pools
                 for slice_ in pool.slices
-                for device in _spec(slice_).get("devices") or ()
+                for device in slice_spec(slice_).get("devices") or ()
             )
             entry = self._devices[id(pools)] = (pools, ids)
         return entry[1]
@@ -402,7 +399,7 @@ class DeviceMatchCache:
         self._max_size = max_size
 
     def matches(self, expression: str, slice_: Obj, index: int, driver: str) -> bool:
-        meta = slice_.get("metadata") or {}
+        meta = object_meta(slice_)
         version = f"{meta.get('uid', '')}@{meta.get('resourceVersion', '')}"
         key = (expression, version, driver, index)
         found = self._results.get(key)
@@ -414,7 +411,7 @@ class DeviceMatchCache:
         act_key = (version, driver, index)
         activation = self._activations.get(act_key)
         if activation is None:
-            activation = device_activation(driver, (_spec(slice_).get("devices") or ())[index])
+            activation = device_activation(driver, (slice_spec(slice_).get("devices") or ())[index])
             if len(self._activations) >= self._max_size:
                 self._activations.clear()
             self._activations[act_key] = activation
@@ -499,7 +496,7 @@ class _Run:
     def run(self) -> list[dict[str, Any]] | None:
         self.pools = self.a.pools_of(self.node)
         for ci, claim in enumerate(self.claims):
-            devices = (claim.get("spec") or {}).get("devices") or {}
+            devices = claim_devices(claim)
             per_request: list[list[Request]] = []
             min_devices = 0
             for ri, raw in enumerate(devices.get("requests") or ()):
@@ -549,7 +546,7 @@ class _Run:
     def _validate(self, ci: int, ri: int, si: int, request: Request) -> Request:
         claim = self.claims[ci]
         for i, selector in enumerate(request.selectors):
-            if not (selector.get("cel") or {}).get("expression"):
+            if not selector_expression(selector):
                 raise AllocationError(
                     f"claim {_klog(claim)}, request {request.name}, selector #{i}: CEL expression empty "
                     "(unsupported selector type?)"
@@ -581,7 +578,7 @@ class _Run:
                         f"pool {pool.id} is currently invalid"
                     )
                 for slice_ in pool.slices:
-                    for di, device in enumerate(_spec(slice_).get("devices") or ()):
+                    for di, device in enumerate(slice_spec(slice_).get("devices") or ()):
                         if self._selectable(ci, ri, si, request, slice_, di):
                             device_id = (pool.driver, pool.pool, device.get("name", ""))
                             request.all_devices.append((device_id, device, slice_))
@@ -646,7 +643,7 @@ class _Run:
             if pool.incomplete or pool.invalid:
                 continue
             for slice_ in pool.slices:
-                for index, device in enumerate(_spec(slice_).get("devices") or ()):
+                for index, device in enumerate(slice_spec(slice_).get("devices") or ()):
                     device_id = (pool.driver, pool.pool, device.get("name", ""))
                     if request.admin_access:
                         if ci in self.allocating.get(device_id, ()):
@@ -667,7 +664,7 @@ class _Run:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))
 
     def _selectable(self, ci: int, ri: int, si: int, request: Request, slice_: Obj, index: int) -> bool:
-        spec = _spec(slice_)
+        spec = slice_spec(slice_)
         device = (spec.get("devices") or ())[index]
         driver = spec.get("driver", "")
         device_id = (driver, (spec.get("pool") or {}).get("name", ""), device.get("name", ""))
@@ -686,12 +683,12 @@ class _Run:
         if device.get("bindingConditions") or device.get("consumesCounters"):
             return False
         if request.class_ is not None:
-            selectors = (request.class_.get("spec") or {}).get("selectors") or ()
+            selectors = device_class_spec(request.class_).get("selectors") or ()
             if not self._selectors_match(ci, request, selectors, slice_, index, driver, request.class_):
                 return False
         if not self._selectors_match(ci, request, request.selectors, slice_, index, driver, None):
             return False
-        if _spec(slice_).get("perDeviceNodeSelection"):
+        if slice_spec(slice_).get("perDeviceNodeSelection"):
             return node_matches(
                 self.node,
                 device.get("nodeName") or "",
@@ -711,9 +708,9 @@ class _Run:
         class_: Obj | None,
     ) -> bool:
         for i, selector in enumerate(selectors):
-            expression = (selector.get("cel") or {}).get("expression", "")
+            expression = selector_expression(selector)
             compiled = self.a.match_cache.cel.get_or_compile(expression)
-            owner = f"class {_name(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
+            owner = f"class {name_of(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
             if compiled.program is None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             try:
@@ -798,18 +795,19 @@ class _Run:
             request = self._chosen(ci, ri)
             if request.class_ is None:
                 continue
-            class_name = _name(request.class_)
+            class_name = name_of(request.class_)
             if class_name in class_ranges:
                 start, end = class_ranges[class_name]
                 for i in range(start, end):
                     config[i]["requests"].append(request.full_name)
                 continue
             start = len(config)
-            for entry in (request.class_.get("spec") or {}).get("config") or ():
+            for entry in device_class_spec(request.class_).get("config") or ():
                 config.append({"source": "FromClass", "requests": [request.full_name], **_opaque(entry)})
             class_ranges[class_name] = (start, len(config))
-        raw_requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
-        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+        devices = claim_devices(claim)
+        raw_requests = devices.get("requests") or ()
+        for entry in devices.get("config") or ():
             names = entry.get("requests") or []
             if not names:
                 config.append({"source": "FromClaim", **_opaque(entry)})
@@ -828,7 +826,7 @@ class _Run:
         fields: list[Obj] = []
         expressions: list[Obj] = []
         for r in results:
-            spec = _spec(r.slice_)
+            spec = slice_spec(r.slice_)
             source = r.device if spec.get("perDeviceNodeSelection") else spec
             if source.get("nodeName"):
                 return {

@@ -11,8 +11,9 @@ import pytest
 
 from scheduler.app.event_handlers import node_update_actions
 from scheduler.cache import SchedulerCache
-from scheduler.cycle.algorithm import FitError, SchedulingAlgorithm
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.nodedeclaredfeatures import (
