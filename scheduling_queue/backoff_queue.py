@@ -49,6 +49,7 @@ class BackoffQueue:
         "_stale",
         "_tuple_keys",
         "entries",
+        "next_expiry",
     )
 
     def __init__(
@@ -70,6 +71,10 @@ class BackoffQueue:
         self.entries: Mapping[str, Entry] = self._entries
         self._stale = 0
         self._seq = count()
+        # The earliest expiry at a heap head (dead entries included), inf when both heaps are empty.
+        # Kept as a plain attribute because every pop asks "is anything due?": an attribute read
+        # rather than a method call on the scheduler's hottest path.
+        self.next_expiry = math.inf
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -110,6 +115,7 @@ class BackoffQueue:
             entry = (expiry, next(self._seq), qpi)
             heappush(self._error_heap, entry)
             self._entries[qpi.key] = entry
+            self.next_expiry = min(self.next_expiry, expiry)
             return False
         # Within one window, the order activeQ would give: an early pop takes the pod activeQ would.
         if self._tuple_keys:
@@ -118,6 +124,7 @@ class BackoffQueue:
             entry = (expiry, LessKey(qpi, self._less), next(self._seq), qpi)
         heappush(self._rejected_heap, entry)
         self._entries[qpi.key] = entry
+        self.next_expiry = min(self.next_expiry, expiry)
         return True
 
     def remove(self, key: str) -> QueuedPodInfo | None:
@@ -143,11 +150,6 @@ class BackoffQueue:
 
     # ------------------------------------------------------------------ leaving
 
-    def due(self, now: float) -> bool:
-        """Whether a heap head has expired, i.e. :meth:`pop_expired` has work (may be a dead entry)."""
-        rejected, errors = self._rejected_heap, self._error_heap
-        return bool((rejected and rejected[0][0] <= now) or (errors and errors[0][0] <= now))
-
     def pop_expired(self, now: float) -> list[QueuedPodInfo]:
         """Take every pod whose backoff is over: the rejected ones in heap order, then the errors."""
         entries = self._entries
@@ -161,6 +163,7 @@ class BackoffQueue:
                     continue
                 del entries[qpi.key]
                 expired.append(qpi)
+        self._refresh_next_expiry()
         return expired
 
     def pop_rejected(self) -> QueuedPodInfo | None:
@@ -174,8 +177,10 @@ class BackoffQueue:
             qpi: QueuedPodInfo = entry[-1]
             if entries.get(qpi.key) is entry:
                 del entries[qpi.key]
+                self._refresh_next_expiry()
                 return qpi
             self._stale -= 1
+        self._refresh_next_expiry()
         return None
 
     def in_order(self) -> list[QueuedPodInfo]:
@@ -192,3 +197,10 @@ class BackoffQueue:
             heapify(self._rejected_heap)
             heapify(self._error_heap)
             self._stale = 0
+            self._refresh_next_expiry()
+
+    def _refresh_next_expiry(self) -> None:
+        """Recompute :attr:`next_expiry` after the heap heads changed (pops and compaction only: a
+        push can only lower it, and a removal leaves the dead entry in place)."""
+        rejected, errors = self._rejected_heap, self._error_heap
+        self.next_expiry = min(rejected[0][0] if rejected else math.inf, errors[0][0] if errors else math.inf)

@@ -309,16 +309,23 @@ class SchedulingQueue:
                 self._in_flight.record(event, old, new)
             self.nominator.update_nominated_pod(old, new)
             return
-        if self._active.update(key, new) or self._backoff.update(key, new):
+        # Membership on the views first: an update is common for unschedulable pods (the scheduler's
+        # own status patches), and should not cost a call into each sub-queue it is not in.
+        if key in self._active_pods:
+            self._active.update(key, new)
             self.nominator.update_nominated_pod(old, new)
             return
-        found = self._unschedulable.get(key)
+        if key in self._backoff_pods:
+            self._backoff.update(key, new)
+            self.nominator.update_nominated_pod(old, new)
+            return
+        found = self._unschedulable_pods.get(key)
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
             self._update_unschedulable(found, old, new)
             return
-        found = self._gated.get(key)
+        found = self._gated_pods.get(key)
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
@@ -393,8 +400,7 @@ class SchedulingQueue:
         """
         if self._closed:
             return None
-        # Checked on the view first: with no pod backing off, a pop costs no call into backoffQ.
-        if self._backoff_pods and self._backoff.due(self._now()):
+        if self._backoff.next_expiry <= self._now():
             self.flush_backoff_completed()
         qpi = self._active.pop()
         if qpi is None:
