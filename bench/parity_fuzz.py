@@ -38,8 +38,8 @@ from typing import Any, cast
 from kubernetes.client.exceptions import ApiException
 
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
-from scheduler.algorithm import FitError
 from scheduler.config import load_config
+from scheduler.cycle.algorithm import FitError
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import StaticLister

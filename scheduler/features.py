@@ -6,7 +6,7 @@ and dependencies are upstream's (``pkg/features/kube_features.go``):
 
 * ``GenericWorkload`` (alpha, off): pods' ``spec.schedulingGroup`` is honoured; a pod of a group is
   scheduled in a pod group cycle (all its queued siblings on one snapshot, see
-  ``scheduler/podgroup_cycle.py``). The API server must serve ``scheduling.k8s.io/v1alpha2``.
+  ``scheduler/cycle/schedule_one_podgroup.py``). The API server must serve ``scheduling.k8s.io/v1alpha2``.
 * ``GangScheduling`` (alpha, off, needs GenericWorkload): the GangScheduling plugin joins the default
   profile (all-or-nothing for PodGroups with a ``gang`` policy).
 * ``TopologyAwareWorkloadScheduling``, ``WorkloadAwarePreemption``, ``DRAWorkloadResourceClaims``

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import orjson
 import urllib3
 
+from scheduler.client.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.config import ConfigError, load_config
 from scheduler.explain.manifests import (
     DUMP_KIND,
@@ -26,7 +27,6 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
-from scheduler.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 SUBCOMMANDS = ("explain", "simulate", "snapshot")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from scheduler.algorithm import TRACE_KEY, FitError
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cycle.algorithm import TRACE_KEY, FitError
 from scheduler.explain.misses import gist, nearest_misses
 from scheduler.explain.record import (
     BIND_FAILED,

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers.resource import NODES, PODS, ResourceSpec
-from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.config import SchedulerConfig
+from scheduler.cycle.algorithm import FitError, SchedulingAlgorithm, SchedulingError
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.explain.record import AttemptRecord
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
@@ -28,7 +29,6 @@ from scheduler.framework.listers import Lister, StaticLister
 from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.profiles import FrameworkHandle, build_frameworks
 
 KubeObject = Mapping[str, Any]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from scheduler.algorithm import FitError
+from scheduler.cycle.algorithm import FitError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.objects import pod_status

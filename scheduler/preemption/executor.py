@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler import metrics
-from scheduler.api import ApiError
-from scheduler.events import NORMAL, rfc3339
+from scheduler.client.api import ApiError
+from scheduler.client.events import NORMAL, rfc3339
 from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.status import Status
 from scheduler.framework.types import PodInfo

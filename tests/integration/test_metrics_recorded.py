@@ -17,7 +17,7 @@ import pytest
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from scheduler.profiles import SAMPLE_PERCENT_ENV
+from scheduler.cycle.profiles import SAMPLE_PERCENT_ENV
 from tests.integration.test_dashboard_metrics import Sample, scrape
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache
 from scheduler.config import load_config
+from scheduler.cycle.algorithm import SchedulingAlgorithm
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_frameworks
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1

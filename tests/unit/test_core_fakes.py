@@ -2,7 +2,8 @@
 
 Seams are faked, everything else is real: a ``FakeRest`` stands in for the API server behind a real
 ``SchedulerApi``; the SchedulingQueue, SchedulerCache, EventRecorder, BindingPool and the in-tree plugins
-(built through ``scheduler.profiles.build_framework`` from a parsed configuration) are the product's own.
+(built through ``scheduler.cycle.profiles.build_framework`` from a parsed configuration) are the
+product's own.
 """
 
 from __future__ import annotations
@@ -16,18 +17,18 @@ from typing import Any
 
 import orjson
 
-from scheduler import profiles
-from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import EventRecorder
 from scheduler.config import parse_config
-from scheduler.cycle import Scheduler
-from scheduler.events import EventRecorder
+from scheduler.cycle import profiles
+from scheduler.cycle.binding import BindingPool, BindingResult
+from scheduler.cycle.profiles import FrameworkHandle, queue_hints
+from scheduler.cycle.schedule_one import Scheduler
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, queue_hints
 from scheduling_queue import FakeClock, SchedulingQueue
 
 PROFILE = "py-scheduler"

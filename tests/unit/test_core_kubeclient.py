@@ -9,8 +9,8 @@ import orjson
 import pytest
 import urllib3
 
-from scheduler.api import ApiError, BindingConflict, SchedulerApi
-from scheduler.kubeclient import RateLimiter
+from scheduler.client.api import ApiError, BindingConflict, SchedulerApi
+from scheduler.client.kubeclient import RateLimiter
 from tests.unit.test_core_fakes import FakeRest, status_error
 
 
@@ -200,7 +200,7 @@ class _Script:
     def client(self, slept: list[float]) -> Any:
         from kubernetes import client as k8s_client
 
-        from scheduler.kubeclient import RestClient
+        from scheduler.client.kubeclient import RestClient
 
         configuration = k8s_client.Configuration()
         configuration.host = f"http://127.0.0.1:{self.server.server_address[1]}"

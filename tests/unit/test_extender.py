@@ -15,9 +15,9 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from scheduler.algorithm import FitError
+from scheduler.app.event_handlers import EventHandlers
 from scheduler.config.types import ExtenderConfig, ExtenderManagedResource
-from scheduler.event_handlers import EventHandlers
+from scheduler.cycle.algorithm import FitError
 from scheduler.extender.client import ExtenderError, HTTPExtender
 from scheduler.extender.runner import EXTENDER_NAME, ExtenderFilterError, Extenders
 from scheduler.extender.wire import (

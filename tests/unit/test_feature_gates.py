@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.cli import build_parser
+from scheduler.app.cli import build_parser
 from scheduler.features import FeatureGateError, parse_feature_gates
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from scheduler import profiles
 from scheduler.cache.cache import new_snapshot
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.loader import parse_config
+from scheduler.cycle import profiles
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import (
     PERSISTENT_VOLUME_CLAIMS,

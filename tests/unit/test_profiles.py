@@ -1,4 +1,4 @@
-"""``scheduler.profiles``: each plugin of a profile is built once, with its real args, and the framework
+"""``scheduler.cycle.profiles``: each plugin of a profile is built once, with its real args, and the framework
 uses the instance whose extension points the resolver read (upstream's NewFramework)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from scheduler.cache import Snapshot
 from scheduler.config import ConfigError, parse_config
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_frameworks
 from tests.unit.oot_needs_args import NeedsThreshold
 
 PLUGIN_PATH = "tests.unit.oot_needs_args:NeedsThreshold"

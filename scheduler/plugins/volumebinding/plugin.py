@@ -14,7 +14,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.api import ApiError
+from scheduler.client.api import ApiError
 from scheduler.framework import (
     MAX_NODE_SCORE,
     PERSISTENT_VOLUME_CLAIMS,

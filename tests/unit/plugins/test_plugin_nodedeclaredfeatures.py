@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.algorithm import FitError, SchedulingAlgorithm
+from scheduler.app.event_handlers import node_update_actions
 from scheduler.cache import SchedulerCache
-from scheduler.event_handlers import node_update_actions
+from scheduler.cycle.algorithm import FitError, SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo

@@ -59,7 +59,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scheduler import metrics
-from scheduler.events import micro_time
+from scheduler.client.events import micro_time
 
 logger = logging.getLogger(__name__)
 

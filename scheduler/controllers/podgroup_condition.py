@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.events import rfc3339
+from scheduler.client.events import rfc3339
 
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
 REASON_SCHEDULED = "Scheduled"

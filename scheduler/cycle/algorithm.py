@@ -1,7 +1,7 @@
 """The scheduling algorithm of one attempt: filter, score, select (``pkg/scheduler/schedule_one.go``).
 
 Pure and synchronous: it reads a snapshot and a framework and returns a node name or raises FitError.
-Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycle``.
+Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycle.schedule_one``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.batching import BatchCache, BatchEntry
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cycle.batching import BatchCache, BatchEntry
+from scheduler.cycle.filter_loop import find_feasible, first_nodes
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
-from scheduler.filter_loop import find_feasible, first_nodes
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.objects import pod_status
@@ -111,7 +111,7 @@ class SchedulingAlgorithm:
     def __init__(self, rng: random.Random | None = None, *, batching: bool = False) -> None:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
-        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.batching). Placements
+        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.cycle.batching). Placements
         # equal one-by-one scheduling, but it is off by default: measured (bench.batching_bench), a hit
         # still pays PreFilter, PreScore, signing and per-plugin dispatch for the changed rows, which on
         # the vectorised plugins costs about what judging the whole window does (optimisation-log).

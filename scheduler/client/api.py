@@ -14,9 +14,9 @@ import orjson
 import urllib3
 
 from informers.resource import ResourceSpec
+from scheduler.client.httppool import ConnectionFailed
+from scheduler.client.kubeclient import RestClient
 from scheduler.framework.objects import object_meta
-from scheduler.httppool import ConnectionFailed
-from scheduler.kubeclient import RestClient
 
 log = logging.getLogger(__name__)
 

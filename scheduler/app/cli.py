@@ -13,15 +13,15 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scheduler.app import SchedulerApp, ServingOptions, exit_now
+from scheduler.app.logs import setup_logging
+from scheduler.app.scheduler_app import SchedulerApp, ServingOptions, exit_now
+from scheduler.client.kubeclient import KubeconfigError, one_line
 from scheduler.config import ConfigError, load_config
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
-from scheduler.kubeclient import KubeconfigError, one_line
-from scheduler.logs import setup_logging
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
-log = logging.getLogger("scheduler.cli")
+log = logging.getLogger("scheduler.app.cli")
 
 EXPLAIN_SUBCOMMANDS = ("explain", "simulate", "snapshot")
 

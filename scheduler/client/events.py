@@ -35,7 +35,7 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from scheduler.api import ApiError, SchedulerApi
+from scheduler.client.api import ApiError, SchedulerApi
 from scheduler.framework.objects import object_meta, pod_status
 
 log = logging.getLogger(__name__)

@@ -21,13 +21,18 @@ from typing import Any
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.api import SchedulerApi
-from scheduler.binding import BINDING_WORKERS, BindingPool
+from scheduler.app.event_handlers import EventHandlers
+from scheduler.app.informer_listers import InformerListers
+from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import EVENT_WRITERS, EventRecorder
+from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.config import SchedulerConfig
-from scheduler.cycle import Scheduler
-from scheduler.event_handlers import EventHandlers
-from scheduler.events import EVENT_WRITERS, EventRecorder
+from scheduler.controllers import podgroup_status
+from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
+from scheduler.cycle.schedule_one import Scheduler
 from scheduler.explain.debug import debug_pods_handler
 from scheduler.explain.recorder import ANNOTATION, DecisionRecorder
 from scheduler.extender.runner import Extenders
@@ -39,12 +44,7 @@ from scheduler.framework.objects import object_meta, pod_spec
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
-from scheduler.informer_listers import InformerListers
-from scheduler.kubeclient import RestClient, load_configuration
-from scheduler.leaderelection import LeaderElector, RestLeaseClient
-from scheduler.plugins.coscheduling import status as podgroup_status
 from scheduler.plugins.gangscheduling import scheduling_group_name
-from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod

@@ -17,7 +17,7 @@ When a pod with ``spec.schedulingGroup`` is popped:
 A member whose attempt fails with an error (not a rejection) ends the trial at once, as upstream's: every
 member then fails with that error (``failed to schedule other pod from a pod group: ...``), those with an
 error of their own with theirs. After each cycle the PodGroup's ``PodGroupScheduled`` condition is written
-(``scheduler.podgroup_condition``).
+(``scheduler.controllers.podgroup_condition``).
 
 A member that fits nowhere runs PostFilter in the trial (upstream's runAllPostFilters): when DefaultPreemption
 nominates a node, it has started evicting there, the member is assumed on that node for the later members,
@@ -39,14 +39,8 @@ from urllib.parse import quote
 
 from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
 from scheduler.cache import CacheError
-from scheduler.framework.objects import object_meta, pod_spec
-from scheduler.framework.runtime import PausedPostFilter, PluginError
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.plugins.gangscheduling import scheduling_group_name
-from scheduler.podgroup_condition import (
+from scheduler.controllers.podgroup_condition import (
     MEMBER_ERROR_PREFIX,
     POD_GROUP_UNSCHEDULABLE_MSG,
     REASON_SCHEDULED,
@@ -56,11 +50,17 @@ from scheduler.podgroup_condition import (
     WAITING_ON_PREEMPTION_STATUS_MSG,
     scheduled_condition_patch,
 )
+from scheduler.cycle.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
+from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.runtime import PausedPostFilter, PluginError
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
 if TYPE_CHECKING:
-    from scheduler.cycle import Scheduler, _Attempt
+    from scheduler.cycle.schedule_one import Scheduler, _Attempt
 
 # (namespace, podGroupName) -> the group's pods the scheduler knows.
 GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
@@ -321,7 +321,7 @@ PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 
 def _is_error(failure: Exception | Status) -> bool:
     """An error rather than a rejection: the group stops there. A FitError and a bad pod spec (refused
-    as unschedulable, see ``scheduler.cycle``) are rejections."""
+    as unschedulable, see ``scheduler.cycle.schedule_one``) are rejections."""
     if isinstance(failure, Status):
         return not failure.is_rejection()
     if isinstance(failure, SchedulingError | PluginError):
@@ -340,6 +340,6 @@ def _priority(pod: Mapping[str, Any]) -> int:
 
 
 def _one_node(pod: PodInfo, node_name: str, status: Status) -> str:
-    from scheduler.cycle import _one_node_message  # noqa: PLC0415 -- cycle imports this module
+    from scheduler.cycle.schedule_one import _one_node_message  # noqa: PLC0415 -- cycle imports this module
 
     return _one_node_message(pod, node_name, status)

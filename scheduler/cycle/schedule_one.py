@@ -16,17 +16,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import metrics
-from scheduler.algorithm import (
+from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import NORMAL, WARNING, EventRecorder
+from scheduler.cycle.algorithm import (
     CLEAR_NOMINATION,
     FitError,
     SchedulingAlgorithm,
     SchedulingError,
     runs_post_filter,
 )
-from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
-from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
-from scheduler.events import NORMAL, WARNING, EventRecorder
+from scheduler.cycle.binding import BindingPool, BindingResult, BindingTask, Outcome
+from scheduler.cycle.schedule_one_podgroup import (
+    GroupMembers,
+    GroupObject,
+    PodGroupCycle,
+    in_scheduling_group,
+)
+from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
@@ -34,10 +41,8 @@ from scheduler.framework.objects import object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
-from scheduler.podgroup_cycle import GroupMembers, GroupObject, PodGroupCycle, in_scheduling_group
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
-from scheduler.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 

@@ -281,10 +281,10 @@ def install(
     members only (finished ones included), and the controller fed by it and the PodGroup informer."""
     if pod_groups is None:
         return None
-    # Imported here: scheduler.informer_listers imports the framework, which imports the plugins.
+    # Imported here: scheduler.app.informer_listers imports the framework, which imports the plugins.
     from informers import NAMESPACE_INDEX, index_by_namespace  # noqa: PLC0415
     from informers.resource import PODS  # noqa: PLC0415
-    from scheduler.informer_listers import InformerLister  # noqa: PLC0415
+    from scheduler.app.informer_listers import InformerLister  # noqa: PLC0415
 
     members = factory.informer_for(
         PODS, label_selector=POD_GROUP_LABEL, indexers={NAMESPACE_INDEX: index_by_namespace}
