@@ -20,6 +20,7 @@ from typing import Any
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
+from scheduler.app.api_probes import WORKLOAD_API_MISSING, api_missing
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
@@ -28,7 +29,7 @@ from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.config import SchedulerConfig
-from scheduler.controllers import podgroup_status
+from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.cycle.schedule_one import Scheduler
@@ -43,6 +44,7 @@ from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
+from scheduler.plugins.coscheduling.plugin import is_gang_member
 from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
@@ -55,14 +57,6 @@ LOOP_STALL_LIMIT = 30.0
 # SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
-
-
-# GangScheduling asked for upstream's PodGroups, and the API server does not serve them.
-WORKLOAD_API_MISSING = (
-    "the GangScheduling feature gate is on but the API server does not serve {resource}: start "
-    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha2=true "
-    "--feature-gates=GenericWorkload=true,GangScheduling=true"
-)
 
 
 class LeadershipLost(SystemExit):
@@ -145,7 +139,9 @@ class SchedulerApp:
         self._loop_heartbeat = time.monotonic()
         self._synced = False
         self.lease_rest: RestClient | None = None
-        self.podgroup_status: podgroup_status.PodGroupStatusController | None = None
+        # Controllers beside the scheduler (PodGroup status when Coscheduling is on); they write only
+        # while this instance leads.
+        self.controllers: list[Controller] = []
         # Replaced by tests; in the product it ends the process at once (see _start_elector).
         self._on_leadership_lost: Callable[[int], None] = exit_now
 
@@ -180,9 +176,7 @@ class SchedulerApp:
             return None
 
         def wakes(pod: Pod) -> bool:
-            return (gang and bool(scheduling_group_name(pod))) or (
-                coscheduling and podgroup_status.is_gang_member(pod)
-            )
+            return (gang and bool(scheduling_group_name(pod))) or (coscheduling and is_gang_member(pod))
 
         return wakes
 
@@ -257,8 +251,8 @@ class SchedulerApp:
             if not await self._wait_leading():
                 return self._exit_code
             log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
-            if self.podgroup_status is not None:
-                self.podgroup_status.start()
+            for controller in self.controllers:
+                controller.start()
             return await self._schedule_until_stopped(loop, scheduler)
         finally:
             await self._shutdown(background)
@@ -318,7 +312,9 @@ class SchedulerApp:
             handlers.watch_other_kind(spec, informer)
         # Coscheduling on: PodGroup status is kept current by the leader.
         pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
-        self.podgroup_status = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
+        status_controller = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
+        if status_controller is not None:
+            self.controllers.append(status_controller)
         self.factory.start()
 
     async def _schedule_until_stopped(self, loop: asyncio.AbstractEventLoop, scheduler: Scheduler) -> int:
@@ -343,14 +339,12 @@ class SchedulerApp:
         waits: set[asyncio.Future[Any]] = {sync, stop_wait}
         # A missing CRD would keep its informer from ever syncing: fail start-up, saying so, instead.
         probes: list[asyncio.Future[str]] = []
-        if self.podgroup_status is not None:
-            probes.append(asyncio.ensure_future(podgroup_status.pod_group_api_missing(self.api)))
+        if PODGROUPS in self.listers.kinds:
+            probes.append(asyncio.ensure_future(api_missing(self.api)))
         if WORKLOAD_PODGROUPS in self.listers.kinds:
             probes.append(
                 asyncio.ensure_future(
-                    podgroup_status.pod_group_api_missing(
-                        self.api, spec=WORKLOAD_PODGROUPS, missing=WORKLOAD_API_MISSING
-                    )
+                    api_missing(self.api, spec=WORKLOAD_PODGROUPS, missing=WORKLOAD_API_MISSING)
                 )
             )
         waits.update(probes)
@@ -470,8 +464,8 @@ class SchedulerApp:
         server or etcd does not answer: bindings SHUTDOWN_DRAIN_SECONDS, then the rest a few seconds
         each. Threads left in a hung request are abandoned; the CLI exits without joining them."""
         self._stop.set()
-        if self.podgroup_status is not None:
-            await self.podgroup_status.stop()
+        for controller in self.controllers:
+            await controller.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
             # In-flight bindings may finish; new ones are refused by may_bind().

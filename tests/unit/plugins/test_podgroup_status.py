@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from scheduler.app.api_probes import api_missing
 from scheduler.controllers.podgroup_status import (
     PodGroupStatusController,
     desired_status,
-    pod_group_api_missing,
     status_patch,
 )
 
@@ -200,14 +200,14 @@ def test_a_missing_crd_is_reported_in_one_line() -> None:
     class NotFound(Exception):
         status = 404
 
-    message = asyncio.run(pod_group_api_missing(FakeApi(NotFound())))
+    message = asyncio.run(api_missing(FakeApi(NotFound())))
     assert "\n" not in message
     assert "podgroups.scheduling.x-k8s.io" in message and "podgroup-crd" in message
 
 
 def test_a_served_crd_or_an_unreachable_server_reports_nothing() -> None:
     async def reports(api: FakeApi) -> bool:
-        task = asyncio.ensure_future(pod_group_api_missing(api, probe_every=0.01))
+        task = asyncio.ensure_future(api_missing(api, probe_every=0.01))
         await asyncio.sleep(0.1)
         done = task.done()
         task.cancel()
