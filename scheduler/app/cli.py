@@ -11,10 +11,11 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from scheduler.app.logs import setup_logging
 from scheduler.app.scheduler_app import SchedulerApp, exit_now
+from scheduler.app.version import version_text
 from scheduler.client.kubeclient import KubeconfigError, one_line
 from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.config.duration import parse_duration
@@ -128,10 +129,26 @@ def _verbosity(text: str) -> int:
     return level
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked for (it may run git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="py-scheduler",
         description="A secondary Kubernetes scheduler. Pods opt in with spec.schedulerName.",
+    )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version, the Kubernetes reference release and exit",
     )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
     parser.add_argument("--kubeconfig", help="kubeconfig path; default: in-cluster, then ~/.kube/config")

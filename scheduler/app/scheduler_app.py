@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
@@ -28,7 +30,7 @@ from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, config_to_dict
 from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
@@ -83,6 +85,7 @@ class SchedulerApp:
         self.extenders = Extenders.from_config(config.extenders)
         config = with_ignored_resources(config)
         self.config = config
+        self._configz_body: bytes | None = None
         self.features = features
         self._nearest_misses_in_events = nearest_misses_in_events
         self.registry = dict(registry)
@@ -390,11 +393,19 @@ class SchedulerApp:
             debug_pods=debug_pods_handler(
                 self.decisions.store, self._is_leading, lambda: self.decisions.enabled
             ),
+            configz=self._configz,
         )
         if not servers.servers:
             return
         self.server = servers
         servers.start()
+
+    def _configz(self) -> bytes:
+        """/configz: the effective configuration after defaulting, as kube-scheduler serves it (the v1
+        KubeSchedulerConfiguration under "componentconfig"). Built once: the config never changes."""
+        if self._configz_body is None:
+            self._configz_body = orjson.dumps({"componentconfig": config_to_dict(self.config)})
+        return self._configz_body
 
     def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.leader_elect:

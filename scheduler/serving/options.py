@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scheduler.serving.delegating import ClientCAWatcher, DelegationOptions, build_delegation
-from scheduler.serving.server import Checks, DebugPods, HealthServer
+from scheduler.serving.server import Checks, Configz, DebugPods, HealthServer
 from scheduler.serving.tls import ServerTLS, serving_cert
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,7 @@ def build_servers(
     readiness: Checks,
     liveness: Checks,
     debug_pods: DebugPods | None,
+    configz: Configz | None = None,
     warn: Callable[[str], None] = log.warning,
 ) -> Servers:
     """Bind the listeners. Raises OSError (a port in use, a bad address), TLSConfigError or
@@ -85,6 +86,7 @@ def build_servers(
                 readiness=readiness,
                 liveness=liveness,
                 debug_pods=debug_pods,
+                configz=configz,
             )
             servers.append(secure)
         if options.insecure_port > 0:
@@ -95,6 +97,7 @@ def build_servers(
                     readiness=readiness,
                     liveness=liveness,
                     debug_pods=debug_pods,
+                    configz=configz,
                 )
             )
         if options.secure_port > 0:

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 Check = Callable[[], tuple[bool, str]]
 # /debug/pods/<namespace>/<name>: (HTTP status, JSON body) for a pod key; see scheduler/explain/debug.py.
 DebugPods = Callable[[str], tuple[int, bytes]]
+# /configz: the effective configuration as JSON (kube-scheduler's {"componentconfig": {...}}).
+Configz = Callable[[], bytes]
 Checks = Check | Mapping[str, Check]
 
 # A client that opens a connection and sends nothing holds one handler thread for at most this long.
@@ -122,6 +124,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         if path == "/metrics":
             self._metrics(health.registry, head=head)
+            return
+        if path == "/configz" and health.configz is not None:
+            # Authorised above like /metrics: a SubjectAccessReview for get on /configz.
+            self._reply(HTTPStatus.OK, health.configz(), "application/json", head)
             return
         if path.startswith("/debug/pods/") and health.debug_pods is not None:
             # Authorised above like any path: a SubjectAccessReview for get on this very path.
@@ -225,6 +231,7 @@ class HealthServer:
         registry: CollectorRegistry = REGISTRY,
         poll_interval: float = 0.5,
         debug_pods: DebugPods | None = None,
+        configz: Configz | None = None,
     ) -> None:
         """``poll_interval`` bounds how long stop() waits for the accept loop to notice.
 
@@ -240,6 +247,7 @@ class HealthServer:
         self.registry = registry
         self.guard = guard
         self.debug_pods = debug_pods
+        self.configz = configz
         live = {"ping": _ping, **_named(liveness, "liveness")}
         self._checks: dict[str, dict[str, Check]] = {
             "healthz": live,

@@ -163,6 +163,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def request(port: int, path: str, *, token: str | None = None, cert: tuple[str, str] | None = None) -> int:
     """The status of a GET over HTTPS (the certificate is self-signed); -1 when TLS refused us."""
+    return fetch(port, path, token=token, cert=cert)[0]
+
+
+def fetch(
+    port: int, path: str, *, token: str | None = None, cert: tuple[str, str] | None = None
+) -> tuple[int, bytes]:
+    """Status and body of a GET over HTTPS; (-1, b"") when TLS refused us."""
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -172,10 +179,9 @@ def request(port: int, path: str, *, token: str | None = None, cert: tuple[str, 
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token else {})
         response = conn.getresponse()
-        response.read()
-        return response.status
+        return response.status, response.read()
     except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
-        return -1
+        return -1, b""
     finally:
         conn.close()
 
@@ -210,9 +216,9 @@ CALLERS: dict[str, dict[str, Any]] = {
     "client-certificate": {"cert": "client"},
 }
 PATHS = ("/healthz", "/readyz", "/livez", "/metrics", "/debug/pods/secure-serving/nope", "/configz")
-# Where the answers may differ once a request is authorised: py-scheduler has no /configz (404) and
-# kube-scheduler no /debug/pods (404, the same code as py-scheduler's "no record").
-AUTHORISED_DIFFERENCES = {"/configz": (200, 404)}
+# Where the answers may differ once a request is authorised: none. (kube-scheduler has no /debug/pods and
+# answers 404, the same code as py-scheduler's "no record".)
+AUTHORISED_DIFFERENCES: dict[str, tuple[int, int]] = {}
 
 
 def _call(cluster: Cluster, port: int, path: str, caller: dict[str, Any]) -> int:
@@ -245,6 +251,7 @@ def test_status_codes_match_kube_scheduler_for_every_caller_and_path(
         ("authorised", "/metrics"): 200,
         ("authorised", "/configz"): 403,  # the reader role grants /metrics and /debug/pods/* only
         ("system:masters", "/metrics"): 200,
+        ("system:masters", "/configz"): 200,
         ("client-certificate", "/metrics"): 200,
         ("client-certificate", "/debug/pods/secure-serving/nope"): 404,
     }
@@ -366,3 +373,25 @@ def test_explain_as_an_allowed_and_a_refused_user(
     assert len(lines) == 1, refused.stderr
     assert "missing permission: get on the non-resource URL /debug/pods/secure-serving/explained" in lines[0]
     assert "Traceback" not in refused.stderr
+
+
+def test_configz_has_kube_schedulers_shape(
+    cluster: Cluster, side_by_side: tuple[SchedulerProcess, ManagedProcess]
+) -> None:
+    """Both serve the effective v1 configuration under "componentconfig", with the same top-level fields
+    and the same values for the fields py-scheduler's configuration sets alike."""
+    py, kube = side_by_side
+    admin = cluster.tokens["admin"]
+    (kube_status, kube_body), (py_status, py_body) = (
+        fetch(p.port, "/configz", token=admin) for p in (kube, py)
+    )
+    assert (kube_status, py_status) == (200, 200)
+    kube_config, py_config = (
+        orjson.loads(kube_body)["componentconfig"],
+        orjson.loads(py_body)["componentconfig"],
+    )
+    assert (py_config["apiVersion"], py_config["kind"]) == (kube_config["apiVersion"], kube_config["kind"])
+    missing = sorted(set(kube_config) - set(py_config))
+    assert missing == [], (missing, sorted(py_config))
+    for key in ("podInitialBackoffSeconds", "podMaxBackoffSeconds", "percentageOfNodesToScore"):
+        assert py_config.get(key) == kube_config.get(key), key

@@ -378,3 +378,34 @@ def test_a_bare_host_port_server_gets_a_scheme_like_client_go(
 
     text = KUBECONFIG.replace('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}', cluster)
     assert load_configuration(write(tmp_path, "k", text)).host == host
+
+
+def test_version_names_the_build_the_kubernetes_reference_and_python(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import platform
+
+    from scheduler.app.version import KUBERNETES_REFERENCE
+
+    with pytest.raises(SystemExit) as done:
+        cli.build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("py-scheduler ")
+    assert f"Kubernetes reference {KUBERNETES_REFERENCE}" in out
+    assert f"Python {platform.python_version()}" in out
+
+
+def test_the_kubernetes_reference_is_the_release_the_side_by_side_tests_run() -> None:
+    from scheduler.app.version import KUBERNETES_REFERENCE
+
+    assert (
+        Path(__file__).parents[2] / "devcluster" / "K8S_VERSION"
+    ).read_text().strip() == KUBERNETES_REFERENCE
+
+
+def test_version_carries_the_commit_given_by_the_image_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.app import version
+
+    monkeypatch.setenv(version.COMMIT_ENV, "0123456789abcdef")
+    assert version.version_text().endswith("commit 0123456789abcdef")

@@ -493,3 +493,18 @@ def test_client_certificates_from_the_client_ca_identify_and_others_fail_the_han
     with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
         _get(server, "/metrics", cert=eve)
     assert all(seen[3] != "eve" for seen in recording.seen)
+
+
+def test_configz_is_served_behind_the_guard_as_kube_schedulers_componentconfig(tmp_path: Path) -> None:
+    allowed, _ = guard((201, {"status": {"allowed": True}}))
+    denied, _ = guard((201, {"status": {"allowed": False}}))
+    body = b'{"componentconfig":{"kind":"KubeSchedulerConfiguration"}}'
+    for g, want in ((allowed, 200), (denied, 403)):
+        tls = ServerTLS(generate_self_signed("127.0.0.1"))
+        server = HealthServer("127.0.0.1", 0, tls=tls, guard=g, readiness=lambda: (True, ""),
+                              liveness=lambda: (True, ""), configz=lambda: body)  # fmt: skip
+        server.start()
+        try:
+            assert _get(server, "/configz") == want  # anonymous: straight to the SubjectAccessReview
+        finally:
+            server.stop()
