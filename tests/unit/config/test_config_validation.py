@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from scheduler.config import API_VERSION, KIND, ConfigError, parse_config
+from scheduler.config import (
+    API_VERSION,
+    KIND,
+    ConfigError,
+    PluginRef,
+    ResolvedProfile,
+    parse_config,
+    parse_config_with_plugins,
+    resolve_profile,
+)
 from scheduler.framework.interface import PluginFactory
 
 HEADER = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"
@@ -30,6 +39,33 @@ REGISTRY: dict[str, PluginFactory] = {
         "OtherSort",
     )
 }
+
+
+# The extension points of the fake plugins above and a default multiPoint list over them, enough to
+# resolve a profile and read the score weights the framework would get.
+POINTS: dict[str, set[str]] = {
+    "PrioritySort": {"queueSort"},
+    "NodeName": {"filter"},
+    "NodeAffinity": {"preFilter", "filter", "preScore", "score"},
+    "NodeResourcesFit": {"preFilter", "filter", "preScore", "score"},
+    "ImageLocality": {"score"},
+    "DefaultBinder": {"bind"},
+    "OtherSort": {"queueSort"},
+}
+DEFAULT_MULTIPOINT: list[tuple[str, int | None]] = [
+    ("PrioritySort", None),
+    ("NodeName", None),
+    ("NodeAffinity", 2),
+    ("NodeResourcesFit", 1),
+    ("ImageLocality", 1),
+    ("DefaultBinder", None),
+]
+
+
+def resolved(body: str) -> ResolvedProfile:
+    """The first profile of a config that must be valid, resolved against the fake plugins."""
+    cfg, registry = parse_config_with_plugins(HEADER + textwrap.dedent(body), registry=REGISTRY)
+    return resolve_profile(cfg.profiles[0], registry, DEFAULT_MULTIPOINT, POINTS.__getitem__)
 
 
 def errors_of(body: str, registry: Mapping[str, PluginFactory] | None = None) -> list[str]:
@@ -290,7 +326,10 @@ def test_score_weights_kube_scheduler_accepts_are_accepted(set_name: str, weight
     """Issue 11: weight 0 was refused; upstream's framework treats it as 1 and bounds weights only by
     int32 decoding (and the int64 total, which int32 weights cannot overflow)."""
     body = f"profiles:\n- plugins: {{{set_name}: {{enabled: [{{name: NodeAffinity, weight: {weight}}}]}}}}\n"
-    parse_config(HEADER + body, registry=REGISTRY)
+    rp = resolved(body)
+    # 0 is upstream's "unset" and becomes 1; any other accepted weight is used as written.
+    assert rp.score_weights["NodeAffinity"] == (weight or 1)
+    assert rp.score_weights["ImageLocality"] == 1  # the other score plugins keep their defaults
 
 
 def test_score_weight_past_int32_is_refused_as_upstream_decoding_does() -> None:
@@ -302,13 +341,31 @@ def test_score_weight_past_int32_is_refused_as_upstream_decoding_does() -> None:
 
 
 def test_multipoint_weight_zero_means_unset_as_in_upstream_dumps() -> None:
-    parse_config(
+    """kube-scheduler's config dumps write ``weight: 0`` on every multiPoint entry, score plugin or not."""
+    cfg = parse_config(
         HEADER + "profiles:\n- plugins: {multiPoint: {enabled: [{name: PrioritySort, weight: 0}]}}\n"
     )
+    assert cfg.profiles[0].plugins["multiPoint"].enabled == (PluginRef("PrioritySort", 0),)  # as written
+    rp = resolved(
+        """
+        profiles:
+        - plugins:
+            multiPoint:
+              enabled: [{name: PrioritySort, weight: 0}, {name: NodeAffinity, weight: 0}]
+        """
+    )
+    assert rp.queue_sort == "PrioritySort"
+    assert "PrioritySort" not in rp.score_weights  # not a score plugin: its 0 gives it no weight
+    assert rp.score_weights["NodeAffinity"] == 1  # unset: 1, not the default multiPoint weight 2
 
 
 def test_weight_on_non_score_points_is_ignored_like_upstream() -> None:
-    parse_config(HEADER + "profiles:\n- plugins: {filter: {enabled: [{name: NodeName, weight: 0}]}}\n")
+    body = "profiles:\n- plugins: {filter: {enabled: [{name: NodeName, weight: 0}]}}\n"
+    parse_config(HEADER + body)  # accepted without a registry too
+    rp = resolved(body)
+    assert "NodeName" in rp.plugins["filter"]
+    assert "NodeName" not in rp.score_weights  # a weight does not make a filter plugin score
+    assert rp.score_weights == resolved("").score_weights  # and changes no other weight
 
 
 def test_plugin_name_required_and_duplicates() -> None:

@@ -129,12 +129,18 @@ async def test_in_stream_410_relists_and_counts_reason() -> None:
 async def test_http_410_on_watch_relists() -> None:
     server = FakeApiServer(gone_as_event=False)
     server.create(PODS, make_pod("a"))
+    before = metric("py_scheduler_informer_relists_total", resource="pods", reason="expired")
     informer = SharedInformer(server, PODS, clock=FakeClock())
     async with informer:
         await eventually(lambda: server.open_watches == 1)
         server.watch_failures.append(ApiError(410, "Gone", "too old"))
         server.disconnect()
         await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+        assert list(informer.store.keys()) == ["default/a"]
+    assert metric("py_scheduler_informer_relists_total", resource="pods", reason="expired") == before + 1
+    # The relist is a fresh list (not from the expired version), and the watch resumes from its version.
+    assert "resourceVersion" not in server.list_calls[1][1]
+    assert server.watch_calls[-1][1]["resourceVersion"] == str(server.rv)
 
 
 async def test_too_large_resource_version_relists() -> None:
@@ -150,10 +156,15 @@ async def test_too_large_resource_version_relists() -> None:
         }
     )
     assert too_large.is_too_large_resource_version
+    relists = ("py_scheduler_informer_relists_total", "too_large_resource_version")
+    before = metric(relists[0], resource="pods", reason=relists[1])
     async with informer:
         await eventually(lambda: server.open_watches == 1)
         server.disconnect(too_large)
         await eventually(lambda: len(server.list_calls) == 2 and server.open_watches == 1)
+        assert list(informer.store.keys()) == ["default/a"]
+    assert metric(relists[0], resource="pods", reason=relists[1]) == before + 1
+    assert "resourceVersion" not in server.list_calls[1][1]
 
 
 async def test_events_are_counted_by_type() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -15,7 +16,7 @@ from aiohttp.test_utils import TestServer
 from kubernetes import client
 
 from informers import ApiError, AsyncTransport, TransportError
-from informers.testing import eventually
+from informers.testing import FakeClock, eventually
 from informers.transport import loads_bulk, peek_continue
 
 PAGED = web.AppKey("paged", list[str])
@@ -96,10 +97,10 @@ async def server() -> AsyncIterator[TestServer]:
     await srv.close()
 
 
-def transport_for(srv: TestServer, token: str = "Bearer s3cret", **kwargs: float) -> AsyncTransport:
+def transport_for(srv: TestServer, token: str = "Bearer s3cret", **kwargs: Any) -> AsyncTransport:
     cfg = client.Configuration(host=str(srv.make_url("")).rstrip("/"))
     cfg.api_key["BearerToken"] = token
-    return AsyncTransport(cfg, **kwargs)  # type: ignore[arg-type]
+    return AsyncTransport(cfg, **kwargs)
 
 
 async def test_list_sends_token_and_params(server: TestServer) -> None:
@@ -194,9 +195,13 @@ async def test_connection_refused_is_transport_error() -> None:
 
 
 async def test_qps_limit_is_applied(server: TestServer) -> None:
-    async with transport_for(server, qps=1000.0) as t:
-        assert t._limiter is not None
-        await t.list("/api/v1/pods", {})
+    # 2 QPS with a burst of 1: the first request goes at once, each later one waits for its token.
+    clock = FakeClock()  # auto-advance: every wait is recorded and returns at once
+    async with transport_for(server, qps=2.0, burst=1, clock=clock) as t:
+        for _ in range(3):
+            page = await t.list("/api/v1/pods", {})
+            assert page["metadata"]["resourceVersion"] == "7"
+    assert clock.sleeps == [pytest.approx(0.5), pytest.approx(0.5)]
 
 
 def test_from_kubeconfig_reads_server_token_and_ca(tmp_path: Path) -> None:

@@ -132,9 +132,15 @@ async def test_cancelled_pop_leaves_no_waiter_behind(clock: FakeClock) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+    # The waiter list is private, but a cancelled pop that stays in it is only ever seen as a leak.
+    assert q._waiters == []
+    waiting = asyncio.create_task(q.pop())
+    await asyncio.sleep(0)
     q.add(make_pod("a"))
-    got = await asyncio.wait_for(q.pop(), timeout=2)
-    assert got is not None
+    got = await asyncio.wait_for(waiting, timeout=2)  # the pod goes to the live waiter
+    assert got is not None and got.key == "default/a"
+    assert q.where("default/a") == IN_FLIGHT
+    assert q._waiters == []
 
 
 def test_add_of_a_known_pod_is_an_update(clock: FakeClock) -> None:
@@ -519,12 +525,24 @@ async def test_run_flushes_on_the_injected_sleep(clock: FakeClock) -> None:
 
 
 async def test_run_returns_on_close_even_mid_sleep(clock: FakeClock) -> None:
-    q = new_queue(clock)  # real asyncio.sleep: 1 s and 30 s
+    sleeping: list[float] = []
+
+    async def real_sleep(seconds: float) -> None:
+        sleeping.append(seconds)
+        await asyncio.sleep(seconds)
+
+    q = new_queue(clock, sleep=real_sleep)  # the flushers' real intervals: 1 s and 30 s
     runner = asyncio.create_task(q.run())
-    await asyncio.sleep(0)
+    await wait_until(lambda: len(sleeping) == 2)  # both flushers are inside their sleep
+    assert sorted(sleeping) == [1.0, 30.0]
+    loop = asyncio.get_running_loop()
+    start = loop.time()
     q.close()
     await asyncio.wait_for(runner, timeout=2)
-    await q.run()  # closed: returns at once
+    assert runner.done() and runner.exception() is None
+    assert loop.time() - start < 1.0  # it did not sleep out even the shorter interval
+    await asyncio.wait_for(q.run(), timeout=0.5)  # closed: returns at once, starting no flusher
+    assert len(sleeping) == 2
 
 
 def test_pop_from_backoff_runs_pre_enqueue(clock: FakeClock) -> None:

@@ -217,11 +217,20 @@ def test_stop_releases_the_port(state: State) -> None:
     srv = HealthServer("127.0.0.1", 0, poll_interval=0.02, readiness=state.readiness, liveness=state.liveness)
     srv.start()
     port = srv.port
+    assert get(srv.url + "/livez")[:2] == (200, b"ok")
     srv.stop()
+    with pytest.raises(urllib.error.URLError):  # nothing listens there any more
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/livez", timeout=5)
+    # Binding raises OSError (address in use) if the stopped server still held the port.
     again = HealthServer(
         "127.0.0.1", port, poll_interval=0.02, readiness=state.readiness, liveness=state.liveness
     )
-    again.stop()
+    again.start()
+    try:
+        assert again.port == port
+        assert get(again.url + "/livez")[:2] == (200, b"ok")
+    finally:
+        again.stop()
 
 
 def test_tls_requires_both_files() -> None:
