@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from informers.testing import eventually
 from scheduler.controllers.podgroup_status import (
     PodGroupStatusController,
     desired_status,
@@ -132,13 +133,16 @@ def test_the_controller_writes_one_patch_per_burst_and_nothing_once_current() ->
         ctl.start()  # marks every known group
         for pod in members:  # a burst of pod events: one write
             ctl.on_pod(pod)
-        await asyncio.sleep(0.05)
+        # Each wait is for the controller's pass over what was marked, not for time to go by.
+        await eventually(lambda: ctl.passes == 1)
+        assert len(writes) == 1
         for pod in members:
             pod["status"]["phase"] = "Running"
             ctl.on_pod_update(pod, pod)
-        await asyncio.sleep(0.05)
+        await eventually(lambda: ctl.passes == 2)
+        assert len(writes) == 2
         ctl.on_pod_group_update(pg, pg)  # our own write coming back: nothing to do
-        await asyncio.sleep(0.05)
+        await eventually(lambda: ctl.passes == 3)
         await ctl.stop()
         return writes
 
@@ -151,13 +155,14 @@ def test_a_failed_write_is_retried_and_a_deleted_group_dropped() -> None:
     class Gone(Exception):
         status = 404
 
-    async def scenario() -> tuple[int, int]:
+    async def scenario() -> tuple[int, float, int, int, int]:
         pg = group(1)
-        calls = {"n": 0}
+        calls: list[float] = []
+        loop = asyncio.get_running_loop()
 
         def flaky(namespace: str, name: str, status: Mapping[str, Any]) -> None:
-            calls["n"] += 1
-            if calls["n"] == 1:
+            calls.append(loop.time())
+            if len(calls) == 1:
                 raise RuntimeError("503")
             pg["status"].update(status)
 
@@ -165,7 +170,10 @@ def test_a_failed_write_is_retried_and_a_deleted_group_dropped() -> None:
             FakeLister([pg]), FakeLister(pods("Pending")), flaky, clock=lambda: NOW, debounce=0
         )
         ctl.start()
-        await asyncio.sleep(0.8)  # first retry after 0.5 s
+        # The retry's pass (the first retry is due after 0.5 s of the loop's clock).
+        await eventually(lambda: ctl.passes == 2, timeout=5)
+        retried_after = calls[1] - calls[0]
+        writes, attempts = ctl.writes, len(ctl._attempts)  # written: no retry left pending
         await ctl.stop()
 
         def gone(namespace: str, name: str, status: Mapping[str, Any]) -> None:
@@ -175,21 +183,25 @@ def test_a_failed_write_is_retried_and_a_deleted_group_dropped() -> None:
             FakeLister([group(1)]), FakeLister([]), gone, clock=lambda: NOW, debounce=0
         )
         other.start()
-        await asyncio.sleep(0.05)
+        await eventually(lambda: other.passes == 1)
         pending = len(other._attempts)
         await other.stop()
-        return calls["n"], pending
+        return len(calls), retried_after, writes, attempts, pending
 
-    calls, pending = asyncio.run(scenario())
+    calls, retried_after, writes, attempts, pending = asyncio.run(scenario())
     assert calls == 2
-    assert pending == 0
+    assert retried_after >= 0.5
+    assert (writes, attempts) == (1, 0)
+    assert pending == 0  # a 404 is not retried
 
 
 class FakeApi:
     def __init__(self, answer: Any) -> None:
         self.answer = answer
+        self.calls = 0
 
     def request_json(self, method: str, path: str) -> Any:
+        self.calls += 1
         assert path == "/apis/scheduling.x-k8s.io/v1alpha1"
         if isinstance(self.answer, Exception):
             raise self.answer
@@ -206,12 +218,24 @@ def test_a_missing_crd_is_reported_in_one_line() -> None:
 
 
 def test_a_served_crd_or_an_unreachable_server_reports_nothing() -> None:
-    async def reports(api: FakeApi) -> bool:
+    async def unreachable_keeps_probing() -> bool:
+        api = FakeApi(ConnectionError("refused"))
         task = asyncio.ensure_future(pod_group_api_missing(api, probe_every=0.01))
-        await asyncio.sleep(0.1)
+        await eventually(lambda: api.calls >= 3)  # it took two failed probes as "cannot tell"
         done = task.done()
         task.cancel()
         return done
 
-    assert not asyncio.run(reports(FakeApi({"resources": [{"name": "podgroups"}]})))
-    assert not asyncio.run(reports(FakeApi(ConnectionError("refused"))))
+    async def served_stays_silent() -> tuple[bool, int]:
+        api = FakeApi({"resources": [{"name": "podgroups"}]})
+        task = asyncio.ensure_future(pod_group_api_missing(api, probe_every=0.01))
+        await eventually(lambda: api.calls == 1)
+        # "Never returns" has no event to wait for: once the answer is in, allow ten probe periods for a
+        # wrong return (or a second probe) to show, then stop looking.
+        await asyncio.wait({task}, timeout=0.1)
+        done = task.done()
+        task.cancel()
+        return done, api.calls
+
+    assert not asyncio.run(unreachable_keeps_probing())
+    assert asyncio.run(served_stays_silent()) == (False, 1)
