@@ -12,7 +12,6 @@ from informers.testing import eventually
 from scheduler.controllers.podgroup_status import (
     PodGroupStatusController,
     desired_status,
-    pod_group_api_missing,
     status_patch,
 )
 
@@ -193,49 +192,3 @@ def test_a_failed_write_is_retried_and_a_deleted_group_dropped() -> None:
     assert retried_after >= 0.5
     assert (writes, attempts) == (1, 0)
     assert pending == 0  # a 404 is not retried
-
-
-class FakeApi:
-    def __init__(self, answer: Any) -> None:
-        self.answer = answer
-        self.calls = 0
-
-    def request_json(self, method: str, path: str) -> Any:
-        self.calls += 1
-        assert path == "/apis/scheduling.x-k8s.io/v1alpha1"
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
-def test_a_missing_crd_is_reported_in_one_line() -> None:
-    class NotFound(Exception):
-        status = 404
-
-    message = asyncio.run(pod_group_api_missing(FakeApi(NotFound())))
-    assert "\n" not in message
-    assert "podgroups.scheduling.x-k8s.io" in message and "podgroup-crd" in message
-
-
-def test_a_served_crd_or_an_unreachable_server_reports_nothing() -> None:
-    async def unreachable_keeps_probing() -> bool:
-        api = FakeApi(ConnectionError("refused"))
-        task = asyncio.ensure_future(pod_group_api_missing(api, probe_every=0.01))
-        await eventually(lambda: api.calls >= 3)  # it took two failed probes as "cannot tell"
-        done = task.done()
-        task.cancel()
-        return done
-
-    async def served_stays_silent() -> tuple[bool, int]:
-        api = FakeApi({"resources": [{"name": "podgroups"}]})
-        task = asyncio.ensure_future(pod_group_api_missing(api, probe_every=0.01))
-        await eventually(lambda: api.calls == 1)
-        # "Never returns" has no event to wait for: once the answer is in, allow ten probe periods for a
-        # wrong return (or a second probe) to show, then stop looking.
-        await asyncio.wait({task}, timeout=0.1)
-        done = task.done()
-        task.cancel()
-        return done, api.calls
-
-    assert not asyncio.run(unreachable_keeps_probing())
-    assert asyncio.run(served_stays_silent()) == (False, 1)

@@ -130,3 +130,51 @@ def test_named_repository_paths_exist(doc: Path) -> None:
 def test_architecture_names_paths() -> None:
     """The check above covers docs/architecture.md, which must name some paths for it to mean much."""
     assert len(BACKTICKED_PATH.findall(ARCHITECTURE.read_text())) >= 5
+
+
+LAYOUT_ENTRY = re.compile(r"^( {0,6})([\w.\-]+/|[\w\-]+\.py)(?=\s|$)")
+LAYOUT_FILES_IN_TEXT = re.compile(r"\b([a-z_]+\.py)\b")
+
+
+def layout_paths(text: str) -> list[str]:
+    """The paths the layout block of architecture.md names: each top entry (no indent), each entry
+    indented under it, and every ``name.py`` in an entry's description (a file of that entry's folder)."""
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    paths: list[str] = []
+    parents: dict[int, str] = {}
+    folder = ""
+    for line in block.splitlines()[1:]:
+        match = LAYOUT_ENTRY.match(line)
+        if match:
+            indent, name = len(match[1]), match[2]
+            parent = "" if indent == 0 else parents.get(indent - 2, "")
+            path = parent + name
+            paths.append(path)
+            parents = {k: v for k, v in parents.items() if k < indent}
+            parents[indent] = path if name.endswith("/") else parent
+            folder = path if name.endswith("/") else parent
+            description = line[match.end() :]
+        else:
+            description = line
+        paths.extend(folder + f for f in LAYOUT_FILES_IN_TEXT.findall(description))
+    return paths
+
+
+def test_architecture_layout_names_only_what_exists() -> None:
+    paths = layout_paths(ARCHITECTURE.read_text())
+    assert len(paths) > 40, paths  # the parser still reads the block
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, f"docs/architecture.md's layout names paths that do not exist: {missing}"
+
+
+def test_architecture_layout_lists_every_scheduler_package() -> None:
+    named = set(layout_paths(ARCHITECTURE.read_text()))
+    packages = {
+        f"scheduler/{p.name}/" for p in (ROOT / "scheduler").iterdir() if (p / "__init__.py").exists()
+    }
+    assert packages <= named, f"packages missing from the layout: {sorted(packages - named)}"
+
+
+def test_layout_parser_catches_a_stale_path() -> None:
+    text = "## Layout\n```\nscheduler/\n  cycle/      gone.py (moved)\n```\n"
+    assert layout_paths(text) == ["scheduler/", "scheduler/cycle/", "scheduler/cycle/gone.py"]

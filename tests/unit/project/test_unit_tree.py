@@ -22,7 +22,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "metrics": ("scheduler/metrics.py",),
     "plugins": ("scheduler/plugins", "examples"),
     "preemption": ("scheduler/preemption",),
-    "serving": ("scheduler/serving", "scheduler/server.py"),
+    "serving": ("scheduler/serving",),
     "util": ("scheduler/util",),
     "scheduling_queue": ("scheduling_queue",),
     "informers": ("informers",),
