@@ -265,16 +265,37 @@ class Flaky:
         return 201, b"{}"
 
 
-def retry_env(max_tries: int = MAX_TRIES) -> Env:
+def retry_env(max_tries: int = MAX_TRIES, jitter: float = 0.0) -> Env:
     made = Env()
     made.recorder = EventRecorder(
         SchedulerApi(made.rest),  # type: ignore[arg-type]
         reporting_instance="sched-1",
         clock=made.clock,
         max_tries=max_tries,
-        jitter=lambda: 0.5,  # the middle of the jitter range: exactly RETRY_INTERVAL
+        jitter=lambda: jitter,  # 0: the low end of wait.Jitter's range, exactly RETRY_INTERVAL
     )
     return made
+
+
+@pytest.mark.parametrize(("jitter", "wait"), [(0.0, 10.0), (0.5, 11.25), (0.999, 12.4975)])
+def test_each_retry_waits_as_client_gos_wait_jitter(jitter: float, wait: float) -> None:
+    """tools/events attemptRecording: every sleep is wait.Jitter(10s, 0.25) = 10 s + rand * 2.5 s,
+    never sooner than 10 s; 11 sleeps between 12 tries, so about two minutes in all."""
+    env = retry_env(jitter=jitter)
+    env.rest.respond = Flaky()
+    env.scheduled(make_pod("p"))
+    start = env.clock.now
+    for tries in range(1, MAX_TRIES):
+        wait_until(lambda: env.recorder.pending_retries == 1)
+        env.clock.now += wait - 0.001
+        assert env.recorder.retry_due() == 0  # not yet
+        env.clock.now += 0.001
+        assert env.recorder.retry_due() == 1
+        wait_until(lambda t=tries: len(env.rest.calls) == t + 1)  # type: ignore[misc]
+    env.settle()
+    assert len(env.rest.calls) == MAX_TRIES and env.recorder.dropped == 1
+    assert env.clock.now - start == pytest.approx(11 * wait)
+    assert 110.0 <= env.clock.now - start < 137.5
 
 
 def test_an_event_that_fails_to_connect_is_retried_until_written() -> None:
@@ -331,6 +352,39 @@ def test_a_deleted_pods_writes_are_dropped_not_retried() -> None:
     env.recorder.forget_pod(gone["metadata"]["uid"])
     assert env.recorder.pending_retries == 1
     env.settle()
+
+
+def test_a_failed_scheduling_event_is_retried_and_shutdown_abandons_what_still_waits() -> None:
+    """FailedScheduling (aggregated, written by the pool) is retried like Scheduled; at shutdown the
+    writes still waiting for their retry are abandoned (client-go's attemptRecording returns when its
+    context is cancelled), and no timer fires after it."""
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    env.recorder.event(
+        make_pod("a"),
+        event_type="Warning",
+        reason="FailedScheduling",
+        action="Scheduling",
+        message="0/1 nodes are available",
+        controller="py-scheduler",
+    )
+    env.scheduled(make_pod("b"))
+    wait_until(lambda: env.recorder.pending_retries == 2)
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    assert env.recorder.retry_due() == 2
+    wait_until(lambda: len(flaky.written) == 2)
+    assert sorted(e["reason"] for e in flaky.written) == ["FailedScheduling", "Scheduled"]
+
+    flaky.up = False
+    env.scheduled(make_pod("c"))
+    wait_until(lambda: env.recorder.pending_retries == 1)
+    calls = len(env.rest.calls)
+    env.settle()
+    assert env.recorder.pending_retries == 0
+    env.clock.now += RETRY_INTERVAL
+    assert env.recorder.retry_due() == 0 and len(env.rest.calls) == calls
 
 
 def test_writes_after_shutdown_are_dropped_quietly(caplog: pytest.LogCaptureFixture) -> None:

@@ -108,7 +108,6 @@ def test_bind_posts_a_binding_with_the_uid_precondition() -> None:
         (409, 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to node "n2"'),
         (404, 'pods "p" not found'),
         (409, "Precondition failed: UID in precondition: uid-1, UID in object meta: uid-2"),
-        (422, "metadata.uid: Invalid value"),
     ],
 )
 def test_bind_conflicts_are_not_retried(code: int, message: str) -> None:
@@ -117,10 +116,40 @@ def test_bind_conflicts_are_not_retried(code: int, message: str) -> None:
         client.bind("default", "p", "uid-1", "n1")
     assert info.value.status == code and not info.value.retryable
     assert message in str(info.value)
+    # The API's message alone, as client-go's StatusError says it (one status prefix in str()).
+    assert info.value.api_message == message
+    assert str(info.value) == f"{code}: POST /api/v1/namespaces/default/pods/p/binding: {message}"
 
 
 @pytest.mark.parametrize(
-    ("code", "retryable"), [(500, True), (503, True), (429, True), (403, False), (400, False)]
+    ("pod_now", "state"),
+    [
+        ((200, {"metadata": {"uid": "uid-1"}, "spec": {"nodeName": "n2"}}), "bound"),
+        ((200, {"metadata": {"uid": "uid-1"}, "spec": {}}), "pending"),
+        ((200, {"metadata": {"uid": "uid-2"}, "spec": {}}), "replaced"),
+        ((404, {"kind": "Status", "code": 404}), "gone"),
+        ((503, {"kind": "Status", "code": 503}), "unknown"),
+    ],
+)
+def test_a_bind_conflict_reads_the_pod_once_to_tell_what_it_is(
+    pod_now: tuple[int, dict[str, Any]], state: str
+) -> None:
+    """The API server answers 409 for "already assigned", "being deleted", scheduling gates and a uid
+    precondition (a namesake replaced the pod), 404 when it is gone; one GET right after tells which,
+    as upstream's handleSchedulingFailure asks its pod lister."""
+    answers = {
+        "POST": (409, b'{"kind":"Status","message":"conflict"}'),
+        "GET": (pod_now[0], orjson.dumps(pod_now[1])),
+    }
+    client, _ = api(lambda m, p, b: answers[m])
+    with pytest.raises(BindingConflict) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert info.value.pod_state == state
+    assert info.value.settled is (state in ("bound", "replaced", "gone"))
+
+
+@pytest.mark.parametrize(
+    ("code", "retryable"), [(500, True), (503, True), (429, True), (403, False), (400, False), (422, False)]
 )
 def test_other_bind_failures_are_api_errors(code: int, retryable: bool) -> None:
     client, _ = api(lambda m, p, b: status_error(code, "nope"))

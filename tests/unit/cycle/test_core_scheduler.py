@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
 import pytest
 from prometheus_client import REGISTRY
 
@@ -60,10 +61,18 @@ def condition(env: CoreEnv, name: str) -> dict[str, Any]:
     return cond
 
 
-def bind_fails_with(code: int, message: str) -> Responder:
+def bind_fails_with(code: int, message: str, pod_now: Mapping[str, Any] | int | None = None) -> Responder:
+    """Bindings answered ``code``; a GET of a pod answers ``pod_now`` (an object, or an error status),
+    by default the pod ``a`` still pending."""
+    now: Mapping[str, Any] | int = make_pod("a") if pod_now is None else pod_now
+
     def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
         if path.endswith("/binding"):
             return status_error(code, message)
+        if method == "GET" and "/pods/" in path:
+            if isinstance(now, int):
+                return status_error(now, "answered by the test")
+            return 200, orjson.dumps(now)
         return 201, b"{}"
 
     return respond
@@ -72,12 +81,18 @@ def bind_fails_with(code: int, message: str) -> Responder:
 class Gate:
     """A responder that holds Binding POSTs until released, then answers with ``then``."""
 
-    def __init__(self, then: tuple[int, bytes] = (201, b"{}")) -> None:
+    def __init__(
+        self, then: tuple[int, bytes] = (201, b"{}"), pod_now: tuple[int, bytes] = (503, b"")
+    ) -> None:
         self.release = threading.Event()
         self.then = then
+        # The answer to a GET of a pod (after a 404/409: what the API server holds now).
+        self.pod_now = pod_now
         self.waiting = 0
 
     def __call__(self, method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "GET" and "/pods/" in path:
+            return self.pod_now
         if not path.endswith("/binding"):
             return 201, b"{}"
         self.waiting += 1
@@ -327,11 +342,53 @@ async def test_binding_error_forgets_and_backs_off(make_env: MakeEnv) -> None:
     assert condition(env, "a")["reason"] == "SchedulerError"
 
 
+BEING_DELETED = (
+    'Operation cannot be fulfilled on pods/binding "a": pod a is being deleted, cannot be assigned to a host'
+)
+
+
 @pytest.mark.parametrize("code", [404, 409])
-async def test_a_conflict_the_informer_has_not_explained_is_retried(make_env: MakeEnv, code: int) -> None:
-    # Upstream's handleSchedulingFailure: the pod lister still shows it pending, so it is requeued
-    # with backoff and the failure reported, not dropped on the API server's word alone.
-    env = make_env([make_node("n1")], respond=bind_fails_with(code, 'pods "a" already assigned'))
+async def test_a_conflict_for_a_pod_still_pending_is_retried(make_env: MakeEnv, code: int) -> None:
+    # Upstream's handleBindingCycleError -> handleSchedulingFailure: a Bind error is an error, whatever
+    # its code; the pod lister still shows it pending, so it is requeued with backoff and the failure
+    # reported with the API's message (client-go's error text), not dropped on the API server's word.
+    # Here a read of the pod right after the 409 shows it pending (e.g. "being deleted", or a 409 a
+    # proxy made up).
+    env = make_env([make_node("n1")], respond=bind_fails_with(code, BEING_DELETED))
+    env.queue.add(make_pod("a", cpu="1"))
+    errors_before = attempts("error")
+    await env.schedule_next()
+    await env.wait_bindings(1)
+
+    assert env.results[0].outcome is Outcome.ERROR
+    assert [c.path for c in env.rest.matching("GET", "/pods/")] == ["/api/v1/namespaces/default/pods/a"]
+    assert attempts("error") == errors_before + 1
+    assert env.queue.where("default/a") == "backoff"
+    assert not env.cache.is_assumed("default/a")
+    assert env.sched.stats.errors == 1
+    env.flush_writes()
+    [event] = failed_events(env, "a")
+    assert event["note"] == BEING_DELETED
+    cond = condition(env, "a")
+    assert (cond["reason"], cond["message"]) == ("SchedulerError", BEING_DELETED)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "pod_now"),
+    [
+        (409, 'pod a is already assigned to node "n9"', make_pod("a", node_name="n9")),
+        (409, "Precondition failed: UID in precondition: uid-default-a", make_pod("a", uid="uid-new")),
+        (404, 'pods "a" not found', 404),
+    ],
+    ids=["already-bound", "replaced", "deleted"],
+)
+async def test_a_conflict_for_a_pod_bound_replaced_or_gone_is_dropped_without_waiting_for_the_watch(
+    make_env: MakeEnv, code: int, message: str, pod_now: Mapping[str, Any] | int
+) -> None:
+    # What upstream's pod lister would show once it caught up: bound ("Pod has been assigned to node.
+    # Abort adding it back to queue"), recreated ("Skip requeueing and status updates") or gone. One
+    # read of the pod tells it now, so nothing is requeued and nothing written onto a settled pod.
+    env = make_env([make_node("n1")], respond=bind_fails_with(code, message, pod_now))
     env.queue.add(make_pod("a", cpu="1"))
     errors_before = attempts("error")
     await env.schedule_next()
@@ -339,13 +396,23 @@ async def test_a_conflict_the_informer_has_not_explained_is_retried(make_env: Ma
 
     assert env.results[0].outcome is Outcome.CONFLICT
     assert attempts("error") == errors_before + 1
-    assert env.queue.where("default/a") == "backoff"
+    assert env.queue.where("default/a") is None
     assert not env.cache.is_assumed("default/a")
-    assert env.sched.stats.errors == 1
     env.flush_writes()
-    [event] = failed_events(env, "a")
-    assert "already assigned" in event["note"]
-    assert condition(env, "a")["reason"] == "SchedulerError"
+    assert failed_events(env, "a") == []
+    assert env.rest.status_patches() == []
+
+
+async def test_a_conflict_whose_pod_cannot_be_read_waits_for_the_watch(make_env: MakeEnv) -> None:
+    # The read fails: the informer decides, as before; it shows the pod pending, so it is retried.
+    env = make_env([make_node("n1")], respond=bind_fails_with(409, "conflict", 503))
+    env.queue.add(make_pod("a", cpu="1"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.CONFLICT
+    assert env.queue.where("default/a") == "backoff"
+    env.flush_writes()
+    assert [e["note"] for e in failed_events(env, "a")] == ["conflict"]
 
 
 async def test_a_conflict_for_a_pod_the_watch_showed_bound_is_dropped_quietly(make_env: MakeEnv) -> None:
@@ -505,7 +572,12 @@ async def test_pod_being_deleted_is_skipped(make_env: MakeEnv) -> None:
     assert env.queue.where("default/a") is None
     assert env.sched.stats.attempts == 0
     env.flush_writes()
-    assert env.rest.calls == []
+    # Upstream's skipPodSchedule reports it (e.g. after its Binding met "being deleted"); nothing else.
+    [event] = failed_events(env, "a")
+    assert (event["type"], event["note"]) == ("Warning", "skip schedule deleting pod: default/a")
+    assert [(c.method, c.path) for c in env.rest.calls] == [
+        ("POST", "/apis/events.k8s.io/v1/namespaces/default/events")
+    ]
 
 
 async def test_pod_already_assumed_is_skipped(make_env: MakeEnv) -> None:
