@@ -400,7 +400,7 @@ def test_the_kubernetes_reference_is_the_release_the_side_by_side_tests_run() ->
     from scheduler.app.version import KUBERNETES_REFERENCE
 
     assert (
-        Path(__file__).parents[2] / "devcluster" / "K8S_VERSION"
+        Path(__file__).parents[3] / "devcluster" / "K8S_VERSION"
     ).read_text().strip() == KUBERNETES_REFERENCE
 
 
