@@ -19,6 +19,7 @@ from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -57,6 +58,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
+    names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
