@@ -6,6 +6,7 @@ from __future__ import annotations
 from scheduler.features import GANG_SCHEDULING, NODE_DECLARED_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
+from scheduler.plugins.capacityscheduling import CapacityScheduling
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
@@ -59,6 +60,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
     names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
+    names.CAPACITY_SCHEDULING: CapacityScheduling,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
