@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
-from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
+from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app.api_probes import WORKLOAD_API_MISSING, api_missing
 from scheduler.app.event_handlers import EventHandlers
@@ -350,6 +350,8 @@ class SchedulerApp:
         probes: list[asyncio.Future[str]] = []
         if PODGROUPS in self.listers.kinds:
             probes.append(asyncio.ensure_future(api_missing(self.api)))
+        if ELASTIC_QUOTAS in self.listers.kinds:
+            probes.append(asyncio.ensure_future(api_missing(self.api, spec=ELASTIC_QUOTAS)))
         if WORKLOAD_PODGROUPS in self.listers.kinds:
             probes.append(
                 asyncio.ensure_future(

@@ -24,6 +24,7 @@ from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.preemptiontoleration import PreemptionToleration
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -61,6 +62,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.COSCHEDULING: Coscheduling,
     names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
     names.CAPACITY_SCHEDULING: CapacityScheduling,
+    names.PREEMPTION_TOLERATION: PreemptionToleration,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
