@@ -15,8 +15,9 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
@@ -29,7 +30,7 @@ from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, config_to_dict
 from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
@@ -47,7 +48,7 @@ from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.plugins.coscheduling.plugin import is_gang_member
 from scheduler.plugins.gangscheduling import scheduling_group_name
-from scheduler.server import HealthServer
+from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod
 
@@ -58,14 +59,6 @@ LOOP_STALL_LIMIT = 30.0
 # SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
-
-
-@dataclass
-class ServingOptions:
-    bind_address: str = "0.0.0.0"
-    port: int = 10259
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
 
 
 class LeadershipLost(SystemExit):
@@ -92,6 +85,7 @@ class SchedulerApp:
         self.extenders = Extenders.from_config(config.extenders)
         config = with_ignored_resources(config)
         self.config = config
+        self._configz_body: bytes | None = None
         self.features = features
         self._nearest_misses_in_events = nearest_misses_in_events
         self.registry = dict(registry)
@@ -136,7 +130,7 @@ class SchedulerApp:
         )
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
-        self.server: HealthServer | None = None
+        self.server: Servers | None = None
         self.factory: InformerFactory | None = None
         self.transport: AsyncTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -398,21 +392,26 @@ class SchedulerApp:
             self._start_server()
 
     def _start_server(self) -> None:
-        if self.serving.port < 0:
-            return
-        self.server = HealthServer(
-            self.serving.bind_address,
-            self.serving.port,
-            tls_cert_file=self.serving.tls_cert_file,
-            tls_key_file=self.serving.tls_key_file,
+        servers = build_servers(
+            self.serving,
             readiness=self.readiness,
             liveness=self.liveness,
             debug_pods=debug_pods_handler(
                 self.decisions.store, self._is_leading, lambda: self.decisions.enabled
             ),
+            configz=self._configz,
         )
-        self.server.start()
-        log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)
+        if not servers.servers:
+            return
+        self.server = servers
+        servers.start()
+
+    def _configz(self) -> bytes:
+        """/configz: the effective configuration after defaulting, as kube-scheduler serves it (the v1
+        KubeSchedulerConfiguration under "componentconfig"). Built once: the config never changes."""
+        if self._configz_body is None:
+            self._configz_body = orjson.dumps({"componentconfig": config_to_dict(self.config)})
+        return self._configz_body
 
     def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.leader_elect:

@@ -54,6 +54,14 @@ def write(tmp: Path, name: str, text: str | bytes) -> str:
 Case = tuple[str, Callable[[Path, int], list[str]], tuple[str, ...]]
 
 
+def free() -> list[str]:
+    """Secure serving on a port free right now, not 10259, which another scheduler may hold."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return ["--bind-address", "127.0.0.1", "--secure-port", str(port)]
+
+
 def kc(tmp: Path) -> list[str]:
     return ["--kubeconfig", write(tmp, "ok.kubeconfig", KUBECONFIG)]
 
@@ -119,29 +127,103 @@ CASES: list[Case] = [
     ("port out of range", lambda t, p: [*kc(t), "--port", "70000"], ("--port", "70000", "out of range")),
     ("port not a number", lambda t, p: [*kc(t), "--port", "http"], ("--port", "not a port")),
     (
-        "port in use",
-        lambda t, p: [*kc(t), "--bind-address", "127.0.0.1", "--port", str(p)],
+        "secure port out of range",
+        lambda t, p: [*kc(t), "--secure-port", "70000"],
+        ("--secure-port", "70000", "between 0 and 65535"),
+    ),
+    (
+        "secure port in use",
+        lambda t, p: [*kc(t), "--bind-address", "127.0.0.1", "--secure-port", str(p)],
         ("127.0.0.1:", "in use"),
     ),
+    (
+        "insecure port in use",
+        lambda t, p: [*kc(t), "--bind-address", "127.0.0.1", "--secure-port", "0", "--port", str(p)],
+        ("127.0.0.1:", "in use"),
+    ),
+    (
+        "--port and --secure-port the same",
+        lambda t, p: [*kc(t), "--port", "10259"],
+        ("--port 10259", "--secure-port", "plain"),
+    ),
     ("empty bind address", lambda t, p: [*kc(t), "--bind-address="], ("--bind-address", "expected an IP")),
-    ("bad bind address", lambda t, p: [*kc(t), "--bind-address", "300.1.2.3", "--port", "0"], ("300.1.2.3",)),
+    (
+        "bad bind address",
+        lambda t, p: [*kc(t), "--bind-address", "300.1.2.3", "--secure-port", "10259"],
+        ("300.1.2.3",),
+    ),
     (
         "missing TLS files",
-        lambda t, p: [
-            *kc(t),
-            "--port",
-            "0",
-            "--tls-cert-file",
-            "/no/cert",
-            "--tls-private-key-file",
-            "/no/key",
-        ],
-        ("/no/cert", "No such file"),
+        lambda t, p: [*kc(t), *free(), "--tls-cert-file", "/no/cert", "--tls-private-key-file", "/no/key"],
+        ("--tls-cert-file", "/no/cert", "No such file"),
     ),
     (
         "TLS cert without key",
         lambda t, p: [*kc(t), "--tls-cert-file", "/no/cert"],
         ("--tls-private-key-file",),
+    ),
+    (
+        "TLS files that are no certificate",
+        lambda t, p: [
+            *kc(t),
+            *free(),
+            "--tls-cert-file",
+            write(t, "c", "x"),
+            "--tls-private-key-file",
+            write(t, "k", "x"),
+        ],
+        ("serving certificate",),
+    ),
+    (
+        "cert dir not writable",
+        lambda t, p: [*kc(t), *free(), "--cert-dir", write(t, "file", "x") + "/sub"],
+        ("--cert-dir", "/file/sub"),
+    ),
+    (
+        "client CA file missing",
+        lambda t, p: [*kc(t), *free(), "--client-ca-file", f"{t}/no-ca"],
+        ("--client-ca-file", "no-ca", "No such file"),
+    ),
+    (
+        "client CA file holds no certificate",
+        lambda t, p: [*kc(t), *free(), "--client-ca-file", write(t, "ca", "not a pem")],
+        ("--client-ca-file", "no usable CA certificate"),
+    ),
+    (
+        "authentication kubeconfig missing",
+        lambda t, p: [*kc(t), *free(), "--authentication-kubeconfig", f"{t}/no-authn"],
+        ("--authentication-kubeconfig", "no-authn", "no such file"),
+    ),
+    (
+        "authorization kubeconfig malformed",
+        lambda t, p: [*kc(t), *free(), "--authorization-kubeconfig", write(t, "bad", "clusters: [[[\n")],
+        ("--authorization-kubeconfig", "/bad"),
+    ),
+    (
+        "always-allow path with an inner star",
+        lambda t, p: [*kc(t), "--authorization-always-allow-paths", "/healthz,/a*b"],
+        ("--authorization-always-allow-paths", "/a*b", "trailing *"),
+    ),
+    (
+        "cache TTL not a duration",
+        lambda t, p: [*kc(t), "--authentication-token-webhook-cache-ttl", "soon"],
+        ("--authentication-token-webhook-cache-ttl", "soon"),
+    ),
+    (
+        "skip-lookup not a bool",
+        lambda t, p: [*kc(t), "--authentication-skip-lookup=perhaps"],
+        ("--authentication-skip-lookup", "true or false"),
+    ),
+    (
+        "lookup failure not tolerated",
+        lambda t, p: [
+            *kc(t),
+            *free(),
+            "--authentication-kubeconfig",
+            write(t, "authn", KUBECONFIG),
+            "--authentication-tolerate-lookup-failure=false",
+        ],
+        ("client CA", "extension-apiserver-authentication", "tolerate-lookup-failure=false"),
     ),
     ("config missing", lambda t, p: ["--config", str(t / "absent.yaml")], ("absent.yaml", "cannot read")),
     ("config deep nesting", lambda t, p: cfg(t, "a: " + "[" * 5000 + "]" * 5000), ("nested deeper",)),
@@ -296,3 +378,34 @@ def test_a_bare_host_port_server_gets_a_scheme_like_client_go(
 
     text = KUBECONFIG.replace('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}', cluster)
     assert load_configuration(write(tmp_path, "k", text)).host == host
+
+
+def test_version_names_the_build_the_kubernetes_reference_and_python(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import platform
+
+    from scheduler.app.version import KUBERNETES_REFERENCE
+
+    with pytest.raises(SystemExit) as done:
+        cli.build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("py-scheduler ")
+    assert f"Kubernetes reference {KUBERNETES_REFERENCE}" in out
+    assert f"Python {platform.python_version()}" in out
+
+
+def test_the_kubernetes_reference_is_the_release_the_side_by_side_tests_run() -> None:
+    from scheduler.app.version import KUBERNETES_REFERENCE
+
+    assert (
+        Path(__file__).parents[2] / "devcluster" / "K8S_VERSION"
+    ).read_text().strip() == KUBERNETES_REFERENCE
+
+
+def test_version_carries_the_commit_given_by_the_image_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.app import version
+
+    monkeypatch.setenv(version.COMMIT_ENV, "0123456789abcdef")
+    assert version.version_text().endswith("commit 0123456789abcdef")

@@ -111,7 +111,7 @@ def test_dedicated_namespace_enforces_restricted_pod_security(objects: list[dict
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_rbac_binds_only_the_upstream_scheduler_roles_and_our_lease_role(
+def test_rbac_binds_only_the_upstream_scheduler_and_auth_delegator_roles_and_our_lease_role(
     objects: list[dict[str, Any]],
 ) -> None:
     bindings = [o for o in objects if o["kind"] in {"ClusterRoleBinding", "RoleBinding"}]
@@ -119,6 +119,8 @@ def test_rbac_binds_only_the_upstream_scheduler_roles_and_our_lease_role(
     assert bound == {
         ("ClusterRoleBinding", "ClusterRole", "system:kube-scheduler"),
         ("ClusterRoleBinding", "ClusterRole", "system:volume-scheduler"),
+        # tokenreviews and subjectaccessreviews for delegated authentication and authorization.
+        ("ClusterRoleBinding", "ClusterRole", "system:auth-delegator"),
         ("RoleBinding", "Role", "extension-apiserver-authentication-reader"),
         ("RoleBinding", "Role", "py-scheduler:leader-election"),
     }
@@ -177,7 +179,12 @@ def test_container_args_follow_the_cli_contract(
     args = container["args"]
     assert "command" not in container  # the image's ENTRYPOINT is py-scheduler
     config_path = args[args.index("--config") + 1]
-    assert args[args.index("--port") + 1] == "10259"
+    # HTTPS with delegated authentication on kube-scheduler's port; never the insecure --port.
+    assert args[args.index("--secure-port") + 1] == "10259"
+    assert "--port" not in args
+    assert not [
+        a for a in args if a.startswith(("--authorization-always-allow-paths", "--authentication-skip"))
+    ]
     mounts = {m["name"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
     config_mount = next(m for m in mounts.values() if config_path.startswith(m["mountPath"] + "/"))
@@ -197,7 +204,7 @@ def test_probes(container: dict[str, Any]) -> None:
         probe = container[probe_name]["httpGet"]
         assert probe["path"] == path
         assert probe["port"] in ("metrics", 10259)
-        assert probe["scheme"] == "HTTP"  # no --tls-cert-file in args
+        assert probe["scheme"] == "HTTPS"  # a self-signed certificate: no --tls-cert-file in args
     assert "--tls-cert-file" not in container["args"]
 
 
@@ -259,7 +266,14 @@ def test_servicemonitor_component_scrapes_the_metrics_service(objects: list[dict
     service = only(objects, "Service", "py-scheduler-metrics")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
-    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    endpoint = monitor["spec"]["endpoints"][0]
+    assert endpoint["path"] == "/metrics"
+    # As kube-prometheus scrapes kube-scheduler: HTTPS, Prometheus' own token, the self-signed cert.
+    assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    role = load_yaml_docs(directory / "clusterrole.yaml")[0]
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
 
 
 @pytest.mark.parametrize("path", [BASE / "config.yaml", DEPLOY / "overlays" / "example" / "config.yaml"])

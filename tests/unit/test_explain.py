@@ -3,8 +3,10 @@ simulate and scenarios. Everything runs the product's own cycle and plugins (Cor
 
 from __future__ import annotations
 
+import threading
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,7 @@ from scheduler.explain.record import (
 )
 from scheduler.explain.simulate import Simulation
 from scheduler.explain.store import DecisionStore
-from scheduler.server import HealthServer
+from scheduler.serving.server import HealthServer
 from tests.unit.test_core_fakes import CoreEnv, make_node, make_pod
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,15 +336,105 @@ def test_a_wrong_expectation_fails_with_a_clear_message(
     assert "would exceed maxSkew 1" in out
 
 
-def test_explain_access_component_grants_only_service_proxy_get() -> None:
+def test_explain_access_component_grants_debug_pods_and_the_https_service_proxy_only() -> None:
     directory = ROOT / "deploy" / "components" / "explain-access"
     assert yaml.safe_load((directory / "kustomization.yaml").read_text())["resources"] == ["clusterrole.yaml"]
     role = yaml.safe_load((directory / "clusterrole.yaml").read_text())
     assert role["kind"] == "ClusterRole" and role["metadata"]["name"] == "py-scheduler:explain"
-    [rule] = role["rules"]
-    assert (rule["apiGroups"], rule["resources"], rule["verbs"]) == ([""], ["services/proxy"], ["get"])
-    assert all(name.split(":")[-2 if ":" in name else 0].endswith("py-scheduler-metrics") or
-               name == "py-scheduler-metrics" for name in rule["resourceNames"])  # fmt: skip
+    assert role["rules"] == [
+        {"nonResourceURLs": ["/debug/pods/*"], "verbs": ["get"]},
+        {
+            "apiGroups": [""],
+            "resources": ["services/proxy"],
+            "resourceNames": [f"{explain_cli.DEFAULT_SCHEME}:py-scheduler-metrics:metrics"],
+            "verbs": ["get"],
+        },
+    ]
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    answers: list[tuple[int, bytes]] = []
+    seen: list[tuple[str, str | None, str | None]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(
+            (self.path, self.headers.get("Authorization"), self.headers.get("X-Py-Scheduler-Authorization"))
+        )
+        status, body = self.answers.pop(0)
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_api_server(tmp_path: Path) -> Iterator[tuple[str, type[_ProxyHandler]]]:
+    handler = type("Handler", (_ProxyHandler,), {"answers": [], "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_address[1]}'}}}}]\n"
+        "users: [{name: u, user: {token: my-token}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    yield str(kubeconfig), handler
+    server.shutdown()
+    server.server_close()
+
+
+def _status(code: int, message: str, details: dict[str, Any] | None = None) -> bytes:
+    return orjson.dumps({"kind": "Status", "code": code, "message": message, "details": details or {}})
+
+
+def test_explain_through_the_proxy_carries_the_callers_token_and_names_what_is_missing(
+    fake_api_server: tuple[str, type[_ProxyHandler]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig, handler = fake_api_server
+    handler.answers = [
+        (403, _status(403, 'forbidden: User "ann" cannot get path "/debug/pods/team-a/web"')),
+        (403, _status(403, 'services "https:py-scheduler-metrics:metrics" is forbidden: User "ann" cannot '
+                      'get resource "services/proxy" in API group "" in the namespace "py-scheduler"',
+                      {"name": "https:py-scheduler-metrics:metrics", "kind": "services"})),
+    ]  # fmt: skip
+    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig]) == 1
+    path, authorization, forwarded = handler.seen[0]
+    service = "/api/v1/namespaces/py-scheduler/services/https:py-scheduler-metrics:metrics"
+    assert path == f"{service}/proxy/debug/pods/team-a/web"
+    # The API server consumes Authorization; the scheduler reviews the forwarded copy.
+    assert authorization == forwarded == "Bearer my-token"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "py-scheduler explain team-a/web: missing permission: get on the non-resource URL "
+        "/debug/pods/team-a/web (bind the ClusterRole py-scheduler:explain with a ClusterRoleBinding, or "
+        'grant /debug/pods/<namespace>/*); the scheduler said: forbidden: User "ann" cannot get path '
+        '"/debug/pods/team-a/web"'
+    ]
+    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert (
+        "missing permission: get services/proxy on https:py-scheduler-metrics:metrics in namespace "
+        "py-scheduler" in line
+    )
+
+
+def test_explain_through_the_proxy_needs_a_bearer_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {username: a, password: b}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
+    )
+    assert explain_cli.main(["explain", "ns/p", "--kubeconfig", str(kubeconfig)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "no bearer token" in line and "--endpoint" in line
 
 
 @pytest.mark.parametrize("command", [["explain", "ns/pod"], ["snapshot", "-f", "out.yaml"]])

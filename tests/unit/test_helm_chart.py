@@ -182,6 +182,7 @@ def test_schema_rejects_typos_and_bad_values(set_values: dict[str, str], message
 
 def test_default_objects(default: list[dict[str, Any]]) -> None:
     assert kinds(default) == [
+        ("ClusterRoleBinding", "py-scheduler:auth-delegator"),
         ("ClusterRoleBinding", "py-scheduler:kube-scheduler"),
         ("ClusterRoleBinding", "py-scheduler:volume-scheduler"),
         ("ConfigMap", "py-scheduler-config"),
@@ -242,7 +243,10 @@ def test_rbac_subjects_are_the_service_account(default: list[dict[str, Any]]) ->
 
 def test_all_values_objects(everything: list[dict[str, Any]]) -> None:
     assert kinds(everything) == [
+        ("ClusterRole", "pysched-all:metrics-reader"),
+        ("ClusterRoleBinding", "pysched-all:auth-delegator"),
         ("ClusterRoleBinding", "pysched-all:kube-scheduler"),
+        ("ClusterRoleBinding", "pysched-all:metrics-reader"),
         ("ClusterRoleBinding", "pysched-all:volume-scheduler"),
         ("ConfigMap", "pysched-all-config"),
         ("ConfigMap", "pysched-all-dashboard"),
@@ -289,7 +293,8 @@ def test_all_values_container(everything: list[dict[str, Any]]) -> None:
     )
     assert c["imagePullPolicy"] == "Always"
     args = c["args"]
-    assert args[args.index("--port") + 1] == "10260"
+    assert args[args.index("--secure-port") + 1] == "10260"
+    assert "--port" not in args  # never the insecure port
     assert args[args.index("--log-format") + 1] == "text"
     assert args[args.index("-v") + 1] == "4"
     assert args[args.index("--tls-cert-file") + 1] == "/etc/py-scheduler-tls/tls.crt"
@@ -342,7 +347,18 @@ def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, A
 def test_all_values_rbac_and_namespace(everything: list[dict[str, Any]]) -> None:
     role = only(everything, "Role")
     assert role["rules"][1]["resourceNames"] == ["pysched-lease"]
-    for binding in (o for o in everything if o["kind"] in {"ClusterRoleBinding", "RoleBinding"}):
+    reader = only(everything, "ClusterRoleBinding", "pysched-all:metrics-reader")
+    assert reader["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+    ]
+    assert reader["roleRef"]["name"] == "pysched-all:metrics-reader"
+    assert only(everything, "ClusterRole", "pysched-all:metrics-reader")["rules"] == [
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+    ]
+    bindings = (
+        o for o in everything if o["kind"] in {"ClusterRoleBinding", "RoleBinding"} and o is not reader
+    )
+    for binding in bindings:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": "pysched-sa", "namespace": "py-scheduler"}
         ]
@@ -367,6 +383,8 @@ def test_all_values_monitoring(everything: list[dict[str, Any]]) -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     [endpoint] = monitor["spec"]["endpoints"]
     assert endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert endpoint["tlsConfig"]["serverName"] == "py-scheduler-metrics.py-scheduler.svc"
     assert (endpoint["interval"], endpoint["scrapeTimeout"]) == ("15s", "10s")
     assert endpoint["relabelings"][0]["targetLabel"] == "cluster"
     assert endpoint["metricRelabelings"][0]["action"] == "drop"

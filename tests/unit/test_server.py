@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from scheduler import metrics
-from scheduler.server import HealthServer
+from scheduler.serving.server import HealthServer
 
 
 class State:

@@ -1,5 +1,10 @@
 """Health and metrics HTTP(S) server on its own threads, so a busy asyncio loop never starves a probe.
 
+Secure serving (scheduler/serving/tls.py) and the request guard (scheduler/serving/delegating.py) sit
+in front of every path, as kube-scheduler's handler chain: authenticate, authorise the non-resource
+URL and verb, then serve. Review calls to the API server run here, on the request's thread, never on
+the scheduler's event loop.
+
 Endpoints follow kube-scheduler's (k8s.io/apiserver healthz): ``/healthz`` and ``/livez`` run the
 liveness checks, ``/readyz`` the liveness and readiness checks. Each answers ``ok`` (200) or lists the
 checks with the failing ones' reasons (503). ``?verbose`` lists every check, ``?exclude=NAME`` skips
@@ -17,17 +22,23 @@ import threading
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Final
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, Final
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+
+from scheduler.serving.authn import FORWARDED_AUTHORIZATION
+from scheduler.serving.delegating import RequestGuard
+from scheduler.serving.tls import ServerTLS, TLSConfigError, serving_cert
 
 logger = logging.getLogger(__name__)
 
 Check = Callable[[], tuple[bool, str]]
 # /debug/pods/<namespace>/<name>: (HTTP status, JSON body) for a pod key; see scheduler/explain/debug.py.
 DebugPods = Callable[[str], tuple[int, bytes]]
+# /configz: the effective configuration as JSON (kube-scheduler's {"componentconfig": {...}}).
+Configz = Callable[[], bytes]
 Checks = Check | Mapping[str, Check]
 
 # A client that opens a connection and sends nothing holds one handler thread for at most this long.
@@ -57,6 +68,17 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False
     allow_reuse_address = True
     health: HealthServer
+    tls: ServerTLS | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = self.socket.accept()
+        if self.tls is None:
+            return conn, address
+        try:
+            return self.tls.wrap(conn), address
+        except OSError:
+            conn.close()
+            raise
 
     def handle_error(self, request: object, client_address: object) -> None:
         # Failed TLS handshakes and dropped connections from scanners are not worth a traceback.
@@ -82,16 +104,33 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         logger.debug("%s %s", self.address_string(), format % args)
 
+    def _peer_cert(self) -> dict[str, object] | None:
+        if not isinstance(self.connection, ssl.SSLSocket):
+            return None
+        # Only a certificate that chained to the client CA gets here (the handshake verified it).
+        return self.connection.getpeercert() or None  # type: ignore[return-value]
+
     def _dispatch(self, *, head: bool) -> None:
         url = urlsplit(self.path)
         query = parse_qs(url.query, keep_blank_values=True)
-        path = url.path.rstrip("/") or "/"
+        # The decoded path (Go's URL.Path) is what gets authorised and what is served: one string.
+        path = unquote(url.path).rstrip("/") or "/"
         health = self.server.health
+        if health.guard is not None:
+            authorization = self.headers.get("Authorization") or self.headers.get(FORWARDED_AUTHORIZATION)
+            _, refusal = health.guard.check(self.command, path, authorization, self._peer_cert())
+            if refusal is not None:
+                self._reply(HTTPStatus(refusal.status), refusal.body, refusal.content_type, head)
+                return
         if path == "/metrics":
             self._metrics(health.registry, head=head)
             return
+        if path == "/configz" and health.configz is not None:
+            # Authorised above like /metrics: a SubjectAccessReview for get on /configz.
+            self._reply(HTTPStatus.OK, health.configz(), "application/json", head)
+            return
         if path.startswith("/debug/pods/") and health.debug_pods is not None:
-            # Served like /metrics: same port, same exposure (reach it through the Service proxy).
+            # Authorised above like any path: a SubjectAccessReview for get on this very path.
             code, payload = health.debug_pods(path.removeprefix("/debug/pods/"))
             self._reply(HTTPStatus(code), payload, "application/json", head)
             return
@@ -185,17 +224,30 @@ class HealthServer:
         *,
         tls_cert_file: str | None = None,
         tls_key_file: str | None = None,
+        tls: ServerTLS | None = None,
+        guard: RequestGuard | None = None,
         readiness: Checks,
         liveness: Checks,
         registry: CollectorRegistry = REGISTRY,
         poll_interval: float = 0.5,
         debug_pods: DebugPods | None = None,
+        configz: Configz | None = None,
     ) -> None:
-        """``poll_interval`` bounds how long stop() waits for the accept loop to notice."""
+        """``poll_interval`` bounds how long stop() waits for the accept loop to notice.
+
+        ``tls`` (or the ``tls_cert_file`` pair) serves HTTPS; ``guard`` authenticates and authorises
+        every request. Without either this is plain HTTP open to anyone: the explicit insecure mode."""
         if (tls_cert_file is None) != (tls_key_file is None):
             raise ValueError("--tls-cert-file and --tls-private-key-file must be given together")
+        if tls is None and tls_cert_file is not None:
+            try:
+                tls = ServerTLS(serving_cert(tls_cert_file, tls_key_file, None, bind_address))
+            except TLSConfigError as err:
+                raise ssl.SSLError(str(err)) from None
         self.registry = registry
+        self.guard = guard
         self.debug_pods = debug_pods
+        self.configz = configz
         live = {"ping": _ping, **_named(liveness, "liveness")}
         self._checks: dict[str, dict[str, Check]] = {
             "healthz": live,
@@ -205,15 +257,9 @@ class HealthServer:
         server_class = _Server6 if ":" in bind_address else _Server
         self._server = server_class((bind_address, port), _Handler, bind_and_activate=True)
         self._server.health = self
-        self.tls = tls_cert_file is not None
-        if tls_cert_file is not None and tls_key_file is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.minimum_version = ssl.TLSVersion.TLSv1_2
-            context.load_cert_chain(tls_cert_file, tls_key_file)
-            # Handshake lazily on the handler thread: a slow client must not block accept().
-            self._server.socket = context.wrap_socket(
-                self._server.socket, server_side=True, do_handshake_on_connect=False
-            )
+        self.tls = tls is not None
+        self.server_tls = tls
+        self._server.tls = tls
         self._poll_interval = poll_interval
         self._thread: threading.Thread | None = None
 
