@@ -11,7 +11,6 @@ both schedulers see the same sequence. Victims have terminationGracePeriodSecond
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from devcluster.nodes import create_nodes, make_node
 from devcluster.binaries import cache_root
+from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +54,7 @@ class Side:
         self.core = k8s.CoreV1Api(self.api)
         self.custom = k8s.CustomObjectsApi(self.api)
         self.sched = k8s.SchedulingV1Api(self.api)
-        self.stop: Callable[[], None] = lambda: None
+        self.stop: Callable[[], object] = lambda: None
 
     def install_crds(self) -> None:
         ext: Any = k8s.ApiextensionsV1Api(self.api)
@@ -126,7 +125,7 @@ def namespace(sides: tuple[Side, Side], name: str) -> None:
     for side in sides:
         side.core.create_namespace({"metadata": {"name": name}}, _preload_content=False)
         wait_for(
-            lambda side=side: bool(
+            lambda side=side: bool(  # type: ignore[misc]
                 side.core.list_namespaced_service_account(name, _preload_content=False).status == 200
             ),
             30,
@@ -229,7 +228,7 @@ def state(side: Side, ns: str) -> dict[str, tuple[str, str] | None]:
 def agree(sides: tuple[Side, Side], nss: list[str], settle: Callable[[Side], bool] | None = None) -> None:
     if settle is not None:
         for side in sides:
-            wait_for(lambda side=side: settle(side), 60, f"{side.label} to settle")
+            wait_for(lambda side=side: settle(side), 60, f"{side.label} to settle")  # type: ignore[misc]
     peer = {ns: state(sides[0], ns) for ns in nss}
     ours = {ns: state(sides[1], ns) for ns in nss}
     assert ours == peer
