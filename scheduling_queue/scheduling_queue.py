@@ -391,6 +391,9 @@ class SchedulingQueue:
             finally:
                 if not fut.done():
                     fut.cancel()
+                # A pop cancelled while waiting leaves no waiter behind (a wake-up empties the list).
+                if fut in self._waiters:
+                    self._waiters.remove(fut)
 
     def pop_nowait(self) -> QueuedPodInfo | None:
         """Like :meth:`pop` without waiting: None when activeQ is empty or the queue is closed.

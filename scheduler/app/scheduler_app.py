@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
-from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
+from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.app.api_probes import WORKLOAD_API_MISSING, api_missing
+from scheduler.app.api_probes import ELASTIC_QUOTA_MISSING, WORKLOAD_API_MISSING, api_missing
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
@@ -344,6 +344,12 @@ class SchedulerApp:
         probes: list[asyncio.Future[str]] = []
         if PODGROUPS in self.listers.kinds:
             probes.append(asyncio.ensure_future(api_missing(self.api)))
+        if ELASTIC_QUOTAS in self.listers.kinds:
+            probes.append(
+                asyncio.ensure_future(
+                    api_missing(self.api, spec=ELASTIC_QUOTAS, missing=ELASTIC_QUOTA_MISSING)
+                )
+            )
         if WORKLOAD_PODGROUPS in self.listers.kinds:
             probes.append(
                 asyncio.ensure_future(

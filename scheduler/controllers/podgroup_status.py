@@ -188,6 +188,7 @@ class PodGroupStatusController:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.writes = 0  # successful patches, for tests and logs
+        self.passes = 0  # passes over the dirty groups finished (their patches written or failed)
 
     # --- event handlers (called on the loop by the informers) ---------------------------------------
     def mark(self, key: str) -> None:
@@ -242,6 +243,7 @@ class PodGroupStatusController:
                 else:
                     self._attempts.pop(key, None)
                     self.writes += 1
+            self.passes += 1
 
     def compute(self, keys: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
         """The patches due for ``keys``: synchronous, from the listers, no I/O."""

@@ -59,10 +59,13 @@ class DefaultPreemptionArgs:
     min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
 
 
-def parse_args(raw: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
-    """Defaults (``SetDefaults_DefaultPreemptionArgs``), then ``ValidateDefaultPreemptionArgs``."""
-    reader = ArgsReader(names.DEFAULT_PREEMPTION)
-    args = reader.top(raw, ARGS_KIND, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
+def parse_args(
+    raw: Mapping[str, Any] | None, plugin: str = names.DEFAULT_PREEMPTION, kind: str = ARGS_KIND
+) -> DefaultPreemptionArgs:
+    """Defaults (``SetDefaults_DefaultPreemptionArgs``), then ``ValidateDefaultPreemptionArgs``.
+    ``plugin``/``kind``: PreemptionToleration reads the same fields as its own args."""
+    reader = ArgsReader(plugin)
+    args = reader.top(raw, kind, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
     percentage = reader.integer(
         args.get("minCandidateNodesPercentage"),
         "minCandidateNodesPercentage",
@@ -105,7 +108,7 @@ class DefaultPreemption:
         *,
         rng: random.Random | None = None,
     ) -> None:
-        self.args = parse_args(args)
+        self.args = self.parse_args(args)
         if handle is None:
             raise ValueError(f"{self.name} needs a Handle")
         # The what-if Filter runs need the scheduler's handle (PreemptionHandle); a plain Handle (a
@@ -120,6 +123,10 @@ class DefaultPreemption:
             self._pdbs,
             lambda: self.handle.preemption_executor,
         )
+
+    @staticmethod
+    def parse_args(args: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
+        return parse_args(args)
 
     def _pdbs(self) -> list[PodDisruptionBudget]:
         return parse_pdbs(self._pdb_lister.list())

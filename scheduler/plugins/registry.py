@@ -6,6 +6,7 @@ from __future__ import annotations
 from scheduler.features import GANG_SCHEDULING, NODE_DECLARED_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
+from scheduler.plugins.capacityscheduling import CapacityScheduling
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
@@ -19,9 +20,11 @@ from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.preemptiontoleration import PreemptionToleration
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -57,6 +60,9 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
+    names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
+    names.CAPACITY_SCHEDULING: CapacityScheduling,
+    names.PREEMPTION_TOLERATION: PreemptionToleration,
 }
 
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score

@@ -97,3 +97,9 @@ def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
                 and condition.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
             )
     return False
+
+
+def more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
+    """``MoreImportantPod(a, b)`` as Go evaluates it inside ``sort.Slice`` (see ``by_importance``), for
+    plugins that sort with it themselves (CapacityScheduling orders a node's pods least important first)."""
+    return _more_important_as_go_sees_it(a, b)

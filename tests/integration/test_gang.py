@@ -316,7 +316,7 @@ def orjson_items(data: bytes) -> list[dict[str, Any]]:
 POLL = 0.05
 
 
-def test_500_pods_waiting_at_permit_do_not_block_other_pods(
+def test_500_pods_waiting_at_permit_do_not_slow_other_pods(
     api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path, crd: None
 ) -> None:
     # podGroupRejectPercentage 100: the member that never fits does not release the waiting 500.
@@ -343,14 +343,13 @@ def test_500_pods_waiting_at_permit_do_not_block_other_pods(
         proc.assert_running()
     finally:
         proc.stop()
-    # Every one of the other pods bound while all 500 waited (bind_latencies asserts the count). Their
-    # latencies are reported, not asserted: on a shared machine a timed assertion measures the load,
-    # not the scheduler (bench/gang_bench.py measures gangs at Permit against the scheduler-plugins one).
     base_p50, base_p90 = statistics.median(baseline), baseline[int(0.9 * len(baseline))]
     p50, p90 = statistics.median(loaded), loaded[int(0.9 * len(loaded))]
     print(f"bind latency without waiters p50 {base_p50:.3f}s p90 {base_p90:.3f}s; "
           f"with 500 at Permit p50 {p50:.3f}s p90 {p90:.3f}s")  # fmt: skip
-    assert len(loaded) == others
+    # Generous, relative to this run's own baseline; 2 polls are the measurement's resolution.
+    assert p50 <= 3 * base_p50 + 2 * POLL, (baseline, loaded)
+    assert p90 <= 3 * base_p90 + 2 * POLL, (baseline, loaded)
 
 
 def test_killed_while_a_gang_waits_at_permit_the_gang_binds_whole_or_not_at_all(
