@@ -12,6 +12,7 @@ binding plugins do not run.
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import yaml
 
 from scheduler.app.event_handlers import NODE_ADD
 from scheduler.config import SchedulerConfig, parse_config_with_plugins
-from scheduler.config.out_of_tree import factory_for
+from scheduler.config.out_of_tree import ENTRY_POINT_GROUP, factory_for
 from scheduler.cycle.profiles import queue_hints
 from scheduler.explain.manifests import dump_from_objects, expand_pods, load_dump, resource_of_kind
 from scheduler.explain.record import AttemptRecord
@@ -143,9 +144,15 @@ class SchedulerHarness:
         seed: int = 1,
         start_time: float = 1_700_000_000.0,
     ) -> None:
-        named = plugins.items() if isinstance(plugins, Mapping) else ((_name_of(p), p) for p in plugins)
-        user: dict[str, PluginFactory] = {name: factory_for(obj, name) for name, obj in named}
-        self.config = self._config(config, user, args or {}, weights or {}, profile)
+        named = list(plugins.items() if isinstance(plugins, Mapping) else ((_name_of(p), p) for p in plugins))
+        installed = _installed_entry_points()
+        user: dict[str, PluginFactory] = {
+            # An installed package's own plugin is already registered by its entry point.
+            name: factory_for(obj, name)
+            for name, obj in named
+            if installed.get(name) is not obj
+        }
+        self.config = self._config(config, [n for n, _ in named], user, args or {}, weights or {}, profile)
         self.clock = _Clock(start_time)
         dump: dict[str, list[Any]] = load_dump(cluster) if cluster is not None else {}
         self.sim = Simulation(self.config, self.registry, dump, seed=seed, clock=self.clock)
@@ -164,6 +171,7 @@ class SchedulerHarness:
     def _config(
         self,
         config: str | Path | Mapping[str, Any] | None,
+        names: Sequence[str],
         user: Mapping[str, PluginFactory],
         args: Mapping[str, Mapping[str, Any]],
         weights: Mapping[str, int],
@@ -171,7 +179,7 @@ class SchedulerHarness:
     ) -> SchedulerConfig:
         raw: Any
         if config is None:
-            enabled = [{"name": n, **({"weight": weights[n]} if n in weights else {})} for n in user]
+            enabled = [{"name": n, **({"weight": weights[n]} if n in weights else {})} for n in names]
             raw = {
                 "apiVersion": API_VERSION,
                 "kind": "KubeSchedulerConfiguration",
@@ -286,6 +294,17 @@ class SchedulerHarness:
 
     def node_labels(self, name: str) -> Mapping[str, str]:
         return self.sim.node_labels(name)
+
+
+def _installed_entry_points() -> dict[str, Any]:
+    """The objects of the ``py_scheduler.plugins`` entry points that load."""
+    found: dict[str, Any] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            found[ep.name] = ep.load()
+        except Exception:  # reported by the config loader when the config uses it
+            continue
+    return found
 
 
 def _name_of(obj: Any) -> str:
