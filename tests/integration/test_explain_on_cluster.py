@@ -260,7 +260,9 @@ def test_explain_as_a_new_user_says_what_it_tried_then_re_evaluates(
     sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": user}}
     assert raw(api_client, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", sa)[0] == 201
     assert raw(api_client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)[0] == 201
-    assert raw(api_client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)[0] == 201
+    assert (
+        raw(api_client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)[0] == 201
+    )
     proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, secure=True).start()
     try:
         token_request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
@@ -287,9 +289,14 @@ def test_explain_as_a_new_user_says_what_it_tried_then_re_evaluates(
         tried = table.stderr
         assert "no decision record from the scheduler" in tried
         assert "the Service py-scheduler-metrics (port metrics, https) in namespace py-scheduler" in tried
-        assert "/api/v1/namespaces/py-scheduler/services/https:py-scheduler-metrics:metrics/proxy/debug/pods/" in tried
+        assert (
+            "/api/v1/namespaces/py-scheduler/services/https:py-scheduler-metrics:metrics/proxy/debug/pods/"
+            in tried
+        )
         assert "HTTP 403" in tried
-        assert "get on services/proxy for https:py-scheduler-metrics:metrics in namespace py-scheduler" in tried
+        assert (
+            "get on services/proxy for https:py-scheduler-metrics:metrics in namespace py-scheduler" in tried
+        )
         assert f"get on the non-resource URL /debug/pods/{namespace}/huge" in tried
         assert "--endpoint" in tried
         out = table.stdout
