@@ -30,7 +30,7 @@ from scheduler.explain.record import AttemptRecord
 from scheduler.explain.render import render_attempt
 from scheduler.explain.simulate import Placement, Simulation
 from scheduler.framework.interface import PluginFactory
-from scheduler.framework.objects import namespaced_name, scheduler_name_of
+from scheduler.framework.objects import namespaced_name, pod_spec, scheduler_name_of
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduling_queue import SchedulingQueue
@@ -223,7 +223,7 @@ class SchedulerHarness:
         for node in by_resource.get("nodes", ()):
             self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
         for bound in by_resource.get("pods", ()):
-            if (bound.get("spec") or {}).get("nodeName"):
+            if pod_spec(bound).get("nodeName"):
                 self.queue.assigned_pod_added(bound)
         return self
 
