@@ -65,7 +65,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     endpoint = scheduler.url("")
 
     def pending_explained() -> dict[str, Any] | None:
-        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
         if done.returncode != 0:
             return None
         doc: dict[str, Any] = orjson.loads(done.stdout)
@@ -76,7 +76,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     assert attempt["filter"]["NodeResourcesFit"]["reasons"] == {"Insufficient cpu": 2}
     misses = {m["node"]: m["detail"] for m in attempt["nearestMisses"]}
     assert misses == {f"small-{run_id}-{i}": "Insufficient cpu (requests 1.5, free 1)" for i in range(2)}
-    table = cli("explain", key, "--endpoint", endpoint)
+    table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
     assert table.returncode == 0, table.stderr
     assert "NodeResourcesFit" in table.stdout and "Insufficient cpu (requests 1.5, free 1)" in table.stdout
     print(table.stdout)  # the example output in docs/explain.md
@@ -84,7 +84,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     create_nodes(api_client, [make_node(f"big-{run_id}", cpu="4", memory="8Gi", labels=labels)])
 
     def bound_explained() -> dict[str, Any] | None:
-        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
         doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
         attempts = doc.get("attempts") or [{}]
         return doc if attempts[-1].get("outcome") == "Bound" else None
@@ -95,7 +95,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     assert attempt["scores"][0] == {"node": f"big-{run_id}", "total": 0, "chosen": True, "plugins": {}}
     assert attempt["filter"]["NodeResourcesFit"]["rejected"] == 2
     assert [p["spec"].get("nodeName") for p in list_pods(core_v1, namespace)] == [f"big-{run_id}"]
-    table = cli("explain", key, "--endpoint", endpoint)
+    table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
     assert "the only feasible node" in table.stdout
     print(table.stdout)
 
@@ -121,7 +121,7 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
         key = f"{namespace}/web"
 
         def bound_explained() -> dict[str, Any] | None:
-            done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+            done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
             doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
             attempts = doc.get("attempts") or [{}]
             return doc if attempts[-1].get("outcome") == "Bound" else None
@@ -140,7 +140,7 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
         assert fit[winner]["raw"] > fit[names[0]]["raw"]
         for s in scores:
             assert s["total"] == sum(v["weighted"] for v in s["plugins"].values())
-        table = cli("explain", key, "--endpoint", endpoint)
+        table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
         assert table.returncode == 0, table.stderr
         assert "Why this node" in table.stdout and f"{winner} (chosen)" in table.stdout
         assert names[0] in table.stdout and "NodeResourcesFit" in table.stdout
