@@ -24,6 +24,7 @@ from scheduler.explain.manifests import (
     expand_pods,
     load_documents,
     load_dump,
+    pending_pods,
 )
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
@@ -90,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     source = simulate.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="read nodes and pods from this live cluster (never written)")
     source.add_argument("--cluster", help="a snapshot file (py-scheduler snapshot) or any node/pod manifests")
-    simulate.add_argument("--pods", help="Pod, Deployment, StatefulSet, ReplicaSet or Job manifests to place")
+    simulate.add_argument(
+        "--pods",
+        help="Pod, Deployment, StatefulSet, ReplicaSet or Job manifests to place (new pods); without it, "
+        "the snapshot's pending pods of the configurations' profiles",
+    )
     simulate.add_argument("--compare", help="a second configuration to run on the same snapshot")
     simulate.add_argument(
         "--scenario", help="a scenario file of steps and expectations (see examples/scenarios)"
@@ -425,18 +430,22 @@ def _simulation(config_path: str | None, objects: dict[str, list[dict[str, Any]]
 
 
 def simulate(args: argparse.Namespace) -> int:
-    if not args.pods:
-        print("py-scheduler simulate: --pods (or --scenario) is required", file=sys.stderr)
-        return 2
     objects = _objects(args)
-    pods = expand_pods(load_documents(args.pods))
     first = _simulation(args.config, objects, args.seed)
+    second_sim = _simulation(args.compare, objects, args.seed) if args.compare else None
+    # The snapshot's pending pods come first (they would be scheduled first), then the new ones.
+    profiles = set(first.frameworks) | set(second_sim.frameworks if second_sim is not None else ())
+    pods = pending_pods(objects, profiles) + (expand_pods(load_documents(args.pods)) if args.pods else [])
+    if not pods:
+        print(
+            "py-scheduler simulate: nothing to place: the snapshot has no pending pod of profiles "
+            f"{', '.join(sorted(profiles))}; pass --pods (or --scenario)",
+            file=sys.stderr,
+        )
+        return 2
     placements = first.place_all(pods)
-    second: Simulation | None = None
-    compared: list[Placement] = []
-    if args.compare:
-        second = _simulation(args.compare, objects, args.seed)
-        compared = second.place_all(pods)
+    second = second_sim
+    compared = second.place_all(pods) if second is not None else []
     if args.output == "json":
         doc: dict[str, Any] = {
             "placements": [_placement_json(p) for p in placements],
@@ -505,13 +514,48 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def format_differences(first: Sequence[Placement], second: Sequence[Placement]) -> str:
+    """The pods the two configurations place differently and, for each, why: every Score plugin's
+    weighted score at both nodes under each configuration (a node outside a record's top nodes shows
+    "-"), or the reason a pod stays pending."""
     rows = [("POD", "FIRST", "SECOND")]
+    why: list[str] = []
     for a, b in zip(first, second, strict=True):
         if a.node != b.node:
             rows.append((a.pod, a.node or "<pending>", b.node or "<pending>"))
+            why.extend(_why_different(a, b))
     if len(rows) == 1:
         return "No differences in placement."
-    return f"{len(rows) - 1} pod(s) placed differently:\n" + _table(rows)
+    return f"{len(rows) - 1} pod(s) placed differently:\n" + _table(rows) + "\n" + "\n".join(why)
+
+
+def plugin_scores(placement: Placement, node: str | None) -> dict[str, int] | None:
+    """Each Score plugin's weighted score at ``node`` in this placement's record (None: not among the
+    record's top nodes, or no record)."""
+    if placement.record is None or not node:
+        return None
+    for scored in placement.record.scores:
+        if scored.node == node:
+            return {name: weighted for name, (_, _, weighted) in scored.plugins.items()}
+    return None
+
+
+def _why_different(a: Placement, b: Placement) -> list[str]:
+    lines = [f"{a.pod}:"]
+    for label, placement in (("first", a), ("second", b)):
+        if placement.node is None:
+            lines.append(f"  {label}: pending: {placement.reason}")
+            continue
+        nodes = [n for n in dict.fromkeys((a.node, b.node)) if n]
+        cells = []
+        for node in nodes:
+            scores = plugin_scores(placement, node)
+            if scores is None:
+                cells.append(f"{node} -")
+            else:
+                parts = ", ".join(f"{name} {value}" for name, value in scores.items())
+                cells.append(f"{node} {sum(scores.values())} ({parts})")
+        lines.append(f"  {label}: " + "; ".join(cells))
+    return lines
 
 
 def format_summary_pair(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str) -> str:

@@ -26,7 +26,15 @@ from informers.resource import (
     ResourceSpec,
 )
 from scheduler.framework import listers
-from scheduler.framework.objects import labels_of, object_meta, pod_spec, pod_template_of, spec_of
+from scheduler.framework.objects import (
+    labels_of,
+    object_meta,
+    pod_spec,
+    pod_status,
+    pod_template_of,
+    scheduler_name_of,
+    spec_of,
+)
 
 KubeObject = dict[str, Any]
 
@@ -213,3 +221,20 @@ def parse_taint(text: str | Mapping[str, str]) -> dict[str, str]:
         raise ManifestError(f"taint {text!r} is not key[=value]:Effect")
     key, value, effect = match.groups()
     return {"key": key, "value": value or "", "effect": effect}
+
+
+def pending_pods(
+    objects: Mapping[str, Sequence[KubeObject]], scheduler_names: Iterable[str]
+) -> list[KubeObject]:
+    """The snapshot's pods that wait for one of ``scheduler_names``: unbound, not finished, not being
+    deleted, oldest first (roughly the order a queue of equal priorities pops them)."""
+    names = set(scheduler_names)
+    waiting = [
+        pod
+        for pod in objects.get("pods", ())
+        if not pod_spec(pod).get("nodeName")
+        and scheduler_name_of(pod) in names
+        and pod_status(pod).get("phase") not in ("Succeeded", "Failed")
+        and object_meta(pod).get("deletionTimestamp") is None
+    ]
+    return sorted(waiting, key=lambda pod: str(object_meta(pod).get("creationTimestamp") or ""))

@@ -448,3 +448,73 @@ def test_a_bad_kubeconfig_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "kubeconfig" in err and "no such file" in err, err
+
+
+def _fit_config(path: Path, strategy: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "schedulerName": "py-scheduler",
+                        "pluginConfig": [
+                            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+def _dump(tmp_path: Path, pods: list[dict[str, Any]]) -> Path:
+    # n-busy has 3 of its 4 cpus taken: MostAllocated packs onto it, LeastAllocated avoids it.
+    nodes = [make_node("n-busy", cpu="4"), make_node("n-idle", cpu="4")]
+    bound = make_pod("resident", cpu="3", node_name="n-busy")
+    path = tmp_path / "cluster.json"
+    items = [{"kind": "Node", **n} for n in nodes] + [{"kind": "Pod", **p} for p in (bound, *pods)]
+    path.write_bytes(orjson.dumps({"kind": "List", "items": items}))
+    return path
+
+
+def test_simulate_without_pods_places_the_snapshots_pending_pods_of_its_profiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = make_pod("waiting", cpu="500m")
+    other = make_pod("for-kube-scheduler", cpu="500m", scheduler_name="default-scheduler")
+    cluster = _dump(tmp_path, [pending, other])
+    assert explain_cli.main(["simulate", "--cluster", str(cluster), "-o", "json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert [p["pod"] for p in doc["placements"]] == ["default/waiting"]
+
+
+def test_simulate_with_nothing_to_place_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert explain_cli.main(["simulate", "--cluster", str(_dump(tmp_path, []))]) == 2
+    assert "nothing to place" in capsys.readouterr().err
+
+
+def test_compare_explains_each_difference_by_plugin_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = _dump(tmp_path, [make_pod("web", cpu="500m")])
+    least = _fit_config(tmp_path / "least.yaml", "LeastAllocated")
+    most = _fit_config(tmp_path / "most.yaml", "MostAllocated")
+    argv = ["simulate", "--cluster", str(cluster), "--config", str(least), "--compare", str(most)]
+    assert explain_cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 pod(s) placed differently" in out
+    lines = out.splitlines()
+    first = next(line for line in lines if line.startswith("  first: "))
+    second = next(line for line in lines if line.startswith("  second: "))
+    # Each side scores both nodes, plugin by plugin; NodeResourcesFit is what tips them apart.
+    assert first.startswith("  first: n-idle ") and "; n-busy " in first and "NodeResourcesFit" in first
+    assert second.startswith("  second: n-idle ") and "; n-busy " in second
+    fit = {
+        side: [int(part.split("NodeResourcesFit ")[1].split(",")[0].rstrip(")")) for part in line.split("; ")]
+        for side, line in (("least", first), ("most", second))
+    }
+    assert fit["least"][0] > fit["least"][1]  # LeastAllocated prefers the idle node
+    assert fit["most"][0] < fit["most"][1]  # MostAllocated the busy one
