@@ -524,20 +524,20 @@ def test_quota_deleted_wakes_its_pending_pods(sides: tuple[Side, Side]) -> None:
     def all_bound(side: Side) -> bool:
         return all((outcome(side, "qdel", f"a{i}") or ("",))[0] == "bound" for i in range(3))
 
-    peer, ours = sides
-    wait_for(lambda: all_bound(ours), 60, "py-scheduler to wake and bind the quota's pending pods")
+    peer_side, our_side = sides
+    wait_for(lambda: all_bound(our_side), 60, "py-scheduler to wake and bind the quota's pending pods")
     # scheduler-plugins watches ElasticQuotas twice: the plugin's own informer (its quota cache) and the
     # scheduler's dynamic informer that requeues the pods. When the requeue wins, the retry still sees
     # the deleted quota and the pods wait for the next event (or the 5-minute flush): a documented
     # difference (docs/capacity-scheduling.md). Either it woke them too, or it retried them after the
     # deletion and refused them again for the gone quota.
-    woke = poll(lambda: all_bound(peer), 30)
+    woke = poll(lambda: all_bound(peer_side), 30)
     print(f"scheduler-plugins woke the pending pods on the quota's deletion: {woke}")
     if woke:
         agree(sides, ["qdel"])
     else:
-        wait_for(lambda: failed_scheduling_count(peer, "qdel", "a1") >= 2, 30, "the peer's retry of a1")
-        got = outcome(peer, "qdel", "a1")
+        wait_for(lambda: failed_scheduling_count(peer_side, "qdel", "a1") >= 2, 30, "the peer's retry of a1")
+        got = outcome(peer_side, "qdel", "a1")
         assert got is not None and got[0] == "pending" and "is more than Max" in got[1]
 
 
@@ -559,3 +559,18 @@ def failed_scheduling_count(side: Side, ns: str, name: str) -> int:
         for e in events
         if e.reason == "FailedScheduling"
     )
+
+
+def test_refusal_above_min_when_not_enough_is_idle(sides: tuple[Side, Side]) -> None:
+    """A pod within its quota's max but beyond what the quotas leave idle (the sum of every quota's used
+    would exceed the sum of their min, the quotas of the cases above included) is refused; a small one
+    borrows."""
+    namespace(sides, "idle")
+    nodes(sides, "idle", [("64", "64Gi")])
+    quota(sides, "idle", {"cpu": "0"}, {"cpu": "64"})
+    peer, ours = submit(sides, "idle", pod("big", "48"), "idle")
+    assert peer == ours and ours[0] == "pending"
+    assert "total ElasticQuota used is more than min" in ours[1]
+    peer, ours = submit(sides, "idle", pod("small", "1"), "idle")
+    assert peer == ours == ("bound", "idle-0")
+    agree(sides, ["idle"])

@@ -332,7 +332,7 @@ def test_all_values_scheduler_config(everything: list[dict[str, Any]]) -> None:
 
 
 # What ci/all-values.yaml's `policies` render to, after its own profiles.
-POLICY_PROFILES = [
+POLICY_PROFILES: list[dict[str, Any]] = [
     {
         "schedulerName": "pysched-quota",
         "plugins": {
