@@ -27,6 +27,7 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
+from scheduler.framework.objects import list_continue
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.serving.authn import FORWARDED_AUTHORIZATION
 
@@ -255,9 +256,10 @@ def list_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
                 page = orjson.loads(body)
                 for item in page.get("items") or ():
                     item["kind"], item["apiVersion"] = spec.kind, spec.api_version
-                    (item.get("metadata") or {}).pop("managedFields", None)
+                    if isinstance(item.get("metadata"), dict):
+                        item["metadata"].pop("managedFields", None)
                     items.append(item)
-                token = (page.get("metadata") or {}).get("continue") or ""
+                token = list_continue(page)
                 if not token:
                     break
             out[spec.name] = items

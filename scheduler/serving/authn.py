@@ -75,9 +75,12 @@ class TokenReviewAuthenticator:
         status = self._client.create(TOKEN_REVIEWS, review)
         if not status.get("authenticated"):
             return None
-        user = status.get("user") or {}
+        user: Mapping[str, Any] = status.get("user") or {}
+        raw_extra = user.get("extra")
         extra = tuple(
-            sorted((str(k), tuple(str(v) for v in vs or ())) for k, vs in (user.get("extra") or {}).items())
+            sorted((str(k), tuple(str(v) for v in vs or ())) for k, vs in raw_extra.items())
+            if isinstance(raw_extra, Mapping)
+            else ()
         )
         return User(
             name=str(user.get("username") or ""),

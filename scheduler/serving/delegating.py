@@ -238,6 +238,29 @@ def build_delegation(options: DelegationOptions) -> Delegation:
     else:
         authz_rest = _review_client(options.authorization_kubeconfig, "--authorization-kubeconfig")
 
+    client_ca, watcher_factory = _client_ca(options, authn_rest)
+    tokens = None
+    if authn_rest is None:
+        log.warning("No authentication-kubeconfig provided and not in a cluster: bearer tokens "
+            "are not checked "
+                    "(requests are anonymous).")  # fmt: skip
+    else:
+        tokens = CachingTokenAuthenticator(
+            TokenReviewAuthenticator(ReviewClient(authn_rest)), options.token_cache_ttl
+        )
+    authorizers = _authorizers(options, allow_paths, authz_rest)
+    authenticator = Authenticator(
+        tokens, client_certificates=client_ca is not None or watcher_factory is not None
+    )
+    return Delegation(RequestGuard(authenticator, UnionAuthorizer(authorizers)), client_ca, watcher_factory)
+
+
+def _client_ca(
+    options: DelegationOptions, authn_rest: RestClient | None
+) -> tuple[bytes | None, Callable[[ServerTLS], ClientCAWatcher] | None]:
+    """The client CA (from --client-ca-file, or looked up in kube-system's
+    extension-apiserver-authentication ConfigMap and refreshed by a watcher), as kube-scheduler's
+    DelegatingAuthenticationOptions."""
     client_ca: bytes | None = None
     watcher_factory: Callable[[ServerTLS], ClientCAWatcher] | None = None
     if options.client_ca_file:
@@ -282,16 +305,14 @@ def build_delegation(options: DelegationOptions) -> Delegation:
                 return ClientCAWatcher(lookup, tls.set_client_ca, initial)
 
             watcher_factory = watcher
+    return client_ca, watcher_factory
 
-    tokens = None
-    if authn_rest is None:
-        log.warning("No authentication-kubeconfig provided and not in a cluster: bearer tokens "
-            "are not checked "
-                    "(requests are anonymous).")  # fmt: skip
-    else:
-        tokens = CachingTokenAuthenticator(
-            TokenReviewAuthenticator(ReviewClient(authn_rest)), options.token_cache_ttl
-        )
+
+def _authorizers(
+    options: DelegationOptions, allow_paths: AlwaysAllowPaths, authz_rest: RestClient | None
+) -> list[Authorizer]:
+    """The union kube-scheduler builds: privileged groups, always-allowed paths, then a
+    SubjectAccessReview."""
     authorizers: list[Authorizer] = []
     if options.always_allow_groups:
         authorizers.append(PrivilegedGroups(options.always_allow_groups))
@@ -307,7 +328,4 @@ def build_delegation(options: DelegationOptions) -> Delegation:
                 ReviewClient(authz_rest), allow_ttl=options.allow_cache_ttl, deny_ttl=options.deny_cache_ttl
             )
         )
-    authenticator = Authenticator(
-        tokens, client_certificates=client_ca is not None or watcher_factory is not None
-    )
-    return Delegation(RequestGuard(authenticator, UnionAuthorizer(authorizers)), client_ca, watcher_factory)
+    return authorizers

@@ -267,3 +267,15 @@ def test_meta_namespace_key_matches_the_informers_copy() -> None:
     ]
     for obj in objects:
         assert meta_namespace_key(obj) == informers_meta_namespace_key(obj)
+
+
+def test_spec_template_and_continue_accessors_read_missing_and_null_as_empty() -> None:
+    from scheduler.framework.objects import list_continue, pod_template_of, spec_of
+
+    deployment = {"spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "web"}}}}}
+    assert spec_of(deployment)["replicas"] == 2
+    assert spec_of({}) == {} and spec_of({"spec": None}) == {}
+    assert pod_template_of(deployment) == {"metadata": {"labels": {"app": "web"}}}
+    assert pod_template_of({"spec": None}) == {} and pod_template_of({"spec": {"template": None}}) == {}
+    assert list_continue({"metadata": {"continue": "abc"}}) == "abc"
+    assert list_continue({"metadata": None}) == "" and list_continue({}) == ""
