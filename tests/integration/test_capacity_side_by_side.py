@@ -286,7 +286,8 @@ def agree(sides: tuple[Side, Side], nss: list[str], settle: Callable[[Side], boo
                             in failed_scheduling(side, ns, name)
                         ),
                         30,
-                        f"{side.label}: FailedScheduling event of {ns}/{name}",
+                        f"{side.label}: FailedScheduling event of {ns}/{name} saying {got[1]!r} "
+                        f"(events: {failed_scheduling(side, ns, name)!r})",
                     )
 
 
@@ -563,10 +564,12 @@ def failed_scheduling_count(side: Side, ns: str, name: str) -> int:
 
 def test_refusal_above_min_when_not_enough_is_idle(sides: tuple[Side, Side]) -> None:
     """A pod within its quota's max but beyond what the quotas leave idle (the sum of every quota's used
-    would exceed the sum of their min, the quotas of the cases above included) is refused; a small one
-    borrows."""
+    would exceed the sum of their min: at most 8 CPU of idle-lender's plus what the quotas of the cases
+    above leave idle) is refused; a small one borrows."""
     namespace(sides, "idle")
+    namespace(sides, "idle-lender")
     nodes(sides, "idle", [("64", "64Gi")])
+    quota(sides, "idle-lender", {"cpu": "8"}, {"cpu": "8"})
     quota(sides, "idle", {"cpu": "0"}, {"cpu": "64"})
     peer, ours = submit(sides, "idle", pod("big", "48"), "idle")
     assert peer == ours and ours[0] == "pending"
