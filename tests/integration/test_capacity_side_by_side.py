@@ -280,15 +280,24 @@ def agree(sides: tuple[Side, Side], nss: list[str], settle: Callable[[Side], boo
         for ns, pods in seen.items():
             for name, got in pods.items():
                 if got is not None and got[0] == "pending":
-                    wait_for(
-                        lambda side=side, ns=ns, name=name, msg=got[1]: (
-                            msg  # type: ignore[misc]
-                            in failed_scheduling(side, ns, name)
-                        ),
-                        30,
-                        f"{side.label}: FailedScheduling event of {ns}/{name} saying {got[1]!r} "
-                        f"(events: {failed_scheduling(side, ns, name)!r})",
-                    )
+                    expect_failed_scheduling(side, ns, name, event_note(got[1]))
+
+
+def expect_failed_scheduling(side: Side, ns: str, name: str, note: str) -> None:
+    """Waits for a FailedScheduling Event of the pod with ``note``; fails naming the notes it found."""
+    deadline = time.monotonic() + 30
+    found = failed_scheduling(side, ns, name)
+    while note not in found:
+        assert time.monotonic() < deadline, (
+            f"{side.label}: no FailedScheduling {note!r} of {ns}/{name}: {found!r}"
+        )
+        time.sleep(0.2)
+        found = failed_scheduling(side, ns, name)
+
+
+def event_note(message: str) -> str:
+    """kube-scheduler's truncateMessage: an Event's note holds at most 1024 characters."""
+    return message if len(message) <= 1024 else message[: 1024 - 4] + " ..."
 
 
 def failed_scheduling(side: Side, ns: str, name: str) -> set[str]:
