@@ -87,6 +87,9 @@ RESOURCE_SLICES = ResourceSpec(
 DEVICE_CLASSES = ResourceSpec(
     group="resource.k8s.io", version="v1", plural="deviceclasses", namespaced=False, kind="DeviceClass"
 )
+RESOURCE_QUOTAS = ResourceSpec(
+    group="", version="v1", plural="resourcequotas", namespaced=True, kind="ResourceQuota"
+)
 PRIORITY_CLASSES = ResourceSpec(
     group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
 )
