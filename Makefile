@@ -66,6 +66,7 @@ cluster: venv control-plane
 bench: venv control-plane
 	$(PY) -m bench.side_by_side
 	$(PY) -m bench.explain_bench
+	$(PY) -m bench.quota_bench
 
 bench-queue: venv
 	$(PY) -m bench.queue_bench

@@ -518,3 +518,56 @@ def test_compare_explains_each_difference_by_plugin_score(
     }
     assert fit["least"][0] > fit["least"][1]  # LeastAllocated prefers the idle node
     assert fit["most"][0] < fit["most"][1]  # MostAllocated the busy one
+
+
+def test_capacity_scheduling_rejection_and_allocatable_scores_are_recorded() -> None:
+    """Issue 26: explain shows CapacityScheduling's PreFilter verdict and NodeResourcesAllocatable's
+    per-node score."""
+    from informers.resource import ELASTIC_QUOTAS
+    from scheduler.config import parse_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "default-scheduler",
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "CapacityScheduling"}]},
+                        "postFilter": {
+                            "enabled": [{"name": "CapacityScheduling"}],
+                            "disabled": [{"name": "*"}],
+                        },
+                        "score": {"enabled": [{"name": "NodeResourcesAllocatable", "weight": 1}]},
+                    },
+                    "pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}],
+                }
+            ],
+        }
+    )
+    quota = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "team", "uid": "q", "resourceVersion": "1"},
+        "spec": {"min": {"cpu": "1"}, "max": {"cpu": "1"}},
+    }
+    nodes = [make_node("small", cpu="2"), make_node("large", cpu="8")]
+    sim = Simulation(config, IN_TREE_REGISTRY, {"nodes": nodes, ELASTIC_QUOTAS.name: [quota]})
+    over = make_pod("over", namespace="team", cpu="2")
+    fits = make_pod("fits", cpu="1")
+    rejected, placed = sim.place_all([over, fits])
+
+    assert rejected.node is None and rejected.record is not None
+    message = "Pod team/over is rejected in PreFilter because ElasticQuota team is more than Max"
+    assert rejected.record.pre_filter == message
+    assert message in rejected.reason
+    assert rejected.record.to_json()["preFilter"] == message
+
+    assert placed.node == "large" and placed.record is not None
+    scores = {s.node: s.plugins["NodeResourcesAllocatable"] for s in placed.record.scores}
+    assert scores["large"][1] == 100 and scores["small"][1] == 0  # normalised: Most prefers large
+    assert scores["large"][0] > scores["small"][0]  # raw
+    as_json = placed.record.to_json()["scores"]
+    assert any("NodeResourcesAllocatable" in str(entry) for entry in as_json)
