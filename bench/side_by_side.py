@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import analysis, prereqs, report, scale, schedulers, scrape, workloads
+from bench import analysis, load, plots, prereqs, report, scale, schedulers, scrape, summary, workloads
 from bench.apiclient import BenchClient
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
 from bench.procstat import sample
@@ -54,9 +54,14 @@ LARGE_MIN_FREE_GIB = 6.0
 # for the machine's other users.
 HUGE_MIN_FREE_GIB = 8.0
 MIN_FREE_GIB = {workloads.LARGE: LARGE_MIN_FREE_GIB, workloads.HUGE: HUGE_MIN_FREE_GIB}
-SCHEDULER_KEYS = {"kube": schedulers.KUBE, "py": schedulers.PY, "ceiling": schedulers.CEILING}
+SCHEDULER_KEYS = {
+    "kube": schedulers.KUBE,
+    "py": schedulers.PY,
+    "ceiling": schedulers.CEILING,
+    "limit": schedulers.HONEST,
+}
 # Workloads whose pods a round-robin binder places correctly (identical pods, roomy identical nodes):
-# the trivial binder runs on these, giving each its own ceiling.
+# the trivial binder and the honest limit run on these, giving each its own two limits.
 CEILING_WORKLOADS = (workloads.BASIC, workloads.LARGE)
 
 
@@ -88,7 +93,7 @@ def _contestant(
         return schedulers.PyScheduler(
             cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out, extenders=extenders
         )
-    return schedulers.TrivialBinder(cp, workdir)
+    return schedulers.TrivialBinder(cp, workdir, honest=kind == schedulers.HONEST)
 
 
 def _timeout(workload: workloads.Workload, base: float) -> float:
@@ -206,6 +211,7 @@ def run_one(
     profile_dir: Path,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
+    load_before = load.read_loadavg()
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-{kind}-") as tmp,
         ControlPlane(
@@ -286,6 +292,7 @@ def run_one(
             probe.etcd_peak_rss_mib = peaks.get("etcd", math.nan)
             log.info("%s restarted on the full cluster: ready in %.1fs, RSS %.0f MiB", kind,
                      probe.sync_full_s, probe.rss_full_mib)  # fmt: skip
+    load_after = load.read_loadavg()
     tput, steady, duration = analysis.throughput(record, workload.expect_bound())
     lat = analysis.latencies_ms(record)
     placement = analysis.check_placement(workload, pods, nodes)
@@ -319,6 +326,10 @@ def run_one(
         batching_hits=usage.get("batching_hits"),
         batching_misses=usage.get("batching_misses"),
         scale=probe.as_dict() if probe is not None else {},
+        latency_cdf_ms=analysis.latency_cdf(lat),
+        load_before=load_before,
+        load_after=load_after,
+        cores=load.cores(),
     )
     event_counts = ", ".join(
         f"{int(count)} {key.removeprefix('events/')}"
@@ -358,8 +369,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--schedulers",
-        default="kube,py,ceiling",
-        help=f"kube,py,ceiling (the ceiling, a trivial binder, runs only on {','.join(CEILING_WORKLOADS)})",
+        default="kube,py,ceiling,limit",
+        help="kube,py,ceiling,limit (the ceiling, a trivial binder, and the honest limit, which also writes "
+        f"the Scheduled Event through py-scheduler's client, run only on {','.join(CEILING_WORKLOADS)})",
     )
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
@@ -383,17 +395,47 @@ def workload_names(requested: str | None, *, quick: bool) -> list[str]:
 
 
 def contestants_for(workload: str, kinds: Sequence[str]) -> list[str]:
-    """``kinds`` in order, the ceiling kept only where a round-robin binder places pods correctly."""
-    return [k for k in kinds if k != schedulers.CEILING or workload in CEILING_WORKLOADS]
+    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly."""
+    return [k for k in kinds if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS]
+
+
+def raw_json(
+    results: Sequence[analysis.RunResult],
+    *,
+    settings: dict[str, str],
+    descriptions: dict[str, str],
+    skipped: dict[str, str],
+    pictures: plots.Pictures,
+) -> dict[str, object]:
+    """The raw results file: every run, and the figures derived from them (both limits and each
+    scheduler's fraction of each, the verdicts with their load reasons, the pictures drawn)."""
+    verdicts = {}
+    for name in dict.fromkeys(r.workload for r in results):
+        outcome, why = load.verdict(results, name)
+        verdicts[name] = {"outcome": outcome, "why": why}
+    return {
+        "settings": settings,
+        "descriptions": descriptions,
+        "skipped": skipped,
+        "limits": summary.limits(results),
+        "verdicts": verdicts,
+        "pictures": plots.as_json(pictures),
+        "results": [r.to_json() for r in results],
+    }
 
 
 def render_only(raw: Path, out: Path) -> int:
-    """Re-render the markdown from a raw JSON file (after editing the optimisation log, say)."""
+    """Re-render the markdown (and redraw the pictures) from a raw JSON file."""
     data = json.loads(raw.read_text())
     results = [analysis.RunResult.from_json(r) for r in data["results"]]
+    pictures = plots.draw(results, out.parent, out.stem)
     out.write_text(
         report.render(
-            results, settings=data["settings"], descriptions=data["descriptions"], skipped=data["skipped"]
+            results,
+            settings=data["settings"],
+            descriptions=data["descriptions"],
+            skipped=data["skipped"],
+            pictures=pictures,
         )
     )
     print(out.read_text())
@@ -416,7 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     descriptions: dict[str, str] = {}
     skipped: dict[str, str] = {}
     started = time.monotonic()
-    load_before = _loadavg()
+    session_load = _loadavg()
     for name in names:
         workload = workloads.build(name, quick=args.quick)
         descriptions[name] = workload.description
@@ -445,7 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Kubernetes": f"{k8s_version()} (kube-apiserver, etcd, kube-scheduler built by devcluster)",
         "control plane": f"fresh per run; priority and fairness off; max-requests-inflight {MAX_INFLIGHT}, "
         f"max-mutating-requests-inflight {MAX_MUTATING_INFLIGHT}; etcd without fsync",
-        "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers",
+        "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers "
+        "and the honest limit",
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
         "mode": ("quick" if args.quick else "full")
@@ -456,24 +499,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"; one run per contestant ({', '.join(kinds)})"
         ),
         "wall time": f"{time.monotonic() - started:.0f}s",
-        "load average (1, 5, 15 min)": f"{load_before} at the start, {_loadavg()} at the end",
+        "load average (1, 5, 15 min)": f"{session_load} at the start, {_loadavg()} at the end; "
+        f"{load.cores()} cores",
     }
     if args.note:
         settings["note"] = args.note
     out.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(
-        json.dumps(
-            {
-                "settings": settings,
-                "descriptions": descriptions,
-                "skipped": skipped,
-                "results": [r.to_json() for r in results],
-            },
-            indent=1,
-            default=str,
+    pictures = plots.draw(results, out.parent, out.stem)
+    data = raw_json(results, settings=settings, descriptions=descriptions, skipped=skipped, pictures=pictures)
+    raw.write_text(json.dumps(data, indent=1, default=str))
+    out.write_text(
+        report.render(
+            results, settings=settings, descriptions=descriptions, skipped=skipped, pictures=pictures
         )
     )
-    out.write_text(report.render(results, settings=settings, descriptions=descriptions, skipped=skipped))
     text = out.read_text()
     print(text)
     return 0 if all(r.placement.ok and not r.timed_out for r in results) else 1
