@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -115,6 +116,46 @@ async def _warm_up(client: BenchClient, scheduler_name: str, timeout: float = 12
     raise TimeoutError(f"{scheduler_name} did not bind the warm-up pod in {timeout:.0f}s")
 
 
+async def _recreate(
+    client: BenchClient, objects: Sequence[workloads.ApiObject], scheduler_name: str, interval: float
+) -> int:
+    """scheduler_perf's churn op, recreate mode: every ``interval`` seconds delete the previous copies of
+    ``objects`` and create new ones (names suffixed with the round), until cancelled; returns the
+    rounds. Failures are logged, not raised: the churn is background noise, not the measurement."""
+    await client.create_namespace(workloads.CHURN_NAMESPACE)
+    delete_body = orjson.dumps({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    live: list[str] = []
+    rounds = 0
+
+    async def delete(path: str) -> None:
+        try:
+            await client.request("DELETE", path, delete_body, ok=(200, 202, 404))
+        except Exception as err:
+            log.warning("churn: deleting %s failed: %s", path, err)
+
+    async def create(obj: workloads.ApiObject, suffix: str) -> None:
+        body = orjson.loads(orjson.dumps(obj.body))
+        body["metadata"]["name"] = f"{body['metadata']['name']}-{suffix}"
+        if body.get("kind") == "Pod":
+            body["spec"]["schedulerName"] = scheduler_name
+        try:
+            await client.request("POST", obj.path, orjson.dumps(body), ok=(201,))
+            live.append(f"{obj.path}/{body['metadata']['name']}")
+        except Exception as err:
+            log.warning("churn: creating %s failed: %s", body["metadata"]["name"], err)
+
+    try:
+        while True:
+            previous, live[:] = list(live), []
+            await asyncio.gather(*(delete(path) for path in previous))
+            await asyncio.gather(*(create(obj, str(rounds)) for obj in objects))
+            rounds += 1
+            await asyncio.sleep(interval)
+    except asyncio.CancelledError:
+        await asyncio.gather(*(delete(path) for path in live))
+        return rounds
+
+
 async def _place_init_pods(
     client: BenchClient, workload: workloads.Workload, scheduler_name: str, timeout: float, concurrency: int
 ) -> None:
@@ -164,6 +205,15 @@ async def _measure(
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
         metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
         on_started()
+        churning = (
+            asyncio.create_task(
+                _recreate(
+                    client, workload.background, contestant.scheduler_name, workload.background_interval_s
+                )
+            )
+            if workload.background
+            else None
+        )
         creating = asyncio.create_task(
             create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
         )
@@ -172,6 +222,11 @@ async def _measure(
         await creating
         record.timed_out = not done
         record.end = time.monotonic()
+        churn_rounds = None
+        if churning is not None:
+            churning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                churn_rounds = await churning  # _recreate returns its rounds once cancelled
         after = {name: sample(pid) for name, pid in pids.items()}
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         await watch.stop()
@@ -184,6 +239,8 @@ async def _measure(
             "apiserver_peak_rss_mib": after["kube-apiserver"].peak_rss_mib,
             "etcd_peak_rss_mib": after["etcd"].peak_rss_mib,
         }
+        if churn_rounds is not None:
+            usage["churn_rounds"] = float(churn_rounds)
         batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
         for key, name in batching.items():
             if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
@@ -273,6 +330,13 @@ def run_one(
             )
             plugins = contestant.plugins()
             violations = prereqs.verify(cp, workload, pods, nodes)
+            if workload.report_spread:
+                notes.append(prereqs.spread_note(pods, nodes))
+            if "churn_rounds" in usage:
+                notes.append(
+                    f"churn: {int(usage['churn_rounds'])} rounds of {len(workload.background)} objects "
+                    f"recreated every {workload.background_interval_s:g}s"
+                )
             if extender is not None:
                 calls = ", ".join(f"{n} {verb}" for verb, n in sorted(extender.calls().items()))
                 notes.append(f"extender: {usage['extender_cpu_s']:.1f} CPU s; calls {calls}")
