@@ -19,7 +19,7 @@ from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
 from scheduler.kubeclient import KubeconfigError, one_line
 from scheduler.logs import setup_logging
-from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.plugins.registry import in_tree_registry
 
 log = logging.getLogger("scheduler.cli")
 
@@ -158,7 +158,8 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise StartupError("--tls-cert-file and --tls-private-key-file go together")
     try:
-        config = load_config(args.config, registry=IN_TREE_REGISTRY)
+        registry = in_tree_registry(args.feature_gates)
+        config = load_config(args.config, registry=registry)
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
@@ -175,7 +176,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     try:
         app = SchedulerApp(
             config,
-            registry=config.registry or IN_TREE_REGISTRY,
+            registry=config.registry or registry,
             kubeconfig=args.kubeconfig,
             serving=ServingOptions(
                 args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
