@@ -73,6 +73,17 @@ CASES: dict[str, tuple[str, bool, bool]] = {
     "resourceLock endpoints": ("leaderElection: {resourceLock: endpoints}\n", REFUSE, True),
     "duration as a number": ("leaderElection: {leaseDuration: 15}\n", REFUSE, True),
     "unknown field": ("parallelizm: 4\n", REFUSE, True),
+    # v1.37.2's Plugins has podGroupPostFilter (empty: accepted), and no placementFeasible.
+    "empty podGroupPostFilter": (
+        "profiles:\n- schedulerName: x\n  plugins:\n    podGroupPostFilter: {}\n",
+        ACCEPT,
+        True,
+    ),
+    "placementFeasible is no field": (
+        "profiles:\n- schedulerName: x\n  plugins:\n    placementFeasible: {}\n",
+        REFUSE,
+        True,
+    ),
     "field in the wrong case": ("Parallelism: 4\n", REFUSE, True),
     "duplicate key": ("parallelism: 4\nparallelism: 5\n", REFUSE, True),
     "enableProfiling string": ("enableProfiling: 'yes'\n", REFUSE, True),

@@ -1,6 +1,6 @@
 """The structured-parameters device allocator (``k8s.io/dynamic-resource-allocation/structured``).
 
-A port of ``structured/internal/stable/allocator_stable.go`` and ``pools_stable.go`` (v0.36.3) over raw
+A port of ``structured/internal/stable/allocator_stable.go`` and ``pools_stable.go`` (v0.37.2) over raw
 JSON objects: for one node, an exhaustive depth-first search that picks devices for every request of
 every claim, in claim, request and pool/slice/device order, checking constraints as it goes, and returns
 the first full solution as ``status.allocation`` dicts (``AllocationResult``), or None when the claims do
@@ -33,6 +33,16 @@ DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 # resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
+
+
+def enhance_runtime_error(message: str) -> str:
+    """``cel.EnhanceRuntimeError`` (v0.37): a "no such key" error gets a hint about optional access."""
+    if "no such key:" in message:
+        return (
+            f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the "
+            "check with has() for optional fields"
+        )
+    return message
 
 
 class AllocationError(Exception):
@@ -510,20 +520,24 @@ class _Run:
                         for si, sub in enumerate(raw["firstAvailable"])
                     ]
                     per_request.append(subs)
-                    min_devices += min(s.num_devices for s in subs)
+                    request_devices = min(s.num_devices for s in subs)
                 elif raw.get("exactly") is not None:
                     per_request.append([self._validate(ci, ri, 0, Request(name, "", raw["exactly"]))])
-                    min_devices += per_request[-1][0].num_devices
+                    request_devices = per_request[-1][0].num_devices
                 else:
                     raise AllocationError(
                         f"claim {_klog(claim)}, request {name}: missing device class name "
                         "(unsupported request type?)"
                     )
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocationError(
-                    f"claim {_klog(claim)}: number of requested devices {min_devices} exceeds the claim "
-                    f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
+                # v0.37: checked per request, before adding (only a lower bound: a subrequest may pick
+                # more, so _allocate_one checks the limit again).
+                if request_devices > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, request {name}: adding {request_devices} devices exceeds "
+                        f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already "
+                        "accounted for"
+                    )
+                min_devices += request_devices
             self.requests.append(per_request)
             constraints: list[MatchAttribute] = []
             for i, raw_constraint in enumerate(devices.get("constraints") or ()):
@@ -548,6 +562,12 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, request: Request) -> Request:
         claim = self.claims[ci]
+        if not request.parent and request.spec.get("derivedAttributes"):
+            # DRADerivedAttributes (alpha, off in v1.37): not supported by the stable variant either.
+            raise AllocationError(
+                f"claim {_klog(claim)}, request {request.name}: cannot handle request with derived "
+                "attributes, the feature is disabled"
+            )
         for i, selector in enumerate(request.selectors):
             if not (selector.get("cel") or {}).get("expression"):
                 raise AllocationError(
@@ -675,21 +695,21 @@ class _Run:
         found = self.selectable_cache.get(key)
         if found is not None:
             return found
-        result = self._selectable_uncached(ci, request, slice_, index, device, driver)
+        result = self._selectable_uncached(ci, request, slice_, index, device, device_id)
         self.selectable_cache[key] = result
         return result
 
     def _selectable_uncached(
-        self, ci: int, request: Request, slice_: Obj, index: int, device: Obj, driver: str
+        self, ci: int, request: Request, slice_: Obj, index: int, device: Obj, device_id: DeviceID
     ) -> bool:
         # Unsupported device kinds stay unallocated rather than being double-booked.
         if device.get("bindingConditions") or device.get("consumesCounters"):
             return False
         if request.class_ is not None:
             selectors = (request.class_.get("spec") or {}).get("selectors") or ()
-            if not self._selectors_match(ci, request, selectors, slice_, index, driver, request.class_):
+            if not self._selectors_match(ci, request, selectors, slice_, index, device_id, request.class_):
                 return False
-        if not self._selectors_match(ci, request, request.selectors, slice_, index, driver, None):
+        if not self._selectors_match(ci, request, request.selectors, slice_, index, device_id, None):
             return False
         if _spec(slice_).get("perDeviceNodeSelection"):
             return node_matches(
@@ -707,9 +727,10 @@ class _Run:
         selectors: Sequence[Obj],
         slice_: Obj,
         index: int,
-        driver: str,
+        device_id: DeviceID,
         class_: Obj | None,
     ) -> bool:
+        driver = device_id[0]
         for i, selector in enumerate(selectors):
             expression = (selector.get("cel") or {}).get("expression", "")
             compiled = self.a.match_cache.cel.get_or_compile(expression)
@@ -719,7 +740,10 @@ class _Run:
             try:
                 matched = self.a.match_cache.matches(expression, slice_, index, driver)
             except CelError as err:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {err}") from err
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {'/'.join(device_id)}: CEL runtime error: "
+                    f"{enhance_runtime_error(str(err))}"
+                ) from err
             if not matched:
                 return False
         return True
@@ -815,12 +839,25 @@ class _Run:
                 config.append({"source": "FromClaim", **_opaque(entry)})
                 continue
             for ri, raw in enumerate(raw_requests):
-                if raw.get("name") in names:
-                    config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
-                    continue
                 chosen = self._chosen(ci, ri)
-                if chosen.parent and chosen.full_name in names:
+                if raw.get("name") in names or (chosen.parent and chosen.full_name in names):
+                    # Once, at the first request it names (v0.37; v0.36 added it once per request).
                     config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
+                    break
+        # v0.37: a config that names every request (or the chosen subrequest of each) applies to all,
+        # which an empty list says.
+        chosen_names = [
+            (str(raw.get("name") or ""), self._chosen(ci, ri)) for ri, raw in enumerate(raw_requests)
+        ]
+        for item in config:
+            requests = item.get("requests")
+            if not requests:
+                continue
+            if all(
+                name in requests or (chosen.parent and chosen.full_name in requests)
+                for name, chosen in chosen_names
+            ):
+                del item["requests"]
         return config
 
     @staticmethod

@@ -1,5 +1,5 @@
 """InterPodAffinity (``pkg/scheduler/framework/plugins/interpodaffinity/plugin.go``, ``filtering.go``,
-``scoring.go``, v1.36).
+``scoring.go``, v1.37.2).
 
 Filter: the incoming pod's required pod affinity and anti-affinity, and the required anti-affinity of
 the pods already placed, over any topology key. Score: preferred terms in both directions, plus the
@@ -93,7 +93,7 @@ class InterPodAffinity:
     existing pods whose *required* affinity the incoming pod matches; ``ignorePreferredTermsOfExistingPods``
     (default false) skips scoring for pods without preferred terms of their own.
 
-    Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/`` (v1.37.2).
     """
 
     name = names.INTER_POD_AFFINITY
@@ -149,11 +149,11 @@ class InterPodAffinity:
 
     def _widen(self, term: AffinityTerm) -> AffinityTerm:
         """Upstream's mergeAffinityTermNamespacesIfNotEmpty: a term's non-empty namespaceSelector is
-        unrolled into the names of the namespaces it selects now.
+        unrolled into the names of the namespaces it selects now, and the selector becomes Nothing.
 
-        As upstream (where only a copy's selector is reset), the selector itself stays on the term, so
-        matching still reads it against no labels: ``DoesNotExist`` or ``NotIn`` alone keep matching
-        every namespace.
+        Since v1.37 the term is changed in place (v1.36 reset only a copy's selector, so matching still
+        read it against the existing pod's namespace labels, or none for an unknown namespace): a pod in
+        a namespace the lister does not know is no longer matched by a selector such as ``NotIn`` alone.
         """
         selector = term.namespace_selector
         # A missing selector (Nothing) selects no names; an empty one already matches everything.
@@ -164,7 +164,7 @@ class InterPodAffinity:
             for ns in self._namespaces.list()
             if selector.matches(object_meta(ns).get("labels") or {})
         }
-        return replace(term, namespaces=term.namespaces | selected)
+        return replace(term, namespaces=term.namespaces | selected, namespace_selector=NOTHING)
 
     def _merge_namespaces(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
         return tuple(self._widen(term) for term in terms)

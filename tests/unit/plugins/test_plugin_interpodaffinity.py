@@ -1419,3 +1419,21 @@ def test_args_accept_the_full_range_and_kind() -> None:
     assert plugin.hard_pod_affinity_weight == 100
     assert plugin.ignore_preferred_terms_of_existing_pods is True
     assert InterPodAffinity({"hardPodAffinityWeight": 0}, FakeHandle()).hard_pod_affinity_weight == 0
+
+
+def test_unrolled_namespace_selector_no_longer_matches_pods_of_unknown_namespaces() -> None:
+    """v1.37.2's mergeAffinityTermNamespacesIfNotEmpty resets the term's own selector to Nothing: a
+    ``NotIn`` selector unrolled into the known namespaces' names does not match an existing pod whose
+    namespace the lister does not know (v1.36 still matched it against no labels)."""
+    not_team2 = {"matchExpressions": [expr("team", "NotIn", "team2")]}
+    incoming = (
+        P()
+        .namespace("subteam1.team1")
+        .labels(POD_LABEL2)
+        .anti_affinity_term(term("zone", SVC_IN, namespace_selector=not_team2))
+        .obj()
+    )
+    unknown_ns = P().namespace("not-listed").labels(POD_LABEL).node("node1").obj()
+    known_ns = P().namespace("subteam2.team1").labels(POD_LABEL).node("node1").obj()
+    assert run_filters(incoming, [unknown_ns], [n("node1", LABELS1)]) == (None, [None])
+    assert run_filters(incoming, [known_ns], [n("node1", LABELS1)]) == (None, [ANTI])
