@@ -132,15 +132,27 @@ def _slice_count(slice_: Obj) -> int:
     return int((_spec(slice_).get("pool") or {}).get("resourceSliceCount") or 0)
 
 
+def uses_compatibility_groups(slice_: Obj) -> bool:
+    """``sliceUsesCompatibilityGroups`` (v0.37): a device declares compatibility groups on one of its
+    counter consumptions (DRADeviceCompatibilityGroups, alpha and off)."""
+    return any(
+        consumption.get("compatibilityGroups")
+        for device in _spec(slice_).get("devices") or ()
+        for consumption in device.get("consumesCounters") or ()
+    )
+
+
 def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     """The pools with slices for ``node`` (``GatherPools``), newest generation only.
 
-    Slices with shared counters (partitionable devices) are not supported and are left out.
+    Slices with shared counters (partitionable devices) are not supported and are left out. As
+    upstream while DRADeviceCompatibilityGroups is off, a slice whose devices declare compatibility
+    groups is ignored and does not count towards its pool's completeness, so the pool is incomplete.
     """
     pools: dict[tuple[str, str], list[Obj]] = {}
     for slice_ in slices:
         spec = _spec(slice_)
-        if spec.get("sharedCounters"):
+        if spec.get("sharedCounters") or uses_compatibility_groups(slice_):
             continue
         node_name, all_nodes, selector = spec.get("nodeName") or "", bool(spec.get("allNodes")), None
         selector = spec.get("nodeSelector")
@@ -170,7 +182,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
             others = [s for s in slices if _pool_key(s) == (driver, pool_name)]
             if any(_generation(s) > generation for s in others):
                 continue  # obsolete: a newer generation exists (for other nodes)
-            same = [s for s in others if _generation(s) == generation]
+            same = [s for s in others if _generation(s) == generation and not uses_compatibility_groups(s)]
             if len(same) != _slice_count(pool_slices[0]):
                 result.append(Pool(driver, pool_name, incomplete=True))
                 continue

@@ -1,4 +1,4 @@
-"""DynamicResources (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, v1.36.3).
+"""DynamicResources (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, v1.37.2).
 
 PreEnqueue holds a pod until its ResourceClaims exist (claims from templates are created by
 kube-controller-manager's resourceclaim controller and named in ``status.resourceClaimStatuses``).
@@ -248,8 +248,9 @@ class DynamicResources:
         upstream's UpdateStatus) is returned as a call for a worker thread; the claim's update then
         arrives through the informer and requeues the pod (``is_schedulable_after_claim_change``).
 
-        Runs before DefaultPreemption, and its Unschedulable reason leads the PostFilter part of the
-        FailedScheduling message ("no new claims to deallocate, preemption: ...").
+        Runs before DefaultPreemption. Since v1.37 only a deallocation gives a reason ("deallocation of
+        ResourceClaim completed"); the other outcomes are Unschedulable without one, so they add nothing
+        to the FailedScheduling message.
         """
         del node_statuses
         s: _State | None = state.get(STATE_KEY)
@@ -258,7 +259,9 @@ class DynamicResources:
             # which ends PostFilter with that error before preemption.
             return None, Status.as_error("not found")
         if not s.claims:
-            return None, Status.unschedulable("no new claims to deallocate")
+            # v1.37: no reason (v1.36 said "no new claims to deallocate", which led every PostFilter
+            # part of a FailedScheduling message).
+            return None, Status.unschedulable()
         # Upstream ranges over a set (random order) and takes the first claim that qualifies; any
         # choice is valid, this one is the first in the pod's claim order.
         for index in sorted(s.unavailable):
@@ -266,7 +269,8 @@ class DynamicResources:
             reserved = (claim.get("status") or {}).get("reservedFor") or ()
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
                 return self._deallocation(claim)
-        return None, Status.unschedulable("still not schedulable")
+        # v1.37: no reason (v1.36: "still not schedulable").
+        return None, Status.unschedulable()
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]

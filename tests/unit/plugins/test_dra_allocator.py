@@ -354,3 +354,21 @@ def test_filter_timeout() -> None:
     )
     with pytest.raises(AllocationTimeout):
         allocator.allocate(NodeView(NODE_1, {}), [claim("c", request(REQ_0, count=21))])
+
+
+def test_slice_with_compatibility_groups_makes_its_pool_incomplete() -> None:
+    """v0.37.2's GatherPools, DRADeviceCompatibilityGroups off: the slice is ignored and does not count
+    towards the pool, so the pool's other devices are not allocated either."""
+    grouped = device(
+        "g", consumesCounters=[{"counterSet": "x", "counters": {}, "compatibilityGroups": ["a"]}]
+    )
+    plain = slice_("s1", NODE_1, POOL_A, DRIVER_A, device("d1"), count=2)
+    with_groups = slice_("s2", NODE_1, POOL_A, DRIVER_A, grouped, count=2)
+    assert allocate([claim("c", request(REQ_0))], [plain, with_groups]) is None
+    with pytest.raises(
+        AllocationError, match=r"asks for all devices, but resource pool .* is currently being updated"
+    ):
+        allocate([claim("c", request(REQ_0, mode="All"))], [plain, with_groups])
+    # The same slice without the groups completes the pool.
+    ungrouped = slice_("s2", NODE_1, POOL_A, DRIVER_A, device("g"), count=2)
+    assert allocate([claim("c", request(REQ_0))], [plain, ungrouped]) is not None

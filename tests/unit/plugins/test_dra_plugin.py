@@ -289,16 +289,17 @@ def test_hints() -> None:
     assert (Resource.ResourceClaim, ActionType.Delete) in registered
 
 
-def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
-    """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption; kube-scheduler v1.36.3
-    writes "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
-    claims. A claim that is available everywhere is no candidate: "still not schedulable"."""
+def test_post_filter_without_a_candidate_gives_no_reason() -> None:
+    """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption. Since v1.37 a pod
+    without claims, or whose claims are no candidate (available everywhere), gets Unschedulable without
+    a reason (v1.36.3: "no new claims to deallocate" / "still not schedulable", which led the PostFilter
+    part of the FailedScheduling message)."""
     pl, _ = plugin([])
     state = CycleState()
     pl.pre_filter(state, pod(), NODES)
     nominated, status = pl.post_filter(state, pod(), {})
     assert nominated is None and status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+    assert (status.code, status.reasons) == (Code.Unschedulable, [])
 
     c = claim(
         "done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"), node=None)
@@ -308,7 +309,7 @@ def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
     state, _, _ = run_filter(pl, p)
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+    assert (status.code, status.reasons) == (Code.Unschedulable, [])
     assert handle.api_calls == []
 
     # An earlier PreFilter plugin rejected the pod: upstream's state read fails with ErrNotFound.
@@ -377,13 +378,13 @@ def test_post_filter_leaves_a_claim_reserved_for_another_pod() -> None:
         assert isinstance(outcome, tuple)
         _, status = outcome
         assert status is not None
-        assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+        assert (status.code, status.reasons) == (Code.Unschedulable, [])
         assert handle.api_calls == []
 
 
 def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
-    """ "no new claims to deallocate" also when PreFilter stopped before it read the claims (upstream's
-    table: a missing device class)."""
+    """No candidate (Unschedulable without a reason, v1.37) also when PreFilter stopped before it read
+    the claims (upstream's table: a missing device class)."""
     c = claim("pending", request(REQ_0, "missing-class"))
     pl, handle = plugin([c])
     p = pod({"name": "c", "resourceClaimName": "pending"})
@@ -393,7 +394,7 @@ def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
     )
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+    assert (status.code, status.reasons) == (Code.Unschedulable, [])
     assert handle.api_calls == []
 
 
@@ -431,5 +432,5 @@ def test_filter_allocator_failure_wins_and_is_not_a_deallocation_candidate() -> 
     assert status is None
     assert filtered[NODE_2] is not None and filtered[NODE_2].message() == "cannot allocate all claims"
     _, status = pl.post_filter(state, p, {})
-    assert status is not None and status.message() == "still not schedulable"
+    assert status is not None and (status.code, status.reasons) == (Code.Unschedulable, [])
     assert handle.api_calls == []
