@@ -86,7 +86,7 @@ class Evaluator:
     ) -> tuple[str | None, Status | None]:
         """Upstream's ``Evaluator.Preempt`` without extenders (``scheduler.preemption.extenders`` adds
         their step). Returns the nominated node (``""`` clears
-        a nomination, None leaves it alone) and a status (None on success)."""
+        a nomination, None leaves it alone) and a status (Success with v1.37's message on success)."""
         found = self.candidates(state, pod, node_to_status)
         if isinstance(found, tuple):
             return found
@@ -129,7 +129,12 @@ class Evaluator:
             status = actuator.actuate(pod, best.name, best.victims, self.plugin_name)
             if status is not None:
                 return None, status
-        return best.name, None
+        # v1.37: the success says what was found; DefaultPreemption prefixes it with "preemption: " and
+        # it ends the FailedScheduling message.
+        found = (
+            f"found a potential placement for pod on node {best.name}, preempting {len(best.victims)} victims"
+        )
+        return best.name, Status(Code.Success, [found])
 
     def find_candidates(
         self,
