@@ -87,6 +87,10 @@ RESOURCE_SLICES = ResourceSpec(
 DEVICE_CLASSES = ResourceSpec(
     group="resource.k8s.io", version="v1", plural="deviceclasses", namespaced=False, kind="DeviceClass"
 )
+# GA in v1.37 (DRADeviceTaintRules, on): taints the scheduler adds to matching devices of ResourceSlices.
+DEVICE_TAINT_RULES = ResourceSpec(
+    group="resource.k8s.io", version="v1", plural="devicetaintrules", namespaced=False, kind="DeviceTaintRule"
+)
 PRIORITY_CLASSES = ResourceSpec(
     group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
 )

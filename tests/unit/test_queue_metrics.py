@@ -33,8 +33,8 @@ def test_incoming_and_pending_metrics() -> None:
     gc.collect()  # queues of earlier tests must not count any more
     base_pending = pending()
     labels = [
-        ("active", "UnschedulablePodAdd"),
-        ("unschedulable", "UnschedulablePodAdd"),
+        ("active", "UnscheduledPodAdd"),
+        ("unschedulable", "UnscheduledPodAdd"),
         ("backoff", "ScheduleAttemptFailure"),
         ("unschedulable", "ScheduleAttemptFailure"),
         ("active", "BackoffComplete"),
@@ -72,8 +72,8 @@ def test_incoming_and_pending_metrics() -> None:
 
     delta = {label: incoming(*label) - base[label] for label in labels}
     assert delta == {
-        ("active", "UnschedulablePodAdd"): 4,
-        ("unschedulable", "UnschedulablePodAdd"): 1,  # gated pods count as unschedulable, as upstream
+        ("active", "UnscheduledPodAdd"): 4,
+        ("unschedulable", "UnscheduledPodAdd"): 1,  # gated pods count as unschedulable, as upstream
         ("backoff", "ScheduleAttemptFailure"): 1,
         ("unschedulable", "ScheduleAttemptFailure"): 2,
         ("active", "BackoffComplete"): 2,

@@ -202,6 +202,55 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     return result
 
 
+def apply_taint_rules(slice_: Obj, rules: Sequence[Obj]) -> Obj:
+    """``Tracker.applyPatches`` (``resourceslice/tracker``, v0.37.2): each DeviceTaintRule adds its
+    taint to the devices of ``slice_`` its selector matches (driver, pool and device name; all unset
+    matches every device, no selector none). The slice is copied only when a rule applies."""
+    spec = _spec(slice_)
+    pool = (spec.get("pool") or {}).get("name", "")
+    devices: list[Any] | None = None
+    for rule in rules:
+        rule_spec = rule.get("spec") or {}
+        selector = rule_spec.get("deviceSelector")
+        if not isinstance(selector, Mapping):
+            continue
+        if selector.get("driver") is not None and selector.get("driver") != spec.get("driver"):
+            continue
+        if selector.get("pool") is not None and selector.get("pool") != pool:
+            continue
+        name = selector.get("device")
+        for index, device in enumerate(spec.get("devices") or ()):
+            if name is not None and name != device.get("name"):
+                continue
+            if devices is None:
+                devices = list(spec.get("devices") or ())
+            taints = [*(devices[index].get("taints") or ()), rule_spec.get("taint") or {}]
+            devices[index] = {**devices[index], "taints": taints}
+    if devices is None:
+        return slice_
+    return {**slice_, "spec": {**spec, "devices": devices}}
+
+
+class TaintedSlices:
+    """The slices as the allocator sees them (``ListPatchedResourceSlices``): with the DeviceTaintRules'
+    taints applied, kept while the slices and the rules stay the same objects (so PoolCache, which
+    keys on the slices' identities, keeps working)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        self._held: tuple[Sequence[Obj], Sequence[Obj]] = ((), ())
+        self._patched: Sequence[Obj] = ()
+
+    def patched(self, slices: Sequence[Obj], rules: Sequence[Obj]) -> Sequence[Obj]:
+        if not rules:
+            return slices
+        key = (tuple(map(id, slices)), tuple(map(id, rules)))
+        if key != self._key:
+            self._key, self._held = key, (slices, rules)
+            self._patched = [apply_taint_rules(s, rules) for s in slices]
+        return self._patched
+
+
 def _depends_on_labels(slice_: Obj) -> bool:
     """Whether the slice's node matching reads node labels (a node selector, of the slice or a device)."""
     spec = _spec(slice_)

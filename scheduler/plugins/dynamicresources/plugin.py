@@ -13,6 +13,9 @@ Reasons (UnschedulableAndUnresolvable, as upstream's statusUnschedulable) and er
 wording: "cannot allocate all claims", "resourceclaim not available on the node", "resourceclaim in use",
 "resource claim ns/name is in the process of being allocated", "request r: device class c does not exist".
 
+DeviceTaintRules (resource.k8s.io/v1, GA and on since v1.37) taint the devices they select (driver, pool,
+device name) as if the driver had published the taint; their changes requeue pods as slice updates.
+
 Guarded (the pod is refused with a reason naming the feature, never placed as if it were absent):
 DRA-backed extended resources (DRAExtendedResource) and claims of a PodGroup (DRAWorkloadResourceClaims).
 
@@ -41,6 +44,7 @@ import orjson
 from scheduler.config.duration import parse_duration
 from scheduler.framework import (
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ActionType,
@@ -69,6 +73,7 @@ from scheduler.plugins.dynamicresources.allocator import (
     FailedOnNode,
     NodeView,
     PoolCache,
+    TaintedSlices,
 )
 from scheduler.plugins.dynamicresources.cel import CelCache
 from scheduler.plugins.dynamicresources.claims import (
@@ -155,6 +160,9 @@ class DynamicResources:
         self.claims = handle.lister(RESOURCE_CLAIMS)
         self.slices = handle.lister(RESOURCE_SLICES)
         self.classes = handle.lister(DEVICE_CLASSES)
+        # DRADeviceTaintRules (GA and on since v1.37): their taints count as the devices' own.
+        self.taint_rules = handle.lister(DEVICE_TAINT_RULES)
+        self.tainted = TaintedSlices()
         self.in_flight = InFlightClaims()
         self.matches = DeviceMatchCache(CelCache())
         # Per-pod work that only changes when claims or slices do (see each class).
@@ -360,7 +368,7 @@ class DynamicResources:
             for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
         )
         if to_allocate:
-            slices = self.slices.list()
+            slices = self.tainted.patched(self.slices.list(), self.taint_rules.list())
             pools = self.pool_cache.pools_for(slices)
             s.allocator = Allocator(
                 allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),

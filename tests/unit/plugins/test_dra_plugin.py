@@ -6,6 +6,7 @@ from typing import Any
 
 from scheduler.framework import (
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ActionType,
@@ -434,3 +435,52 @@ def test_filter_allocator_failure_wins_and_is_not_a_deallocation_candidate() -> 
     _, status = pl.post_filter(state, p, {})
     assert status is not None and (status.code, status.reasons) == (Code.Unschedulable, [])
     assert handle.api_calls == []
+
+
+def test_device_taint_rules_taint_the_devices_they_select() -> None:
+    """DRADeviceTaintRules (GA in v1.37): a rule's taint counts as if the driver had published it
+    (resourceslice tracker's applyPatches); a toleration lets the pod have the device again."""
+    taint = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
+    rule = {
+        "metadata": {"name": "r"},
+        "spec": {"deviceSelector": {"driver": DRIVER_A, "pool": NODE_1}, "taint": taint},
+    }
+    slices = [slice_(f"s-{n}", n, n, DRIVER_A, device("gpu-0")) for n in (NODE_1, NODE_2)]
+
+    def filtered_for(pending: dict[str, Any]) -> dict[str, Any]:
+        handle = FakeHandle(
+            objects={
+                RESOURCE_CLAIMS: [pending],
+                RESOURCE_SLICES: slices,
+                DEVICE_CLASSES: [device_class(CLASS_A, f'device.driver == "{DRIVER_A}"')],
+                DEVICE_TAINT_RULES: [rule],
+            }
+        )
+        _, status, filtered = run_filter(
+            DynamicResources({}, handle), pod({"name": "c", "resourceClaimName": "c"})
+        )
+        assert status is None
+        return filtered
+
+    filtered = filtered_for(claim("c", request(REQ_0)))
+    assert filtered[NODE_1] is not None and filtered[NODE_1].message() == "cannot allocate all claims"
+    assert filtered[NODE_2] is None
+    # The published slices stay untouched.
+    assert "taints" not in slices[0]["spec"]["devices"][0]
+
+    tolerating = [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}]
+    filtered = filtered_for(claim("c", request(REQ_0, tolerations=tolerating)))
+    assert filtered[NODE_1] is None
+
+
+def test_a_rule_without_selector_taints_nothing() -> None:
+    from scheduler.plugins.dynamicresources.allocator import apply_taint_rules
+
+    s = slice_("s", NODE_1, POOL_A, DRIVER_A, device("a"), device("b"))
+    taint = {"key": "k", "effect": "NoSchedule"}
+    assert apply_taint_rules(s, [{"spec": {"taint": taint}}]) is s
+    assert apply_taint_rules(s, [{"spec": {"deviceSelector": {"driver": "other"}, "taint": taint}}]) is s
+    one = apply_taint_rules(s, [{"spec": {"deviceSelector": {"device": "b"}, "taint": taint}}])
+    assert [d.get("taints") for d in one["spec"]["devices"]] == [None, [taint]]
+    every = apply_taint_rules(s, [{"spec": {"deviceSelector": {}, "taint": taint}}])
+    assert [d.get("taints") for d in every["spec"]["devices"]] == [[taint], [taint]]
