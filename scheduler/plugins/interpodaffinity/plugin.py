@@ -50,6 +50,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
     WeightedAffinityTerm,
     matches_all,
+    matches_any,
     pod_affinity_terms,
     pod_labels,
 )
@@ -84,6 +85,10 @@ def _node_labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 def _matches_all_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> bool:
     return matches_all(terms, _namespace_of(obj), _pod_labels_of(obj))
+
+
+def _matches_any_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> bool:
+    return matches_any(terms, _namespace_of(obj), _pod_labels_of(obj))
 
 
 class InterPodAffinity:
@@ -408,17 +413,18 @@ class InterPodAffinity:
         if old_obj is not None and new_obj is not None:
             if not _matches_all_raw(affinity, old_obj) and _matches_all_raw(affinity, new_obj):
                 return QueueingHint.Queue
-            if _matches_all_raw(anti, old_obj) and not _matches_all_raw(anti, new_obj):
+            # v1.37: one anti-affinity term the pod stops matching is enough (v1.36 asked for all).
+            if _matches_any_raw(anti, old_obj) and not _matches_any_raw(anti, new_obj):
                 return QueueingHint.Queue
             return QueueingHint.Skip
         if new_obj is not None:
             return QueueingHint.Queue if _matches_all_raw(affinity, new_obj) else QueueingHint.Skip
-        if _matches_all_raw(anti, old_obj):
+        if _matches_any_raw(anti, old_obj):
             return QueueingHint.Queue
         deleted = pod_affinity_terms(pod_info(old_obj))
         if deleted.error is not None:
             return QueueingHint.Queue
-        if matches_all(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
+        if matches_any(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
             return QueueingHint.Queue
         return QueueingHint.Skip
 

@@ -1,5 +1,5 @@
 """InterPodAffinity: upstream's table tests (``interpodaffinity/filtering_test.go``, ``scoring_test.go``,
-``plugin_test.go``, v1.36), names kept so each case can be traced, plus NodeInfo/Snapshot list upkeep and
+``plugin_test.go``, v1.37.2), names kept so each case can be traced, plus NodeInfo/Snapshot list upkeep and
 the equivalence of the batch paths with the per-node ones."""
 
 from __future__ import annotations
@@ -1101,6 +1101,12 @@ def _other() -> P:
     return P().uid("other")
 
 
+def _two_anti_terms(pod: P) -> dict[str, Any]:
+    return (
+        pod.anti_in("service", "region", ["securityscan"], REQ).anti_in("app", "region", ["web"], REQ).obj()
+    )
+
+
 POD_CHANGE_CASES: list[
     tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, QueueingHint]
 ] = [
@@ -1236,6 +1242,49 @@ POD_CHANGE_CASES: list[
         "delete a nominated pod which matches pod's anti-affinity",
         P("p").anti_in("service", "region", SVC_VALUES, REQ).obj(),
         P().nominated("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+    # v1.37.2's anti-affinity hints ask for any matching term (podMatchesAnyAffinityTerms).
+    (
+        "modify pod label to change it from matching only one of target pod's anti-affinity terms to "
+        "matching none",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").label("app", "bar").obj(),
+        _other().node("fake-node").label("service", "foo").label("app", "bar").obj(),
+        Q,
+    ),
+    (
+        "modify pod label but it still matches one of target pod's anti-affinity terms",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").label("app", "bar").obj(),
+        _other().node("fake-node").label("service", "foo").label("app", "web").obj(),
+        S,
+    ),
+    (
+        "delete a pod which matches only one of target pod's anti-affinity terms",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that matches pending pod on only one term",
+        P("p").label("service", "securityscan").obj(),
+        _other()
+        .node("fake-node")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
         None,
         Q,
     ),
