@@ -98,8 +98,8 @@ PRIORITY_CLASSES = ResourceSpec(
 PODGROUPS = ResourceSpec(
     group="scheduling.x-k8s.io", version="v1alpha1", plural="podgroups", namespaced=True, kind="PodGroup"
 )
-# Upstream's own gang API (alpha in v1.36, feature gate GenericWorkload): served only when the API server
-# runs with --runtime-config=scheduling.k8s.io/v1alpha2=true; watched only when GangScheduling is on.
+# Upstream's own gang API (beta and off in v1.37, feature gate GenericWorkload): served only when the API
+# server runs with --runtime-config=scheduling.k8s.io/v1beta1=true; watched only when GenericWorkload is on.
 WORKLOAD_PODGROUPS = ResourceSpec(
-    group="scheduling.k8s.io", version="v1alpha2", plural="podgroups", namespaced=True, kind="PodGroup"
+    group="scheduling.k8s.io", version="v1beta1", plural="podgroups", namespaced=True, kind="PodGroup"
 )

@@ -58,11 +58,10 @@ SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
 
 
-# GangScheduling asked for upstream's PodGroups, and the API server does not serve them.
+# GenericWorkload (GangScheduling) asked for upstream's PodGroups, and the API server does not serve them.
 WORKLOAD_API_MISSING = (
-    "the GangScheduling feature gate is on but the API server does not serve {resource}: start "
-    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha2=true "
-    "--feature-gates=GenericWorkload=true,GangScheduling=true"
+    "the GenericWorkload feature gate is on but the API server does not serve {resource}: start "
+    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true --feature-gates=GenericWorkload=true"
 )
 
 
@@ -177,7 +176,7 @@ class SchedulerApp:
         return [p for p in self._pod_lister.list(namespace) if scheduling_group_name(p) == name]
 
     def _pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The scheduling.k8s.io/v1alpha2 PodGroup, for its PodGroupScheduled condition."""
+        """The scheduling.k8s.io/v1beta1 PodGroup, for its PodGroupInitiallyScheduled condition."""
         return self.listers.lister(WORKLOAD_PODGROUPS).get(name, namespace)
 
     def _wakes_on_add(self) -> Callable[[Pod], bool] | None:

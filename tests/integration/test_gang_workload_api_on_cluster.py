@@ -1,9 +1,9 @@
-"""Issue 14, upstream's own gang API: scheduling.k8s.io/v1alpha2 PodGroups and pods'
-``spec.schedulingGroup``, on the real control plane (the session's API server serves the alpha API).
+"""Issue 14, upstream's own gang API: scheduling.k8s.io/v1beta1 PodGroups (v1.37; v1alpha2 in v1.36) and
+pods' ``spec.schedulingGroup``, on the real control plane (the session's API server serves the beta API).
 
-Each case runs against py-scheduler (``--feature-gates=GenericWorkload=true,GangScheduling=true``) and
-against the real kube-scheduler v1.36.3 started with the same gates: the same objects must give the
-same all-or-nothing outcome.
+Each case runs against py-scheduler (``--feature-gates=GenericWorkload=true``) and against the real
+kube-scheduler v1.37.2 started with the same gate: the same objects must give the same all-or-nothing
+outcome.
 """
 
 from __future__ import annotations
@@ -52,22 +52,26 @@ SCHEDULERS = ["py-scheduler", "default-scheduler"]
 CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
-def pod_group(api_client: Any, namespace: str, name: str, min_count: int) -> None:
+def pod_group(api_client: Any, namespace: str, name: str, min_count: int, priority_class: str = "") -> None:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority_class:
+        # v1.37: the members must have the PodGroup's priority (kube-scheduler's validatePodGroup).
+        spec["priorityClassName"] = priority_class
     body = {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        "spec": spec,
     }
     custom: Any = k8s.CustomObjectsApi(api_client)
-    custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", body)
+    custom.create_namespaced_custom_object("scheduling.k8s.io", "v1beta1", namespace, "podgroups", body)
 
 
 def scheduled_condition(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
     custom: Any = k8s.CustomObjectsApi(api_client)
-    group = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", name)
+    group = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1beta1", namespace, "podgroups", name)
     for condition in (group.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodGroupScheduled":
+        if condition.get("type") == "PodGroupInitiallyScheduled":
             return dict(condition)
     return None
 
@@ -157,7 +161,7 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
     def both_written() -> bool:
         return all(scheduled_condition(api_client, namespace, name) for name in ("fits", "big"))
 
-    wait_for(both_written, 30, "both groups' PodGroupScheduled")
+    wait_for(both_written, 30, "both groups' PodGroupInitiallyScheduled")
     for name, want in (
         ("fits", ("True", "Scheduled", "")),
         ("big", ("False", "Unschedulable", "pod group is unschedulable")),
@@ -190,7 +194,7 @@ def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_go
             pod["spec"]["priorityClassName"] = f"low-{run_id}"
             fill.append(pod)
         create(core_v1, namespace, fill)
-        pod_group(api_client, namespace, "vips", 2)
+        pod_group(api_client, namespace, "vips", 2, priority_class=f"high-{run_id}")
         members = [member(f"vip-{i}", run_id, scheduler, "vips", "1") for i in range(2)]
         for pod in members:
             pod["spec"]["priorityClassName"] = f"high-{run_id}"
@@ -268,7 +272,7 @@ def test_py_scheduler_without_the_gates_refuses_group_members_by_name(
 
         messages = wait_for(refused, 30, "the group member refused")
         assert "pod uses schedulingGroup" in messages[0]
-        assert "--feature-gates=GenericWorkload=true,GangScheduling=true" in messages[0]
+        assert "--feature-gates=GenericWorkload=true" in messages[0]
         assert bound(core_v1, namespace, "solo") == 0
     finally:
         proc.stop()
