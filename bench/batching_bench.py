@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from bench.workloads import basic
-from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
 from tests.unit.test_core_fakes import PROFILE, build_frameworks

@@ -20,16 +20,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import profiles
-from scheduler.binding import BindingResult
+from scheduler.app.cli import GC_GEN0_THRESHOLD
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
-from scheduler.cli import GC_GEN0_THRESHOLD
-from scheduler.config import parse_config
-from scheduler.cycle import Scheduler
-from scheduler.events import EventRecorder
+from scheduler.client.events import EventRecorder
+from scheduler.config import parse_config_with_plugins
+from scheduler.cycle import profiles
+from scheduler.cycle.binding import BindingResult
+from scheduler.cycle.profiles import FrameworkHandle, queue_hints
+from scheduler.cycle.schedule_one import Scheduler
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, queue_hints
 from scheduling_queue import FakeClock, SchedulingQueue
 
 PROFILE = "py-scheduler"
@@ -72,7 +72,7 @@ def _pod(i: int, unschedulable: bool) -> dict[str, Any]:
 
 
 def _scheduler(nodes: int, recording: bool) -> tuple[Scheduler, SchedulingQueue]:
-    cfg = parse_config(
+    cfg, registry = parse_config_with_plugins(
         {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
          "profiles": [{"schedulerName": PROFILE}]},
         registry=IN_TREE_REGISTRY,
@@ -84,7 +84,7 @@ def _scheduler(nodes: int, recording: bool) -> tuple[Scheduler, SchedulingQueue]
 
     clock = FakeClock()
     frameworks = profiles.build_frameworks(
-        cfg, cfg.registry, lambda name: FrameworkHandle(name, snapshot, None, clock.now)
+        cfg, registry, lambda name: FrameworkHandle(name, snapshot, None, clock.now)
     )
     pod_infos = PodInfoCache()
     cache = SchedulerCache(pod_infos=pod_infos)
@@ -136,8 +136,9 @@ def measure(
     """
     sched, queue = _scheduler(nodes, recording=True)
     decisions = sched.decisions
+    assert isinstance(decisions, DecisionRecorder)
     all_pods = [_pod(i, failing_every > 0 and i % failing_every == 0) for i in range(pods)]
-    # As the product runs (scheduler/cli.py, app.py): a high young-generation threshold, and the
+    # As the product runs (scheduler/app/cli.py, app.py): a high young-generation threshold, and the
     # synced cluster frozen out of the collector's way.
     gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
     gc.collect()

@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache
 from scheduler.config.types import ExtenderConfig
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.extender.client import HTTPExtender
 from scheduler.extender.runner import Extenders
 from scheduler.framework.cycle_state import CycleState

@@ -38,10 +38,10 @@ from typing import Any, cast
 from kubernetes.client.exceptions import ApiException
 
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
-from scheduler.algorithm import FitError
-from scheduler.config import load_config
+from scheduler.config import load_config_with_plugins
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.listers import StaticLister
 from scheduler.framework.runtime import PausedPostFilter
 from scheduler.framework.types import PodInfo
@@ -569,7 +569,7 @@ class PyVerdict:
     gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
 
 
-_CONFIG = load_config(None, registry=IN_TREE_REGISTRY)
+_CONFIG, _CONFIG_REGISTRY = load_config_with_plugins(None, registry=IN_TREE_REGISTRY)
 
 
 def py_verdict(
@@ -578,7 +578,7 @@ def py_verdict(
     nominated: Sequence[Mapping[str, Any]] = (),
 ) -> PyVerdict:
     """What py-scheduler's default profile decides for ``pod`` on ``objects`` (no side effects)."""
-    return sim_verdict(Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, objects), pod, nominated)
+    return sim_verdict(Simulation(_CONFIG, _CONFIG_REGISTRY, objects), pod, nominated)
 
 
 class PyMirror:
@@ -587,7 +587,7 @@ class PyMirror:
     other listers' contents replaced in place (the plugins hold them)."""
 
     def __init__(self, objects: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
-        self.sim = Simulation(_CONFIG, _CONFIG.registry or IN_TREE_REGISTRY, {})
+        self.sim = Simulation(_CONFIG, _CONFIG_REGISTRY, {})
         self.nodes: dict[str, Mapping[str, Any]] = {}
         self.pods: dict[str, Mapping[str, Any]] = {}
         self._assumed: set[str] = set()

@@ -25,10 +25,11 @@ import time
 from typing import Any
 
 from bench import workloads
-from scheduler.algorithm import SchedulingAlgorithm
+from scheduler.app.cli import GC_GEN0_THRESHOLD
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.cli import GC_GEN0_THRESHOLD
-from scheduler.config import parse_config
+from scheduler.config import parse_config_with_plugins
+from scheduler.cycle.algorithm import SchedulingAlgorithm
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import (
     CSI_NODES,
@@ -44,7 +45,6 @@ from scheduler.framework.runtime import Framework, node_columns_of
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_frameworks
 
 PROFILE = "py-scheduler"
 # The collection path of a workload object -> the kind its lister serves.
@@ -83,13 +83,13 @@ class _Cluster:
             "kind": "KubeSchedulerConfiguration",
             "profiles": [{"schedulerName": PROFILE}],
         }
-        cfg = parse_config(doc, registry=dict(IN_TREE_REGISTRY))
+        cfg, registry = parse_config_with_plugins(doc, registry=dict(IN_TREE_REGISTRY))
         self.snapshot = Snapshot()
 
         def handle_for(name: str) -> FrameworkHandle:
             return FrameworkHandle(name, lambda: self.snapshot, None, time.monotonic, listers=self.lister)
 
-        self.framework: Framework = build_frameworks(cfg, cfg.registry, handle_for)[PROFILE]
+        self.framework: Framework = build_frameworks(cfg, registry, handle_for)[PROFILE]
         self.snapshot = Snapshot(node_columns_of([self.framework]))
         self.algorithm = SchedulingAlgorithm(rng=random.Random(0))
         self.unschedulable = 0
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N")
     parser.add_argument("--repeat", type=int, default=1, help="runs per workload; the minimum is printed")
     args = parser.parse_args()
-    # As the scheduler's process runs (scheduler/cli.py): the cyclic collector rarely.
+    # As the scheduler's process runs (scheduler/app/cli.py): the cyclic collector rarely.
     gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
     for name in (w.strip() for w in args.workloads.split(",") if w.strip()):
         runs = [measure(name, args.quick, args.profile) for _ in range(args.repeat)]

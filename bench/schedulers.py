@@ -237,8 +237,8 @@ class PyScheduler:
         """The plugins of each extension point, resolved from the config as the scheduler does."""
         from scheduler.cache import Snapshot
         from scheduler.config import load_config, resolve_profile
+        from scheduler.cycle.profiles import FrameworkHandle, PluginInstances
         from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY
-        from scheduler.profiles import FrameworkHandle, PluginInstances
 
         config = load_config(str(self.config_path), registry=IN_TREE_REGISTRY)
         profile = config.profiles[0]

@@ -34,7 +34,10 @@ def strip_managed_fields(obj: KubeObject) -> KubeObject:
 
 
 def meta_namespace_key(obj: KubeObject) -> str:
-    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones."""
+    """``namespace/name`` for namespaced objects, ``name`` for cluster-scoped ones.
+
+    ``scheduler.framework.objects.meta_namespace_key`` is the scheduler's copy (over any Mapping);
+    this one stays because ``informers`` must not import ``scheduler``."""
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     name: str = meta.get("name") or ""

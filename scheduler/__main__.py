@@ -1,5 +1,5 @@
 import sys
 
-from scheduler.cli import main
+from scheduler.app.cli import main
 
 sys.exit(main())

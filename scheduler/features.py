@@ -6,7 +6,7 @@ locks and dependencies are upstream's (``pkg/features/kube_features.go``, v1.37.
 
 * ``GenericWorkload`` (beta, off): pods' ``spec.schedulingGroup`` is honoured; a pod of a group is
   scheduled in a pod group cycle (all its queued siblings on one snapshot, see
-  ``scheduler/podgroup_cycle.py``), and the GangScheduling plugin joins the default profile
+  ``scheduler/cycle/schedule_one_podgroup.py``), and the GangScheduling plugin joins the default profile
   (all-or-nothing for PodGroups with a ``gang`` policy). In v1.37 this gate absorbed v1.36's alpha
   ``GangScheduling`` and ``WorkloadAwarePreemption``, which upstream no longer recognises.
 * ``StorageCapacityScoring`` (beta, on since v1.37): VolumeBinding scores nodes by the capacity of the

@@ -237,6 +237,8 @@ class SchedulingQueue:
             if plugin == _NO_REJECTOR:
                 continue
             for qpi in pods.values():
+                # scheduler.framework.objects.scheduler_name_of, inlined: scheduling_queue must not
+                # import scheduler.
                 key = (plugin, qpi.pod.get("spec", {}).get("schedulerName") or "default-scheduler")
                 counts[key] = counts.get(key, 0) + 1
         return counts

@@ -114,7 +114,10 @@ class ClusterEventWithHint:
 
 
 def pod_key(pod: Pod) -> str:
-    """``namespace/name``, the key the queue and the informer stores share."""
+    """``namespace/name``, the key the queue and the informer stores share.
+
+    The same key as ``scheduler.framework.objects.namespaced_name``, kept here because
+    ``scheduling_queue`` must not import ``scheduler``."""
     meta = pod.get("metadata", {})
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 

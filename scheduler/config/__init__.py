@@ -2,14 +2,20 @@
 
 Typical start-up::
 
-    cfg = load_config(path, registry=IN_TREE_REGISTRY)          # also loads out-of-tree plugins
-    profiles = resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements)
+    cfg, registry = load_config_with_plugins(path, registry=IN_TREE_REGISTRY)  # + out-of-tree plugins
+    profiles = resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements, registry)
 """
 
 from scheduler.config.duration import format_duration, parse_duration
 from scheduler.config.encode import config_to_dict, dump_config
 from scheduler.config.errors import ConfigError
-from scheduler.config.loader import load_config, parse_config
+from scheduler.config.loader import (
+    LoadedConfig,
+    load_config,
+    load_config_with_plugins,
+    parse_config,
+    parse_config_with_plugins,
+)
 from scheduler.config.out_of_tree import (
     ENTRY_POINT_GROUP,
     factory_for,
@@ -51,6 +57,7 @@ __all__ = [
     "ClientConnectionConfig",
     "ConfigError",
     "LeaderElectionConfig",
+    "LoadedConfig",
     "PluginConfig",
     "PluginRef",
     "PluginSet",
@@ -63,10 +70,12 @@ __all__ = [
     "factory_for",
     "format_duration",
     "load_config",
+    "load_config_with_plugins",
     "load_out_of_tree",
     "merge_plugin_set",
     "merge_registries",
     "parse_config",
+    "parse_config_with_plugins",
     "parse_duration",
     "resolve_profile",
     "resolve_profiles",

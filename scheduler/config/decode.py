@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.config.duration import parse_duration
+from scheduler.config.decoder import Decoder
 from scheduler.config.errors import ErrorList, FieldPath
 from scheduler.config.extenders import decode_extenders
 from scheduler.config.types import (
@@ -66,10 +65,6 @@ _TOP_FIELDS = (
     "delayCacheUntilActive",
 )
 # Fields that v1beta1/v1beta2 had and v1 dropped: upstream's strict decoder rejects them as unknown.
-_REMOVED_TOP_FIELDS = {
-    "healthzBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; it is a command-line flag now",
-    "metricsBindAddress": "removed in kubescheduler.config.k8s.io/v1beta3; it is a command-line flag now",
-}
 _LEADER_ELECTION_FIELDS = (
     "leaderElect",
     "leaseDuration",
@@ -95,104 +90,9 @@ _PLUGIN_FIELDS = ("name", "weight")
 _PLUGIN_CONFIG_FIELDS = ("name", "args")
 
 
-class _Decoder:
-    def __init__(self, errs: ErrorList) -> None:
-        self.errs = errs
-
-    def mapping(self, value: Any, path: FieldPath, known: tuple[str, ...]) -> dict[str, Any]:
-        """``value`` as a dict (null -> {}), reporting unknown keys. Non-mappings report and give {}."""
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self.errs.invalid(path, value, "must be an object")
-            return {}
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                self.errs.unknown_field(path.child(str(key)))
-            elif key not in known:
-                self.errs.unknown_field(
-                    path.child(key), _REMOVED_TOP_FIELDS.get(key, "") if not str(path) else ""
-                )
-            else:
-                out[key] = item
-        return out
-
-    def sequence(self, value: Any, path: FieldPath) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list | tuple):
-            self.errs.invalid(path, value, "must be a list")
-            return []
-        return list(value)
-
-    def integer(
-        self, d: Mapping[str, Any], key: str, path: FieldPath, default: int | None, *, bits: int = 32
-    ) -> int | None:
-        """An int of upstream's Go type (int32 unless ``bits`` says otherwise): values past its range
-        fail to decode there ("cannot unmarshal number ... of type int32"), so they fail here."""
-        value = d.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            if not (isinstance(value, float) and value.is_integer()):
-                self.errs.invalid(path.child(key), value, "must be an integer")
-                return default
-            value = int(value)
-        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-        if not low <= value <= high:
-            self.errs.invalid(path.child(key), value, f"must fit in int{bits} [{low}, {high}]")
-            return default
-        return value
-
-    def number(self, d: Mapping[str, Any], key: str, path: FieldPath, default: float) -> float:
-        value = d.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.errs.invalid(path.child(key), value, "must be a number")
-            return default
-        if not math.isfinite(value):
-            self.errs.invalid(path.child(key), value, "must be a finite number")
-            return default
-        return float(value)
-
-    def boolean(self, d: Mapping[str, Any], key: str, path: FieldPath, default: bool) -> bool:
-        value = d.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            self.errs.invalid(path.child(key), value, "must be a boolean")
-            return default
-        return value
-
-    def string(self, d: Mapping[str, Any], key: str, path: FieldPath, default: str) -> str:
-        value = d.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            self.errs.invalid(path.child(key), value, "must be a string")
-            return default
-        return value
-
-    def duration(self, d: Mapping[str, Any], key: str, path: FieldPath, default: float) -> float:
-        value = d.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            self.errs.invalid(path.child(key), value, 'must be a duration string such as "15s" or "1m30s"')
-            return default
-        try:
-            seconds = parse_duration(value)
-        except ValueError as exc:
-            self.errs.invalid(path.child(key), value, str(exc))
-            return default
-        return seconds if seconds != 0 else default
-
-
 def decode_config(raw: Any, errs: ErrorList) -> SchedulerConfig:
     """Decode and default one document. Problems go to ``errs``; the result is always built."""
-    dec = _Decoder(errs)
+    dec = Decoder(errs)
     root = FieldPath()
     if not isinstance(raw, Mapping):
         errs.other(f"config must be a {KIND} object, got {type(raw).__name__}")
@@ -251,7 +151,7 @@ def _reject_placements(d: Mapping[str, Any], path: FieldPath, errs: ErrorList) -
         )
 
 
-def _decode_leader_election(dec: _Decoder, raw: Any, path: FieldPath) -> LeaderElectionConfig:
+def _decode_leader_election(dec: Decoder, raw: Any, path: FieldPath) -> LeaderElectionConfig:
     d = dec.mapping(raw, path, _LEADER_ELECTION_FIELDS)
     return LeaderElectionConfig(
         leader_elect=dec.boolean(d, "leaderElect", path, True),
@@ -264,7 +164,7 @@ def _decode_leader_election(dec: _Decoder, raw: Any, path: FieldPath) -> LeaderE
     )
 
 
-def _decode_client_connection(dec: _Decoder, raw: Any, path: FieldPath) -> ClientConnectionConfig:
+def _decode_client_connection(dec: Decoder, raw: Any, path: FieldPath) -> ClientConnectionConfig:
     d = dec.mapping(raw, path, _CLIENT_CONNECTION_FIELDS)
     content_type = dec.string(d, "contentType", path, "") or DEFAULT_CONTENT_TYPE
     if content_type == PROTOBUF_CONTENT_TYPE:
@@ -280,7 +180,7 @@ def _decode_client_connection(dec: _Decoder, raw: Any, path: FieldPath) -> Clien
     )
 
 
-def _decode_profiles(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[SchedulerProfile, ...]:
+def _decode_profiles(dec: Decoder, raw: Any, path: FieldPath) -> tuple[SchedulerProfile, ...]:
     items = dec.sequence(raw, path)
     if not items:
         return (SchedulerProfile(),)
@@ -304,7 +204,7 @@ def _decode_profiles(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[Schedule
     return tuple(profiles)
 
 
-def _decode_plugins(dec: _Decoder, raw: Any, path: FieldPath) -> Plugins:
+def _decode_plugins(dec: Decoder, raw: Any, path: FieldPath) -> Plugins:
     d = dec.mapping(raw, path, (*PLUGIN_SET_NAMES, *_UNSUPPORTED_PLUGIN_SETS))
     sets: dict[str, PluginSet] = {}
     for name in PLUGIN_SET_NAMES:
@@ -316,7 +216,7 @@ def _decode_plugins(dec: _Decoder, raw: Any, path: FieldPath) -> Plugins:
     return Plugins(sets)
 
 
-def _decode_plugin_set(dec: _Decoder, raw: Any, path: FieldPath) -> PluginSet:
+def _decode_plugin_set(dec: Decoder, raw: Any, path: FieldPath) -> PluginSet:
     d = dec.mapping(raw, path, _PLUGIN_SET_FIELDS)
     enabled = []
     for j, item in enumerate(dec.sequence(d.get("enabled"), path.child("enabled"))):
@@ -338,7 +238,7 @@ def _decode_plugin_set(dec: _Decoder, raw: Any, path: FieldPath) -> PluginSet:
     return PluginSet(enabled=tuple(enabled), disabled=tuple(disabled))
 
 
-def _decode_plugin_configs(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[PluginConfig, ...]:
+def _decode_plugin_configs(dec: Decoder, raw: Any, path: FieldPath) -> tuple[PluginConfig, ...]:
     out = []
     for j, item in enumerate(dec.sequence(raw, path)):
         entry_path = path.index(j)
@@ -350,7 +250,7 @@ def _decode_plugin_configs(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[Pl
     return tuple(out)
 
 
-def _decode_args(dec: _Decoder, raw: Any, path: FieldPath, plugin: str) -> dict[str, Any]:
+def _decode_args(dec: Decoder, raw: Any, path: FieldPath, plugin: str) -> dict[str, Any]:
     """Plugin args stay free-form (the plugin validates them) except for the typed-object header."""
     if raw is None:
         return {}

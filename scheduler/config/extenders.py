@@ -11,16 +11,14 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from scheduler.config.decoder import Decoder
 from scheduler.config.duration import format_duration
 from scheduler.config.errors import ErrorList, FieldPath
 from scheduler.config.types import ExtenderConfig, ExtenderManagedResource, ExtenderTLSConfig
-from scheduler.plugins.helper.validation import qualified_name_error
-from scheduler.plugins.noderesources.resource_names import is_extended_resource_name
-
-if TYPE_CHECKING:
-    from scheduler.config.decode import _Decoder
+from scheduler.util.resource_names import is_extended_resource_name
+from scheduler.util.validation import qualified_name_error
 
 _EXTENDER_FIELDS = (
     "urlPrefix",
@@ -40,7 +38,7 @@ _TLS_FIELDS = ("insecure", "serverName", "certFile", "keyFile", "caFile", "certD
 _MANAGED_RESOURCE_FIELDS = ("name", "ignoredByScheduler")
 
 
-def decode_extenders(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[ExtenderConfig, ...]:
+def decode_extenders(dec: Decoder, raw: Any, path: FieldPath) -> tuple[ExtenderConfig, ...]:
     out = []
     for i, item in enumerate(dec.sequence(raw, path)):
         p = path.index(i)
@@ -66,7 +64,7 @@ def decode_extenders(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[Extender
     return tuple(out)
 
 
-def _decode_tls(dec: _Decoder, raw: Any, path: FieldPath) -> ExtenderTLSConfig | None:
+def _decode_tls(dec: Decoder, raw: Any, path: FieldPath) -> ExtenderTLSConfig | None:
     if raw is None:
         return None
     d = dec.mapping(raw, path, _TLS_FIELDS)
@@ -82,7 +80,7 @@ def _decode_tls(dec: _Decoder, raw: Any, path: FieldPath) -> ExtenderTLSConfig |
     )
 
 
-def _bytes(dec: _Decoder, d: Mapping[str, Any], key: str, path: FieldPath) -> bytes:
+def _bytes(dec: Decoder, d: Mapping[str, Any], key: str, path: FieldPath) -> bytes:
     """A Go ``[]byte`` field: standard base64 in JSON and YAML (newlines ignored, as Go does)."""
     text = dec.string(d, key, path, "")
     if not text:
@@ -94,7 +92,7 @@ def _bytes(dec: _Decoder, d: Mapping[str, Any], key: str, path: FieldPath) -> by
         return b""
 
 
-def _decode_managed(dec: _Decoder, raw: Any, path: FieldPath) -> tuple[ExtenderManagedResource, ...]:
+def _decode_managed(dec: Decoder, raw: Any, path: FieldPath) -> tuple[ExtenderManagedResource, ...]:
     out = []
     for j, item in enumerate(dec.sequence(raw, path)):
         p = path.index(j)

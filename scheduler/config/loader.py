@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Hashable, Mapping
-from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -143,17 +142,26 @@ def _parse_text(text: str, source: str | None) -> Any:
     return docs[0]
 
 
-def parse_config(
+class LoadedConfig(NamedTuple):
+    """A config and the plugin registry it was validated against: the in-tree registry given plus the
+    out-of-tree plugins the config named (loaded by dotted path or entry point). The config is pure
+    data; the registry is what builds its plugins."""
+
+    config: SchedulerConfig
+    registry: dict[str, PluginFactory]
+
+
+def parse_config_with_plugins(
     source: str | bytes | Mapping[str, Any],
     *,
     registry: Mapping[str, PluginFactory] | None = None,
     source_name: str | None = None,
-) -> SchedulerConfig:
+) -> LoadedConfig:
     """Decode, default and validate a config given as YAML/JSON text or as an already-parsed dict.
 
     With ``registry`` (the in-tree plugins), out-of-tree plugins the config names are loaded, entry
-    points are added, every enabled and configured plugin name is checked, and the result's
-    ``registry`` is the full one. Raises ConfigError listing every problem found.
+    points are added, every enabled and configured plugin name is checked, and the full registry is
+    returned with the config (empty without ``registry``). Raises ConfigError listing every problem.
     """
     if isinstance(source, bytes):
         source = source.decode("utf-8")
@@ -171,15 +179,26 @@ def parse_config(
         load_errors = out_of_tree.errors
     validate_config(cfg, errs, full_registry if registry is not None else None, load_errors)
     errs.raise_if_any(source_name)
-    return replace(cfg, registry=full_registry)
+    return LoadedConfig(cfg, full_registry)
 
 
-def load_config(
-    path: str | os.PathLike[str] | None, *, registry: Mapping[str, PluginFactory] | None = None
+def parse_config(
+    source: str | bytes | Mapping[str, Any],
+    *,
+    registry: Mapping[str, PluginFactory] | None = None,
+    source_name: str | None = None,
 ) -> SchedulerConfig:
-    """The config in file ``path``; with no path, the defaults (one profile named py-scheduler)."""
+    """``parse_config_with_plugins`` without the registry."""
+    return parse_config_with_plugins(source, registry=registry, source_name=source_name).config
+
+
+def load_config_with_plugins(
+    path: str | os.PathLike[str] | None, *, registry: Mapping[str, PluginFactory] | None = None
+) -> LoadedConfig:
+    """The config in file ``path`` and its plugin registry; with no path, the defaults (one profile
+    named py-scheduler)."""
     if path is None:
-        return parse_config({"apiVersion": API_VERSION, "kind": KIND}, registry=registry)
+        return parse_config_with_plugins({"apiVersion": API_VERSION, "kind": KIND}, registry=registry)
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as f:
@@ -189,4 +208,11 @@ def load_config(
         raise ConfigError([f"cannot read config file: {exc.strerror or exc}"], name) from None
     except UnicodeDecodeError as exc:
         raise ConfigError([f"the config is not UTF-8 text: {exc.reason}"], name) from None
-    return parse_config(text, registry=registry, source_name=name)
+    return parse_config_with_plugins(text, registry=registry, source_name=name)
+
+
+def load_config(
+    path: str | os.PathLike[str] | None, *, registry: Mapping[str, PluginFactory] | None = None
+) -> SchedulerConfig:
+    """``load_config_with_plugins`` without the registry."""
+    return load_config_with_plugins(path, registry=registry).config

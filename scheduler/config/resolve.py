@@ -239,12 +239,11 @@ def resolve_profiles(
     cfg: SchedulerConfig,
     default_multipoint: DefaultPlugins,
     implements: Implements,
-    registry: Mapping[str, PluginFactory] | None = None,
+    registry: Mapping[str, PluginFactory],
 ) -> list[ResolvedProfile]:
-    """Resolve every profile (``registry`` defaults to ``cfg.registry``), then check they share one
+    """Resolve every profile against ``registry``, then check they share one
     queue sort plugin with the same args, as upstream's profile map does. Errors of all profiles are
     reported together."""
-    registry = cfg.registry if registry is None else registry
     resolved: list[ResolvedProfile] = []
     problems: list[str] = []
     for i, profile in enumerate(cfg.profiles):

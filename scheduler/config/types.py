@@ -10,8 +10,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.interface import PluginFactory
-
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 
@@ -23,7 +21,7 @@ DEFAULT_LEASE_NAME = "py-scheduler"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
 LEASES_RESOURCE_LOCK = "leases"
 
-# Upstream's default is protobuf; py-scheduler speaks JSON only (see README: raw JSON dicts).
+# Upstream's default is protobuf; py-scheduler speaks JSON only (see docs/architecture.md: raw JSON dicts).
 DEFAULT_CONTENT_TYPE = "application/json"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
 
@@ -199,9 +197,6 @@ class SchedulerConfig:
     profiles: tuple[SchedulerProfile, ...] = field(default_factory=lambda: (SchedulerProfile(),))
     delay_cache_until_active: bool = False
     extenders: tuple[ExtenderConfig, ...] = ()
-    # The registry the config was validated against: the in-tree one passed to parse_config plus the
-    # out-of-tree plugins it loaded. Empty when no registry was given. Not part of the file.
-    registry: Mapping[str, PluginFactory] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def scheduler_names(self) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import orjson
 import urllib3
 
-from scheduler.config import ConfigError, load_config
+from scheduler.client.kubeclient import KubeconfigError, RestClient, load_configuration
+from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.explain.manifests import (
     DUMP_KIND,
     SNAPSHOT_KINDS,
@@ -26,7 +27,6 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
-from scheduler.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
 SUBCOMMANDS = ("explain", "simulate", "snapshot")
@@ -211,8 +211,8 @@ def _objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
 
 def _simulation(config_path: str | None, objects: dict[str, list[dict[str, Any]]], seed: int) -> Simulation:
-    config = load_config(config_path, registry=IN_TREE_REGISTRY)
-    return Simulation(config, config.registry or IN_TREE_REGISTRY, objects, seed=seed)
+    config, registry = load_config_with_plugins(config_path, registry=IN_TREE_REGISTRY)
+    return Simulation(config, registry, objects, seed=seed)
 
 
 def simulate(args: argparse.Namespace) -> int:

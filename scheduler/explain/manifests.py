@@ -24,6 +24,7 @@ from informers.resource import (
     STORAGE_CLASSES,
     ResourceSpec,
 )
+from scheduler.framework.objects import labels_of, object_meta, pod_spec
 
 KubeObject = dict[str, Any]
 
@@ -79,7 +80,7 @@ def expand_pods(objects: Iterable[Mapping[str, Any]], default_namespace: str = "
     out: list[KubeObject] = []
     for obj in objects:
         kind = obj.get("kind", "")
-        meta = obj.get("metadata") or {}
+        meta = object_meta(obj)
         namespace = meta.get("namespace") or default_namespace
         name = meta.get("name") or kind.lower()
         spec = obj.get("spec") or {}
@@ -103,13 +104,13 @@ def expand_pods(objects: Iterable[Mapping[str, Any]], default_namespace: str = "
 
 def _from_template(owner: Mapping[str, Any], namespace: str, name: str, kind: str, index: int) -> KubeObject:
     template = (owner.get("spec") or {}).get("template") or {}
-    meta = copy.deepcopy(template.get("metadata") or {})
-    labels = dict(meta.get("labels") or {})
+    meta: dict[str, Any] = copy.deepcopy(dict(object_meta(template)))
+    labels = dict(labels_of(template))
     if kind == "StatefulSet":
         labels["statefulset.kubernetes.io/pod-name"] = name
         labels["apps.kubernetes.io/pod-index"] = str(index)
     meta.update({"name": name, "namespace": namespace, "labels": labels, "uid": f"sim-{namespace}-{name}"})
-    owner_meta = owner.get("metadata") or {}
+    owner_meta = object_meta(owner)
     meta["ownerReferences"] = [
         {"apiVersion": owner.get("apiVersion", ""), "kind": kind, "name": owner_meta.get("name", ""),
          "uid": owner_meta.get("uid", f"sim-{kind}-{owner_meta.get('name', '')}"), "controller": True}
@@ -119,7 +120,7 @@ def _from_template(owner: Mapping[str, Any], namespace: str, name: str, kind: st
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": meta,
-            "spec": copy.deepcopy(template.get("spec") or {}),
+            "spec": copy.deepcopy(pod_spec(template)),
         }
     )
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from scheduler.algorithm import TRACE_KEY
+from scheduler.cycle.algorithm import TRACE_KEY
 from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY

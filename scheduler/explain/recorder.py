@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from scheduler.algorithm import TRACE_KEY, FitError
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cycle.algorithm import TRACE_KEY
 from scheduler.explain.misses import gist, nearest_misses
 from scheduler.explain.record import (
     BIND_FAILED,
@@ -29,6 +29,7 @@ from scheduler.explain.record import (
 )
 from scheduler.explain.store import DecisionStore
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.config import load_config
+from scheduler.config import load_config_with_plugins
 from scheduler.explain.manifests import expand_pods, load_dump
 from scheduler.explain.simulate import Placement, Simulation
 from scheduler.plugins.registry import IN_TREE_REGISTRY
@@ -78,10 +78,10 @@ def run_scenario(path: Path, *, config_override: str | None = None, seed: int = 
         raise ScenarioError(f"{path}: expected a mapping with a list of steps")
     base = path.parent
     config_path = config_override or (str(base / doc["config"]) if doc.get("config") else None)
-    config = load_config(config_path, registry=IN_TREE_REGISTRY)
+    config, registry = load_config_with_plugins(config_path, registry=IN_TREE_REGISTRY)
     objects = load_dump(base / doc["cluster"]) if doc.get("cluster") else {}
     clock = _Clock()
-    sim = Simulation(config, config.registry or IN_TREE_REGISTRY, objects, seed=seed, clock=clock)
+    sim = Simulation(config, registry, objects, seed=seed, clock=clock)
     result = ScenarioResult(str(doc.get("name") or path.stem))
     for number, step in enumerate(doc["steps"], start=1):
         if not isinstance(step, Mapping) or len(step) != 1:

@@ -17,18 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers.resource import NODES, PODS, ResourceSpec
-from scheduler.algorithm import FitError, SchedulingAlgorithm, SchedulingError
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.config import SchedulerConfig
+from scheduler.cycle.algorithm import SchedulingAlgorithm, SchedulingError
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.explain.record import AttemptRecord
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.listers import Lister, StaticLister
-from scheduler.framework.objects import object_meta, pod_spec, pod_status
+from scheduler.framework.objects import namespaced_name, pod_spec, pod_status
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.profiles import FrameworkHandle, build_frameworks
 
 KubeObject = Mapping[str, Any]
 
@@ -113,7 +114,7 @@ class Simulation:
         try:
             info = PodInfo(pod)
         except PodSpecError as err:
-            return self._note(Placement(_key(pod), None, None, str(err)))
+            return self._note(Placement(namespaced_name(pod), None, None, str(err)))
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
         self.decisions.begin(fwk, info, state, 1)
@@ -162,11 +163,6 @@ class Simulation:
             },
             "zones": dict(sorted(zones.items())),
         }
-
-
-def _key(pod: KubeObject) -> str:
-    meta = object_meta(pod)
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _active(pod: KubeObject) -> bool:

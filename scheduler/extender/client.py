@@ -27,7 +27,6 @@ from scheduler.extender.wire import (
     FilterResult,
     HostPriority,
     MetaVictims,
-    Victims,
     binding_args,
     decode_binding_result,
     decode_filter_result,
@@ -37,16 +36,14 @@ from scheduler.extender.wire import (
     preemption_args,
     to_meta_victims,
 )
+from scheduler.framework.extender import ExtenderError, Victims
+from scheduler.framework.objects import resources_of
 from scheduler.framework.types import NodeInfo, PodInfo
 
 log = logging.getLogger(__name__)
 
 # Upstream DefaultExtenderTimeout: used when httpTimeout is unset (zero).
 DEFAULT_EXTENDER_TIMEOUT = 5.0
-
-
-class ExtenderError(Exception):
-    """A failed call; ``str()`` is the message users see in FailedScheduling events."""
 
 
 class HTTPExtender:
@@ -99,10 +96,12 @@ class HTTPExtender:
         spec = pod.spec
         for key in ("containers", "initContainers"):
             for container in spec.get(key) or ():
-                resources = container.get("resources") or {}
-                for part in ("requests", "limits"):
-                    if not self.managed_resources.isdisjoint(resources.get(part) or {}):
-                        return True
+                resources = resources_of(container)
+                # isdisjoint reads a dict's keys: the resource names.
+                if not self.managed_resources.isdisjoint(resources.get("requests") or ()):
+                    return True
+                if not self.managed_resources.isdisjoint(resources.get("limits") or ()):
+                    return True
         return False
 
     # --- calls --------------------------------------------------------------------------------------

@@ -14,9 +14,10 @@ import numpy as np
 
 from scheduler.config.errors import ErrorList, FieldPath
 from scheduler.config.types import ExtenderConfig
-from scheduler.extender.client import ExtenderError, ExtenderTLSError, HTTPExtender
-from scheduler.extender.wire import MAX_EXTENDER_PRIORITY, Victims, WireError
+from scheduler.extender.client import ExtenderTLSError, HTTPExtender
+from scheduler.extender.wire import MAX_EXTENDER_PRIORITY, WireError
 from scheduler.framework.columns import IntArray
+from scheduler.framework.extender import ExtenderError, Victims
 from scheduler.framework.objects import object_meta
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -176,9 +177,7 @@ class Extenders:
     ) -> dict[str, Victims]:
         """Upstream ``callExtenders`` for DefaultPreemption: each interested preempting extender may
         drop candidate nodes or change their victims. ``pods_on_node(name)`` gives a snapshot node's
-        pods (None for an unknown node). Raises ExtenderError when a non-ignorable extender fails.
-
-        Not called yet: DefaultPreemption is being built separately and will call this."""
+        pods (None for an unknown node). Raises ExtenderError when a non-ignorable extender fails."""
         current = dict(victims)
         if not current:
             return current

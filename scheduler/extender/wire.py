@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.extender import Victims
 from scheduler.framework.objects import object_meta
 
 # Upstream MinExtenderPriority / MaxExtenderPriority: extender scores are 0..10 and are scaled to the
@@ -39,14 +40,6 @@ def extender_args(
 def binding_args(pod_name: str, pod_namespace: str, pod_uid: str, node: str) -> dict[str, Any]:
     """``ExtenderBindingArgs``."""
     return {"PodName": pod_name, "PodNamespace": pod_namespace, "PodUID": pod_uid, "Node": node}
-
-
-@dataclass(slots=True)
-class Victims:
-    """``Victims``: the pods to evict on one node and how many PDBs that violates."""
-
-    pods: list[Mapping[str, Any]] = field(default_factory=list)
-    num_pdb_violations: int = 0
 
 
 @dataclass(slots=True)

@@ -5,7 +5,8 @@ protocols, the queueing-hint types (ClusterEvent, ActionType, Resource, ClusterE
 QueueingHint), the Handle and its listers, and the vectorised fast path: node column specs
 (NodeColumn, InternedColumn), NodeSubset and MaskedStatuses. The typed views of the raw API objects
 (Pod, PodSpec, ObjectMeta, Node...) and their null-safe accessors (object_meta, pod_spec, labels_of...)
-come from ``scheduler.framework.objects``.
+come from ``scheduler.framework.objects``; the views of storage, DRA and group objects from
+``objects_storage``, ``objects_resource`` and ``objects_scheduling`` beside it.
 
 ``Resource`` is the kind of a cluster event (``Resource.Node``), as plugins register events far more
 often than they build resource vectors; the resource vector is ``ResourceVector``.
@@ -79,6 +80,7 @@ from scheduler.framework.listers import (
 )
 from scheduler.framework.masked import MaskedStatuses, all_pass, ok_mask, per_node_statuses
 from scheduler.framework.objects import (
+    DEFAULT_POD_SCHEDULER_NAME,
     Container,
     Node,
     NodeSpec,
@@ -89,14 +91,21 @@ from scheduler.framework.objects import (
     PodCondition,
     PodSpec,
     PodStatus,
+    ResourceRequirements,
     annotations_of,
     labels_of,
+    meta_namespace_key,
+    name_of,
+    namespace_of,
     namespaced_name,
     node_spec,
     node_status,
     object_meta,
     pod_spec,
     pod_status,
+    resources_of,
+    scheduler_name_of,
+    uid_of,
 )
 from scheduler.framework.resources import Resource as ResourceVector
 from scheduler.framework.resources import pod_requests
@@ -125,6 +134,7 @@ __all__ = [
     "CSI_DRIVERS",
     "CSI_NODES",
     "CSI_STORAGE_CAPACITIES",
+    "DEFAULT_POD_SCHEDULER_NAME",
     "DEVICE_CLASSES",
     "DEVICE_TAINT_RULES",
     "MAX_NODE_SCORE",
@@ -204,6 +214,7 @@ __all__ = [
     "QueueingHintFn",
     "ReservePlugin",
     "Resource",
+    "ResourceRequirements",
     "ResourceSpec",
     "ResourceVector",
     "ScoreExtensions",
@@ -218,6 +229,9 @@ __all__ = [
     "code_of",
     "is_success",
     "labels_of",
+    "meta_namespace_key",
+    "name_of",
+    "namespace_of",
     "namespaced_name",
     "node_spec",
     "node_status",
@@ -228,4 +242,7 @@ __all__ = [
     "pod_requests",
     "pod_spec",
     "pod_status",
+    "resources_of",
+    "scheduler_name_of",
+    "uid_of",
 ]

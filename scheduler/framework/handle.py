@@ -68,7 +68,7 @@ class Handle(Protocol):
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
     ) -> Mapping[str, Any]:
         """One API call from a binding thread (blocking), e.g. a claim's status update; the decoded JSON.
-        Raises ``scheduler.api.ApiError`` on failure."""
+        Raises ``scheduler.framework.api_error.ApiError`` on failure."""
         ...
 
     def lister(self, resource: ResourceSpec) -> Lister:
@@ -81,7 +81,8 @@ class Handle(Protocol):
         """PUT ``obj`` (its resourceVersion is the precondition) and return what the API stored.
 
         Blocking: for PreBind and other binding-thread code (VolumeBinding writes PVs and PVCs).
-        Raises ``scheduler.api.ApiError`` on failure (409 when someone else changed the object)."""
+        Raises ``scheduler.framework.api_error.ApiError`` on failure (409 when someone else changed
+        the object)."""
 
 
 class PreemptionExecutorHandle(Protocol):

@@ -27,7 +27,7 @@ from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterRes
 from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo
 
 if TYPE_CHECKING:
-    from scheduler.extender.runner import Extenders
+    from scheduler.framework.extender import Extenders
     from scheduler.framework.handle import Handle
 
 MAX_NODE_SCORE = 100

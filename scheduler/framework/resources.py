@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from scheduler.framework.objects import pod_spec, pod_status
+from scheduler.framework.objects import pod_spec, pod_status, resources_of
 from scheduler.framework.quantity import QuantityError, milli_value, parse_quantity, value
 
 CPU = "cpu"
@@ -217,9 +217,9 @@ def is_pod_level_resource(name: str) -> bool:
 
 def pod_level_requests(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """``spec.resources.requests`` when it names a supported resource (``IsPodLevelRequestsSet``)."""
-    requests = (spec.get("resources") or {}).get("requests")
+    requests = resources_of(spec).get("requests")
     if requests and any(is_pod_level_resource(name) for name in requests):
-        return requests  # type: ignore[no-any-return]
+        return requests
     return None
 
 
@@ -245,13 +245,13 @@ def pod_request_amounts(
     infeasible = bool(statuses) and is_resize_infeasible(pod)
 
     def container_requests(container: Mapping[str, Any], consider_status: bool) -> Amounts:
-        requests = parse_resource_list((container.get("resources") or {}).get("requests"))
+        requests = parse_resource_list(resources_of(container).get("requests"))
         if consider_status:
             container_status = statuses.get(container.get("name"))
             if container_status is not None and container_status.get("resources") is not None:
                 requests = _effective(
                     requests,
-                    (container_status.get("resources") or {}).get("requests"),
+                    resources_of(container_status).get("requests"),
                     container_status.get("allocatedResources"),
                     infeasible,
                 )
@@ -352,7 +352,7 @@ def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resourc
     if (
         spec.get("initContainers")
         or spec.get("overhead")
-        or (spec.get("resources") or {}).get("requests")
+        or resources_of(spec).get("requests")
         or has_status_resources(pod)
     ):
         amounts = pod_request_amounts(pod)
@@ -364,7 +364,7 @@ def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resourc
     total: Amounts = {}
     missing_cpu = missing_memory = 0
     for container in spec.get("containers") or ():
-        requests_raw = (container.get("resources") or {}).get("requests") or {}
+        requests_raw = resources_of(container).get("requests") or {}
         _add(total, parse_resource_list(requests_raw))
         if CPU not in requests_raw:
             missing_cpu += 1

@@ -64,7 +64,7 @@ from scheduling_queue.types import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.extender.runner import Extenders
+    from scheduler.framework.extender import Extenders
 
 log = logging.getLogger(__name__)
 
@@ -315,7 +315,7 @@ class Framework:
 
     def flush_plugin_metrics(self, state: CycleState) -> None:
         """Observe the per-node plugin time the cycle summed (Filter, Score, AddPod/RemovePod): one
-        observation per (plugin, point, status) per sampled cycle. See README "Metrics"."""
+        observation per (plugin, point, status) per sampled cycle. See docs/metrics.md."""
         timings = state.plugin_seconds
         if timings:
             for (plugin, point, status), seconds in timings.items():
@@ -662,7 +662,7 @@ class Framework:
             if known is not None:
                 raw = known
             elif batch is not None:
-                # One observation per batch call over all the scored nodes (README "Metrics").
+                # One observation per batch call over all the scored nodes (docs/metrics.md).
                 began = _perf()
                 raw = batch.score_nodes(state, pod, nodes)
                 if record:

@@ -11,7 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from scheduler.framework.objects import node_spec, node_status, object_meta, pod_spec
+from scheduler.framework.objects import (
+    labels_of,
+    node_spec,
+    node_status,
+    object_meta,
+    pod_spec,
+    scheduler_name_of,
+)
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resources import Resource, has_status_resources, pod_requests_and_non_zero
 
@@ -86,7 +93,7 @@ class PodInfo:
         self.uid: str = meta.get("uid", "")
         self.resource_version: str = meta.get("resourceVersion", "")
         self.node_name: str = spec.get("nodeName") or ""
-        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        self.scheduler_name: str = scheduler_name_of(pod)
         priority = spec.get("priority")
         self.priority: int = priority if isinstance(priority, int) else 0
         try:
@@ -203,7 +210,7 @@ class NodeInfo:
         status = node_status(node)
         self.node = node
         self.name = meta.get("name", self.name)
-        self.labels = meta.get("labels") or {}
+        self.labels = labels_of(node)
         self.taints = spec.get("taints") or ()
         self.unschedulable = bool(spec.get("unschedulable"))
         try:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from scheduler import metrics
-from scheduler.extender.runner import Extenders
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import Extenders
 from scheduler.framework.handle import Handle, PreemptionHandle
 from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
 from scheduler.framework.objects import pod_status

@@ -41,6 +41,8 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
+from scheduler.framework.objects_scheduling import pod_group_scheduling_policy, pod_group_spec
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 
@@ -56,7 +58,7 @@ WAITING_FOR_MEMBERS = "waiting for minCount pods from a gang to appear in schedu
 
 def scheduling_group_name(pod: Mapping[str, Any]) -> str:
     """``spec.schedulingGroup.podGroupName``, or "" for a pod outside any group."""
-    group = (pod.get("spec") or {}).get("schedulingGroup")
+    group = pod_spec(pod).get("schedulingGroup")
     name = group.get("podGroupName") if isinstance(group, Mapping) else None
     return name if isinstance(name, str) else ""
 
@@ -64,13 +66,12 @@ def scheduling_group_name(pod: Mapping[str, Any]) -> str:
 def scheduling_group_key(pod: Mapping[str, Any]) -> str:
     """``namespace/podGroupName``, or "" for a pod outside any group."""
     name = scheduling_group_name(pod)
-    return f"{(pod.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
+    return f"{namespace_of(pod)}/{name}" if name else ""
 
 
 def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
     """``spec.schedulingPolicy.gang.minCount``; None when the policy is not gang."""
-    policy = (pod_group.get("spec") or {}).get("schedulingPolicy") or {}
-    gang = policy.get("gang")
+    gang = pod_group_scheduling_policy(pod_group).get("gang")
     if not isinstance(gang, Mapping):
         return None
     count = gang.get("minCount")
@@ -79,15 +80,15 @@ def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
 
 def pod_group_priority(pod_group: Mapping[str, Any]) -> int:
     """Upstream's ``util.PodGroupPriority``: ``spec.priority`` (resolved by admission), else 0."""
-    priority = (pod_group.get("spec") or {}).get("priority")
+    priority = pod_group_spec(pod_group).get("priority")
     return priority if isinstance(priority, int) else 0
 
 
 def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str] | None:
     """(field, feature) of the first field of ``pod_group`` py-scheduler cannot honour."""
-    spec = pod_group.get("spec") or {}
-    constraints = spec.get("schedulingConstraints") or {}
-    if constraints.get("topology"):
+    spec = pod_group_spec(pod_group)
+    constraints = spec.get("schedulingConstraints")
+    if constraints and constraints.get("topology"):
         return "schedulingConstraints.topology", "TopologyAwareWorkloadScheduling"
     if spec.get("resourceClaims"):
         return "resourceClaims", "DRAWorkloadResourceClaims"
@@ -98,7 +99,7 @@ def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str]
     # v1beta1's disruptionMode is {single: {}} or {all: {}}; single (members preempted one by one) is
     # what py-scheduler does, all needs upstream's workload-aware preemption (PodGroupPostFilter).
     mode = spec.get("disruptionMode")
-    if isinstance(mode, Mapping) and mode.get("all") is not None:
+    if mode and mode.get("all") is not None:
         return "disruptionMode all", "GenericWorkload's workload-aware preemption"
     return None
 
@@ -122,24 +123,22 @@ class GangScheduling:
         name = scheduling_group_name(pod)
         if not name:
             return None
-        return self.pod_groups.get(name, (pod.get("metadata") or {}).get("namespace", ""))
+        return self.pod_groups.get(name, namespace_of(pod))
 
     def members(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The group's pods the scheduler knows (not finished), ``pod`` included (AllPods)."""
         name = scheduling_group_name(pod)
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        namespace = namespace_of(pod)
         return [p for p in self.pods.list(namespace) if scheduling_group_name(p) == name]
 
     def scheduled_uids(self, key: str, members: Sequence[Mapping[str, Any]]) -> set[str]:
         """Members assumed by this scheduler or bound by anyone (ScheduledPods); members that are gone
         no longer count."""
-        live = {(p.get("metadata") or {}).get("uid", "") for p in members}
+        live = {uid_of(p) for p in members}
         assumed = self._assumed.get(key)
         if assumed is not None:
             assumed &= live
-        bound = {
-            (p.get("metadata") or {}).get("uid", "") for p in members if (p.get("spec") or {}).get("nodeName")
-        }
+        bound = {uid_of(p) for p in members if pod_spec(p).get("nodeName")}
         return (assumed or set()) | bound
 
     # --- PreEnqueue ----------------------------------------------------------------------------------
@@ -211,7 +210,7 @@ class GangScheduling:
         scheduled = self.scheduled_uids(key, members)
         if len(scheduled) < min_count:
             # Siblings that wait in the queue (e.g. in backoff) may complete the gang: try them now.
-            unscheduled = [p for p in members if (p.get("metadata") or {}).get("uid", "") not in scheduled]
+            unscheduled = [p for p in members if uid_of(p) not in scheduled]
             if unscheduled:
                 state.write(PODS_TO_ACTIVATE_KEY, unscheduled)
             return Status(Code.Wait, [WAITING_FOR_QUORUM]), PERMIT_TIMEOUT_SECONDS
@@ -260,7 +259,6 @@ class GangScheduling:
     ) -> QueueingHint:
         if not isinstance(new_obj, Mapping):
             return QueueingHint.Skip
-        meta = new_obj.get("metadata") or {}
-        if f"{meta.get('namespace', '')}/{meta.get('name', '')}" != scheduling_group_key(pod):
+        if namespaced_name(new_obj) != scheduling_group_key(pod):
             return QueueingHint.Skip
         return QueueingHint.Queue

@@ -26,11 +26,14 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, name_of
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import pod_info, safe_hint
-from scheduler.plugins.helper.nodeselector import (
+from scheduler.plugins.helper.nodeselector_batch import preferred_scores, required_mask, selector_mask
+from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
+from scheduler.plugins.helper.signature import spec_part
+from scheduler.util.nodeselector import (
     OBJECT_NAME_FIELD,
     NodeSelector,
     PreferredTerms,
@@ -42,9 +45,6 @@ from scheduler.plugins.helper.nodeselector import (
     required_node_affinity,
     required_terms_raw,
 )
-from scheduler.plugins.helper.nodeselector_batch import preferred_scores, required_mask, selector_mask
-from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
-from scheduler.plugins.helper.signature import spec_part
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
@@ -283,5 +283,4 @@ class NodeAffinity:
 
 
 def _labels_and_name(node: Mapping[str, Any]) -> tuple[Mapping[str, str], str]:
-    meta = object_meta(node)
-    return meta.get("labels") or {}, str(meta.get("name") or "")
+    return labels_of(node), name_of(node)

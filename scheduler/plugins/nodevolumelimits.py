@@ -45,6 +45,8 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.listers import lister_version
+from scheduler.framework.objects import annotations_of, name_of
+from scheduler.framework.objects_storage import csi_node_driver_limit, csi_node_drivers
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, safe_hint
@@ -52,11 +54,9 @@ from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     KubeObject,
-    annotations_of,
     claim_class,
     claim_name,
     meta,
-    name_of,
     spec,
     volume_is_for_pod,
 )
@@ -125,8 +125,8 @@ def is_inline_migratable(volume: Mapping[str, Any]) -> bool:
 def volume_limits(csi_node: KubeObject | None) -> dict[str, int]:
     """``getVolumeLimits``: driver -> allocatable count, for drivers that publish one."""
     limits: dict[str, int] = {}
-    for driver in spec(csi_node or {}).get("drivers") or ():
-        count = (driver.get("allocatable") or {}).get("count")
+    for driver in csi_node_drivers(csi_node):
+        count = csi_node_driver_limit(driver)
         if count is not None:
             limits[str(driver.get("name"))] = int(count)
     return limits
@@ -390,11 +390,10 @@ class NodeVolumeLimits:
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         old_limits = {
-            str(d.get("name")): int((d.get("allocatable") or {}).get("count") or 0)
-            for d in spec(old_obj).get("drivers") or ()
+            str(d.get("name")): int(csi_node_driver_limit(d) or 0) for d in csi_node_drivers(old_obj)
         }
-        for driver in spec(new_obj).get("drivers") or ():
-            new_limit = int((driver.get("allocatable") or {}).get("count") or 0)
+        for driver in csi_node_drivers(new_obj):
+            new_limit = int(csi_node_driver_limit(driver) or 0)
             if new_limit > old_limits.get(str(driver.get("name")), 0):
                 return QueueingHint.Queue
         return QueueingHint.Skip

@@ -21,11 +21,12 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.objects import name_of
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.signature import volumes_signature
-from scheduler.plugins.helper.volumes import meta, name_of, spec
+from scheduler.plugins.helper.volumes import meta, spec
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (

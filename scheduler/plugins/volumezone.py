@@ -22,11 +22,12 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.objects import labels_of, name_of
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.signature import volumes_signature
-from scheduler.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, name_of, spec
+from scheduler.plugins.helper.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class, meta, spec
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 PRE_FILTER_STATE_KEY = "PreFilter" + names.VOLUME_ZONE
@@ -57,7 +58,7 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
 
 
 def pv_topologies(pv: Mapping[str, Any]) -> list[PVTopology]:
-    labels = meta(pv).get("labels") or {}
+    labels = labels_of(pv)
     found = []
     for key in TOPOLOGY_LABELS:
         if key in labels:

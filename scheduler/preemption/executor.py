@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from scheduler import metrics
-from scheduler.api import ApiError
-from scheduler.events import NORMAL, rfc3339
-from scheduler.framework.objects import object_meta, pod_status
+from scheduler.client.events import NORMAL, rfc3339
+from scheduler.framework.api_error import ApiError
+from scheduler.framework.objects import namespaced_name, object_meta, pod_status, uid_of
 from scheduler.framework.status import Status
 from scheduler.framework.types import PodInfo
 from scheduler.preemption.pods import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -415,5 +415,4 @@ def _ident(pod: PodInfo) -> str:
 
 
 def _ident_of(pod: Mapping[str, Any]) -> str:
-    meta = object_meta(pod)
-    return str(meta.get("uid") or f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+    return uid_of(pod) or namespaced_name(pod)

@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scheduler.extender.client import ExtenderError
-from scheduler.extender.runner import Extenders
-from scheduler.extender.wire import Victims
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import ExtenderError, Extenders, Victims
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.objects import object_meta
 from scheduler.framework.status import Status

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework.objects import labels_of, object_meta
+from scheduler.framework.objects_scheduling import pdb_spec, pdb_status
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +32,8 @@ def parse_pdbs(objects: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBudget
     out: list[PodDisruptionBudget] = []
     for obj in objects:
         meta = object_meta(obj)
-        spec = obj.get("spec") or {}
-        status = obj.get("status") or {}
+        spec = pdb_spec(obj)
+        status = pdb_status(obj)
         try:
             selector = parse_label_selector(spec.get("selector"), "spec.selector")
         except SelectorError:

@@ -31,7 +31,7 @@ from tests.integration.workload import (
     scrape,
 )
 
-# The scheduler's per-request timeout for a Binding (scheduler.api.DEFAULT_TIMEOUT) is 30 s.
+# The scheduler's per-request timeout for a Binding (scheduler.client.api.DEFAULT_TIMEOUT) is 30 s.
 HANG = 33.0
 # Each pod's first Binding meets the fault at its index modulo this list (None: no fault).
 BINDING_FAULTS: list[Fault | None] = [

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devcluster.binaries import require_binaries
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from scheduler.profiles import SAMPLE_PERCENT_ENV
+from scheduler.cycle.profiles import SAMPLE_PERCENT_ENV
 from tests.grafana import Selector, dashboard_selectors, load_dashboard
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod
 

@@ -78,7 +78,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     table = cli("explain", key, "--endpoint", endpoint)
     assert table.returncode == 0, table.stderr
     assert "NodeResourcesFit" in table.stdout and "Insufficient cpu (requests 1.5, free 1)" in table.stdout
-    print(table.stdout)  # the README's example output
+    print(table.stdout)  # the example output in docs/explain.md
 
     create_nodes(api_client, [make_node(f"big-{run_id}", cpu="4", memory="8Gi", labels=labels)])
 

@@ -24,7 +24,7 @@ import pytest
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from scheduler.leaderelection import KubeLeaseClient
+from scheduler.app.leaderelection import KubeLeaseClient
 from tests.integration.test_deploy import apply_deploy, service_account_kubeconfig
 from tests.integration.workload import (
     RUN_LABEL,

@@ -44,7 +44,7 @@ IMAGE_SCRIPT = REPO / "devcluster" / "image.sh"
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # A cold build (tools, base rootfs, dependencies) takes minutes on a shared 2-core machine.
 BUILD_TIMEOUT = 1200.0
-# The image's size budget, also stated in the README (284 MiB measured on the CI base).
+# The image's size budget, also stated in docs/operations.md (284 MiB measured on the CI base).
 MAX_IMAGE_BYTES = 320 * 1024**2
 # As devcluster/image.sh: runc with cgroupfs (crun refuses the hybrid cgroup layout of these machines),
 # rlimits capped below the host's hard limits.

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.events import micro_time
-from scheduler.leaderelection import KubeLeaseClient, LeaderElector
+from scheduler.app.leaderelection import KubeLeaseClient, LeaderElector
+from scheduler.client.events import micro_time
 from tests.integration.test_deploy import apply_deploy, service_account_token
 
 LEASE_DURATION = 15.0

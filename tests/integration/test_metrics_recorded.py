@@ -1,5 +1,5 @@
-"""Every metric the README's metrics table lists is recorded by a real py-scheduler, with counts that
-match the pods it scheduled.
+"""Every metric the metrics table of docs/metrics.md lists is recorded by a real py-scheduler, with
+counts that match the pods it scheduled.
 
 py-scheduler binds N pods on three nodes (so every pod is scored) and fails one that fits nowhere
 (so PostFilter runs). Plugin metrics are sampled in 100% of cycles here (a test-only environment
@@ -17,20 +17,20 @@ import pytest
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from scheduler.profiles import SAMPLE_PERCENT_ENV
+from scheduler.cycle.profiles import SAMPLE_PERCENT_ENV
 from tests.integration.test_dashboard_metrics import Sample, scrape
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+METRICS_DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 SCHEDULER_NAME = "py-scheduler-metrics"
 PODS = 12
 # Recorded only with extenders configured (tests/integration/test_extender_on_cluster.py covers them).
 NEEDS_EXTENDERS = ("scheduler_extender_",)
 
 
-def readme_metrics() -> list[str]:
-    """The metric names in the README's metrics table, ``{a,b}`` expanded."""
-    text = README.read_text()
+def documented_metrics() -> list[str]:
+    """The metric names in the metrics table of docs/metrics.md, ``{a,b}`` expanded."""
+    text = METRICS_DOC.read_text()
     table = text[text.index("| metric | labels |") :]
     table = table[: table.index("\n\n")]
     names: list[str] = []
@@ -55,14 +55,14 @@ def run_id(core_v1: Any) -> Iterator[str]:
     core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={rid}", _preload_content=False)
 
 
-def test_readme_table_is_parsed() -> None:
-    names = readme_metrics()
+def test_metrics_table_is_parsed() -> None:
+    names = documented_metrics()
     assert "scheduler_plugin_execution_duration_seconds" in names
     assert "py_scheduler_informer_relists_total" in names
     assert len(names) >= 15
 
 
-def test_every_readme_metric_is_recorded_with_matching_counts(
+def test_every_documented_metric_is_recorded_with_matching_counts(
     kubeconfig: str, core_v1: Any, namespace: str, run_id: str, tmp_path: Path
 ) -> None:
     config = scheduler_config(
@@ -107,7 +107,7 @@ def test_every_readme_metric_is_recorded_with_matching_counts(
     # (relists happen only after a 410), by its TYPE line.
     names = {name for name, _, _ in samples} | set(re.findall(r"^# TYPE (\S+)", text, re.M))
     missing = []
-    for metric in readme_metrics():
+    for metric in documented_metrics():
         if metric.startswith(NEEDS_EXTENDERS):
             continue
         if metric.endswith("*"):
@@ -118,7 +118,7 @@ def test_every_readme_metric_is_recorded_with_matching_counts(
             present = any(n in (metric, base) or n.startswith(metric + "_") for n in names)
         if not present:
             missing.append(metric)
-    assert missing == [], f"README metrics absent from /metrics: {missing}"
+    assert missing == [], f"documented metrics absent from /metrics: {missing}"
 
     profile = {"profile": SCHEDULER_NAME}
     unschedulable = total(samples, "scheduler_schedule_attempts_total", result="unschedulable", **profile)

@@ -1,4 +1,4 @@
-"""The vectorised Filter/Score path (plugin-declared node columns, scheduler.filter_loop) gives the
+"""The vectorised Filter/Score path (plugin-declared node columns, scheduler.cycle.filter_loop) gives the
 per-node path's answers.
 
 Random clusters (taints, cordons, full nodes, extended resources, ephemeral storage) and random pods
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.cache.columns import NodeColumns
+from scheduler.cycle.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.framework import InternedColumn, NodeSubset, ok_mask
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BatchScoreExtensions, BatchScorePlugin, ScoreExtensions

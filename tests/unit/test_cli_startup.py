@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import cli
+from scheduler.app import cli
 from scheduler.config.loader import MAX_CONFIG_BYTES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -292,7 +292,7 @@ def test_the_real_entry_point_prints_one_line(tmp_path: Path) -> None:
 def test_a_bare_host_port_server_gets_a_scheme_like_client_go(
     cluster: str, host: str, tmp_path: Path
 ) -> None:
-    from scheduler.kubeclient import load_configuration
+    from scheduler.client.kubeclient import load_configuration
 
     text = KUBECONFIG.replace('{server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}', cluster)
     assert load_configuration(write(tmp_path, "k", text)).host == host

@@ -18,6 +18,7 @@ from scheduler.config import (
     load_out_of_tree,
     merge_registries,
     parse_config,
+    parse_config_with_plugins,
     resolve_profile,
 )
 from scheduler.framework.handle import Handle
@@ -189,7 +190,7 @@ def test_config_with_out_of_tree_plugins_end_to_end(monkeypatch: pytest.MonkeyPa
     set_entry_points(monkeypatch, ("with-new", f"{HERE}:WithNew"))
     path = f"{HERE}:TinyPlugin"
     in_tree: dict[str, PluginFactory] = {"PrioritySort": tiny_factory, "DefaultBinder": tiny_factory}
-    cfg = parse_config(
+    cfg, registry = parse_config_with_plugins(
         HEADER
         + textwrap.dedent(
             f"""
@@ -203,7 +204,7 @@ def test_config_with_out_of_tree_plugins_end_to_end(monkeypatch: pytest.MonkeyPa
         ),
         registry=in_tree,
     )
-    assert set(cfg.registry) == {"PrioritySort", "DefaultBinder", path, "with-new"}
+    assert set(registry) == {"PrioritySort", "DefaultBinder", path, "with-new"}
     points = {
         "PrioritySort": {"queueSort"},
         "DefaultBinder": {"bind"},
@@ -212,14 +213,14 @@ def test_config_with_out_of_tree_plugins_end_to_end(monkeypatch: pytest.MonkeyPa
     }
     rp = resolve_profile(
         cfg.profiles[0],
-        cfg.registry,
+        registry,
         [("PrioritySort", None), ("DefaultBinder", None)],
         lambda name: points[name],
     )
     assert rp.plugins["filter"] == [path]
     assert rp.plugins["permit"] == ["with-new"]
     assert rp.plugin_args[path] == {"threshold": 3}
-    plugin: Any = cfg.registry[path](rp.plugin_args[path], HANDLE)
+    plugin: Any = registry[path](rp.plugin_args[path], HANDLE)
     assert plugin.args == {"threshold": 3}
 
 

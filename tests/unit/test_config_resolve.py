@@ -18,6 +18,7 @@ from scheduler.config import (
     ResolvedProfile,
     merge_plugin_set,
     parse_config,
+    parse_config_with_plugins,
     resolve_profile,
     resolve_profiles,
 )
@@ -71,8 +72,8 @@ def implements(name: str) -> set[str]:
 
 
 def resolve(body: str = "", index: int = 0) -> ResolvedProfile:
-    cfg = parse_config(HEADER + textwrap.dedent(body), registry=REGISTRY)
-    return resolve_profile(cfg.profiles[index], cfg.registry, DEFAULT_MULTIPOINT, implements)
+    cfg, registry = parse_config_with_plugins(HEADER + textwrap.dedent(body), registry=REGISTRY)
+    return resolve_profile(cfg.profiles[index], registry, DEFAULT_MULTIPOINT, implements)
 
 
 def test_defaults_expand_like_upstream() -> None:
@@ -357,7 +358,7 @@ def test_merge_plugin_set_matches_upstream() -> None:
 
 
 def test_resolve_profiles_all_profiles_and_shared_queue_sort() -> None:
-    cfg = parse_config(
+    cfg, registry = parse_config_with_plugins(
         HEADER
         + textwrap.dedent(
             """
@@ -370,7 +371,7 @@ def test_resolve_profiles_all_profiles_and_shared_queue_sort() -> None:
         ),
         registry=REGISTRY,
     )
-    a, b = resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements)
+    a, b = resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements, registry)
     assert (a.scheduler_name, b.scheduler_name) == ("a", "b")
     assert b.percentage_of_nodes_to_score == 20
     assert b.plugins["score"] == ["NodeResourcesFit"]
@@ -379,7 +380,7 @@ def test_resolve_profiles_all_profiles_and_shared_queue_sort() -> None:
 
 def test_resolve_profiles_rejects_different_effective_queue_sorts() -> None:
     # queueSort sets are equal (empty), so file validation passes; multiPoint differs.
-    cfg = parse_config(
+    cfg, registry = parse_config_with_plugins(
         HEADER
         + textwrap.dedent(
             """
@@ -395,12 +396,12 @@ def test_resolve_profiles_rejects_different_effective_queue_sorts() -> None:
         registry=REGISTRY,
     )
     with pytest.raises(ConfigError) as info:
-        resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements)
+        resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements, registry)
     assert info.value.errors[0].startswith('profiles[1].plugins.queueSort: Invalid value: "OtherSort"')
 
 
 def test_resolve_profiles_collects_errors_of_every_profile() -> None:
-    cfg = parse_config(
+    cfg, registry = parse_config_with_plugins(
         HEADER
         + textwrap.dedent(
             """
@@ -414,6 +415,6 @@ def test_resolve_profiles_collects_errors_of_every_profile() -> None:
         registry=REGISTRY,
     )
     with pytest.raises(ConfigError) as info:
-        resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements)
+        resolve_profiles(cfg, DEFAULT_MULTIPOINT, implements, registry)
     assert info.value.errors[0].startswith("profiles[0].plugins.filter.enabled[0]")
     assert info.value.errors[1].startswith("profiles[1].plugins.bind: Required value")

@@ -2,7 +2,7 @@
 
 ``CASES`` records the real binary's verdict (``kube-scheduler --config FILE``); the integration test
 ``tests/integration/test_config_oracle.py`` re-checks every row against that binary. Deliberate
-differences (README, scheduler/config/README.md) are not in the table.
+differences (docs/configuration.md, scheduler/config/README.md) are not in the table.
 """
 
 from __future__ import annotations

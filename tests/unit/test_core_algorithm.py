@@ -1,4 +1,4 @@
-"""The scheduling algorithm (``scheduler.algorithm``): how many nodes to look at, where to start, what
+"""The scheduling algorithm (``scheduler.cycle.algorithm``): how many nodes to look at, where to start, what
 to tell the user when nothing fits, and how ties are broken. Mirrors upstream's ``schedule_one_test.go``.
 """
 
@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.algorithm import (
-    FitError,
-    PreFilterError,
-    SchedulingAlgorithm,
-    num_feasible_nodes_to_find,
-)
 from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cycle.algorithm import PreFilterError, SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from scheduler.api import ApiError, BindingConflict
-from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
+from scheduler.client.api import BindingConflict
+from scheduler.cycle.binding import BindingPool, BindingResult, BindingTask, Outcome
+from scheduler.framework.api_error import ApiError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BindPlugin, PostBindPlugin, PreBindPlugin
 from scheduler.framework.runtime import Framework, PluginSet

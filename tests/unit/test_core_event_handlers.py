@@ -1,4 +1,5 @@
-"""Informer events -> queue and cache (``scheduler.event_handlers``), as upstream's ``eventhandlers.go``."""
+"""Informer events -> queue and cache (``scheduler.app.event_handlers``), as upstream's
+``eventhandlers.go``."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 
 from informers import PODS, DeletedFinalStateUnknown, SharedInformer
 from informers.testing import FakeApiServer, eventually
+from scheduler.app.event_handlers import EventHandlers, node_update_actions
 from scheduler.cache import SchedulerCache
-from scheduler.event_handlers import EventHandlers, node_update_actions
+from scheduler.cycle.profiles import queue_hints
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.types import PodInfo
-from scheduler.profiles import queue_hints
 from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, FakeClock, SchedulingQueue
 from scheduling_queue.types import ActionType, QueuedPodInfo
 from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.api import SchedulerApi
-from scheduler.events import (
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import (
     EVENT_NAME_LIMIT,
     MAX_TRIES,
     NORMAL,
@@ -24,7 +24,7 @@ from scheduler.events import (
     rfc3339,
     truncate_note,
 )
-from scheduler.httppool import ConnectionFailed
+from scheduler.client.httppool import ConnectionFailed
 from tests.unit.test_core_fakes import FakeRest, make_pod, status_error
 
 START = 1_700_000_000.0
@@ -457,7 +457,7 @@ def test_an_inline_event_after_shutdown_is_dropped(env: Env) -> None:
 def test_event_names_stay_valid_subdomains_for_long_pod_names(pod_name: str) -> None:
     import re
 
-    from scheduler.events import event_name
+    from scheduler.client.events import event_name
 
     name = event_name(pod_name)
     assert len(name) <= EVENT_NAME_LIMIT

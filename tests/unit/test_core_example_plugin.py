@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache
-from scheduler.config import load_config
+from scheduler.config import load_config_with_plugins
+from scheduler.cycle.algorithm import SchedulingAlgorithm
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_frameworks
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -36,14 +36,14 @@ def _node(name: str, labels: dict[str, str]) -> dict[str, object]:
 def test_example_plugin_loads_by_path_and_steers_placement(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(CONFIG)
-    config = load_config(str(path), registry=IN_TREE_REGISTRY)
+    config, registry = load_config_with_plugins(str(path), registry=IN_TREE_REGISTRY)
     cache = SchedulerCache()
     for i in range(4):
         cache.add_node(_node(f"plain-{i}", {}))
     cache.add_node(_node("fast", {"example.com/fast-disk": "true"}))
     snapshot = cache.snapshot()
     frameworks = build_frameworks(
-        config, config.registry, lambda name: FrameworkHandle(name, lambda: snapshot, None, lambda: 0.0)
+        config, registry, lambda name: FrameworkHandle(name, lambda: snapshot, None, lambda: 0.0)
     )
     fwk = frameworks["py-scheduler"]
     assert "PreferLabel" in [p.name for p in fwk.plugins.score]

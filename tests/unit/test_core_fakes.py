@@ -2,7 +2,8 @@
 
 Seams are faked, everything else is real: a ``FakeRest`` stands in for the API server behind a real
 ``SchedulerApi``; the SchedulingQueue, SchedulerCache, EventRecorder, BindingPool and the in-tree plugins
-(built through ``scheduler.profiles.build_framework`` from a parsed configuration) are the product's own.
+(built through ``scheduler.cycle.profiles.build_framework`` from a parsed configuration) are the
+product's own.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from typing import Any
 
 import orjson
 
-from scheduler import profiles
-from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
-from scheduler.config import parse_config
-from scheduler.cycle import Scheduler
-from scheduler.events import EventRecorder
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import EventRecorder
+from scheduler.config import parse_config_with_plugins
+from scheduler.cycle import profiles
+from scheduler.cycle.binding import BindingPool, BindingResult
+from scheduler.cycle.profiles import FrameworkHandle, queue_hints
+from scheduler.cycle.schedule_one import Scheduler
+from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, queue_hints
 from scheduling_queue import FakeClock, SchedulingQueue
 
 PROFILE = "py-scheduler"
@@ -194,12 +196,12 @@ def build_frameworks(
     }
     if percentage_of_nodes_to_score is not None:
         doc["percentageOfNodesToScore"] = percentage_of_nodes_to_score
-    cfg = parse_config(doc, registry=registry)
+    cfg, registry = parse_config_with_plugins(doc, registry=registry)
 
     def handle_for(profile_name: str) -> FrameworkHandle:
         return FrameworkHandle(profile_name, snapshot, api, clock)
 
-    return profiles.build_frameworks(cfg, cfg.registry, handle_for)
+    return profiles.build_frameworks(cfg, registry, handle_for)
 
 
 # --- a whole scheduler, fakes at the seams ----------------------------------------------------------
@@ -256,6 +258,8 @@ class CoreEnv:
             )
             return self.pool
 
+        # What explain and /debug/pods read; the app wires the same recorder in.
+        self.decisions = DecisionRecorder(clock=self.clock.now)
         self.scheduler = Scheduler(
             frameworks=self.frameworks,
             queue=self.queue,
@@ -265,6 +269,7 @@ class CoreEnv:
             binding_pool_factory=pool_factory,
             clock=self.clock.now,
             api=self.api,
+            decisions=self.decisions,
         )
 
     def _snapshot(self) -> Snapshot:

@@ -9,8 +9,9 @@ import orjson
 import pytest
 import urllib3
 
-from scheduler.api import ApiError, BindingConflict, SchedulerApi
-from scheduler.kubeclient import RateLimiter
+from scheduler.client.api import BindingConflict, SchedulerApi
+from scheduler.client.kubeclient import RateLimiter
+from scheduler.framework.api_error import ApiError
 from tests.unit.test_core_fakes import FakeRest, status_error
 
 
@@ -136,7 +137,7 @@ def test_bind_retries_upstreams_retriable_errors(
     """v1.37's util.BindPod: retry.DefaultBackoff (4 attempts) on an internal error or service
     unavailable; anything else is answered at once."""
     sleeps: list[float] = []
-    monkeypatch.setattr("scheduler.api.time.sleep", sleeps.append)
+    monkeypatch.setattr("scheduler.client.api.time.sleep", sleeps.append)
     client, rest = api(lambda m, p, b: status_error(code, "nope") if m == "POST" else status_error(404, "x"))
     with pytest.raises(ApiError):
         client.bind("default", "p", "uid-1", "n1")
@@ -146,7 +147,7 @@ def test_bind_retries_upstreams_retriable_errors(
 
 
 def test_bind_retry_succeeds_on_a_later_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scheduler.api.time.sleep", lambda _: None)
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
     answers = iter([status_error(503, "unavailable"), (201, b"{}")])
     client, rest = api(lambda m, p, b: next(answers) if m == "POST" else status_error(404, "gone"))
     client.bind("default", "p", "uid-1", "n1")
@@ -154,7 +155,7 @@ def test_bind_retry_succeeds_on_a_later_attempt(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_bind_retries_a_refused_connection_but_not_a_reset(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scheduler.api.time.sleep", lambda _: None)
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
 
     def refused(method: str, path: str, body: Any) -> tuple[int, bytes]:
         if method == "GET":
@@ -248,7 +249,7 @@ class _Script:
     def client(self, slept: list[float]) -> Any:
         from kubernetes import client as k8s_client
 
-        from scheduler.kubeclient import RestClient
+        from scheduler.client.kubeclient import RestClient
 
         configuration = k8s_client.Configuration()
         configuration.host = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -357,7 +358,7 @@ def test_a_binding_that_landed_although_its_answer_was_lost_is_a_success(post: A
 def test_a_lost_answer_stays_an_error_unless_the_pod_is_ours_and_bound_there(
     post: Any, get: tuple[int, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("scheduler.api.time.sleep", lambda _: None)
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
     client, rest = api(_post_fails(post, get))
     with pytest.raises(ApiError) as info:
         client.bind("default", "p", "uid-1", "n1")

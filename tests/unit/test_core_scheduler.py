@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from scheduler.binding import Outcome
+from scheduler.app.event_handlers import EventHandlers
 from scheduler.cache import SchedulerCache, Snapshot
-from scheduler.cycle import POD_SPEC_PLUGIN
-from scheduler.event_handlers import EventHandlers
+from scheduler.cycle.binding import Outcome
+from scheduler.cycle.profiles import FrameworkHandle
+from scheduler.cycle.schedule_one import POD_SPEC_PLUGIN
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.profiles import FrameworkHandle
 from tests.unit.test_core_fakes import (
     PROFILE,
     CoreEnv,
@@ -595,7 +595,7 @@ async def test_by_default_failed_scheduling_events_carry_kube_schedulers_exact_t
     assert event["note"] == upstream
     assert condition(env, "big")["message"] == upstream
     # The nearest misses stay in the decision record (explain, /debug/pods).
-    record = env.sched.decisions.store.latest("default/big")
+    record = env.decisions.store.latest("default/big")
     assert record is not None and len(record.nearest_misses) == 2
 
 

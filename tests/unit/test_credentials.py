@@ -23,8 +23,8 @@ from informers.credentials import (
     TokenFileSource,
     parse_exec_credential,
 )
-from scheduler import cli
-from scheduler.kubeclient import RestClient
+from scheduler.app import cli
+from scheduler.client.kubeclient import RestClient
 
 V1 = "client.authentication.k8s.io/v1"
 V1BETA1 = "client.authentication.k8s.io/v1beta1"

@@ -118,7 +118,7 @@ def test_entrypoint_is_the_console_script() -> None:
 
 def test_console_script_exists_in_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["project"]["scripts"]["py-scheduler"] == "scheduler.cli:main"
+    assert project["project"]["scripts"]["py-scheduler"] == "scheduler.app.cli:main"
 
 
 def test_every_packaged_module_is_copied_and_allowed_by_dockerignore() -> None:

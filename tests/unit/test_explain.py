@@ -38,7 +38,7 @@ MakeEnv = Callable[..., CoreEnv]
 
 
 def latest(env: CoreEnv, key: str) -> AttemptRecord:
-    record = env.sched.decisions.store.latest(key)
+    record = env.decisions.store.latest(key)
     assert record is not None, f"no record for {key}"
     return record
 
@@ -119,10 +119,10 @@ async def test_single_feasible_node_is_recorded_as_unopposed(make_env: MakeEnv) 
 
 async def test_recording_off_records_nothing_and_keeps_upstreams_event(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1", cpu="1")])
-    env.sched.decisions.enabled = False
+    env.decisions.enabled = False
     env.queue.add(make_pod("big", cpu="2"))
     await env.schedule_next()
-    assert env.sched.decisions.store.latest("default/big") is None
+    assert env.decisions.store.latest("default/big") is None
     env.flush_writes()
     [event] = [e for e in env.rest.events() if e["reason"] == "FailedScheduling"]
     assert event["note"] == (
@@ -134,7 +134,7 @@ async def test_recording_off_records_nothing_and_keeps_upstreams_event(make_env:
 async def test_annotation_is_written_for_annotated_profiles_only(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")])
     written: list[tuple[str, str, str]] = []
-    decisions = env.sched.decisions
+    decisions = env.decisions
     decisions._annotator = lambda key, uid, value: written.append((key, uid, value))
     env.queue.add(make_pod("web", cpu="500m"))
     await env.schedule_next()

@@ -15,14 +15,12 @@ import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from scheduler.algorithm import FitError
+from scheduler.app.event_handlers import EventHandlers
 from scheduler.config.types import ExtenderConfig, ExtenderManagedResource
-from scheduler.event_handlers import EventHandlers
-from scheduler.extender.client import ExtenderError, HTTPExtender
+from scheduler.extender.client import HTTPExtender
 from scheduler.extender.runner import EXTENDER_NAME, ExtenderFilterError, Extenders
 from scheduler.extender.wire import (
     MetaVictims,
-    Victims,
     WireError,
     binding_args,
     decode_binding_result,
@@ -34,6 +32,8 @@ from scheduler.extender.wire import (
     to_meta_victims,
 )
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.extender import ExtenderError, Victims
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.status import Code
 from scheduler.framework.types import NodeInfo, PodInfo
 from tests.unit.test_core_algorithm import Setup

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from scheduler.cli import build_parser
+from scheduler.app.cli import build_parser
 from scheduler.features import KNOWN_GATES, NOT_IMPLEMENTED, FeatureGateError, parse_feature_gates
 
 

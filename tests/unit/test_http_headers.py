@@ -1,4 +1,4 @@
-"""The write pool's response reader (``scheduler.http_response``) gives what ``http.client`` gives.
+"""The write pool's response reader (``scheduler.client.http_response``) gives what ``http.client`` gives.
 
 Checked against the stdlib on random responses (status, repeated and folded headers, bodies framed by
 Content-Length, chunked coding with extensions and trailers, or the end of the connection), delivered
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from scheduler.http_response import read_response
-from scheduler.httppool import ConnectionPool
+from scheduler.client.http_response import read_response
+from scheduler.client.httppool import ConnectionPool
 
 _NAME = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz-ABCXYZ0123456789"), min_size=1, max_size=10)
 _VALUE = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=16)

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from scheduler.events import micro_time
-from scheduler.leaderelection import (
+from scheduler.app.leaderelection import (
     LeaderElector,
     LeaseConflictError,
     default_identity,
 )
+from scheduler.client.events import micro_time
 
 Lease = dict[str, Any]
 
@@ -581,8 +581,8 @@ def test_rest_lease_client_makes_one_attempt_bounded_by_its_timeout() -> None:
 
     from kubernetes import client as k8s_client
 
-    from scheduler.kubeclient import RestClient
-    from scheduler.leaderelection import RestLeaseClient
+    from scheduler.app.leaderelection import RestLeaseClient
+    from scheduler.client.kubeclient import RestClient
 
     accepted: list[socket.socket] = []
     with socket.create_server(("127.0.0.1", 0)) as listener:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler.algorithm import SchedulingAlgorithm
 from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework import (
     ColumnConflictError,
     ColumnSpec,

@@ -14,8 +14,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.cache import Snapshot
+from scheduler.cycle.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import NodeInfo, PodInfo

@@ -1,4 +1,4 @@
-"""Opportunistic batching (scheduler.batching) places every pod exactly where one-by-one scheduling
+"""Opportunistic batching (scheduler.cycle.batching) places every pod exactly where one-by-one scheduling
 does: same node, same evaluated/feasible counts, same round-robin start index, same FitError text.
 
 Random clusters and random streams of pods drawn from a few templates (so signatures repeat), with
@@ -15,9 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.algorithm import FitError, SchedulingAlgorithm
 from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
 from tests.unit.test_batch_equivalence import _node, _pod

@@ -8,12 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler import metrics
-from scheduler.events import rfc3339
+from scheduler.client.events import rfc3339
+from scheduler.cycle.podgroup_condition import scheduled_condition_patch
+from scheduler.cycle.schedule_one_podgroup import PodGroupCycle
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.podgroup_condition import scheduled_condition_patch
-from scheduler.podgroup_cycle import PodGroupCycle
 from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
 
 MakeEnv = Callable[..., CoreEnv]
@@ -191,7 +191,7 @@ async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(
     """Upstream runs each member's PostFilter in the pod group cycle: DefaultPreemption nominates n1 and
     evicts there, the member counts as placed for the next one, and the group, feasible once the
     victims are gone, waits for them: both members go back nominated to n1."""
-    from scheduler.event_handlers import EventHandlers
+    from scheduler.app.event_handlers import EventHandlers
     from tests.unit.test_preemption_cycle import deletes, running, with_priority
 
     env = make_env([make_node("n1", cpu="2")])

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from scheduler import profiles
 from scheduler.cache.cache import new_snapshot
 from scheduler.cache.snapshot import Snapshot
-from scheduler.config.loader import parse_config
+from scheduler.config.loader import parse_config_with_plugins
+from scheduler.cycle import profiles
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import (
     PERSISTENT_VOLUME_CLAIMS,
@@ -96,7 +96,7 @@ class Env:
         for spec, objs in (objects or {}).items():
             listers[spec] = StaticLister(objs)
         plugin_config = [{"name": "DefaultPreemption", "args": dict(args)}] if args else []
-        cfg = parse_config(
+        cfg, registry = parse_config_with_plugins(
             {
                 "apiVersion": "kubescheduler.config.k8s.io/v1",
                 "kind": "KubeSchedulerConfiguration",
@@ -114,7 +114,7 @@ class Env:
                 listers=lambda spec: listers.setdefault(spec, StaticLister()),
             )
 
-        self.fwk: Framework = profiles.build_frameworks(cfg, cfg.registry, handle_for)["py-scheduler"]
+        self.fwk: Framework = profiles.build_frameworks(cfg, registry, handle_for)["py-scheduler"]
         # DynamicResources' PostFilter runs first, as upstream's default plugins order it.
         [plugin] = [p for p in self.fwk.plugins.post_filter if isinstance(p, DefaultPreemption)]
         self.plugin = plugin

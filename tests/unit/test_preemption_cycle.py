@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler import metrics
-from scheduler.event_handlers import EventHandlers
+from scheduler.app.event_handlers import EventHandlers
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from tests.unit.test_core_fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
 

@@ -1,4 +1,4 @@
-"""``scheduler.profiles``: each plugin of a profile is built once, with its real args, and the framework
+"""``scheduler.cycle.profiles``: each plugin of a profile is built once, with its real args, and the framework
 uses the instance whose extension points the resolver read (upstream's NewFramework)."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from scheduler.cache import Snapshot
-from scheduler.config import ConfigError, parse_config
+from scheduler.config import ConfigError, LoadedConfig, parse_config_with_plugins
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
 from scheduler.plugins.registry import IN_TREE_REGISTRY
-from scheduler.profiles import FrameworkHandle, build_frameworks
 from tests.unit.oot_needs_args import NeedsThreshold
 
 PLUGIN_PATH = "tests.unit.oot_needs_args:NeedsThreshold"
 
 
-def _config(with_args: bool) -> Any:
+def _config(with_args: bool) -> LoadedConfig:
     profile: dict[str, Any] = {
         "schedulerName": "py-scheduler",
         "plugins": {"filter": {"enabled": [{"name": PLUGIN_PATH}]}},
@@ -28,7 +28,7 @@ def _config(with_args: bool) -> Any:
         "kind": "KubeSchedulerConfiguration",
         "profiles": [profile],
     }
-    return parse_config(doc, registry=IN_TREE_REGISTRY)
+    return parse_config_with_plugins(doc, registry=IN_TREE_REGISTRY)
 
 
 def _handle(name: str) -> FrameworkHandle:
@@ -37,8 +37,8 @@ def _handle(name: str) -> FrameworkHandle:
 
 def test_plugin_whose_factory_requires_args_is_built_once_with_them() -> None:
     NeedsThreshold.built.clear()
-    cfg = _config(with_args=True)
-    frameworks = build_frameworks(cfg, cfg.registry, _handle)
+    cfg, full_registry = _config(with_args=True)
+    frameworks = build_frameworks(cfg, full_registry, _handle)
     (plugin,) = [p for p in frameworks["py-scheduler"].plugins.filter if p.name == "NeedsThreshold"]
     assert isinstance(plugin, NeedsThreshold)
     assert plugin.threshold == 3
@@ -48,9 +48,9 @@ def test_plugin_whose_factory_requires_args_is_built_once_with_them() -> None:
 
 def test_every_plugin_is_built_once_per_profile() -> None:
     calls: list[str] = []
-    cfg = _config(with_args=True)
-    registry = dict(cfg.registry)
-    for name, factory in cfg.registry.items():
+    cfg, full_registry = _config(with_args=True)
+    registry = dict(full_registry)
+    for name, factory in full_registry.items():
 
         def counting(args: Any, handle: Any, name: str = name, factory: Any = factory) -> Any:
             calls.append(name)
@@ -63,8 +63,8 @@ def test_every_plugin_is_built_once_per_profile() -> None:
 
 
 def test_missing_required_args_is_a_config_error_naming_the_plugin() -> None:
-    cfg = _config(with_args=False)
+    cfg, full_registry = _config(with_args=False)
     with pytest.raises(
         ConfigError, match=r"initializing plugin .*NeedsThreshold.*args.threshold is required"
     ):
-        build_frameworks(cfg, cfg.registry, _handle)
+        build_frameworks(cfg, full_registry, _handle)

@@ -6,9 +6,9 @@ import asyncio
 import threading
 from collections.abc import Callable
 
+from scheduler.cycle.waiting_pods import WaitingPod, WaitingPods
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
-from scheduler.waiting_pods import WaitingPod, WaitingPods
 from tests.unit.test_core_fakes import make_pod
 
 

@@ -37,6 +37,15 @@ from scheduler.framework import (
     Status,
     WaitingPodHandle,
 )
+from scheduler.framework.objects import (
+    labels_of,
+    namespace_of,
+    namespaced_name,
+    object_meta,
+    pod_spec,
+    uid_of,
+)
+from scheduler.framework.objects_scheduling import coscheduling_pod_group_spec
 from scheduler.framework.resources import Resource as Amounts
 from scheduler.plugins.coscheduling.args import NAME, CoschedulingArgs, parse_args
 from scheduler.plugins.helper.hints import safe_hint
@@ -50,23 +59,22 @@ PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 
 
 def pod_group_name(pod: Mapping[str, Any]) -> str:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    value = labels.get(POD_GROUP_LABEL, "")
+    value = labels_of(pod).get(POD_GROUP_LABEL, "")
     return value if isinstance(value, str) else ""
 
 
 def pod_group_full_name(pod: Mapping[str, Any]) -> str:
     name = pod_group_name(pod)
-    return f"{(pod.get('metadata') or {}).get('namespace', '')}/{name}" if name else ""
+    return f"{namespace_of(pod)}/{name}" if name else ""
 
 
 def min_member(pg: Mapping[str, Any]) -> int:
-    value = (pg.get("spec") or {}).get("minMember")
+    value = coscheduling_pod_group_spec(pg).get("minMember")
     return value if isinstance(value, int) else 0
 
 
 def _created(obj: Mapping[str, Any]) -> float | None:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    stamp = object_meta(obj).get("creationTimestamp")
     if not isinstance(stamp, str):
         return None
     try:
@@ -98,26 +106,22 @@ class Coscheduling:
         name = pod_group_name(pod)
         if not name:
             return "", None
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        namespace = namespace_of(pod)
         return f"{namespace}/{name}", self.pod_groups.get(name, namespace)
 
     def siblings(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The group's pods the scheduler knows (not terminated), ``pod`` included."""
         name = pod_group_name(pod)
-        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        namespace = namespace_of(pod)
         return [p for p in self.pods.list(namespace) if pod_group_name(p) == name]
 
     def assigned_count(self, full_name: str, siblings: Sequence[Mapping[str, Any]]) -> int:
         """Members past Permit: those we let through plus those already bound (by an earlier run,
         too). Members that are gone no longer count."""
-        live = {(p.get("metadata") or {}).get("uid") for p in siblings}
+        live = {uid_of(p) for p in siblings}
         passed = self._assigned.get(full_name, set())
         passed &= live
-        bound = {
-            (p.get("metadata") or {}).get("uid", "")
-            for p in siblings
-            if (p.get("spec") or {}).get("nodeName")
-        }
+        bound = {uid_of(p) for p in siblings if pod_spec(p).get("nodeName")}
         return len(passed | bound)
 
     def _active(self, table: dict[str, float], full_name: str) -> bool:
@@ -185,10 +189,10 @@ class Coscheduling:
                 f"pre-filter pod {pod.name} cannot find enough sibling pods, current pods number: "
                 f"{len(siblings)}, minMember of group: {need}"
             )
-        gated = sum(1 for p in siblings if (p.get("spec") or {}).get("schedulingGates"))
+        gated = sum(1 for p in siblings if pod_spec(p).get("schedulingGates"))
         if len(siblings) - gated < need:
             return f"pre-filter pod {pod.name} cannot proceed due to gated pods in the same PodGroup"
-        min_resources = (pg.get("spec") or {}).get("minResources")
+        min_resources = coscheduling_pod_group_spec(pg).get("minResources")
         if not min_resources or self._active(self._permitted, full_name):
             return None
         gap = resource_gap(nodes, min_resources, need, full_name)
@@ -242,9 +246,9 @@ class Coscheduling:
             return None, 0.0
         if len(passed) == 1:
             # The first member to wait pulls its siblings out of backoff (upstream's ActivateSiblings).
-            others = [p for p in siblings if (p.get("metadata") or {}).get("uid") != pod.uid]
+            others = [p for p in siblings if object_meta(p).get("uid") != pod.uid]
             state.write(PODS_TO_ACTIVATE_KEY, others)
-        timeout = (pg.get("spec") or {}).get("scheduleTimeoutSeconds")
+        timeout = coscheduling_pod_group_spec(pg).get("scheduleTimeoutSeconds")
         if not isinstance(timeout, int) or timeout <= 0:
             timeout = self.args.permit_waiting_time_seconds
         return Status(Code.Wait), float(timeout)
@@ -313,8 +317,7 @@ class Coscheduling:
     ) -> QueueingHint:
         if not isinstance(new_obj, Mapping):
             return QueueingHint.Skip
-        meta = new_obj.get("metadata") or {}
-        if f"{meta.get('namespace', '')}/{meta.get('name', '')}" != pod_group_full_name(pod):
+        if namespaced_name(new_obj) != pod_group_full_name(pod):
             return QueueingHint.Skip
         if isinstance(old_obj, Mapping) and (old_obj.get("spec") == new_obj.get("spec")):
             return QueueingHint.Skip  # a status update changes nothing for scheduling

@@ -15,7 +15,7 @@ config in the result, the result's node selector.
 
 Not supported, conservatively: devices that consume shared counters (partitionable devices) and
 devices with ``bindingConditions`` are never selected, and capacity sharing (consumable capacity) is
-not implemented; such devices stay free rather than being double-booked. See the README.
+not implemented; such devices stay free rather than being double-booked. See docs/dra.md.
 """
 
 from __future__ import annotations
@@ -25,8 +25,16 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.objects import meta_namespace_key, name_of, object_meta
+from scheduler.framework.objects_resource import (
+    claim_devices,
+    device_class_spec,
+    selector_expression,
+    slice_pool,
+    slice_spec,
+)
 from scheduler.plugins.dynamicresources.cel import CelCache, CelError, device_activation
-from scheduler.plugins.helper.nodeselector import SelectorError, parse_node_selector
+from scheduler.util.nodeselector import SelectorError, parse_node_selector
 
 Obj = Mapping[str, Any]
 DeviceID = tuple[str, str, str]  # (driver, pool, device)
@@ -57,18 +65,12 @@ class AllocationTimeout(AllocationError):
     """filterTimeout elapsed."""
 
 
+# How upstream's errors name a claim (klog.KObj).
+_klog = meta_namespace_key
+
+
 def device_id_str(device_id: DeviceID) -> str:
     return "/".join(device_id)
-
-
-def _name(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("name", ""))
-
-
-def _klog(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace", "")
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
 # --- nodes ----------------------------------------------------------------------------------------
@@ -115,21 +117,16 @@ class Pool:
         return f"{self.driver}/{self.pool}"
 
 
-def _spec(slice_: Obj) -> Obj:
-    return slice_.get("spec") or {}
-
-
 def _pool_key(slice_: Obj) -> tuple[str, str]:
-    spec = _spec(slice_)
-    return spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
+    return slice_spec(slice_).get("driver", ""), slice_pool(slice_).get("name", "")
 
 
 def _generation(slice_: Obj) -> int:
-    return int((_spec(slice_).get("pool") or {}).get("generation") or 0)
+    return int(slice_pool(slice_).get("generation") or 0)
 
 
 def _slice_count(slice_: Obj) -> int:
-    return int((_spec(slice_).get("pool") or {}).get("resourceSliceCount") or 0)
+    return int(slice_pool(slice_).get("resourceSliceCount") or 0)
 
 
 def uses_compatibility_groups(slice_: Obj) -> bool:
@@ -137,7 +134,7 @@ def uses_compatibility_groups(slice_: Obj) -> bool:
     counter consumptions (DRADeviceCompatibilityGroups, alpha and off)."""
     return any(
         consumption.get("compatibilityGroups")
-        for device in _spec(slice_).get("devices") or ()
+        for device in slice_spec(slice_).get("devices") or ()
         for consumption in device.get("consumesCounters") or ()
     )
 
@@ -151,7 +148,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     """
     pools: dict[tuple[str, str], list[Obj]] = {}
     for slice_ in slices:
-        spec = _spec(slice_)
+        spec = slice_spec(slice_)
         if spec.get("sharedCounters") or uses_compatibility_groups(slice_):
             continue
         node_name, all_nodes, selector = spec.get("nodeName") or "", bool(spec.get("allNodes")), None
@@ -189,7 +186,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
         names: set[str] = set()
         pool = Pool(driver, pool_name, slices=pool_slices)
         for slice_ in pool_slices:
-            for device in _spec(slice_).get("devices") or ():
+            for device in slice_spec(slice_).get("devices") or ():
                 name = device.get("name", "")
                 if name in names:
                     pool.invalid, pool.invalid_reason = True, f"duplicate device name {name}"
@@ -206,7 +203,7 @@ def apply_taint_rules(slice_: Obj, rules: Sequence[Obj]) -> Obj:
     """``Tracker.applyPatches`` (``resourceslice/tracker``, v0.37.2): each DeviceTaintRule adds its
     taint to the devices of ``slice_`` its selector matches (driver, pool and device name; all unset
     matches every device, no selector none). The slice is copied only when a rule applies."""
-    spec = _spec(slice_)
+    spec = slice_spec(slice_)
     pool = (spec.get("pool") or {}).get("name", "")
     devices: list[Any] | None = None
     for rule in rules:
@@ -253,7 +250,7 @@ class TaintedSlices:
 
 def _depends_on_labels(slice_: Obj) -> bool:
     """Whether the slice's node matching reads node labels (a node selector, of the slice or a device)."""
-    spec = _spec(slice_)
+    spec = slice_spec(slice_)
     return spec.get("nodeSelector") is not None or bool(spec.get("perDeviceNodeSelection"))
 
 
@@ -323,7 +320,7 @@ class AllocationMemo:
                 (pool.driver, pool.pool, device.get("name", ""))
                 for pool in pools
                 for slice_ in pool.slices
-                for device in _spec(slice_).get("devices") or ()
+                for device in slice_spec(slice_).get("devices") or ()
             )
             entry = self._devices[id(pools)] = (pools, ids)
         return entry[1]
@@ -473,7 +470,7 @@ class DeviceMatchCache:
         self._max_size = max_size
 
     def matches(self, expression: str, slice_: Obj, index: int, driver: str) -> bool:
-        meta = slice_.get("metadata") or {}
+        meta = object_meta(slice_)
         version = f"{meta.get('uid', '')}@{meta.get('resourceVersion', '')}"
         key = (expression, version, driver, index)
         found = self._results.get(key)
@@ -485,7 +482,7 @@ class DeviceMatchCache:
         act_key = (version, driver, index)
         activation = self._activations.get(act_key)
         if activation is None:
-            activation = device_activation(driver, (_spec(slice_).get("devices") or ())[index])
+            activation = device_activation(driver, (slice_spec(slice_).get("devices") or ())[index])
             if len(self._activations) >= self._max_size:
                 self._activations.clear()
             self._activations[act_key] = activation
@@ -570,7 +567,7 @@ class _Run:
     def run(self) -> list[dict[str, Any]] | None:
         self.pools = self.a.pools_of(self.node)
         for ci, claim in enumerate(self.claims):
-            devices = (claim.get("spec") or {}).get("devices") or {}
+            devices = claim_devices(claim)
             per_request: list[list[Request]] = []
             min_devices = 0
             for ri, raw in enumerate(devices.get("requests") or ()):
@@ -630,7 +627,7 @@ class _Run:
                 "attributes, the feature is disabled"
             )
         for i, selector in enumerate(request.selectors):
-            if not (selector.get("cel") or {}).get("expression"):
+            if not selector_expression(selector):
                 raise AllocationError(
                     f"claim {_klog(claim)}, request {request.name}, selector #{i}: CEL expression empty "
                     "(unsupported selector type?)"
@@ -662,7 +659,7 @@ class _Run:
                         f"pool {pool.id} is currently invalid"
                     )
                 for slice_ in pool.slices:
-                    for di, device in enumerate(_spec(slice_).get("devices") or ()):
+                    for di, device in enumerate(slice_spec(slice_).get("devices") or ()):
                         if self._selectable(ci, ri, si, request, slice_, di):
                             device_id = (pool.driver, pool.pool, device.get("name", ""))
                             request.all_devices.append((device_id, device, slice_))
@@ -727,7 +724,7 @@ class _Run:
             if pool.incomplete or pool.invalid:
                 continue
             for slice_ in pool.slices:
-                for index, device in enumerate(_spec(slice_).get("devices") or ()):
+                for index, device in enumerate(slice_spec(slice_).get("devices") or ()):
                     device_id = (pool.driver, pool.pool, device.get("name", ""))
                     if request.admin_access:
                         if ci in self.allocating.get(device_id, ()):
@@ -748,7 +745,7 @@ class _Run:
         return device_id in self.a.allocated or bool(self.allocating.get(device_id))
 
     def _selectable(self, ci: int, ri: int, si: int, request: Request, slice_: Obj, index: int) -> bool:
-        spec = _spec(slice_)
+        spec = slice_spec(slice_)
         device = (spec.get("devices") or ())[index]
         driver = spec.get("driver", "")
         device_id = (driver, (spec.get("pool") or {}).get("name", ""), device.get("name", ""))
@@ -767,12 +764,12 @@ class _Run:
         if device.get("bindingConditions") or device.get("consumesCounters"):
             return False
         if request.class_ is not None:
-            selectors = (request.class_.get("spec") or {}).get("selectors") or ()
+            selectors = device_class_spec(request.class_).get("selectors") or ()
             if not self._selectors_match(ci, request, selectors, slice_, index, device_id, request.class_):
                 return False
         if not self._selectors_match(ci, request, request.selectors, slice_, index, device_id, None):
             return False
-        if _spec(slice_).get("perDeviceNodeSelection"):
+        if slice_spec(slice_).get("perDeviceNodeSelection"):
             return node_matches(
                 self.node,
                 device.get("nodeName") or "",
@@ -793,9 +790,9 @@ class _Run:
     ) -> bool:
         driver = device_id[0]
         for i, selector in enumerate(selectors):
-            expression = (selector.get("cel") or {}).get("expression", "")
+            expression = selector_expression(selector)
             compiled = self.a.match_cache.cel.get_or_compile(expression)
-            owner = f"class {_name(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
+            owner = f"class {name_of(class_)}" if class_ is not None else f"claim {_klog(self.claims[ci])}"
             if compiled.program is None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
             try:
@@ -883,18 +880,19 @@ class _Run:
             request = self._chosen(ci, ri)
             if request.class_ is None:
                 continue
-            class_name = _name(request.class_)
+            class_name = name_of(request.class_)
             if class_name in class_ranges:
                 start, end = class_ranges[class_name]
                 for i in range(start, end):
                     config[i]["requests"].append(request.full_name)
                 continue
             start = len(config)
-            for entry in (request.class_.get("spec") or {}).get("config") or ():
+            for entry in device_class_spec(request.class_).get("config") or ():
                 config.append({"source": "FromClass", "requests": [request.full_name], **_opaque(entry)})
             class_ranges[class_name] = (start, len(config))
-        raw_requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
-        for entry in ((claim.get("spec") or {}).get("devices") or {}).get("config") or ():
+        devices = claim_devices(claim)
+        raw_requests = devices.get("requests") or ()
+        for entry in devices.get("config") or ():
             names = entry.get("requests") or []
             if not names:
                 config.append({"source": "FromClaim", **_opaque(entry)})
@@ -926,7 +924,7 @@ class _Run:
         fields: list[Obj] = []
         expressions: list[Obj] = []
         for r in results:
-            spec = _spec(r.slice_)
+            spec = slice_spec(r.slice_)
             source = r.device if spec.get("perDeviceNodeSelection") else spec
             if source.get("nodeName"):
                 return {

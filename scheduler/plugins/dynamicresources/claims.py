@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from informers.objects import revision
-from scheduler.framework import Lister, PodInfo
+from scheduler.framework import Lister, PodInfo, object_meta, pod_status
+from scheduler.framework.objects import uid_of
+from scheduler.framework.objects_resource import (
+    AllocationResult,
+    allocation_results,
+    claim_allocation,
+    claim_reserved_for,
+)
 from scheduler.plugins.dynamicresources.allocator import DeviceID
 
 Obj = Mapping[str, Any]
@@ -26,7 +33,7 @@ class ClaimError(Exception):
 def claim_names(pod: PodInfo) -> list[tuple[str, str | None, bool]]:
     """(pod claim name, ResourceClaim name or None, must check owner) per ``spec.resourceClaims`` entry
     (``resourceclaim.Name``). None: the template generated no claim, nothing to allocate."""
-    statuses = {s.get("name"): s for s in ((pod.pod.get("status") or {}).get("resourceClaimStatuses") or ())}
+    statuses = {s.get("name"): s for s in pod_status(pod.pod).get("resourceClaimStatuses") or ()}
     result: list[tuple[str, str | None, bool]] = []
     for entry in pod.spec.get("resourceClaims") or ():
         name = entry.get("name", "")
@@ -54,7 +61,7 @@ def pod_claims(pod: PodInfo, claims: Lister) -> list[Obj]:
         claim = claims.get(name, pod.namespace)
         if claim is None:
             raise ClaimError(f'resourceclaim.resource.k8s.io "{name}" not found')
-        meta = claim.get("metadata") or {}
+        meta = object_meta(claim)
         if meta.get("deletionTimestamp"):
             raise ClaimError(f'resourceclaim "{name}" is being deleted')
         if check_owner and not _controlled_by(meta, pod.uid):
@@ -70,31 +77,25 @@ def _controlled_by(meta: Obj, uid: str) -> bool:
     return any(ref.get("controller") and ref.get("uid") == uid for ref in meta.get("ownerReferences") or ())
 
 
-def uid_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("uid", ""))
-
-
-def allocation_of(claim: Obj) -> Obj | None:
-    allocation = (claim.get("status") or {}).get("allocation")
-    return allocation if isinstance(allocation, Mapping) else None
+# The claim's allocation, or None when not allocated (a name the plugin and its tests use).
+allocation_of = claim_allocation
 
 
 def is_reserved_for_pod(pod: PodInfo, claim: Obj) -> bool:
     return any(
-        ref.get("uid") == pod.uid and ref.get("resource") == "pods"
-        for ref in (claim.get("status") or {}).get("reservedFor") or ()
+        ref.get("uid") == pod.uid and ref.get("resource") == "pods" for ref in claim_reserved_for(claim)
     )
 
 
 def can_be_reserved(claim: Obj) -> bool:
-    return len((claim.get("status") or {}).get("reservedFor") or ()) < RESERVED_FOR_MAX_SIZE
+    return len(claim_reserved_for(claim)) < RESERVED_FOR_MAX_SIZE
 
 
-def allocated_devices(allocation: Obj) -> list[DeviceID]:
+def allocated_devices(allocation: Obj | AllocationResult) -> list[DeviceID]:
     """Devices an allocation takes exclusively; admin-access results do not (``foreachAllocatedDevice``)."""
     return [
         (r.get("driver", ""), r.get("pool", ""), r.get("device", ""))
-        for r in ((allocation.get("devices") or {}).get("results") or ())
+        for r in allocation_results(allocation)
         if not r.get("adminAccess")
     ]
 
@@ -143,7 +144,7 @@ class InFlightClaims:
         with self._lock:
             items = list(self._pending.items())
         for uid, (claim, _, version) in items:
-            meta = claim.get("metadata") or {}
+            meta = object_meta(claim)
             current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
             if (
                 current is None

@@ -63,6 +63,21 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.objects import (
+    name_of,
+    namespace_of,
+    namespaced_name,
+    object_meta,
+    resources_of,
+    uid_of,
+)
+from scheduler.framework.objects_resource import (
+    allocation_results,
+    claim_requests,
+    claim_reserved_for,
+    claim_status,
+    device_class_spec,
+)
 from scheduler.plugins import names
 from scheduler.plugins.dynamicresources.allocator import (
     AllocationError,
@@ -86,11 +101,10 @@ from scheduler.plugins.dynamicresources.claims import (
     can_be_reserved,
     is_reserved_for_pod,
     pod_claims,
-    uid_of,
 )
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
+from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +237,7 @@ class DynamicResources:
             return QueueingHint.Skip
         if old is None:
             return QueueingHint.Queue
-        if (old.get("status") or {}) == (new.get("status") or {}):
+        if claim_status(old) == claim_status(new):
             return QueueingHint.Skip
         return QueueingHint.Queue
 
@@ -237,7 +251,7 @@ class DynamicResources:
         """``isSchedulableAfterPodChange``: the pod itself got its generated claims recorded."""
         if not isinstance(new, Mapping):
             return QueueingHint.Skip
-        if (new.get("metadata") or {}).get("uid") != (pod.get("metadata") or {}).get("uid"):
+        if object_meta(new).get("uid") != object_meta(pod).get("uid"):
             return QueueingHint.Skip
         try:
             pod_claims(PodInfo(new), self.claims)
@@ -274,7 +288,7 @@ class DynamicResources:
         # choice is valid, this one is the first in the pod's claim order.
         for index in sorted(s.unavailable):
             claim = s.claims[index]
-            reserved = (claim.get("status") or {}).get("reservedFor") or ()
+            reserved = claim_reserved_for(claim)
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
                 return self._deallocation(claim)
         # v1.37: no reason (v1.36: "still not schedulable").
@@ -289,13 +303,13 @@ class DynamicResources:
         return outcome if isinstance(outcome, tuple) else outcome()
 
     def _deallocation(self, claim: Obj) -> PostFilterCall:
-        meta = claim.get("metadata") or {}
-        path = CLAIMS_PATH.format(ns=quote(meta.get("namespace", "")), name=quote(meta.get("name", "")))
+        namespace, name = namespace_of(claim), name_of(claim)
+        path = CLAIMS_PATH.format(ns=quote(namespace), name=quote(name))
         body: dict[str, Any] = copy.deepcopy(dict(claim))
-        status = body["status"] = dict(body.get("status") or {})
+        status: dict[str, Any] = dict(claim_status(body))
+        body["status"] = status
         for key in ("reservedFor", "allocation", "devices"):
             status.pop(key, None)
-        namespace, name = meta.get("namespace", ""), meta.get("name", "")
 
         def deallocate() -> tuple[str | None, Status | None]:
             # A worker thread: the API call only, no plugin or core state.
@@ -353,19 +367,15 @@ class DynamicResources:
                 continue
             to_allocate += 1
             if self.in_flight.get(uid_of(claim)) is not None:
-                meta = claim.get("metadata") or {}
                 return None, unschedulable(
-                    f"resource claim {meta.get('namespace', '')}/{meta.get('name', '')} is in the process "
-                    "of being allocated"
+                    f"resource claim {namespaced_name(claim)} is in the process of being allocated"
                 )
             status = self._validate_requests(claim)
             if status is not None:
                 return None, status
         s.unallocated = [c for _, c in s.to_allocate()]
         s.first_available = any(
-            request.get("firstAvailable")
-            for claim in claims
-            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+            request.get("firstAvailable") for claim in claims for request in claim_requests(claim)
         )
         if to_allocate:
             slices = self.tainted.patched(self.slices.list(), self.taint_rules.list())
@@ -389,9 +399,9 @@ class DynamicResources:
         their specs, and the device classes they name (by identity, held alongside)."""
         names: list[str] = []
         for claim in claims:
-            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
-                exactly = request.get("exactly") or {}
-                names.append(str(exactly.get("deviceClassName") or ""))
+            for request in claim_requests(claim):
+                exactly = request.get("exactly")
+                names.append(str(exactly.get("deviceClassName") or "") if exactly else "")
                 for sub in request.get("firstAvailable") or ():
                     names.append(str(sub.get("deviceClassName") or ""))
         classes = tuple(self.classes.get(name) for name in names)
@@ -402,8 +412,7 @@ class DynamicResources:
         return (specs, tuple(map(id, classes))), classes
 
     def _validate_requests(self, claim: Obj) -> Status | None:
-        meta = claim.get("metadata") or {}
-        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+        for request in claim_requests(claim):
             name = request.get("name", "")
             if request.get("exactly") is not None:
                 status = self._validate_class(request["exactly"].get("deviceClassName", ""), name)
@@ -415,8 +424,7 @@ class DynamicResources:
                     )
             else:
                 status = unschedulable(
-                    f"resource claim {meta.get('namespace', '')}/{meta.get('name', '')}, request {name}: "
-                    "unknown request type"
+                    f"resource claim {namespaced_name(claim)}, request {name}: unknown request type"
                 )
             if status is not None:
                 return status
@@ -450,9 +458,9 @@ class DynamicResources:
         requested: set[str] = set()
         for key in ("containers", "initContainers"):
             for container in pod.spec.get(key) or ():
-                resources = container.get("resources") or {}
-                requested.update((resources.get("requests") or {}).keys())
-                requested.update((resources.get("limits") or {}).keys())
+                resources = resources_of(container)
+                requested.update(resources.get("requests") or ())  # a dict adds its keys
+                requested.update(resources.get("limits") or ())
         requested = {r for r in requested if "/" in r and not r.startswith(("kubernetes.io/", "hugepages-"))}
         if not requested:
             return None
@@ -460,9 +468,9 @@ class DynamicResources:
             if resource.startswith(IMPLICIT_EXTENDED_PREFIX):
                 return resource, resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
         for device_class in self.classes.list():
-            declared = (device_class.get("spec") or {}).get("extendedResourceName")
+            declared = device_class_spec(device_class).get("extendedResourceName")
             if declared and declared in requested:
-                return declared, str((device_class.get("metadata") or {}).get("name", ""))
+                return declared, name_of(device_class)
         return None
 
     # --- Filter / Score ---------------------------------------------------------------------------
@@ -519,11 +527,9 @@ class DynamicResources:
             if allocation is None:
                 return 0, Status.as_error("number of allocations is smaller than number of claims")
             chosen = {
-                r.get("request", "")
-                for r in (allocation.get("devices") or {}).get("results") or ()
-                if "/" in r.get("request", "")
+                r.get("request", "") for r in allocation_results(allocation) if "/" in r.get("request", "")
             }
-            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            for request in claim_requests(claim):
                 for i, sub in enumerate(request.get("firstAvailable") or ()):
                     if f"{request.get('name', '')}/{sub.get('name', '')}" in chosen:
                         score += FIRST_AVAILABLE_MAX_SIZE - i
@@ -579,7 +585,7 @@ class DynamicResources:
         with self._pool_lock:
             if self._unreserve_pool is None:
                 self._unreserve_pool = ThreadPoolExecutor(1, thread_name_prefix="dra-unreserve")
-        meta = claim.get("metadata") or {}
+        meta = object_meta(claim)
         patch = {
             "metadata": {"uid": meta.get("uid")},
             "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]},
@@ -622,15 +628,14 @@ class DynamicResources:
 
     def _bind_claim(self, claim: Obj, allocation: Obj | None, pod: PodInfo) -> Obj:
         """``bindClaim``: finalizer, then allocation and reservedFor via the status subresource."""
-        meta = claim.get("metadata") or {}
-        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        namespace, name = namespace_of(claim), name_of(claim)
         path = CLAIMS_PATH.format(ns=quote(namespace), name=quote(name))
         binding = {"resource": "pods", "name": pod.name, "uid": pod.uid}
         current: dict[str, Any] = copy.deepcopy(dict(claim))
         for attempt in range(CONFLICT_RETRIES):
             if attempt:
                 current = dict(self.handle.api_request("GET", path))
-            cur_meta = current.get("metadata") or {}
+            cur_meta = object_meta(current)
             if cur_meta.get("deletionTimestamp"):
                 raise RuntimeError(f"claim {namespace}/{name} got deleted in the meantime")
             status = current.setdefault("status", {})
@@ -638,8 +643,10 @@ class DynamicResources:
                 if status.get("allocation") is not None:
                     raise RuntimeError(f"claim {namespace}/{name} got allocated elsewhere in the meantime")
                 if FINALIZER not in (cur_meta.get("finalizers") or ()):
-                    cur_meta = current["metadata"] = dict(cur_meta)
-                    cur_meta["finalizers"] = [*(cur_meta.get("finalizers") or ()), FINALIZER]
+                    current["metadata"] = {
+                        **cur_meta,
+                        "finalizers": [*(cur_meta.get("finalizers") or ()), FINALIZER],
+                    }
                     try:
                         current = dict(self.handle.api_request("PUT", path, current))
                     except Exception as err:

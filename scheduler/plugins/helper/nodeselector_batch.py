@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.framework import NAME_KEY, BoolArray, IntArray, NodeSubset
-from scheduler.plugins.helper.nodeselector import (
+from scheduler.util.nodeselector import (
     OBJECT_NAME_FIELD,
     FieldRequirement,
     LabelRequirement,

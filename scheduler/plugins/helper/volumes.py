@@ -12,9 +12,16 @@ from typing import Any
 from cachetools import LRUCache
 
 from informers.objects import resource_version
+from scheduler.framework.objects import annotations_of, labels_of, name_of, namespaced_name, object_meta
+from scheduler.framework.objects_storage import (
+    pv_claim_ref,
+    pv_node_affinity,
+    pv_status,
+    pvc_storage_requests,
+)
 from scheduler.framework.quantity import QuantityError, value
-from scheduler.plugins.helper.labelselector import parse_label_selector
-from scheduler.plugins.helper.nodeselector import NodeSelector, SelectorError, parse_node_selector
+from scheduler.util.labelselector import parse_label_selector
+from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
 
 KubeObject = Mapping[str, Any]
 
@@ -28,25 +35,15 @@ MIGRATED_PLUGINS_ANNOTATION = "storage.alpha.kubernetes.io/migrated-plugins"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 
-def meta(obj: KubeObject) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+# The volume plugins' short names for the framework's accessors (annotations_of, name_of and
+# namespaced_name are imported from it above and used from here by those plugins as well).
+meta = object_meta
 
 
 def spec(obj: KubeObject) -> Mapping[str, Any]:
+    """The ``spec`` of any object these helpers read (pod, PV, PVC, CSINode, CSIDriver), untyped; the
+    typed views are ``pv_spec``/``pvc_spec``... of ``scheduler.framework.objects_storage``."""
     return obj.get("spec") or {}
-
-
-def annotations_of(obj: KubeObject) -> Mapping[str, str]:
-    return meta(obj).get("annotations") or {}
-
-
-def name_of(obj: KubeObject) -> str:
-    return str(meta(obj).get("name") or "")
-
-
-def namespaced_name(obj: KubeObject) -> str:
-    m = meta(obj)
-    return f"{m.get('namespace', '')}/{m.get('name', '')}"
 
 
 def claim_name(pod_name: str, volume: Mapping[str, Any]) -> tuple[str, bool] | None:
@@ -93,7 +90,7 @@ def volume_class(pv: KubeObject) -> str:
 
 
 def _storage(resources: Mapping[str, Any] | None) -> int:
-    raw = (resources or {}).get("storage")
+    raw = resources.get("storage") if resources else None
     if raw is None:
         return 0
     try:
@@ -104,11 +101,11 @@ def _storage(resources: Mapping[str, Any] | None) -> int:
 
 def claim_request(pvc: KubeObject) -> int:
     """The claim's requested storage in bytes (0 when absent)."""
-    return _storage((spec(pvc).get("resources") or {}).get("requests"))
+    return _storage(pvc_storage_requests(pvc))
 
 
 def claim_has_request(pvc: KubeObject) -> bool:
-    return "storage" in ((spec(pvc).get("resources") or {}).get("requests") or {})
+    return "storage" in pvc_storage_requests(pvc)
 
 
 def volume_capacity(pv: KubeObject) -> int:
@@ -140,7 +137,7 @@ def _pv_node_selector(pv: KubeObject) -> NodeSelector | None:
         return _AFFINITIES[key]
     except KeyError:
         pass
-    required = (spec(pv).get("nodeAffinity") or {}).get("required")
+    required = pv_node_affinity(pv).get("required")
     selector = None if required is None else parse_node_selector(required, "nodeAffinity.required", lazy=True)
     if key[1]:
         _AFFINITIES[key] = selector
@@ -228,9 +225,9 @@ def find_matching_volume(
             return pv if affinity_ok else None
         if node_labels is None and delay_binding:
             continue
-        if (pv.get("status") or {}).get("phase") != "Available":
+        if pv_status(pv).get("phase") != "Available":
             continue
-        if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
+        if selector is not None and not selector.matches(labels_of(pv)):
             continue
         if volume_class(pv) != requested_class:
             continue
@@ -248,7 +245,7 @@ def match_topology_selector_terms(terms: Any, labels: Mapping[str, str]) -> bool
     if not terms:
         return True
     for term in terms:
-        expressions = (term or {}).get("matchLabelExpressions") or ()
+        expressions = (term.get("matchLabelExpressions") if term else None) or ()
         if all(labels.get(e.get("key", "")) in (e.get("values") or ()) for e in expressions):
             return True
     return False
@@ -272,7 +269,7 @@ def bind_volume_to_claim(pv: KubeObject, pvc: KubeObject) -> tuple[dict[str, Any
     should_set_bound_by_controller = not is_volume_bound_to_claim(pv, pvc)
     clone: dict[str, Any] = {**pv, "metadata": dict(meta(pv)), "spec": dict(spec(pv))}
     dirty = False
-    ref = spec(pv).get("claimRef") or {}
+    ref = pv_claim_ref(pv)
     pvc_meta = meta(pvc)
     if (
         not ref

@@ -22,7 +22,6 @@ import numpy as np
 
 from scheduler.framework.columns import BoolArray, ColumnStore, IntArray
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.helper.labelselector import selector_identity
 from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
     MatchKey,
@@ -31,6 +30,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     pod_affinity_terms,
     pod_labels,
 )
+from scheduler.util.labelselector import selector_identity
 
 # Verdicts kept per counted column before starting over (pods with unique labels would grow it).
 _MAX_VERDICTS = 4096

@@ -17,13 +17,12 @@ from scheduler.framework import IntArray, MaskedStatuses, all_pass, as_subset
 from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import NAMESPACES, Lister
-from scheduler.framework.objects import labels_of, object_meta
+from scheduler.framework.objects import labels_of, name_of, object_meta
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint, uid_of
-from scheduler.plugins.helper.labelselector import NOTHING
 from scheduler.plugins.interpodaffinity.columnar import existing_anti_tables, incoming_tables, score_tables
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -54,6 +53,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     pod_affinity_terms,
     pod_labels,
 )
+from scheduler.util.labelselector import NOTHING
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:
@@ -164,11 +164,7 @@ class InterPodAffinity:
         # A missing selector (Nothing) selects no names; an empty one already matches everything.
         if selector is NOTHING or selector.empty or self._namespaces is None:
             return term
-        selected = {
-            str(object_meta(ns).get("name") or "")
-            for ns in self._namespaces.list()
-            if selector.matches(object_meta(ns).get("labels") or {})
-        }
+        selected = {name_of(ns) for ns in self._namespaces.list() if selector.matches(labels_of(ns))}
         return replace(term, namespaces=term.namespaces | selected, namespace_selector=NOTHING)
 
     def _merge_namespaces(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:

@@ -19,9 +19,9 @@ from typing import Any
 
 from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
 from scheduler.plugins.helper.parse_memo import ParseMemo
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 _TERMS_KEY = "InterPodAffinity.terms"
 _MATCH_KEY = "InterPodAffinity.matchKey"

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.validation import qualified_name_error
 from scheduler.plugins.noderesources.resource_allocation import (
     DEFAULT_RESOURCES,
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
     ResourceSpec,
 )
+from scheduler.util.validation import qualified_name_error
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

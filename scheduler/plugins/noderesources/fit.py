@@ -49,7 +49,7 @@ from scheduler.plugins.noderesources.resource_allocation import (
     most_resource_scorer,
     requested_to_capacity_ratio_scorer,
 )
-from scheduler.plugins.noderesources.resource_names import is_extended_resource_name, is_scalar_resource_name
+from scheduler.util.resource_names import is_extended_resource_name, is_scalar_resource_name
 
 if TYPE_CHECKING:
     from scheduler.framework.handle import Handle

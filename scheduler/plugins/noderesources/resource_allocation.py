@@ -31,7 +31,7 @@ from scheduler.framework.resources import (
 from scheduler.plugins.helper.gomath import go_round
 from scheduler.plugins.helper.shape import broken_linear_function
 from scheduler.plugins.noderesources import columns
-from scheduler.plugins.noderesources.resource_names import is_scalar_resource_name
+from scheduler.util.resource_names import is_scalar_resource_name
 
 # The score range of a RequestedToCapacityRatio shape point (config.MaxCustomPriorityScore).
 MAX_CUSTOM_PRIORITY_SCORE = 10

@@ -11,8 +11,8 @@ from typing import Any
 
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.validation import qualified_name_error
 from scheduler.plugins.podtopologyspread.common import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY
+from scheduler.util.validation import qualified_name_error
 
 SYSTEM_DEFAULTING = "System"
 LIST_DEFAULTING = "List"

@@ -11,17 +11,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import NodeInfo, PodInfo, PodSpecError
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import (
+from scheduler.plugins.helper.parse_memo import ParseMemo
+from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import (
     LabelRequirement,
     RequiredNodeAffinity,
     SelectorError,
     parse_label_requirement,
 )
-from scheduler.plugins.helper.parse_memo import ParseMemo
-from scheduler.plugins.helper.taints import Toleration, find_untolerated_taint
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -59,10 +59,6 @@ class SpreadConstraint:
             and node.taints
             and find_untolerated_taint(node.taints, tolerations) is not None
         )
-
-
-def labels_of(pod: Mapping[str, Any]) -> Mapping[str, str]:
-    return object_meta(pod).get("labels") or {}
 
 
 def _selector_with_match_label_keys(

@@ -13,18 +13,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import Lister, lister_version
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.types import PodInfo
-from scheduler.plugins.helper.labelselector import LabelSelector, parse_label_selector
-from scheduler.plugins.helper.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
 from scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
     SCHEDULE_ANYWAY,
     SpreadConstraint,
-    labels_of,
     parse_constraints,
 )
+from scheduler.util.labelselector import LabelSelector, parse_label_selector
+from scheduler.util.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
 
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
     {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},

@@ -18,9 +18,9 @@ import numpy as np
 
 from scheduler.framework import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
 from scheduler.framework.columns import ColumnStore
+from scheduler.framework.objects import labels_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from scheduler.plugins.helper.labelselector import LabelSelector, selector_identity
 from scheduler.plugins.helper.nodeselector_batch import required_mask
 from scheduler.plugins.helper.taints import find_untolerated_taint, pod_tolerations
 from scheduler.plugins.nodeaffinity import pod_required_affinity
@@ -28,9 +28,9 @@ from scheduler.plugins.podtopologyspread.common import (
     NO_DOMAIN_MIN,
     SpreadConstraint,
     count_matching,
-    labels_of,
     node_has_all_keys,
 )
+from scheduler.util.labelselector import LabelSelector, selector_identity
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"

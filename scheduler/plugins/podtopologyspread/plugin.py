@@ -15,14 +15,13 @@ from scheduler.framework import IntArray, as_subset
 from scheduler.framework.columns import ColumnStore
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS
-from scheduler.framework.objects import node_spec, object_meta, pod_spec, pod_status
+from scheduler.framework.objects import labels_of, node_spec, object_meta, pod_spec, pod_status
 from scheduler.framework.runtime import PluginError
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.helper.hints import pod_info, safe_hint
-from scheduler.plugins.helper.nodeselector import SelectorError
 from scheduler.plugins.podtopologyspread.args import SYSTEM_DEFAULTING, parse_args
 from scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
@@ -30,7 +29,6 @@ from scheduler.plugins.podtopologyspread.common import (
     SpreadConstraint,
     any_selector_matches,
     has_own_constraints,
-    labels_of,
     node_has_all_keys,
     own_constraints,
     parse_constraints,
@@ -55,6 +53,7 @@ from scheduler.plugins.podtopologyspread.scoring import (
     score_node,
     score_subset,
 )
+from scheduler.util.nodeselector import SelectorError
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 if TYPE_CHECKING:
@@ -339,8 +338,8 @@ def _tolerations(pod: Mapping[str, Any]) -> list[Any]:
     return list(pod_spec(pod).get("tolerations") or [])
 
 
-def _node_labels(node: Mapping[str, Any]) -> Mapping[str, str]:
-    return object_meta(node).get("labels") or {}
+# A node's labels; the framework's accessor under the name the hints above read best with.
+_node_labels = labels_of
 
 
 def _taints(node: Mapping[str, Any]) -> list[Any]:

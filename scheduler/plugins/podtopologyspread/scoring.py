@@ -21,7 +21,6 @@ from scheduler.framework.columns import ColumnStore
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo
 from scheduler.plugins.helper.gomath import go_round
-from scheduler.plugins.helper.labelselector import selector_identity
 from scheduler.plugins.helper.taints import pod_tolerations
 from scheduler.plugins.nodeaffinity import pod_required_affinity
 from scheduler.plugins.podtopologyspread.common import (
@@ -36,6 +35,7 @@ from scheduler.plugins.podtopologyspread.filtering import (
     matching_counts,
     value_lookup,
 )
+from scheduler.util.labelselector import selector_identity
 
 FloatArray = npt.NDArray[np.float64]
 

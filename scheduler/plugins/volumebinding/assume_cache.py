@@ -12,12 +12,11 @@ Reserve and Unreserve run on the loop, PreBind in binding threads: a lock guards
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from informers.objects import resource_version
-from scheduler.framework import Lister
-from scheduler.plugins.helper.volumes import KubeObject, meta
+from scheduler.framework import Lister, meta_namespace_key
+from scheduler.plugins.helper.volumes import KubeObject
 
 
 class NotFoundError(LookupError):
@@ -28,10 +27,8 @@ class OutOfSyncError(RuntimeError):
     """The object to assume was derived from a version the informer no longer holds."""
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    m = meta(obj)
-    namespace = m.get("namespace") or ""
-    return f"{namespace}/{m.get('name', '')}" if namespace else str(m.get("name", ""))
+# The informer's store key: PersistentVolumes (cluster-scoped) by name, claims by namespace/name.
+_key = meta_namespace_key
 
 
 def _split(key: str) -> tuple[str, str]:

@@ -27,14 +27,13 @@ from scheduler.framework import (
     STORAGE_CLASSES,
     Lister,
 )
+from scheduler.framework.objects import annotations_of, name_of, namespaced_name
+from scheduler.framework.objects_storage import pv_claim_ref, pv_node_affinity
 from scheduler.framework.quantity import QuantityError, value
-from scheduler.plugins.helper.labelselector import parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
 from scheduler.plugins.helper.volumes import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     KubeObject,
-    annotations_of,
     bind_volume_to_claim,
     check_node_affinity,
     claim_class,
@@ -46,8 +45,6 @@ from scheduler.plugins.helper.volumes import (
     is_delay_binding_class,
     match_topology_selector_terms,
     meta,
-    name_of,
-    namespaced_name,
     spec,
     volume_capacity,
     volume_class,
@@ -55,6 +52,8 @@ from scheduler.plugins.helper.volumes import (
     with_selected_node,
 )
 from scheduler.plugins.volumebinding.assume_cache import AssumeCache, NotFoundError
+from scheduler.util.labelselector import parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
@@ -258,7 +257,7 @@ class VolumeBinder:
                     claims.bound_pv_missing = True
                     break
                 # Without a required node affinity a PV fits every node (check_node_affinity).
-                if (spec(pv).get("nodeAffinity") or {}).get("required") is not None:
+                if pv_node_affinity(pv).get("required") is not None:
                     claims.bound_pvs.append(pv)
         return claims.bound_pvs
 
@@ -464,7 +463,7 @@ class VolumeBinder:
             problem = check_node_affinity(pv, labels)
             if problem is not None:
                 raise BinderError(_affinity_mismatch(pv, node_name, problem))
-            ref = spec(pv).get("claimRef") or {}
+            ref = pv_claim_ref(pv)
             if not ref.get("uid"):
                 raise BinderError(f'ClaimRef got reset for pv "{name_of(pv)}"')
             if not is_claim_fully_bound(pvc):

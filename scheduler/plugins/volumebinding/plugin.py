@@ -14,7 +14,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.api import ApiError
 from scheduler.framework import (
     MAX_NODE_SCORE,
     PERSISTENT_VOLUME_CLAIMS,
@@ -32,6 +31,9 @@ from scheduler.framework import (
     Status,
     all_pass,
 )
+from scheduler.framework.api_error import ApiError
+from scheduler.framework.objects import annotations_of
+from scheduler.framework.objects_storage import pvc_status
 from scheduler.plugins import names
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.shape import broken_linear_function
@@ -39,7 +41,6 @@ from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
     KubeObject,
-    annotations_of,
     claim_name,
     claim_request,
     meta,
@@ -145,7 +146,7 @@ class VolumeBinding:
                         f'"{pvc_name}"'
                     )
                 return True, f'persistentvolumeclaim "{pvc_name}" not found'
-            if (pvc.get("status") or {}).get("phase") == "Lost":
+            if pvc_status(pvc).get("phase") == "Lost":
                 return True, (
                     f'persistentvolumeclaim "{pvc_name}" bound to non-existent persistentvolume '
                     f'"{spec(pvc).get("volumeName") or ""}"'

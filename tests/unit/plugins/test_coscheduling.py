@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from informers.resource import PODGROUPS, PODS
+from scheduler.cycle.waiting_pods import WaitingPod, WaitingPods
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.status import Code
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODS_TO_ACTIVATE_KEY, Coscheduling
 from scheduler.plugins.errors import PluginArgsError
-from scheduler.waiting_pods import WaitingPod, WaitingPods
 from scheduling_queue.types import QueuedPodInfo
 from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod
 

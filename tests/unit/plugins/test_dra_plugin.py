@@ -401,7 +401,7 @@ def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
 
 def test_post_filter_api_error_is_the_status() -> None:
     """Upstream's statusError(err): Code Error with the API's message; the pod backs off."""
-    from scheduler.api import ApiError
+    from scheduler.framework.api_error import ApiError
 
     pl, handle = plugin([wrong_topology_claim()])
     conflict = (

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from informers.resource import PODS, WORKLOAD_PODGROUPS
+from scheduler.cycle.waiting_pods import WaitingPods
 from scheduler.framework import CycleState, PodInfo, QueueingHint, Status
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.status import Code
@@ -18,7 +19,6 @@ from scheduler.plugins.gangscheduling import (
     PODS_TO_ACTIVATE_KEY,
     GangScheduling,
 )
-from scheduler.waiting_pods import WaitingPods
 from tests.unit.plugins.plugin_testlib import FakeHandle, pod
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.plugins.helper.labelselector import parse_label_selector
-from scheduler.plugins.helper.nodeselector import SelectorError
+from scheduler.util.labelselector import parse_label_selector
+from scheduler.util.nodeselector import SelectorError
 
 
 def test_missing_selector_matches_nothing_and_empty_matches_everything() -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.algorithm import FitError, SchedulingAlgorithm
+from scheduler.app.event_handlers import node_update_actions
 from scheduler.cache import SchedulerCache
-from scheduler.event_handlers import node_update_actions
+from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.status import Code
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.nodedeclaredfeatures import (

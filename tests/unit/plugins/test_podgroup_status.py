@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.plugins.coscheduling.status import (
+from scheduler.controllers.podgroup_status import (
     PodGroupStatusController,
     desired_status,
     pod_group_api_missing,

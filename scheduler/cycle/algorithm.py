@@ -1,7 +1,7 @@
 """The scheduling algorithm of one attempt: filter, score, select (``pkg/scheduler/schedule_one.go``).
 
 Pure and synchronous: it reads a snapshot and a framework and returns a node name or raises FitError.
-Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycle``.
+Side effects (assume, Reserve, Permit, binding, events) live in ``scheduler.cycle.schedule_one``.
 """
 
 from __future__ import annotations
@@ -9,18 +9,18 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.batching import BatchCache, BatchEntry
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cycle.batching import BatchCache, BatchEntry
+from scheduler.cycle.filter_loop import find_feasible, first_nodes
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
-from scheduler.filter_loop import find_feasible, first_nodes
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.fit_error import FitError
 from scheduler.framework.objects import pod_status
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
@@ -32,10 +32,6 @@ log = logging.getLogger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 BASE_PERCENTAGE_OF_NODES_TO_SCORE = 50
-
-NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
-# Upstream's ErrNoNodesAvailable: the text users see when the cluster has no nodes at all.
-NO_NODES_MSG = "no nodes available to schedule pods"
 
 
 def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all_nodes: int) -> int:
@@ -51,37 +47,6 @@ def num_feasible_nodes_to_find(percentage_of_nodes_to_score: int | None, num_all
         percentage = max(percentage, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     num_nodes = num_all_nodes * percentage // 100
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-class FitError(Exception):
-    """No node fits. ``str()`` is upstream's FitError message, the text users see in events."""
-
-    def __init__(self, pod: PodInfo, num_all_nodes: int, diagnosis: Diagnosis) -> None:
-        self.pod = pod
-        self.num_all_nodes = num_all_nodes
-        self.diagnosis = diagnosis
-        super().__init__(self.message())
-
-    def message(self) -> str:
-        diagnosis = self.diagnosis
-        if self.num_all_nodes == 0 and not diagnosis.node_to_status:
-            return NO_NODES_MSG
-        text = NO_NODE_AVAILABLE_MSG.format(self.num_all_nodes) + ":"
-        if diagnosis.pre_filter_msg:
-            # PreFilter rejected the pod for all nodes: per-node reasons would only repeat it.
-            text += f" {diagnosis.pre_filter_msg}."
-        else:
-            histogram: Counter[str] = Counter()
-            for status in diagnosis.node_to_status.values():
-                histogram.update(status.reasons)
-            reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
-            if reasons:
-                text += f" {', '.join(reasons)}."
-        if diagnosis.post_filter_msg:
-            # No period of its own: upstream's FitError.Error appends the PostFilter message as it is
-            # (preemption's own message already ends with one).
-            text += f" {diagnosis.post_filter_msg}"
-        return text
 
 
 # Upstream's clearNominatedNode: NominatingInfo{ModeOverride, ""}.
@@ -111,7 +76,7 @@ class SchedulingAlgorithm:
     def __init__(self, rng: random.Random | None = None, *, batching: bool = False) -> None:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
-        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.batching). Placements
+        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.cycle.batching). Placements
         # equal one-by-one scheduling, but it is off by default: measured (bench.batching_bench), a hit
         # still pays PreFilter, PreScore, signing and per-plugin dispatch for the changed rows, which on
         # the vectorised plugins costs about what judging the whole window does (optimisation-log).

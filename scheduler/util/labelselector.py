@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.plugins.helper.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
-from scheduler.plugins.helper.validation import label_value_error, qualified_name_error
+from scheduler.util.nodeselector import LabelRequirement, SelectorError, parse_label_requirement
+from scheduler.util.validation import label_value_error, qualified_name_error
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 

@@ -7,10 +7,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from scheduler import metrics
-from scheduler.api import SchedulerApi
 from scheduler.cache import Snapshot
+from scheduler.client.api import SchedulerApi
 from scheduler.config import SchedulerConfig, resolve_profile
-from scheduler.cycle import POD_SPEC_PLUGIN
+from scheduler.cycle.schedule_one import POD_SPEC_PLUGIN
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle

@@ -1,6 +1,6 @@
 """The binding cycle: PreBind -> Bind -> PostBind in a bounded thread pool.
 
-Permit waits never reach it: they live on the event loop (``scheduler.waiting_pods``), and a pod is
+Permit waits never reach it: they live on the event loop (``scheduler.cycle.waiting_pods``), and a pod is
 submitted only once every waiting Permit plugin has allowed it.
 
 Threads never touch the cache or the queue: outcomes go back to the event loop with
@@ -21,7 +21,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from scheduler.api import ApiError, BindingConflict
+from scheduler.client.api import BindingConflict
+from scheduler.framework.api_error import ApiError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status

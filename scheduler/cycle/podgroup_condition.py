@@ -24,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.events import rfc3339
+from scheduler.client.events import rfc3339
+from scheduler.framework.objects import object_meta
+from scheduler.framework.objects_scheduling import pod_group_status
 
 POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
@@ -46,8 +48,8 @@ def scheduled_condition_patch(
 ) -> dict[str, Any] | None:
     """The status patch that sets ``PodGroupInitiallyScheduled`` on ``pod_group``, or None when nothing
     is to be written (unchanged, or already True and this cycle's outcome is not)."""
-    meta = pod_group.get("metadata") or {}
-    current = pod_group.get("status") or {}
+    meta = object_meta(pod_group)
+    current = pod_group_status(pod_group)
     existing: Mapping[str, Any] | None = None
     for listed in current.get("conditions") or ():
         if isinstance(listed, Mapping) and listed.get("type") == POD_GROUP_SCHEDULED:

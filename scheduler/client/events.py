@@ -35,7 +35,8 @@ from typing import Any
 
 from cachetools import TTLCache
 
-from scheduler.api import ApiError, SchedulerApi
+from scheduler.client.api import SchedulerApi
+from scheduler.framework.api_error import ApiError
 from scheduler.framework.objects import object_meta, pod_status
 
 log = logging.getLogger(__name__)

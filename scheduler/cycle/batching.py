@@ -226,7 +226,7 @@ def _window(
     entry: BatchEntry, columns: Any, start: int, num_to_find: int
 ) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]]]:
     """The round-robin Filter window over cached verdicts: visit rows from ``start``, stop at the
-    ``num_to_find``-th feasible one (``scheduler.filter_loop.find_feasible``'s contract)."""
+    ``num_to_find``-th feasible one (``scheduler.cycle.filter_loop.find_feasible``'s contract)."""
     count = len(entry.first_failure)
     if not entry.statuses:
         # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``.

@@ -59,7 +59,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from scheduler import metrics
-from scheduler.events import micro_time
+from scheduler.client.events import micro_time
+from scheduler.framework.objects_scheduling import LeaseSpec, lease_spec
 
 logger = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class LeaderElector:
 
         # Written only by whichever thread runs tick() (the election thread, or stop() after joining it).
         self._lease: Lease | None = None
-        self._observed_spec: dict[str, Any] | None = None
+        self._observed_spec: LeaseSpec | None = None
         self._observed_at = -math.inf
         self._leading = False
         self._lost = False
@@ -426,7 +427,7 @@ class LeaderElector:
 
     def _renewed(self, lease: Lease) -> Lease:
         body = dict(lease)
-        spec = dict(lease.get("spec") or {})
+        spec: dict[str, Any] = dict(lease_spec(lease))
         spec["holderIdentity"] = self.identity
         spec["leaseDurationSeconds"] = self._lease_seconds()
         spec["renewTime"] = micro_time(self._wall())
@@ -436,7 +437,7 @@ class LeaderElector:
 
     def _taken_over(self, lease: Lease) -> Lease:
         body = dict(lease)
-        spec = dict(lease.get("spec") or {})
+        spec: dict[str, Any] = dict(lease_spec(lease))
         stamp = micro_time(self._wall())
         spec["holderIdentity"] = self.identity
         spec["leaseDurationSeconds"] = self._lease_seconds()
@@ -451,7 +452,7 @@ class LeaderElector:
 
     def _observe(self, lease: Lease, now: float) -> None:
         self._lease = lease
-        spec = lease.get("spec") or {}
+        spec = lease_spec(lease)
         if spec != self._observed_spec:
             self._observed_spec = spec
             self._observed_at = now
@@ -500,10 +501,10 @@ class LeaderElector:
         deadline = self._clock() + (self.renew_deadline if budget is None else budget)
         try:
             lease = self._client.get(max(_MIN_REQUEST_TIMEOUT, deadline - self._clock()))
-            if lease is None or (lease.get("spec") or {}).get("holderIdentity") != self.identity:
+            if lease is None or lease_spec(lease).get("holderIdentity") != self.identity:
                 return
             body = dict(lease)
-            spec = dict(lease.get("spec") or {})
+            spec: dict[str, Any] = dict(lease_spec(lease))
             stamp = micro_time(self._wall())
             spec.update(holderIdentity="", leaseDurationSeconds=1, acquireTime=stamp, renewTime=stamp)
             body["spec"] = spec

@@ -21,6 +21,7 @@ from scheduler.framework.objects import (
     node_status,
     object_meta,
     pod_spec,
+    scheduler_name_of,
 )
 from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
@@ -83,7 +84,7 @@ class EventHandlers:
         self.profiles = frozenset(profiles)
 
     def responsible_for(self, pod: Obj) -> bool:
-        return (pod_spec(pod).get("schedulerName") or "default-scheduler") in self.profiles
+        return scheduler_name_of(pod) in self.profiles
 
     # --- pods ---------------------------------------------------------------------------------
     def on_pod_add(self, pod: Obj, is_initial_list: bool = False) -> None:

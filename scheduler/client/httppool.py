@@ -21,7 +21,7 @@ import urllib3
 from urllib3.util.wait import wait_for_read
 
 from informers.credentials import TLSContexts
-from scheduler.http_response import read_response
+from scheduler.client.http_response import read_response
 
 
 class ConnectionFailed(urllib3.exceptions.ProtocolError):

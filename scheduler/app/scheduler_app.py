@@ -21,13 +21,18 @@ from typing import Any
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.api import SchedulerApi
-from scheduler.binding import BINDING_WORKERS, BindingPool
+from scheduler.app.event_handlers import EventHandlers
+from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
+from scheduler.cache.informer_listers import InformerListers
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import EVENT_WRITERS, EventRecorder
+from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.config import SchedulerConfig
-from scheduler.cycle import Scheduler
-from scheduler.event_handlers import EventHandlers
-from scheduler.events import EVENT_WRITERS, EventRecorder
+from scheduler.controllers import podgroup_status
+from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
+from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
+from scheduler.cycle.schedule_one import Scheduler
 from scheduler.explain.debug import debug_pods_handler
 from scheduler.explain.recorder import ANNOTATION, DecisionRecorder
 from scheduler.extender.runner import Extenders
@@ -35,16 +40,11 @@ from scheduler.extender.setup import with_extender_hints, with_ignored_resources
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
-from scheduler.informer_listers import InformerListers
-from scheduler.kubeclient import RestClient, load_configuration
-from scheduler.leaderelection import LeaderElector, RestLeaseClient
-from scheduler.plugins.coscheduling import status as podgroup_status
 from scheduler.plugins.gangscheduling import scheduling_group_name
-from scheduler.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.server import HealthServer
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod
@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 ACTIVE_POD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
 LOOP_STALL_LIMIT = 30.0
-# SIGTERM: in-flight bindings get this long (the README promises it), every later step a few seconds.
+# SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
 
@@ -203,7 +203,7 @@ class SchedulerApp:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     def _pre_enqueue(self, pod: Pod) -> str:
-        fwk = self.frameworks.get(pod_spec(pod).get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod))
         if fwk is None or not fwk.plugins.pre_enqueue:
             return ""
         try:

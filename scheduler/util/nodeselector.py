@@ -23,7 +23,7 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.plugins.helper.validation import label_value_error, parse_int64, qualified_name_error
+from scheduler.util.validation import label_value_error, parse_int64, qualified_name_error
 
 OBJECT_NAME_FIELD = "metadata.name"
 LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")

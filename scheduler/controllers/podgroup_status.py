@@ -38,7 +38,14 @@ from urllib.parse import quote
 from informers import DeletedFinalStateUnknown
 from informers.resource import PODGROUPS, ResourceSpec
 from scheduler.framework.listers import Lister
-from scheduler.plugins.coscheduling.plugin import POD_GROUP_LABEL, min_member, pod_group_name
+from scheduler.framework.objects import namespaced_name, object_meta, pod_status
+from scheduler.framework.objects_scheduling import coscheduling_pod_group_status
+from scheduler.plugins.coscheduling.plugin import (
+    POD_GROUP_LABEL,
+    min_member,
+    pod_group_full_name,
+    pod_group_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +77,7 @@ def pod_stats(pods: Iterable[Mapping[str, Any]]) -> tuple[int, int, int]:
     """(running, succeeded, failed), upstream's getCurrentPodStats."""
     running = succeeded = failed = 0
     for pod in pods:
-        phase = (pod.get("status") or {}).get("phase")
+        phase = pod_status(pod).get("phase")
         if phase == "Running":
             running += 1
         elif phase == "Succeeded":
@@ -82,7 +89,7 @@ def pod_stats(pods: Iterable[Mapping[str, Any]]) -> tuple[int, int, int]:
 
 def occupied_by(pod: Mapping[str, Any]) -> str:
     """upstream's fillOccupiedObj: the first pod's owners, ``namespace/name``, sorted, comma-joined."""
-    meta = pod.get("metadata") or {}
+    meta = object_meta(pod)
     refs = sorted(
         f"{meta.get('namespace', '')}/{ref.get('name', '')}" for ref in meta.get("ownerReferences") or []
     )
@@ -118,19 +125,19 @@ def desired_status(
     pod_group: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], now: float
 ) -> dict[str, Any] | None:
     """The status the controller writes for ``pod_group`` given its pods, or None to leave it alone."""
-    current = dict(pod_group.get("status") or {})
+    current: dict[str, Any] = dict(coscheduling_pod_group_status(pod_group))
     phase = current.get("phase") or ""
     if phase in FINAL_PHASES:
         return None
     if phase in (PENDING, SCHEDULING) and not current.get("running"):
         start, created = (
             _time(current.get("scheduleStartTime")),
-            _time((pod_group.get("metadata") or {}).get("creationTimestamp")),
+            _time(object_meta(pod_group).get("creationTimestamp")),
         )
         if start is not None and created is not None and start - created > GC_GUARD_SECONDS:
             return None
     # Pods in order of creation, so "the first pod" (occupiedBy) is stable across reconciles.
-    members = sorted(pods, key=lambda p: ((p.get("metadata") or {}).get("creationTimestamp") or "", _key(p)))
+    members = sorted(pods, key=lambda p: (object_meta(p).get("creationTimestamp") or "", namespaced_name(p)))
     need = min_member(pod_group)
     status = dict(current)
     for _ in range(4):  # "" -> Pending -> Scheduling -> counted: at most three steps to a fixed point
@@ -145,11 +152,6 @@ def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
     """The merge patch taking ``current`` to ``desired`` over the fields the controller owns; counts of
     zero are written as 0 rather than dropped, so a count that fell to zero is seen to."""
     return {f: desired[f] for f in STATUS_FIELDS if f in desired and current.get(f) != desired[f]}
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def patch_status_with(api: Any) -> Patcher:
@@ -196,7 +198,7 @@ class PodGroupStatusController:
     def on_pod_group(self, obj: Any, *_: Any) -> None:
         obj = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if isinstance(obj, Mapping):
-            self.mark(_key(obj))
+            self.mark(namespaced_name(obj))
 
     def on_pod_group_update(self, old: Any, new: Any) -> None:
         self.on_pod_group(new)
@@ -204,7 +206,7 @@ class PodGroupStatusController:
     def on_pod(self, obj: Any, *_: Any) -> None:
         obj = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
         if isinstance(obj, Mapping) and pod_group_name(obj):
-            self.mark(f"{(obj.get('metadata') or {}).get('namespace', '')}/{pod_group_name(obj)}")
+            self.mark(pod_group_full_name(obj))
 
     def on_pod_update(self, old: Any, new: Any) -> None:
         self.on_pod(old)  # a pod relabelled out of a group changes the old group too
@@ -214,7 +216,7 @@ class PodGroupStatusController:
     def start(self) -> None:
         if self._task is None:
             for pg in self.pod_groups.list():
-                self.mark(_key(pg))
+                self.mark(namespaced_name(pg))
             self._task = asyncio.get_running_loop().create_task(self._run(), name="podgroup-status")
 
     async def stop(self) -> None:
@@ -254,7 +256,7 @@ class PodGroupStatusController:
             desired = desired_status(pg, members, now)
             if desired is None:
                 continue
-            patch = status_patch(pg.get("status") or {}, desired)
+            patch = status_patch(coscheduling_pod_group_status(pg), desired)
             if patch:
                 out.append((key, patch))
         return out
@@ -281,10 +283,10 @@ def install(
     members only (finished ones included), and the controller fed by it and the PodGroup informer."""
     if pod_groups is None:
         return None
-    # Imported here: scheduler.informer_listers imports the framework, which imports the plugins.
+    # Imported here: scheduler.cache.informer_listers imports the framework, which imports the plugins.
     from informers import NAMESPACE_INDEX, index_by_namespace  # noqa: PLC0415
     from informers.resource import PODS  # noqa: PLC0415
-    from scheduler.informer_listers import InformerLister  # noqa: PLC0415
+    from scheduler.cache.informer_listers import InformerLister  # noqa: PLC0415
 
     members = factory.informer_for(
         PODS, label_selector=POD_GROUP_LABEL, indexers={NAMESPACE_INDEX: index_by_namespace}

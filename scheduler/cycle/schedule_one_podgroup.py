@@ -17,7 +17,7 @@ When a pod with ``spec.schedulingGroup`` is popped:
 A member whose attempt fails with an error (not a rejection) ends the trial at once, as upstream's: every
 member then fails with that error (``failed to schedule other pod from a pod group: ...``), those with an
 error of their own with theirs. After each cycle the PodGroup's ``PodGroupInitiallyScheduled`` condition is
-written (``scheduler.podgroup_condition``).
+written (``scheduler.cycle.podgroup_condition``).
 
 A member that fits nowhere runs PostFilter in the trial (upstream's runAllPostFilters): when DefaultPreemption
 nominates a node, it has started evicting there, the member is assumed on that node for the later members,
@@ -34,19 +34,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.algorithm import CLEAR_NOMINATION, FitError, SchedulingError, runs_post_filter
 from scheduler.cache import CacheError
-from scheduler.framework.objects import object_meta, pod_spec
-from scheduler.framework.runtime import PausedPostFilter, PluginError
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.plugins.gangscheduling import pod_group_priority, scheduling_group_name
-from scheduler.podgroup_condition import (
+from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingError, runs_post_filter
+from scheduler.cycle.attempt import Attempt, AttemptSteps, one_node_message
+from scheduler.cycle.podgroup_condition import (
     MEMBER_ERROR_PREFIX,
     POD_GROUP_UNSCHEDULABLE_MSG,
     REASON_SCHEDULED,
@@ -56,11 +52,14 @@ from scheduler.podgroup_condition import (
     WAITING_ON_PREEMPTION_STATUS_MSG,
     scheduled_condition_patch,
 )
+from scheduler.framework.fit_error import FitError
+from scheduler.framework.objects import object_meta, pod_spec, scheduler_name_of
+from scheduler.framework.runtime import PausedPostFilter, PluginError
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.plugins.gangscheduling import pod_group_priority, scheduling_group_name
 from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
-
-if TYPE_CHECKING:
-    from scheduler.cycle import Scheduler, _Attempt
 
 # (namespace, podGroupName) -> the group's pods the scheduler knows.
 GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
@@ -74,7 +73,7 @@ def in_scheduling_group(pod: Mapping[str, Any]) -> bool:
 
 @dataclass(slots=True)
 class _Trial:
-    attempt: _Attempt
+    attempt: Attempt
     node_name: str = ""
     permit: Status | None = None
     failure: Exception | Status | None = None
@@ -91,7 +90,9 @@ SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION = "scheduled", "unschedulable", 
 
 
 class PodGroupCycle:
-    def __init__(self, scheduler: Scheduler, members: GroupMembers, group: GroupObject | None = None) -> None:
+    def __init__(
+        self, scheduler: AttemptSteps, members: GroupMembers, group: GroupObject | None = None
+    ) -> None:
         self.scheduler = scheduler
         self.members = members
         self.group = group
@@ -105,7 +106,7 @@ class PodGroupCycle:
         if invalid is not None:
             error = Status.as_error(invalid)
             for qpi in queued:
-                sched._fail(qpi, None, error, None)
+                sched.fail(qpi, None, error, None)
             return
         start = time.perf_counter()
         trials, outcome, group_error = await self._trial(queued)
@@ -115,7 +116,7 @@ class PodGroupCycle:
             for trial in trials:
                 self._submit_error(trial, group_error)
             for qpi in queued[queued.index(last.qpi) + 1 :]:  # never tried
-                sched._fail(qpi, None, group_error, last.fwk)
+                sched.fail(qpi, None, group_error, last.fwk)
             self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
             result = metrics.POD_GROUP_ERROR
         elif trials:
@@ -159,13 +160,13 @@ class PodGroupCycle:
         sched = self.scheduler
         trials: list[_Trial] = []
         # (attempt, assumed pod, node, the nomination the assumption took away)
-        undo: list[tuple[_Attempt, PodInfo, str, str]] = []
+        undo: list[tuple[Attempt, PodInfo, str, str]] = []
         nominator = sched.queue.nominator
         outcome = UNSCHEDULABLE
         requires_preemption = False
         try:
             for qpi in queued:
-                attempt = sched._begin(qpi)  # updates the snapshot from the cache (trial pods included)
+                attempt = sched.begin(qpi)  # updates the snapshot from the cache (trial pods included)
                 if attempt is None:
                     continue
                 trial = _Trial(attempt)
@@ -231,15 +232,15 @@ class PodGroupCycle:
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
         failure = trial.failure
         if failure is None:
-            sched._algorithm_done(fwk, attempt.state, start)
+            sched.algorithm_done(fwk, attempt.state, start)
             if outcome == SCHEDULED:
                 # Assume, Reserve and Permit for real, on the node the trial chose (upstream's
                 # prepareForBindingCycle); the cycle state is the trial's, as upstream's.
                 attempt.state.delete(PODS_TO_ACTIVATE_KEY)
-                sched._assume_and_hand_off(attempt, trial.node_name)
+                sched.assume_and_hand_off(attempt, trial.node_name)
             elif outcome == WAITING_ON_PREEMPTION:
                 # Back to the queue, nominated where the trial put it, until the victims are gone.
-                sched._fail(
+                sched.fail(
                     qpi,
                     pod,
                     Status.unschedulable(WAITING_ON_PREEMPTION_MSG),
@@ -250,21 +251,21 @@ class PodGroupCycle:
                 )
             else:
                 # Feasible alone, but the group is not: nothing is held, the reason is its Permit's.
-                sched._fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
+                sched.fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
             return
         if trial.requires_preemption and outcome != WAITING_ON_PREEMPTION:
             # The group cannot go ahead even with the preemption: unschedulable, nomination cleared.
-            sched._algorithm_done(fwk, attempt.state, start)
-            sched._fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
+            sched.algorithm_done(fwk, attempt.state, start)
+            sched.fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
         elif isinstance(failure, FitError):
             # Its PostFilter already ran in the trial: report what it decided (nominated node included).
-            sched._finish_fit_error(attempt, failure, trial.nominated, trial.post_status)
+            sched.finish_fit_error(attempt, failure, trial.nominated, trial.post_status)
         elif isinstance(failure, Status):
-            sched._algorithm_done(fwk, attempt.state, start)
+            sched.algorithm_done(fwk, attempt.state, start)
             message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""
-            sched._fail(qpi, pod, failure, fwk, start=start, message=message)
+            sched.fail(qpi, pod, failure, fwk, start=start, message=message)
         else:
-            sched._algorithm_failed(attempt, failure)
+            sched.algorithm_failed(attempt, failure)
 
     def _submit_error(self, trial: _Trial, error: Status) -> None:
         """The group failed with an error: a member whose own attempt failed with one reports its own
@@ -276,8 +277,8 @@ class PodGroupCycle:
             return
         attempt = trial.attempt
         sched = self.scheduler
-        sched._algorithm_done(attempt.fwk, attempt.state, attempt.start)
-        sched._fail(attempt.qpi, attempt.pod, error, attempt.fwk, start=attempt.start)
+        sched.algorithm_done(attempt.fwk, attempt.state, attempt.start)
+        sched.fail(attempt.qpi, attempt.pod, error, attempt.fwk, start=attempt.start)
 
     def _validate(self, first: QueuedPodInfo, queued: Sequence[QueuedPodInfo]) -> str | None:
         """Upstream's ``validatePodGroup`` (v1.37.2) over the queued members: one scheduler name, the
@@ -293,7 +294,7 @@ class PodGroupCycle:
         preemption_policy = ""
         for qpi in queued:
             spec = pod_spec(qpi.pod)
-            name = str(spec.get("schedulerName") or "default-scheduler")
+            name = scheduler_name_of(qpi.pod)
             scheduler_name = scheduler_name or name
             if name != scheduler_name:
                 return (
@@ -357,7 +358,7 @@ PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 
 def _is_error(failure: Exception | Status) -> bool:
     """An error rather than a rejection: the group stops there. A FitError and a bad pod spec (refused
-    as unschedulable, see ``scheduler.cycle``) are rejections."""
+    as unschedulable, see ``scheduler.cycle.schedule_one``) are rejections."""
     if isinstance(failure, Status):
         return not failure.is_rejection()
     if isinstance(failure, SchedulingError | PluginError):
@@ -376,6 +377,5 @@ def _priority(pod: Mapping[str, Any]) -> int:
 
 
 def _one_node(pod: PodInfo, node_name: str, status: Status) -> str:
-    from scheduler.cycle import _one_node_message  # noqa: PLC0415 -- cycle imports this module
 
-    return _one_node_message(pod, node_name, status)
+    return one_node_message(pod, node_name, status)

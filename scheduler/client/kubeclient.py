@@ -3,7 +3,7 @@
 ``informers.connection`` loads the kubeconfig (or in-cluster config): the kubernetes client's loader
 for the server and TLS, ``informers.credentials`` for tokens that expire or rotate (exec plugins,
 token files, the in-cluster token), shared by every client built on the same Configuration. Requests
-go straight through a small http.client connection pool (``scheduler.httppool``) with raw JSON
+go straight through a small http.client connection pool (``scheduler.client.httppool``) with raw JSON
 bodies, because the generated API methods build model objects we never use and, for bindings, raise
 after a successful POST (kubernetes-client/python issue #547).
 """
@@ -25,7 +25,7 @@ from kubernetes import config as k8s_config
 from informers.connection import connection_for, load
 from informers.credentials import CredentialError, same
 from informers.errors import RETRY_AFTER_MAX_RETRIES, retry_after_seconds
-from scheduler.httppool import ConnectionPool
+from scheduler.client.httppool import ConnectionPool
 
 
 class KubeconfigError(ValueError):

@@ -16,13 +16,13 @@ import orjson
 import urllib3
 
 from informers.resource import ResourceSpec
-from scheduler.framework.objects import object_meta
-from scheduler.httppool import ConnectionFailed
-from scheduler.kubeclient import RestClient
+from scheduler.client.httppool import ConnectionFailed
+from scheduler.client.kubeclient import RestClient
+from scheduler.framework.api_error import ApiError
+from scheduler.framework.objects import object_meta, pod_spec
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 DEFAULT_TIMEOUT = 30.0
 # The GET that tells whether a Binding whose answer was lost landed after all.
 LANDED_TIMEOUT = 10.0
@@ -30,15 +30,6 @@ LANDED_TIMEOUT = 10.0
 # attempts, waiting 10 ms, 50 ms and 250 ms (factor 5, jitter 0.1) between them.
 BIND_BACKOFF_SECONDS = (0.01, 0.05, 0.25)
 BIND_BACKOFF_JITTER = 0.1
-
-
-class ApiError(Exception):
-    """A failed request. ``retryable`` is true for throttling, server errors and lost connections."""
-
-    def __init__(self, status: int, message: str, *, retryable: bool | None = None) -> None:
-        super().__init__(f"{status}: {message}" if status else message)
-        self.status = status
-        self.retryable = status in RETRYABLE_STATUSES if retryable is None else retryable
 
 
 class BindingConflict(ApiError):
@@ -144,8 +135,7 @@ class SchedulerApi:
             return False
         if not isinstance(pod, dict):
             return False
-        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-        return bool(uid) and meta.get("uid") == uid and spec.get("nodeName") == node_name
+        return bool(uid) and object_meta(pod).get("uid") == uid and pod_spec(pod).get("nodeName") == node_name
 
     def update_object(self, resource: ResourceSpec, obj: Mapping[str, Any]) -> Mapping[str, Any]:
         """PUT one object of ``resource``; the stored object comes back."""

@@ -16,28 +16,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler import metrics
-from scheduler.algorithm import (
-    CLEAR_NOMINATION,
-    FitError,
-    SchedulingAlgorithm,
-    SchedulingError,
-    runs_post_filter,
-)
-from scheduler.api import SchedulerApi
-from scheduler.binding import BindingPool, BindingResult, BindingTask, Outcome
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
-from scheduler.events import NORMAL, WARNING, EventRecorder
-from scheduler.explain.recorder import DecisionRecorder
+from scheduler.client.api import SchedulerApi
+from scheduler.client.events import NORMAL, WARNING, EventRecorder
+from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingAlgorithm, SchedulingError, runs_post_filter
+from scheduler.cycle.attempt import Attempt, one_node_message
+from scheduler.cycle.binding import BindingPool, BindingResult, BindingTask, Outcome
+from scheduler.cycle.decisions import NO_DECISIONS, DecisionSink
+from scheduler.cycle.schedule_one_podgroup import (
+    GroupMembers,
+    GroupObject,
+    PodGroupCycle,
+    in_scheduling_group,
+)
+from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.objects import object_meta, pod_spec, pod_status
+from scheduler.framework.fit_error import FitError
+from scheduler.framework.objects import object_meta, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import Diagnosis, PodInfo, PodSpecError
-from scheduler.podgroup_cycle import GroupMembers, GroupObject, PodGroupCycle, in_scheduling_group
+from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
-from scheduler.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
@@ -49,15 +50,6 @@ PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
 POD_SPEC_PLUGIN = "PodSpecValidation"
-
-
-@dataclass(slots=True)
-class _Attempt:
-    qpi: QueuedPodInfo
-    fwk: Framework
-    pod: PodInfo
-    state: CycleState
-    start: float
 
 
 _ALGORITHM_ERRORS = (FitError, SchedulingError, PluginError, PodSpecError)
@@ -85,14 +77,14 @@ class Scheduler:
         api: SchedulerApi | None = None,
         extenders: Extenders | None = None,
         call_later: CallLater | None = None,
-        decisions: DecisionRecorder | None = None,
+        decisions: DecisionSink = NO_DECISIONS,
         pod_group_members: GroupMembers | None = None,
         pod_group: GroupObject | None = None,
         nearest_misses_in_events: bool = False,
     ) -> None:
         self.frameworks = dict(frameworks)
         # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
-        self.decisions = decisions if decisions is not None else DecisionRecorder(clock=clock)
+        self.decisions = decisions
         # FailedScheduling Events carry kube-scheduler's exact text unless asked to append the
         # nearest misses (the records, explain and /debug/pods keep them either way).
         self.nearest_misses_in_events = nearest_misses_in_events
@@ -165,7 +157,7 @@ class Scheduler:
                 # Nothing a pod carries may stop the loop; requeue it as an error.
                 log.exception("scheduling cycle crashed for %s", qpi.key)
                 text = f"internal error in the scheduling cycle: {type(err).__name__}: {err}"
-                self._fail(qpi, None, Status.as_error(text), None)
+                self.fail(qpi, None, Status.as_error(text), None)
             await asyncio.sleep(0)
 
     @property
@@ -189,21 +181,21 @@ class Scheduler:
         """One scheduling attempt, synchronous on the loop. When a PostFilter plugin must wait for an
         API write (``BlockingPostFilterPlugin``) the rest of the attempt is returned as a coroutine,
         which the caller awaits before the next pod (``run`` does)."""
-        attempt = self._begin(qpi)
+        attempt = self.begin(qpi)
         if attempt is None:
             return None
         try:
             result = self.algorithm.schedule_pod(attempt.fwk, attempt.state, attempt.pod, self.snapshot)
         except _ALGORITHM_ERRORS as err:
-            return self._algorithm_failed(attempt, err)
-        self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
-        self._assume_and_hand_off(attempt, result.node_name)
+            return self.algorithm_failed(attempt, err)
+        self.algorithm_done(attempt.fwk, attempt.state, attempt.start)
+        self.assume_and_hand_off(attempt, result.node_name)
         return None
 
     async def schedule_one_with_extenders(self, qpi: QueuedPodInfo) -> None:
         """``schedule_one`` that awaits the extenders' HTTP calls. The loop stays free meanwhile (watch
         events, bindings, timers); the cycle's snapshot is not touched by them."""
-        attempt = self._begin(qpi)
+        attempt = self.begin(qpi)
         if attempt is None:
             return
         try:
@@ -214,18 +206,17 @@ class Scheduler:
             if isinstance(err, FitError) and self.extenders.preempts_for(attempt.pod):
                 await self._handle_fit_error_with_extenders(attempt, err)
             else:
-                rest = self._algorithm_failed(attempt, err)
+                rest = self.algorithm_failed(attempt, err)
                 if rest is not None:
                     await rest
             return
-        self._algorithm_done(attempt.fwk, attempt.state, attempt.start)
-        self._assume_and_hand_off(attempt, result.node_name)
+        self.algorithm_done(attempt.fwk, attempt.state, attempt.start)
+        self.assume_and_hand_off(attempt, result.node_name)
 
-    def _begin(self, qpi: QueuedPodInfo) -> _Attempt | None:
+    def begin(self, qpi: QueuedPodInfo) -> Attempt | None:
         """The checks before the algorithm; None when the pod is not scheduled in this attempt."""
         pod_dict = qpi.pod
-        spec = pod_spec(pod_dict)
-        fwk = self.frameworks.get(spec.get("schedulerName") or "default-scheduler")
+        fwk = self.frameworks.get(scheduler_name_of(pod_dict))
         meta = object_meta(pod_dict)
         if fwk is None or meta.get("deletionTimestamp"):
             # Not ours any more, or being deleted: upstream's skipPodSchedule.
@@ -239,7 +230,7 @@ class Scheduler:
                 return None
             # The cache is keyed by name: a deleted namesake is still binding. Retry after backoff
             # rather than dropping this new pod.
-            self._fail(
+            self.fail(
                 qpi,
                 None,
                 Status.as_error(f"pod {qpi.key}: a previous pod of this name is still being bound"),
@@ -252,7 +243,7 @@ class Scheduler:
         try:
             pod = self.pod_infos.get(pod_dict)
         except PodSpecError as err:
-            self._fail(
+            self.fail(
                 qpi,
                 None,
                 Status.unschedulable(str(err), resolvable=False).with_plugin(POD_SPEC_PLUGIN),
@@ -264,20 +255,20 @@ class Scheduler:
         self.cache.update_snapshot(self.snapshot)
         state = fwk.new_cycle_state()
         self.decisions.begin(fwk, pod, state, qpi.attempts)
-        return _Attempt(qpi, fwk, pod, state, start)
+        return Attempt(qpi, fwk, pod, state, start)
 
-    def _algorithm_failed(self, attempt: _Attempt, err: Exception) -> Coroutine[Any, Any, None] | None:
+    def algorithm_failed(self, attempt: Attempt, err: Exception) -> Coroutine[Any, Any, None] | None:
         """Report a failed algorithm; for a FitError whose PostFilter waits for I/O, the coroutine that
         finishes the attempt (see ``schedule_one``)."""
         qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
         if isinstance(err, FitError):
             return self._handle_fit_error(attempt, err)
         # A failed algorithm counts too (upstream's deferred Observe); a FitError's includes PostFilter.
-        self._algorithm_done(fwk, attempt.state, start)
+        self.algorithm_done(fwk, attempt.state, start)
         if isinstance(err, SchedulingError | PluginError | ExtenderFilterError):
-            self._fail(qpi, pod, err.status, fwk, start=start, message=str(err))
+            self.fail(qpi, pod, err.status, fwk, start=start, message=str(err))
         else:
-            self._fail(
+            self.fail(
                 qpi,
                 pod,
                 Status.unschedulable(str(err), resolvable=False).with_plugin(POD_SPEC_PLUGIN),
@@ -286,14 +277,14 @@ class Scheduler:
             )
         return None
 
-    def _assume_and_hand_off(self, attempt: _Attempt, node_name: str) -> None:
+    def assume_and_hand_off(self, attempt: Attempt, node_name: str) -> None:
         """assume, Reserve, Permit, then the binding pool. Runs against the cache as it is now: after
         an extender call the cluster may have moved on, and upstream assumes regardless too."""
         qpi, pod, fwk, state, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.state, attempt.start
         try:
             assumed = self.cache.assume_pod(pod, node_name)
         except CacheError as err:
-            self._fail(qpi, pod, Status.as_error(err), fwk, start=start)
+            self.fail(qpi, pod, Status.as_error(err), fwk, start=start)
             return
         # As upstream's assume: the pod now counts on its node, so it must not count as nominated too.
         self.queue.nominator.delete_nominated_pod_if_exists(qpi.pod)
@@ -302,8 +293,8 @@ class Scheduler:
             if status is not None:
                 fwk.run_unreserve(state, assumed, node_name)
                 self.cache.forget_pod(assumed.key)
-                self._fail(
-                    qpi, pod, status, fwk, start=start, message=_one_node_message(pod, node_name, status)
+                self.fail(
+                    qpi, pod, status, fwk, start=start, message=one_node_message(pod, node_name, status)
                 )
                 return
             status, timeouts = fwk.run_permit_plugins(state, assumed, node_name)
@@ -322,8 +313,8 @@ class Scheduler:
             if status is not None:
                 fwk.run_unreserve(state, assumed, node_name)
                 self.cache.forget_pod(assumed.key)
-                self._fail(
-                    qpi, pod, status, fwk, start=start, message=_one_node_message(pod, node_name, status)
+                self.fail(
+                    qpi, pod, status, fwk, start=start, message=one_node_message(pod, node_name, status)
                 )
                 return
 
@@ -341,7 +332,7 @@ class Scheduler:
             raise
 
     @staticmethod
-    def _algorithm_done(fwk: Framework, state: CycleState, start: float) -> None:
+    def algorithm_done(fwk: Framework, state: CycleState, start: float) -> None:
         # Upstream's SchedulingAlgorithmLatency: from the cycle's start to the algorithm's end.
         metrics.observe_algorithm(time.perf_counter() - start)
         fwk.flush_plugin_metrics(state)
@@ -422,14 +413,14 @@ class Scheduler:
             status = result.status or Status.as_error("binding failed")
             message = ""
             if result.extra.get("point") == "Permit":
-                message = _one_node_message(pod, task.node_name, status)
+                message = one_node_message(pod, task.node_name, status)
             elif status.is_rejection() and status.plugin:
                 # Upstream: past Permit nothing makes a pod unschedulable; a PreBind/Bind rejection
                 # backs off and retries rather than waiting for the plugin's events.
                 status = Status(status.code, list(status.reasons), "", status.error)
             # Counted in scheduler_schedule_attempts_total from the cycle's start, as upstream's
             # handleBindingCycleError -> handleSchedulingFailure (error, or unschedulable at Permit).
-            self._fail(qpi, pod, status, fwk, start=task.cycle_start, message=message)
+            self.fail(qpi, pod, status, fwk, start=task.cycle_start, message=message)
         if forgotten:
             # As upstream, forgetting an assumed pod in the binding cycle is an AssignedPodDelete: pods
             # rejected for want of the room it held may fit now. Sent after the requeue and aimed at
@@ -442,7 +433,7 @@ class Scheduler:
                 pre_check=lambda other: object_meta(other).get("uid") != uid,
             )
 
-    def _handle_fit_error(self, attempt: _Attempt, err: FitError) -> Coroutine[Any, Any, None] | None:
+    def _handle_fit_error(self, attempt: Attempt, err: FitError) -> Coroutine[Any, Any, None] | None:
         # Upstream schedulingCycle: without PostFilter plugins (or without any node) the nomination is
         # cleared (clearNominatedNode); after PostFilter it is whatever PostFilter decided, and
         # None (ModeNoop) leaves it alone. The pod group cycle runs PostFilter itself (podgroup_cycle.py).
@@ -453,15 +444,15 @@ class Scheduler:
             if isinstance(outcome, PausedPostFilter):
                 return self._resume_fit_error(attempt, err, outcome)
             nominated, post_status = outcome
-        self._finish_fit_error(attempt, err, nominated, post_status)
+        self.finish_fit_error(attempt, err, nominated, post_status)
         return None
 
-    async def _resume_fit_error(self, attempt: _Attempt, err: FitError, paused: PausedPostFilter) -> None:
+    async def _resume_fit_error(self, attempt: Attempt, err: FitError, paused: PausedPostFilter) -> None:
         """The rest of ``_handle_fit_error`` once the paused PostFilter run has finished on the loop."""
         nominated, post_status = await attempt.fwk.resume_post_filter(paused)
-        self._finish_fit_error(attempt, err, nominated, post_status)
+        self.finish_fit_error(attempt, err, nominated, post_status)
 
-    async def _handle_fit_error_with_extenders(self, attempt: _Attempt, err: FitError) -> None:
+    async def _handle_fit_error_with_extenders(self, attempt: Attempt, err: FitError) -> None:
         """``_handle_fit_error`` whose PostFilter may ask the extenders' preemptVerb, awaited on the loop."""
         nominated: str | None = CLEAR_NOMINATION
         post_status: Status | None = None
@@ -469,15 +460,15 @@ class Scheduler:
             nominated, post_status = await attempt.fwk.run_post_filter_with_extenders(
                 attempt.state, attempt.pod, err.diagnosis.node_to_status, self.extenders
             )
-        self._finish_fit_error(attempt, err, nominated, post_status)
+        self.finish_fit_error(attempt, err, nominated, post_status)
 
-    def _finish_fit_error(
-        self, attempt: _Attempt, err: FitError, nominated: str | None, post_status: Status | None
+    def finish_fit_error(
+        self, attempt: Attempt, err: FitError, nominated: str | None, post_status: Status | None
     ) -> None:
         qpi, pod, fwk, state, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.state, attempt.start
         if post_status is not None and post_status.reasons:
             err.diagnosis.post_filter_msg = post_status.message()
-        self._algorithm_done(fwk, state, start)
+        self.algorithm_done(fwk, state, start)
         qpi.unschedulable_plugins = set(err.diagnosis.unschedulable_plugins)
         qpi.pending_plugins = set(err.diagnosis.pending_plugins)
         self.stats.unschedulable += 1
@@ -494,7 +485,7 @@ class Scheduler:
             event_note=gist if self.nearest_misses_in_events else "",
         )
 
-    def _fail(
+    def fail(
         self,
         qpi: QueuedPodInfo,
         pod: PodInfo | None,
@@ -566,11 +557,3 @@ class Scheduler:
 
 def _nominated_node(pod: Mapping[str, Any]) -> str:
     return str(pod_status(pod).get("nominatedNodeName") or "")
-
-
-def _one_node_message(pod: PodInfo, node_name: str, status: Status) -> str:
-    """Upstream reports a Reserve/Permit rejection as a FitError over the one chosen node:
-    "0/1 nodes are available: 1 <reason>."."""
-    if not status.is_rejection():
-        return ""
-    return FitError(pod, 1, Diagnosis(node_to_status={node_name: status})).message()

@@ -13,15 +13,15 @@ import time
 from collections.abc import Sequence
 from typing import NoReturn
 
-from scheduler.app import SchedulerApp, ServingOptions, exit_now
-from scheduler.config import ConfigError, load_config
+from scheduler.app.logs import setup_logging
+from scheduler.app.scheduler_app import SchedulerApp, ServingOptions, exit_now
+from scheduler.client.kubeclient import KubeconfigError, one_line
+from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
-from scheduler.kubeclient import KubeconfigError, one_line
-from scheduler.logs import setup_logging
 from scheduler.plugins.registry import in_tree_registry
 
-log = logging.getLogger("scheduler.cli")
+log = logging.getLogger("scheduler.app.cli")
 
 EXPLAIN_SUBCOMMANDS = ("explain", "simulate", "snapshot")
 
@@ -159,8 +159,9 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise StartupError("--tls-cert-file and --tls-private-key-file go together")
     try:
-        registry = in_tree_registry(args.feature_gates)
-        config = load_config(args.config, registry=registry)
+        config, registry = load_config_with_plugins(
+            args.config, registry=in_tree_registry(args.feature_gates)
+        )
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
@@ -177,7 +178,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     try:
         app = SchedulerApp(
             config,
-            registry=config.registry or registry,
+            registry=registry,
             kubeconfig=args.kubeconfig,
             serving=ServingOptions(
                 args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file

@@ -1,0 +1,1 @@
+"""The process: CLI, start-up wiring, informer handlers, leader election, logs."""

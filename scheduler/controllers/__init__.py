@@ -1,0 +1,1 @@
+"""Status writers that act as controllers beside the scheduler (PodGroup status)."""

@@ -1,0 +1,1 @@
+"""The scheduling and binding cycles: pop, filter, score, assume, reserve, permit, bind."""

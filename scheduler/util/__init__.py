@@ -1,0 +1,1 @@
+"""Small helpers below every layer that config, preemption and plugins share."""
