@@ -110,6 +110,14 @@ CASES: dict[str, tuple[str, bool, bool]] = {
         ACCEPT,
         True,
     ),
+    # StorageCapacityScoring is beta and on since v1.37: kube-scheduler accepts VolumeBindingArgs.shape
+    # (its validation, like every plugin's args, is py-scheduler's at framework build, not here).
+    "VolumeBinding shape": (
+        "profiles:\n- schedulerName: x\n  pluginConfig:\n  - name: VolumeBinding\n"
+        "    args: {shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]}\n",
+        ACCEPT,
+        True,
+    ),
     "pluginConfig duplicate": (
         "profiles:\n- schedulerName: x\n  pluginConfig: [{name: NodeAffinity}, {name: NodeAffinity}]\n",
         REFUSE,
