@@ -1,4 +1,5 @@
-"""DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, v1.36).
+"""DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, v1.37.2;
+victims are single pods, as upstream's with GenericWorkload off).
 
 PostFilter: when a pod fits nowhere, find the node where evicting the fewest, least important
 lower-priority pods makes it fit, nominate the pod there and evict them (through the scheduler's
@@ -208,6 +209,9 @@ class DefaultPreemption:
         protects before the others, so they are reprieved first), keeping out only those it cannot fit
         beside. Returns the victims (most important first), how many violate a PDB, and the status."""
         handle = self.handle
+        # The node's pod order when GetVictimsOnNode made one victim per pod (v1.37): it orders
+        # unstarted victims of one priority (``by_importance``).
+        created = {p.key: i for i, p in enumerate(node.pods.values())}
         potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
         for victim in potential:
             node.remove_pod(victim.key)
@@ -221,7 +225,7 @@ class DefaultPreemption:
         if status is not None:
             return [], 0, status
 
-        potential = by_importance(potential)
+        potential = by_importance(potential, created)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
@@ -252,7 +256,7 @@ class DefaultPreemption:
                 return [], 0, error
         if violating and non_violating:
             # Both groups were appended in their own order: most important first overall.
-            victims = by_importance(victims)
+            victims = by_importance(victims, created)
         return victims, num_violating, None
 
 
