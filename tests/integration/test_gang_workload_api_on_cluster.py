@@ -165,6 +165,8 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         [make_pod(f"plain-{i}", run_id, cpu="1500m", scheduler_name=scheduler) for i in range(2)],
     )
     wait_for(lambda: bound(core_v1, namespace, "plain-") == 2, 60, "plain pods bound beside the failed gang")
+    # A bounded watch, not a barrier: the big gang keeps retrying with backoff, and each retry is a
+    # chance to bind part of it; 5 s spans several retries (no event marks "it has retried enough").
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         assert bound(core_v1, namespace, "big-") == 0
@@ -260,8 +262,11 @@ def test_pods_created_before_their_pod_group_bind_once_it_is_created(
 ) -> None:
     nodes(api_client, run_id, 2)
     create(core_v1, namespace, [member(f"early-{i}", run_id, scheduler, "late", "100m") for i in range(3)])
-    wait_for(lambda: len(list_pods(core_v1, namespace)) == 3, 10, "the pods created")
-    time.sleep(2)
+    # The barrier: a plain pod created after them, for the same scheduler, bound. The scheduler sees
+    # pods in creation order on one watch and runs PreEnqueue as each arrives; a member let through
+    # would have been queued ahead of the witness (same priority, earlier), so attempted before it.
+    create(core_v1, namespace, [make_pod("witness", run_id, cpu="100m", scheduler_name=scheduler)])
+    wait_for(lambda: bound(core_v1, namespace, "witness") == 1, 60, "the witness pod bound")
     assert bound(core_v1, namespace, "early-") == 0  # held by PreEnqueue: no PodGroup yet
     pod_group(api_client, namespace, "late", 3)
     # Event-driven: the PodGroup's add wakes the held pods (no 5-minute flush needed).
