@@ -50,6 +50,7 @@ from scheduler.plugins.coscheduling.plugin import is_gang_member
 from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
+from scheduling_queue import metrics as queue_metrics
 from scheduling_queue.types import Pod
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,9 @@ class SchedulerApp:
             pod_requests=pod_request_amounts,
             generic_workload=features.generic_workload,
         )
+        # v1.37's entity metrics count every queued pod as a 'pod' entity: only true while no pod
+        # group is scheduled as one (scheduling_queue.metrics).
+        queue_metrics.entities_are_pods = not features.generic_workload
         # GenericWorkload: the pod group cycle finds a group's members in the pod informer's store.
         self._pod_lister = self.listers.lister(PODS) if features.generic_workload else None
         if features.generic_workload:
@@ -167,7 +171,7 @@ class SchedulerApp:
         return [p for p in self._pod_lister.list(namespace) if scheduling_group_name(p) == name]
 
     def _pod_group(self, namespace: str, name: str) -> Mapping[str, Any] | None:
-        """The scheduling.k8s.io/v1alpha2 PodGroup, for its PodGroupScheduled condition."""
+        """The scheduling.k8s.io/v1beta1 PodGroup, for its PodGroupInitiallyScheduled condition."""
         return self.listers.lister(WORKLOAD_PODGROUPS).get(name, namespace)
 
     def _wakes_on_add(self) -> Callable[[Pod], bool] | None:

@@ -68,7 +68,7 @@ from scheduler.plugins.helper.hints import safe_hint
 from scheduler.preemption.evaluator import Evaluator
 from scheduler.preemption.gosort import sort_slice
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
-from scheduler.preemption.pods import by_importance, more_important_as_go_sees_it
+from scheduler.preemption.pods import by_pod_importance, more_important_as_go_sees_it
 
 NAME = names.CAPACITY_SCHEDULING
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -444,7 +444,7 @@ class QuotaPreemptor:
         ):
             return [], 0, Status(Code.Unschedulable, [GLOBAL_QUOTA_MAX_EXCEEDED_MSG])
 
-        potential = by_importance(potential)
+        potential = by_pod_importance(potential)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
@@ -470,5 +470,5 @@ class QuotaPreemptor:
         if error is not None:
             return [], 0, error
         if violating and non_violating:
-            victims = by_importance(victims)
+            victims = by_pod_importance(victims)
         return victims, num_violating, None
