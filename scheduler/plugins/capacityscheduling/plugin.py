@@ -49,7 +49,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.handle import PreemptionHandle
 from scheduler.framework.listers import WatchedLister
-from scheduler.framework.objects import namespace_of, object_meta
+from scheduler.framework.objects import namespace_of, object_meta, pod_status
 from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling.elasticquota import (
     Amounts,
@@ -364,7 +364,7 @@ class QuotaPreemptor:
         pre_filter = _pre_filter_state(self.state)
         if pre_filter is None:
             return False, NOT_ELIGIBLE_STATE_MSG
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         if not nominated:
             return True, ""
         if (
