@@ -93,10 +93,11 @@ def _check_reusable(run_dir: Path) -> None:
         raise RuntimeError(f"run dir {run_dir} is in use by a running control plane (pid {owner})")
 
 
-# The alpha scheduling.k8s.io/v1alpha2 API and the gates of upstream's gang scheduling. The same gates
-# go to a kube-scheduler or py-scheduler that should use it (``--feature-gates``).
-WORKLOAD_RUNTIME_CONFIG = "--runtime-config=scheduling.k8s.io/v1alpha2=true"
-WORKLOAD_FEATURE_GATES = "--feature-gates=GenericWorkload=true,GangScheduling=true"
+# The beta (off by default) scheduling.k8s.io/v1beta1 API and the gate of upstream's gang scheduling
+# (v1.37: GenericWorkload alone; GangScheduling is gone). The same gate goes to a kube-scheduler or
+# py-scheduler that should use it (``--feature-gates``).
+WORKLOAD_RUNTIME_CONFIG = "--runtime-config=scheduling.k8s.io/v1beta1=true"
+WORKLOAD_FEATURE_GATES = "--feature-gates=GenericWorkload=true"
 
 
 class ControlPlane:
@@ -125,7 +126,7 @@ class ControlPlane:
         self.etcd_quota_bytes = etcd_quota_bytes
         self.etcd_fsync = etcd_fsync
         self.apiserver_args = list(apiserver_args)
-        # Upstream's alpha gang API (scheduling.k8s.io/v1alpha2 Workload/PodGroup, spec.schedulingGroup).
+        # Upstream's gang API (scheduling.k8s.io/v1beta1 Workload/PodGroup, spec.schedulingGroup).
         self.workload_api = workload_api
         if workload_api:
             self.apiserver_args += [WORKLOAD_RUNTIME_CONFIG, WORKLOAD_FEATURE_GATES]

@@ -87,6 +87,10 @@ RESOURCE_SLICES = ResourceSpec(
 DEVICE_CLASSES = ResourceSpec(
     group="resource.k8s.io", version="v1", plural="deviceclasses", namespaced=False, kind="DeviceClass"
 )
+# GA in v1.37 (DRADeviceTaintRules, on): taints the scheduler adds to matching devices of ResourceSlices.
+DEVICE_TAINT_RULES = ResourceSpec(
+    group="resource.k8s.io", version="v1", plural="devicetaintrules", namespaced=False, kind="DeviceTaintRule"
+)
 RESOURCE_QUOTAS = ResourceSpec(
     group="", version="v1", plural="resourcequotas", namespaced=True, kind="ResourceQuota"
 )
@@ -106,8 +110,8 @@ ELASTIC_QUOTAS = ResourceSpec(
     namespaced=True,
     kind="ElasticQuota",
 )
-# Upstream's own gang API (alpha in v1.36, feature gate GenericWorkload): served only when the API server
-# runs with --runtime-config=scheduling.k8s.io/v1alpha2=true; watched only when GangScheduling is on.
+# Upstream's own gang API (beta and off in v1.37, feature gate GenericWorkload): served only when the API
+# server runs with --runtime-config=scheduling.k8s.io/v1beta1=true; watched only when GenericWorkload is on.
 WORKLOAD_PODGROUPS = ResourceSpec(
-    group="scheduling.k8s.io", version="v1alpha2", plural="podgroups", namespaced=True, kind="PodGroup"
+    group="scheduling.k8s.io", version="v1beta1", plural="podgroups", namespaced=True, kind="PodGroup"
 )

@@ -1,19 +1,23 @@
-"""Feature gates: ``--feature-gates=GenericWorkload=true,GangScheduling=true``, as kube-scheduler's flag.
+"""Feature gates: ``--feature-gates=GenericWorkload=true``, as kube-scheduler's flag.
 
-py-scheduler knows only the gates that change what it does; the others kube-scheduler v1.36.3 has are
-not accepted, so that a gate a user believes is on is never silently without effect. Defaults, stages
-and dependencies are upstream's (``pkg/features/kube_features.go``):
+py-scheduler knows only the gates that change what it does; the others kube-scheduler v1.37.2 has are
+not accepted, so that a gate a user believes is on is never silently without effect. Defaults, stages,
+locks and dependencies are upstream's (``pkg/features/kube_features.go``, v1.37.2):
 
-* ``GenericWorkload`` (alpha, off): pods' ``spec.schedulingGroup`` is honoured; a pod of a group is
+* ``GenericWorkload`` (beta, off): pods' ``spec.schedulingGroup`` is honoured; a pod of a group is
   scheduled in a pod group cycle (all its queued siblings on one snapshot, see
-  ``scheduler/cycle/schedule_one_podgroup.py``). The API server must serve ``scheduling.k8s.io/v1alpha2``.
-* ``GangScheduling`` (alpha, off, needs GenericWorkload): the GangScheduling plugin joins the default
-  profile (all-or-nothing for PodGroups with a ``gang`` policy).
-* ``TopologyAwareWorkloadScheduling``, ``WorkloadAwarePreemption``, ``DRAWorkloadResourceClaims``
-  (alpha, off): not implemented. Asking for them is a start-up error, and PodGroups that use their
-  fields are refused by name (GangScheduling's PreFilter), never placed as if the field were absent.
-* ``NodeDeclaredFeatures`` (beta, on): the NodeDeclaredFeatures plugin joins the default profile (pods
-  that need a node feature fit only nodes declaring it in ``status.declaredFeatures``).
+  ``scheduler/cycle/schedule_one_podgroup.py``), and the GangScheduling plugin joins the default profile
+  (all-or-nothing for PodGroups with a ``gang`` policy). In v1.37 this gate absorbed v1.36's alpha
+  ``GangScheduling`` and ``WorkloadAwarePreemption``, which upstream no longer recognises.
+* ``StorageCapacityScoring`` (beta, on since v1.37): VolumeBinding scores nodes by the capacity of the
+  volumes it would provision or bind there, along ``VolumeBindingArgs.shape``.
+* ``VolumeLimitScaling`` (beta, on since v1.37): NodeVolumeLimits rejects a node whose CSINode lacks a
+  driver the pod's volumes need when that CSIDriver sets ``spec.preventPodSchedulingIfMissing``.
+* ``NodeDeclaredFeatures`` (GA and locked on since v1.37): the NodeDeclaredFeatures plugin is in the
+  default profile; turning it off is refused with upstream's message.
+* Recognised but not implemented (alpha or off-by-default beta upstream): asking for them is a
+  start-up error naming the gate, and objects that use their fields are refused by name, never placed
+  as if the field were absent. See ``NOT_IMPLEMENTED``.
 """
 
 from __future__ import annotations
@@ -22,26 +26,72 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 GENERIC_WORKLOAD = "GenericWorkload"
-GANG_SCHEDULING = "GangScheduling"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING = "TopologyAwareWorkloadScheduling"
-WORKLOAD_AWARE_PREEMPTION = "WorkloadAwarePreemption"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
+COMPOSITE_POD_GROUP = "CompositePodGroup"
+POD_GROUP_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
+INTER_POD_AFFINITY_HOSTNAME_FAST_PATH = "InterPodAffinityHostnameFastPath"
+IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION = "InPlacePodVerticalScalingSchedulerPreemption"
+SCHEDULER_PRE_QUEUEING_HINTS = "SchedulerPreQueueingHints"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
+STORAGE_CAPACITY_SCORING = "StorageCapacityScoring"
+VOLUME_LIMIT_SCALING = "VolumeLimitScaling"
+DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
+DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
+DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
+DRA_PARTITIONABLE_DEVICES_TYPE = "DRAPartitionableDevicesType"
 
-# gate -> (default, the gates it needs), upstream's defaults and dependencies.
-KNOWN_GATES: Mapping[str, tuple[bool, tuple[str, ...]]] = {
-    GENERIC_WORKLOAD: (False, ()),
-    GANG_SCHEDULING: (False, (GENERIC_WORKLOAD,)),
-    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (False, (GENERIC_WORKLOAD,)),
-    WORKLOAD_AWARE_PREEMPTION: (False, (GANG_SCHEDULING,)),
-    DRA_WORKLOAD_RESOURCE_CLAIMS: (False, (GENERIC_WORKLOAD,)),
-    # Beta, on by default since v1.36.
-    NODE_DECLARED_FEATURES: (True, ()),
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """One gate as v1.37.2 declares it: its default, stage, lock and the (known) gates it needs."""
+
+    default: bool
+    stage: str
+    locked: bool = False
+    needs: tuple[str, ...] = ()
+
+
+KNOWN_GATES: Mapping[str, GateSpec] = {
+    GENERIC_WORKLOAD: GateSpec(False, "Beta"),
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: GateSpec(False, "Alpha", needs=(GENERIC_WORKLOAD,)),
+    DRA_WORKLOAD_RESOURCE_CLAIMS: GateSpec(False, "Beta", needs=(GENERIC_WORKLOAD,)),
+    COMPOSITE_POD_GROUP: GateSpec(
+        False, "Alpha", needs=(GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)
+    ),
+    POD_GROUP_PREEMPTION_POLICY: GateSpec(False, "Alpha", needs=(GENERIC_WORKLOAD,)),
+    INTER_POD_AFFINITY_HOSTNAME_FAST_PATH: GateSpec(False, "Alpha"),
+    IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION: GateSpec(False, "Alpha"),
+    SCHEDULER_PRE_QUEUEING_HINTS: GateSpec(False, "Alpha"),
+    DRA_DERIVED_ATTRIBUTES: GateSpec(False, "Alpha"),
+    DRA_DEVICE_COMPATIBILITY_GROUPS: GateSpec(False, "Alpha"),
+    DRA_OPTIONAL_NODE_OPERATIONS: GateSpec(False, "Alpha", needs=(NODE_DECLARED_FEATURES,)),
+    DRA_PARTITIONABLE_DEVICES_TYPE: GateSpec(False, "Alpha"),
+    NODE_DECLARED_FEATURES: GateSpec(True, "GA", locked=True),
+    STORAGE_CAPACITY_SCORING: GateSpec(True, "Beta"),
+    VOLUME_LIMIT_SCALING: GateSpec(True, "Beta"),
 }
 # Recognised (so the message can say why), but py-scheduler cannot honour them when on.
 NOT_IMPLEMENTED = frozenset(
-    {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, WORKLOAD_AWARE_PREEMPTION, DRA_WORKLOAD_RESOURCE_CLAIMS}
+    {
+        TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+        DRA_WORKLOAD_RESOURCE_CLAIMS,
+        COMPOSITE_POD_GROUP,
+        POD_GROUP_PREEMPTION_POLICY,
+        INTER_POD_AFFINITY_HOSTNAME_FAST_PATH,
+        IN_PLACE_POD_VERTICAL_SCALING_SCHEDULER_PREEMPTION,
+        SCHEDULER_PRE_QUEUEING_HINTS,
+        DRA_DERIVED_ATTRIBUTES,
+        DRA_DEVICE_COMPATIBILITY_GROUPS,
+        DRA_OPTIONAL_NODE_OPERATIONS,
+        DRA_PARTITIONABLE_DEVICES_TYPE,
+    }
 )
+# v1.36 gates that v1.37 removed: upstream answers "unrecognized feature gate"; we say where they went.
+REMOVED_IN_1_37: Mapping[str, str] = {
+    "GangScheduling": "absorbed by GenericWorkload in v1.37",
+    "WorkloadAwarePreemption": "absorbed by GenericWorkload in v1.37",
+}
 
 
 class FeatureGateError(ValueError):
@@ -57,7 +107,7 @@ class FeatureGates:
     def enabled(self, gate: str) -> bool:
         if gate not in KNOWN_GATES:
             raise KeyError(gate)
-        return self.overrides.get(gate, KNOWN_GATES[gate][0])
+        return self.overrides.get(gate, KNOWN_GATES[gate].default)
 
     @property
     def generic_workload(self) -> bool:
@@ -65,15 +115,25 @@ class FeatureGates:
 
     @property
     def gang_scheduling(self) -> bool:
-        return self.enabled(GANG_SCHEDULING)
+        """The GangScheduling plugin's gate: GenericWorkload since v1.37 (upstream's applyGangScheduling)."""
+        return self.enabled(GENERIC_WORKLOAD)
+
+    @property
+    def storage_capacity_scoring(self) -> bool:
+        return self.enabled(STORAGE_CAPACITY_SCORING)
+
+    @property
+    def volume_limit_scaling(self) -> bool:
+        return self.enabled(VOLUME_LIMIT_SCALING)
 
 
 DEFAULT_FEATURE_GATES = FeatureGates()
 
 
 def parse_feature_gates(text: str) -> FeatureGates:
-    """``A=true,B=false`` -> FeatureGates, with upstream's checks (unknown gate, bad value, a gate on
-    whose dependency is off) plus py-scheduler's own: a recognised gate it does not implement."""
+    """``A=true,B=false`` -> FeatureGates, with upstream's checks (unknown gate, bad value, a locked gate
+    changed, a gate on whose dependency is off) plus py-scheduler's own: a recognised gate it does not
+    implement."""
     overrides: dict[str, bool] = {}
     for raw in text.split(","):
         item = raw.strip()
@@ -84,21 +144,28 @@ def parse_feature_gates(text: str) -> FeatureGates:
         if not sep:
             raise FeatureGateError(f"missing bool value for {name}")
         if name not in KNOWN_GATES:
+            if name in REMOVED_IN_1_37:
+                raise FeatureGateError(f"unrecognized feature gate: {name} ({REMOVED_IN_1_37[name]})")
             known = ", ".join(sorted(KNOWN_GATES))
             raise FeatureGateError(f"unrecognized feature gate: {name} (py-scheduler knows {known})")
         lowered = value.strip().lower()
         if lowered not in ("true", "false"):
             raise FeatureGateError(f"invalid value of {name}={value}, err: want true or false")
-        overrides[name] = lowered == "true"
+        spec = KNOWN_GATES[name]
+        wanted = lowered == "true"
+        if spec.locked and wanted != spec.default:
+            want, locked = str(wanted).lower(), str(spec.default).lower()
+            raise FeatureGateError(f"cannot set feature gate {name} to {want}, feature is locked to {locked}")
+        overrides[name] = wanted
     gates = FeatureGates(overrides)
-    for name in KNOWN_GATES:
+    for name, spec in KNOWN_GATES.items():
         if not gates.enabled(name):
             continue
-        if name in NOT_IMPLEMENTED:
-            raise FeatureGateError(f"feature gate {name} is not supported by py-scheduler")
-        missing = [dep for dep in KNOWN_GATES[name][1] if not gates.enabled(dep)]
+        missing = [dep for dep in spec.needs if not gates.enabled(dep)]
         if missing:
             raise FeatureGateError(
                 f"{name} is enabled, but depends on features that are disabled: [{' '.join(missing)}]"
             )
+        if name in NOT_IMPLEMENTED:
+            raise FeatureGateError(f"feature gate {name} is not supported by py-scheduler")
     return gates

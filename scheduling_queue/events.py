@@ -34,7 +34,7 @@ EVENT_FORCE_ACTIVATE = ClusterEvent(Resource.WildCard, ActionType.All, FORCE_ACT
 _RESOURCE_LABELS: dict[Resource, str] = {
     Resource.Pod: "Pod",
     Resource.AssignedPod: "AssignedPod",
-    Resource.UnscheduledPod: "UnschedulablePod",
+    Resource.UnscheduledPod: "UnscheduledPod",  # v1.37 (v1.36: "UnschedulablePod")
     Resource.Node: "Node",
     Resource.PersistentVolume: "PersistentVolume",
     Resource.PersistentVolumeClaim: "PersistentVolumeClaim",
@@ -61,7 +61,7 @@ def _action_label(action: ActionType) -> str:
 
 
 def event_label(event: ClusterEvent) -> str:
-    """The label upstream's ``ClusterEvent.Label()`` gives, e.g. ``NodeAdd``, ``UnschedulablePodAdd``."""
+    """The label upstream's ``ClusterEvent.Label()`` gives, e.g. ``NodeAdd``, ``UnscheduledPodAdd``."""
     label = _label_cache.get(event)
     if label is None:
         label = event.label or _RESOURCE_LABELS.get(event.resource, str(event.resource)) + _action_label(

@@ -30,7 +30,7 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """One real etcd + kube-apiserver per session. Missing binaries are an error with the build hint."""
     from devcluster.cluster import ControlPlane
 
-    # The alpha gang API is served (issue 14): it only adds the scheduling.k8s.io/v1alpha2 kinds and
+    # The beta gang API is served (issue 14): it only adds the scheduling.k8s.io/v1beta1 kinds and
     # keeps pods' spec.schedulingGroup, which no other test sets.
     plane = ControlPlane(workload_api=True)
     plane.start()  # BinariesMissingError / ControlPlaneError fail every test that needs the cluster

@@ -45,14 +45,13 @@ async def api_missing(
         await asyncio.sleep(probe_every)
 
 
-# GangScheduling asked for upstream's PodGroups, and the API server does not serve them.
+# GenericWorkload (GangScheduling) asked for upstream's PodGroups, and the API server does not serve them.
 ELASTIC_QUOTA_MISSING = (
     "CapacityScheduling is enabled but the API server does not serve {resource} (the ElasticQuota CRD is "
     "not installed): apply deploy/components/elasticquota-crd, or set elasticQuota.crd.enabled=true in the "
     "Helm chart"
 )
 WORKLOAD_API_MISSING = (
-    "the GangScheduling feature gate is on but the API server does not serve {resource}: start "
-    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha2=true "
-    "--feature-gates=GenericWorkload=true,GangScheduling=true"
+    "the GenericWorkload feature gate is on but the API server does not serve {resource}: start "
+    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true --feature-gates=GenericWorkload=true"
 )

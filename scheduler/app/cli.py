@@ -21,7 +21,7 @@ from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.config.duration import parse_duration
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
-from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.plugins.registry import in_tree_registry
 from scheduler.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, check_always_allow_paths
 from scheduler.serving.delegating import DelegationError, DelegationOptions
 from scheduler.serving.options import DEFAULT_SECURE_PORT, ServingOptions
@@ -182,8 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_feature_gates,
         default=DEFAULT_FEATURE_GATES,
         metavar="GATE=BOOL[,GATE=BOOL]",
-        help="feature gates, as kube-scheduler's flag: GenericWorkload and GangScheduling (alpha, off; "
-        "upstream's scheduling.k8s.io/v1alpha2 gang API), NodeDeclaredFeatures (beta, on)",
+        help="feature gates, as kube-scheduler v1.37.2's flag: GenericWorkload (beta, off; upstream's "
+        "scheduling.k8s.io/v1beta1 gang API), StorageCapacityScoring and VolumeLimitScaling (beta, on), "
+        "NodeDeclaredFeatures (GA, locked on)",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument(
@@ -309,7 +310,9 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
     """Config, client and the health server's socket: every start-up check, before the loop runs."""
     serving = serving_options(args)
     try:
-        config, registry = load_config_with_plugins(args.config, registry=IN_TREE_REGISTRY)
+        config, registry = load_config_with_plugins(
+            args.config, registry=in_tree_registry(args.feature_gates)
+        )
     except ConfigError as err:
         where = f"{err.source}: " if err.source else ""
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None

@@ -162,6 +162,9 @@ class EventHandlers:
         Kinds with no upstream event resource (Namespace, Service, ReplicaSet...) only feed listers:
         upstream's plugins register no events for them either.
         """
+        if spec.kind == "DeviceTaintRule":
+            self._watch_taint_rules(informer)
+            return
         resource = _EVENT_RESOURCES_BY_NAME.get(spec.name) or _EVENT_RESOURCES.get(spec.kind)
         if resource is None:
             return
@@ -181,8 +184,25 @@ class EventHandlers:
 
         informer.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
 
+    def _watch_taint_rules(self, informer: SharedInformer) -> None:
+        """Upstream's ResourceSlice tracker turns a DeviceTaintRule's change into updates of the slices
+        it patches: here any rule change is a ResourceSlice update."""
+        slice_update = ClusterEvent(Resource.ResourceSlice, ActionType.Update)
+
+        def on_add(obj: Obj, is_initial_list: bool = False) -> None:
+            self.queue.move_all_to_active_or_backoff(slice_update, None, None)
+
+        def on_update(old: Obj, new: Obj) -> None:
+            self.queue.move_all_to_active_or_backoff(slice_update, None, None)
+
+        def on_delete(obj: Obj | DeletedFinalStateUnknown) -> None:
+            self.queue.move_all_to_active_or_backoff(slice_update, None, None)
+
+        informer.add_event_handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+
 
 # API kind -> the event resource upstream's plugins register for (framework.EventResource).
+# DeviceTaintRule is not among them: see ``_watch_taint_rules``.
 _EVENT_RESOURCES: dict[str, Resource] = {
     "PersistentVolume": Resource.PersistentVolume,
     "PersistentVolumeClaim": Resource.PersistentVolumeClaim,

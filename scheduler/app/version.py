@@ -11,7 +11,7 @@ from pathlib import Path
 
 # The kube-scheduler release py-scheduler follows (placements, plugins, config, metrics). The tests
 # hold it equal to devcluster/K8S_VERSION, the release the side-by-side tests run.
-KUBERNETES_REFERENCE = "v1.36.3"
+KUBERNETES_REFERENCE = "v1.37.2"
 # Set by an image build (--build-arg COMMIT=...) where no git checkout is at hand.
 COMMIT_ENV = "PY_SCHEDULER_COMMIT"
 

@@ -6,6 +6,8 @@ Called from binding and writer threads only; never from the event loop, since ev
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -24,6 +26,10 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 # The GET that tells whether a Binding whose answer was lost landed after all.
 LANDED_TIMEOUT = 10.0
+# Upstream's util.BindPod (v1.37): retry.OnError(retry.DefaultBackoff, Retriable, bind): at most 4
+# attempts, waiting 10 ms, 50 ms and 250 ms (factor 5, jitter 0.1) between them.
+BIND_BACKOFF_SECONDS = (0.01, 0.05, 0.25)
+BIND_BACKOFF_JITTER = 0.1
 
 
 # What one read of the pod right after a Binding's 404/409 shows (``BindingConflict.pod_state``).
@@ -51,6 +57,24 @@ class BindingConflict(ApiError):
     def settled(self) -> bool:
         """The pod is bound, gone or replaced: upstream's handleSchedulingFailure does not requeue it."""
         return self.pod_state in SETTLED_POD_STATES
+
+
+def connection_refused(err: BaseException) -> bool:
+    """Whether ``err`` (or what caused it) is a refused connection (utilnet.IsConnectionRefused)."""
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ConnectionRefusedError) or "connection refused" in str(current).lower():
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def bind_retriable(err: ApiError) -> bool:
+    """Upstream's util.Retriable (v1.37): an internal error (500), service unavailable (503) or a
+    refused connection. Not a conflict, not a timeout."""
+    return err.status in (500, 503) or (err.status == 0 and connection_refused(err))
 
 
 def _message(body: bytes) -> str:
@@ -114,24 +138,30 @@ class SchedulerApi:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
-        try:
-            self._call("POST", path, body)
-        except ApiError as err:
-            if err.status in (404, 409):
-                # Already assigned (maybe by us, before a restart), being deleted, gated, replaced by a
-                # namesake (the uid precondition), or deleted: one read tells which, so the scheduler
-                # decides as upstream's handleSchedulingFailure does with its pod lister, without
-                # waiting for the watch.
-                state = self._pod_state(namespace, name, uid)
-                raise BindingConflict(
-                    err.status, err.detail, api_message=err.api_message, pod_state=state
-                ) from err
-            if (err.status == 0 or err.status >= 500) and self._landed(namespace, name, uid, node_name):
-                # The answer was lost (a timeout, a reset, a 5xx after the write) but the Binding
-                # was stored: it is bound, and reporting an error would write SchedulerError onto it.
-                log.info("binding %s/%s to %s landed despite %s", namespace, name, node_name, err)
+        for attempt in range(len(BIND_BACKOFF_SECONDS) + 1):
+            try:
+                self._call("POST", path, body)
                 return
-            raise
+            except ApiError as err:
+                if err.status in (404, 409):
+                    # Already assigned (maybe by us, before a restart), being deleted, gated, replaced by
+                    # a namesake (the uid precondition), or deleted: one read tells which, so the
+                    # scheduler decides as upstream's handleSchedulingFailure does with its pod lister,
+                    # without waiting for the watch. Not worth a retry (upstream's Retriable says so too).
+                    state = self._pod_state(namespace, name, uid)
+                    raise BindingConflict(
+                        err.status, err.detail, api_message=err.api_message, pod_state=state
+                    ) from err
+                if (err.status == 0 or err.status >= 500) and self._landed(namespace, name, uid, node_name):
+                    # The answer was lost (a timeout, a reset, a 5xx after the write) but the Binding
+                    # was stored: it is bound, and reporting an error would write SchedulerError onto it.
+                    log.info("binding %s/%s to %s landed despite %s", namespace, name, node_name, err)
+                    return
+                if attempt == len(BIND_BACKOFF_SECONDS) or not bind_retriable(err):
+                    raise
+                delay = BIND_BACKOFF_SECONDS[attempt]
+                log.info("binding %s/%s to %s: %s; retrying", namespace, name, node_name, err)
+                time.sleep(delay + random.uniform(0, BIND_BACKOFF_JITTER * delay))
 
     def _pod_state(self, namespace: str, name: str, uid: str) -> str:
         """What the API server holds under this pod's name now (``POD_*``)."""

@@ -82,9 +82,9 @@ _PROFILE_FIELDS = (
     "plugins",
     "pluginConfig",
 )
-# Workload-scheduling points of recent upstream (feature-gated). Accepted when empty so configs dumped by
-# a new kube-scheduler still load; py-scheduler schedules pod by pod and has no such points.
-_UNSUPPORTED_PLUGIN_SETS = ("placementGenerate", "placementScore", "placementFeasible", "podGroupPostFilter")
+# Workload-scheduling points of v1.37.2's Plugins (feature-gated). Accepted when empty so configs dumped by
+# kube-scheduler still load; py-scheduler has no plugins for such points.
+_UNSUPPORTED_PLUGIN_SETS = ("placementGenerate", "placementScore", "podGroupPostFilter")
 _PLUGIN_SET_FIELDS = ("enabled", "disabled")
 _PLUGIN_FIELDS = ("name", "weight")
 _PLUGIN_CONFIG_FIELDS = ("name", "args")

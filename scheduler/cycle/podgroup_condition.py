@@ -1,7 +1,10 @@
-"""The ``PodGroupScheduled`` condition a pod group cycle writes on its PodGroup (scheduling.k8s.io/v1alpha2).
+"""The ``PodGroupInitiallyScheduled`` condition a pod group cycle writes on its PodGroup
+(scheduling.k8s.io/v1beta1; v1.36's v1alpha2 called it ``PodGroupScheduled``).
 
 Mirrors ``submitPodGroupAlgorithmResult`` and ``updatePodGroupCondition`` of kube-scheduler v1.36.3
-(``pkg/scheduler/schedule_one_podgroup.go``): after every pod group cycle,
+(``pkg/scheduler/schedule_one_podgroup.go``); v1.37.2 writes the pod group result's own status message
+instead of these fixed texts, which is not ported yet (docs/kubernetes-1.37.md). After every pod group
+cycle,
 
 * the group scheduled: ``True``, reason ``Scheduled``, no message;
 * the group unschedulable: ``False``, reason ``Unschedulable``, message ``pod group is unschedulable``
@@ -25,7 +28,7 @@ from scheduler.client.events import rfc3339
 from scheduler.framework.objects import object_meta
 from scheduler.framework.objects_scheduling import pod_group_status
 
-POD_GROUP_SCHEDULED = "PodGroupScheduled"
+POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
@@ -43,8 +46,8 @@ _COMPARED = ("status", "reason", "message", "observedGeneration")
 def scheduled_condition_patch(
     pod_group: Mapping[str, Any], status: bool, reason: str, message: str, now: float
 ) -> dict[str, Any] | None:
-    """The status patch that sets ``PodGroupScheduled`` on ``pod_group``, or None when nothing is to be
-    written (unchanged, or already True and this cycle's outcome is not)."""
+    """The status patch that sets ``PodGroupInitiallyScheduled`` on ``pod_group``, or None when nothing
+    is to be written (unchanged, or already True and this cycle's outcome is not)."""
     meta = object_meta(pod_group)
     current = pod_group_status(pod_group)
     existing: Mapping[str, Any] | None = None

@@ -16,8 +16,8 @@ When a pod with ``spec.schedulingGroup`` is popped:
 
 A member whose attempt fails with an error (not a rejection) ends the trial at once, as upstream's: every
 member then fails with that error (``failed to schedule other pod from a pod group: ...``), those with an
-error of their own with theirs. After each cycle the PodGroup's ``PodGroupScheduled`` condition is written
-(``scheduler.cycle.podgroup_condition``).
+error of their own with theirs. After each cycle the PodGroup's ``PodGroupInitiallyScheduled`` condition is
+written (``scheduler.cycle.podgroup_condition``).
 
 A member that fits nowhere runs PostFilter in the trial (upstream's runAllPostFilters): when DefaultPreemption
 nominates a node, it has started evicting there, the member is assumed on that node for the later members,
@@ -57,7 +57,7 @@ from scheduler.framework.objects import object_meta, pod_spec, scheduler_name_of
 from scheduler.framework.runtime import PausedPostFilter, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.plugins.gangscheduling import scheduling_group_name
+from scheduler.plugins.gangscheduling import pod_group_priority, scheduling_group_name
 from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
@@ -102,13 +102,9 @@ class PodGroupCycle:
         deallocation); the scheduling loop pops nothing else meanwhile."""
         sched = self.scheduler
         queued = self._pop_group(first)
-        names = {scheduler_name_of(q.pod) for q in queued}
-        if len(names) > 1:
-            a, b = sorted(names)[:2]
-            error = Status.as_error(
-                "all pods in a single pod group should have the same .spec.schedulerName set, "
-                f'got: "{a}" and "{b}"'
-            )
+        invalid = self._validate(first, queued)
+        if invalid is not None:
+            error = Status.as_error(invalid)
             for qpi in queued:
                 sched.fail(qpi, None, error, None)
             return
@@ -284,8 +280,46 @@ class PodGroupCycle:
         sched.algorithm_done(attempt.fwk, attempt.state, attempt.start)
         sched.fail(attempt.qpi, attempt.pod, error, attempt.fwk, start=attempt.start)
 
+    def _validate(self, first: QueuedPodInfo, queued: Sequence[QueuedPodInfo]) -> str | None:
+        """Upstream's ``validatePodGroup`` (v1.37.2) over the queued members: one scheduler name, the
+        PodGroup's priority (``spec.priority``, 0 when unset or the PodGroup is not watched), one
+        preemption policy (PodGroupPreemptionPolicy, which would compare with the group's, is off)."""
+        pod_group = None
+        if self.group is not None:
+            pod_group = self.group(
+                object_meta(first.pod).get("namespace", ""), scheduling_group_name(first.pod)
+            )
+        group_priority = pod_group_priority(pod_group) if pod_group is not None else 0
+        scheduler_name = ""
+        preemption_policy = ""
+        for qpi in queued:
+            spec = pod_spec(qpi.pod)
+            name = scheduler_name_of(qpi.pod)
+            scheduler_name = scheduler_name or name
+            if name != scheduler_name:
+                return (
+                    "all pods in a single pod group should have the same .spec.schedulerName set, "
+                    f'got: "{name}" and "{scheduler_name}"'
+                )
+            priority = spec.get("priority")
+            priority = priority if isinstance(priority, int) else 0
+            if priority != group_priority:
+                return (
+                    "all pods in a single pod group should have the same priority as the pod group's "
+                    f"priority, got {priority} and {group_priority}"
+                )
+            policy = str(spec.get("preemptionPolicy") or "PreemptLowerPriority")
+            preemption_policy = preemption_policy or policy
+            if policy != preemption_policy:
+                return (
+                    "all pods in a single pod group should have the same preemption policy, "
+                    f"got {policy} and {preemption_policy}"
+                )
+        return None
+
     def _write_condition(self, first: QueuedPodInfo, status: bool, reason: str, message: str) -> None:
-        """``PodGroupScheduled`` on the group's PodGroup, when it is watched and something changed."""
+        """``PodGroupInitiallyScheduled`` on the group's PodGroup, when it is watched and something
+        changed."""
         if self.group is None:
             return
         namespace = object_meta(first.pod).get("namespace", "")
@@ -299,7 +333,9 @@ class PodGroupCycle:
             return
         path = f"{WORKLOAD_PODGROUPS.path(namespace)}/{quote(name, safe='')}/status"
         uid = str(object_meta(pod_group).get("uid") or f"{namespace}/{name}")
-        sched.recorder.patch_pod_group_status(path, uid, patch, f"PodGroupScheduled of {namespace}/{name}")
+        sched.recorder.patch_pod_group_status(
+            path, uid, patch, f"PodGroupInitiallyScheduled of {namespace}/{name}"
+        )
 
 
 def _renominate(nominator: Nominator, pod: Mapping[str, Any], node_name: str) -> None:

@@ -1,5 +1,5 @@
 """Typed views of the group and disruption objects: upstream's PodGroup and Workload
-(``scheduling.k8s.io/v1alpha2``, GangScheduling), scheduler-plugins' PodGroup
+(``scheduling.k8s.io/v1beta1`` since v1.37, GenericWorkload), scheduler-plugins' PodGroup
 (``scheduling.x-k8s.io/v1alpha1``, Coscheduling), PodDisruptionBudget (``policy/v1``, preemption) and
 the scheduler's own Lease (``coordination.k8s.io/v1``, leader election).
 
@@ -18,6 +18,7 @@ __all__ = [
     "CoschedulingPodGroup",
     "CoschedulingPodGroupSpec",
     "CoschedulingPodGroupStatus",
+    "DisruptionMode",
     "GangSchedulingPolicy",
     "Lease",
     "LeaseSpec",
@@ -32,12 +33,14 @@ __all__ = [
     "PodGroupTemplate",
     "PodGroupTemplateReference",
     "Workload",
+    "WorkloadReference",
     "WorkloadSpec",
     "coscheduling_pod_group_spec",
     "coscheduling_pod_group_status",
     "lease_spec",
     "pdb_spec",
     "pdb_status",
+    "pod_group_disruption_mode",
     "pod_group_scheduling_policy",
     "pod_group_spec",
     "pod_group_status",
@@ -45,7 +48,7 @@ __all__ = [
 ]
 
 
-# --- scheduling.k8s.io/v1alpha2 -------------------------------------------------------------------
+# --- scheduling.k8s.io/v1beta1 --------------------------------------------------------------------
 
 
 class GangSchedulingPolicy(TypedDict, total=False):
@@ -63,19 +66,44 @@ class PodGroupSchedulingConstraints(TypedDict, total=False):
 
 
 class PodGroupTemplateReference(TypedDict, total=False):
+    """v1alpha2's ``podGroupTemplateRef`` (API servers up to v1.36)."""
+
     workloadName: str
     podGroupTemplateName: str
 
 
+class WorkloadReference(TypedDict, total=False):
+    """v1beta1's ``workloadRef`` (v1.37)."""
+
+    workloadName: str
+    templateName: str
+
+
+class DisruptionMode(TypedDict, total=False):
+    """v1beta1's ``disruptionMode``: a union, exactly one of ``single`` and ``all`` (empty objects)."""
+
+    single: dict[str, Any]
+    all: dict[str, Any]
+
+
 class PodGroupSpec(TypedDict, total=False):
+    # v1alpha2 (API servers up to v1.36).
     podGroupTemplateRef: PodGroupTemplateReference
+    # v1beta1 (v1.37).
+    workloadRef: WorkloadReference
     schedulingPolicy: PodGroupSchedulingPolicy
-    # Alpha fields of gates py-scheduler does not implement (GangScheduling refuses a group using them).
+    # Fields py-scheduler does not implement (GangScheduling refuses a group using them).
     schedulingConstraints: PodGroupSchedulingConstraints
     resourceClaims: list[dict[str, Any]]
+    # v1alpha2's string ("Pod" or "PodGroup"); v1beta1 sends a DisruptionMode object instead: read it
+    # with ``pod_group_disruption_mode``.
     disruptionMode: str
+    # v1.37: set by the API server's Priority admission plugin on every PodGroup.
     priorityClassName: str
     priority: int
+    # v1beta1 fields py-scheduler does not implement (refused by name).
+    parentCompositePodGroupName: str
+    preemptionPolicy: str
 
 
 class PodGroupStatus(TypedDict, total=False):
@@ -110,6 +138,19 @@ class Workload(TypedDict, total=False):
 def pod_group_spec(pod_group: Mapping[str, Any]) -> PodGroupSpec:
     """An upstream PodGroup's ``spec``, or ``{}`` when missing or null."""
     return pod_group.get("spec") or PodGroupSpec()
+
+
+def pod_group_disruption_mode(pod_group: Mapping[str, Any]) -> DisruptionMode | None:
+    """v1beta1's ``spec.disruptionMode`` object; None when missing, null or v1alpha2's string."""
+    mode = (pod_group.get("spec") or {}).get("disruptionMode")
+    if not isinstance(mode, Mapping):
+        return None
+    out = DisruptionMode()
+    if isinstance(mode.get("single"), Mapping):
+        out["single"] = dict(mode["single"])
+    if isinstance(mode.get("all"), Mapping):
+        out["all"] = dict(mode["all"])
+    return out
 
 
 def pod_group_status(pod_group: Mapping[str, Any]) -> PodGroupStatus:

@@ -978,7 +978,9 @@ class _PostFilterFold:
     ) -> tuple[str | None, Status | None] | None:
         """The final result if this plugin's result decides it, else None (ask the next plugin)."""
         if status is None or status.code is Code.Success:
-            return nominated, None
+            # Upstream returns the plugin's own status: its message (v1.37 DefaultPreemption's "found a
+            # potential placement ...") becomes the FailedScheduling message's PostFilter part.
+            return nominated, status if status is not None and status.reasons else None
         if status.code is Code.UnschedulableAndUnresolvable:
             return nominated, status.with_plugin(plugin)
         if not status.is_rejection():

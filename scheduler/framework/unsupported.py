@@ -78,7 +78,7 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
         "schedulingGroup",
         "GangScheduling",
         lambda spec: bool(spec.get("schedulingGroup")),
-        needs="--feature-gates=GenericWorkload=true,GangScheduling=true",
+        needs="--feature-gates=GenericWorkload=true",
     ),
 )
 

@@ -12,9 +12,11 @@ from scheduler.plugins.helper.args import ArgsReader
 
 
 class DefaultBinder:
-    """Bind: POSTs the pod's Binding through the handle (runs in a binding thread; may block).
+    """Bind: POSTs the pod's Binding through the handle (runs in a binding thread; may block). Since
+    v1.37 upstream binds through ``util.BindPod``, which retries an internal error, service unavailable
+    or a refused connection with retry.DefaultBackoff; ``SchedulerApi.bind`` does the same.
 
-    Upstream: ``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go`` (v1.37.2).
     """
 
     name = names.DEFAULT_BINDER

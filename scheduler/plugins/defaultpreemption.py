@@ -1,4 +1,5 @@
-"""DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, v1.36).
+"""DefaultPreemption (``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``, v1.37.2;
+victims are single pods, as upstream's with GenericWorkload off).
 
 PostFilter: when a pod fits nowhere, find the node where evicting the fewest, least important
 lower-priority pods makes it fit, nominate the pod there and evict them (through the scheduler's
@@ -100,6 +101,13 @@ def parse_args(
 
 class DefaultPreemption:
     name = names.DEFAULT_PREEMPTION
+    # v1.37.2: a successful preemption says "found a potential placement for pod on node N, preempting
+    # K victims" (scheduler-plugins' subclasses, built on v1.34, say nothing).
+    says_placement = True
+
+    def order_victims(self, pods: Sequence[PodInfo], created: Mapping[str, int]) -> list[PodInfo]:
+        """Most important first: v1.37.2's MoreImportantVictim (``by_importance``)."""
+        return by_importance(pods, created)
 
     def __init__(
         self,
@@ -122,6 +130,7 @@ class DefaultPreemption:
             self,
             self._pdbs,
             lambda: self.handle.preemption_executor,
+            says_placement=self.says_placement,
         )
 
     @staticmethod
@@ -215,6 +224,9 @@ class DefaultPreemption:
         protects before the others, so they are reprieved first), keeping out only those it cannot fit
         beside. Returns the victims (most important first), how many violate a PDB, and the status."""
         handle = self.handle
+        # The node's pod order when GetVictimsOnNode made one victim per pod (v1.37): it orders
+        # unstarted victims of one priority (``by_importance``).
+        created = {p.key: i for i, p in enumerate(node.pods.values())}
         potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
         for victim in potential:
             node.remove_pod(victim.key)
@@ -228,7 +240,7 @@ class DefaultPreemption:
         if status is not None:
             return [], 0, status
 
-        potential = by_importance(potential)
+        potential = self.order_victims(potential, created)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
@@ -259,7 +271,7 @@ class DefaultPreemption:
                 return [], 0, error
         if violating and non_violating:
             # Both groups were appended in their own order: most important first overall.
-            victims = by_importance(victims)
+            victims = self.order_victims(victims, created)
         return victims, num_violating, None
 
 

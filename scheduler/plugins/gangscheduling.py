@@ -1,15 +1,19 @@
-"""GangScheduling: all-or-nothing for upstream's own gang API (``scheduling.k8s.io/v1alpha2`` PodGroup).
+"""GangScheduling: all-or-nothing for upstream's own gang API (``scheduling.k8s.io/v1beta1`` PodGroup).
 
 Mirrors ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`` of kube-scheduler v1.36.3
-(alpha, feature gates GenericWorkload + GangScheduling). A pod joins a group with
+on the v1.37 API (beta, feature gate GenericWorkload, which absorbed v1.36's GangScheduling gate); the
+v1.37.2 additions (PodGroup update and assigned-pod hints, PlacementFeasible, composite hierarchies)
+are listed as open in docs/kubernetes-1.37.md. A pod joins a group with
 ``spec.schedulingGroup.podGroupName``; the PodGroup in its namespace says ``schedulingPolicy.gang.minCount``
 (or ``basic``, which this plugin leaves alone).
 
 * PreEnqueue holds a pod out of activeQ until its PodGroup exists and ``minCount`` of its pods exist.
   The PodGroup's add and each sibling's add wake it through queueing hints.
-* PreFilter (py-scheduler's): refuses, naming the field, a PodGroup that uses an alpha field of a gate
-  py-scheduler does not implement (topology constraints, PodGroup resource claims, PodGroup disruption
-  mode or priority). Upstream has no such check because it implements them.
+* PreFilter (py-scheduler's): refuses, naming the field, a PodGroup that uses a field py-scheduler does
+  not implement (topology constraints, PodGroup resource claims, a composite parent, a preemption
+  policy, disruption mode ``all``, which needs workload-aware preemption). Upstream has no such check
+  because it implements them. ``priority`` (set by the API server's Priority admission on every
+  PodGroup since v1.37) is accepted; the pod group cycle checks the members agree with it.
 * Reserve/Unreserve keep the group's assumed members (upstream reads them from the cache's pod group
   state); assumed plus bound members are the group's scheduled pods.
 * Permit waits (5 minutes, upstream's permitTimeoutDuration) until ``minCount`` members are scheduled,
@@ -38,7 +42,11 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
-from scheduler.framework.objects_scheduling import pod_group_scheduling_policy, pod_group_spec
+from scheduler.framework.objects_scheduling import (
+    pod_group_disruption_mode,
+    pod_group_scheduling_policy,
+    pod_group_spec,
+)
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 
@@ -74,19 +82,29 @@ def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
     return count if isinstance(count, int) else 0
 
 
+def pod_group_priority(pod_group: Mapping[str, Any]) -> int:
+    """Upstream's ``util.PodGroupPriority``: ``spec.priority`` (resolved by admission), else 0."""
+    priority = pod_group_spec(pod_group).get("priority")
+    return priority if isinstance(priority, int) else 0
+
+
 def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(field, feature gate) of the first field of ``pod_group`` py-scheduler cannot honour."""
+    """(field, feature) of the first field of ``pod_group`` py-scheduler cannot honour."""
     spec = pod_group_spec(pod_group)
     constraints = spec.get("schedulingConstraints")
     if constraints and constraints.get("topology"):
         return "schedulingConstraints.topology", "TopologyAwareWorkloadScheduling"
     if spec.get("resourceClaims"):
         return "resourceClaims", "DRAWorkloadResourceClaims"
-    # "Pod" is the API server's default and what py-scheduler does: members are preempted one by one.
-    if spec.get("disruptionMode") not in (None, "Pod"):
-        return f"disruptionMode {spec.get('disruptionMode')}", "WorkloadAwarePreemption"
-    if spec.get("priorityClassName") or spec.get("priority") is not None:
-        return "priority", "WorkloadAwarePreemption"
+    if spec.get("parentCompositePodGroupName"):
+        return "parentCompositePodGroupName", "CompositePodGroup"
+    if spec.get("preemptionPolicy"):
+        return "preemptionPolicy", "PodGroupPreemptionPolicy"
+    # v1beta1's disruptionMode is {single: {}} or {all: {}}; single (members preempted one by one) is
+    # what py-scheduler does, all needs upstream's workload-aware preemption (PodGroupPostFilter).
+    mode = pod_group_disruption_mode(pod_group)
+    if mode is not None and mode.get("all") is not None:
+        return "disruptionMode all", "GenericWorkload's workload-aware preemption"
     return None
 
 

@@ -1,4 +1,4 @@
-"""ImageLocality (``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``, v1.36)."""
+"""ImageLocality (``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``, v1.37.2)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def normalized_image_name(name: str) -> str:
 class PodImages(NamedTuple):
     # Init containers, containers and image volumes, in that order; repeats count repeatedly.
     images: tuple[str, ...]
-    num_containers: int
+    image_count: int
 
 
 def _pod_images(pod: PodInfo) -> PodImages:
@@ -40,7 +40,8 @@ def _pod_images(pod: PodInfo) -> PodImages:
         image = volume.get("image")
         if image is not None:
             images.append(normalized_image_name(str(image.get("reference") or "")))
-    return PodImages(tuple(images), len(init_containers) + len(containers))
+    # Since v1.37 the image volumes count towards the threshold too (sumImageScores' imageCount).
+    return PodImages(tuple(images), len(images))
 
 
 def pod_images(pod: PodInfo) -> PodImages:
@@ -52,16 +53,17 @@ def scaled_size(size: int, holders: int, total_nodes: int) -> int:
     return int(float(size) * (holders / total_nodes))
 
 
-def calculate_priority(sum_scores: int, num_containers: int) -> int:
-    """Scales the summed image score linearly between the thresholds to [0, 100]."""
-    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+def calculate_priority(sum_scores: int, image_count: int) -> int:
+    """Scales the summed image score linearly between the thresholds (per image of the pod:
+    containers, init containers and image volumes) to [0, 100]."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * image_count
     sum_scores = min(max(sum_scores, MIN_THRESHOLD), max_threshold)
     return MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD) // (max_threshold - MIN_THRESHOLD)
 
 
 class _State(NamedTuple):
     images: tuple[str, ...]
-    num_containers: int
+    image_count: int
     # Per image, its cluster-wide size times the fraction of all nodes holding it: an image on every
     # node earns nothing extra anywhere, which keeps pods from piling onto the first nodes that pulled
     # it. The size is the cache's one per image (see SnapshotLister.image_size), not the node's own.
@@ -71,7 +73,7 @@ class _State(NamedTuple):
 class ImageLocality:
     """Score: favours nodes that already hold the pod's images, weighted by size and spread.
 
-    Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go`` (v1.37.2).
     """
 
     name = names.IMAGE_LOCALITY
@@ -105,11 +107,11 @@ class ImageLocality:
             if total
             else {}
         )
-        return _State(images.images, images.num_containers, scaled)
+        return _State(images.images, images.image_count, scaled)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:
         computed = self._state(pod)
-        if computed.num_containers == 0 or not any(computed.scaled.values()):
+        if computed.image_count == 0 or not any(computed.scaled.values()):
             # No node holds any of the images: every node would score 0.
             return Status.skip()
         state.write(PRE_SCORE_STATE_KEY, computed)
@@ -120,7 +122,7 @@ class ImageLocality:
         if computed is None:
             computed = self._state(pod)
         sizes = node.image_sizes
-        if not sizes or computed.num_containers == 0:
+        if not sizes or computed.image_count == 0:
             return 0, None
         total = 0
         frozen = node.image_states
@@ -137,4 +139,4 @@ class ImageLocality:
             for image in computed.images:
                 if image in sizes and nodes:
                     total += scaled_size(cluster_sizes.get(image, 0), counts.get(image, 0), nodes)
-        return calculate_priority(total, computed.num_containers), None
+        return calculate_priority(total, computed.image_count), None

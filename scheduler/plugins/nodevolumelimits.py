@@ -1,4 +1,4 @@
-"""NodeVolumeLimits (``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go``, v1.36).
+"""NodeVolumeLimits (``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go``, v1.37.2).
 
 A node's CSINode says how many volumes of each CSI driver it can attach (``allocatable.count``). The pod
 fits when, per driver, the unique volumes already used by the node's pods (assumed ones included) plus the
@@ -12,7 +12,11 @@ Differences from upstream, on purpose and named here:
   in-tree cloud disks stay refused by the fail-closed guard (``scheduler.framework.unsupported``).
 * VolumeAttachments are not watched: volumes attached to the node but used by no pod the scheduler
   knows of are not counted.
-* VolumeLimitScaling (alpha, off in v1.36) is not implemented.
+
+VolumeLimitScaling (beta and on by default since v1.37): a CSIDriver with
+``spec.preventPodSchedulingIfMissing: true`` makes a node whose CSINode does not list that driver
+unschedulable for a pod with a new volume of it (``checkCSIDriverOnNode``); a driver without a CSIDriver
+object is assumed installed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework import (
+    CSI_DRIVERS,
     CSI_NODES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -138,7 +143,7 @@ def _migrated(csi_node: KubeObject | None, plugin: str) -> bool:
 class NodeVolumeLimits:
     """Filter: CSI attach limits per node (CSINode ``allocatable.count``).
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go`` (v1.37.2).
     """
 
     name = names.NODE_VOLUME_LIMITS
@@ -146,10 +151,18 @@ class NodeVolumeLimits:
     def sign(self, pod: PodInfo) -> Hashable | None:
         return volumes_signature(pod)
 
-    def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
+    def __init__(
+        self,
+        args: Mapping[str, Any] | None = None,
+        handle: Handle | None = None,
+        *,
+        volume_limit_scaling: bool = True,
+    ) -> None:
         ArgsReader(self.name).top(args, None, ())
         if handle is None:
             raise ValueError("NodeVolumeLimits needs a Handle")
+        # Feature gate VolumeLimitScaling (beta, on by default since v1.37).
+        self._csi_drivers = handle.lister(CSI_DRIVERS) if volume_limit_scaling else None
         self._pvs = handle.lister(PERSISTENT_VOLUMES)
         self._pvcs = handle.lister(PERSISTENT_VOLUME_CLAIMS)
         self._classes = handle.lister(STORAGE_CLASSES)
@@ -190,6 +203,10 @@ class NodeVolumeLimits:
         _add_volumes(view.resolved, csi_node, new_volumes)
         if not new_volumes:
             return None
+        if self._csi_drivers is not None:
+            for driver in new_volumes.values():
+                if not self._driver_installed(driver, csi_node):
+                    return Status.unschedulable(f"{driver} CSI driver is not installed on the node")
         try:
             limits, attached, attached_count = self._node_volumes(node, csi_node, view.versions)
         except LookupFailed as err:
@@ -207,6 +224,17 @@ class NodeVolumeLimits:
             if limit is not None and attached_count.get(driver, 0) + count > limit:
                 return Status.unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
         return None
+
+    def _driver_installed(self, driver: str, csi_node: KubeObject | None) -> bool:
+        """Upstream's checkCSIDriverOnNode: only a CSIDriver that opts in (preventPodSchedulingIfMissing)
+        requires the node's CSINode to list it; an unknown driver may not be a CSI driver at all."""
+        assert self._csi_drivers is not None
+        csi_driver = self._csi_drivers.get(driver)
+        if csi_driver is None or spec(csi_driver).get("preventPodSchedulingIfMissing") is not True:
+            return True
+        if csi_node is None:
+            return False
+        return any(d.get("name") == driver for d in spec(csi_node).get("drivers") or ())
 
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

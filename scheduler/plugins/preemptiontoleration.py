@@ -46,6 +46,7 @@ from scheduler.plugins.defaultpreemption import (
     parse_args as parse_default_preemption_args,
 )
 from scheduler.preemption.pdb import PodDisruptionBudget
+from scheduler.preemption.pods import by_pod_importance
 
 ARGS_KIND = "PreemptionTolerationArgs"
 ANNOTATION_KEY_PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
@@ -135,6 +136,12 @@ def exempted_from_preemption(
 
 class PreemptionToleration(DefaultPreemption):
     name = names.PREEMPTION_TOLERATION
+    # scheduler-plugins v0.34.7 builds on kube-scheduler v1.34's preemption: no success message.
+    says_placement = False
+
+    def order_victims(self, pods: Sequence[PodInfo], created: Mapping[str, int]) -> list[PodInfo]:
+        """v1.34's MoreImportantPod, as scheduler-plugins v0.34.7 sorts."""
+        return by_pod_importance(pods)
 
     def __init__(
         self, args: Mapping[str, Any] | None = None, handle: Handle | None = None, **kw: Any

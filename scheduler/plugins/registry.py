@@ -1,9 +1,11 @@
 """The in-tree plugin registry and the default profile (``pkg/scheduler/framework/plugins/registry.go``,
-``pkg/scheduler/apis/config/v1/default_plugins.go``)."""
+``pkg/scheduler/apis/config/v1/default_plugins.go``, v1.37.2)."""
 
 from __future__ import annotations
 
-from scheduler.features import GANG_SCHEDULING, NODE_DECLARED_FEATURES, FeatureGates
+from functools import partial
+
+from scheduler.features import DEFAULT_FEATURE_GATES, GENERIC_WORKLOAD, NODE_DECLARED_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling import CapacityScheduling
@@ -54,9 +56,9 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.VOLUME_ZONE: VolumeZone,
     names.DEFAULT_BINDER: DefaultBinder,
     names.DYNAMIC_RESOURCES: DynamicResources,
-    # Beta upstream (feature gate NodeDeclaredFeatures, on): in the default profile while the gate is on.
+    # GA upstream since v1.37 (feature gate NodeDeclaredFeatures, locked on): always in the default profile.
     names.NODE_DECLARED_FEATURES: NodeDeclaredFeatures,
-    # Alpha upstream (feature gate GangScheduling): in the default profile only while the gate is on.
+    # Beta upstream, off (feature gate GenericWorkload since v1.37): in the default profile while it is on.
     names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
@@ -65,13 +67,26 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.PREEMPTION_TOLERATION: PreemptionToleration,
 }
 
+
+def in_tree_registry(features: FeatureGates = DEFAULT_FEATURE_GATES) -> dict[str, PluginFactory]:
+    """IN_TREE_REGISTRY under ``features``: the plugins that read a gate (upstream's feature.Features)
+    get it bound; with the default gates this is IN_TREE_REGISTRY itself."""
+    registry = dict(IN_TREE_REGISTRY)
+    if not features.storage_capacity_scoring:
+        registry[names.VOLUME_BINDING] = partial(VolumeBinding, storage_capacity_scoring=False)
+    if not features.volume_limit_scaling:
+        registry[names.NODE_VOLUME_LIMITS] = partial(NodeVolumeLimits, volume_limit_scaling=False)
+    return registry
+
+
 # The default profile's multiPoint plugins we implement, in upstream's order, with upstream's score
 # weights. Weight 0 means upstream sets none (the plugin does not score, or takes the default 1).
 DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
     (names.SCHEDULING_GATES, 0),
     (names.PRIORITY_SORT, 0),
-    (names.NODE_UNSCHEDULABLE, 0),
+    # NodeName before NodeUnschedulable since v1.37 (a node failing both is reported by NodeName).
     (names.NODE_NAME, 0),
+    (names.NODE_UNSCHEDULABLE, 0),
     (names.TAINT_TOLERATION, 3),
     (names.NODE_AFFINITY, 2),
     (names.NODE_PORTS, 0),
@@ -95,13 +110,14 @@ DEFAULT_MULTIPOINT: list[tuple[str, int]] = [
 # DefaultBinder; DynamicResources is placed before DefaultPreemption in DEFAULT_MULTIPOINT).
 FEATURE_GATED_PLUGINS: dict[str, str] = {
     names.NODE_DECLARED_FEATURES: NODE_DECLARED_FEATURES,
-    names.GANG_SCHEDULING: GANG_SCHEDULING,
+    names.GANG_SCHEDULING: GENERIC_WORKLOAD,
 }
 
 
 def default_multipoint(features: FeatureGates) -> list[tuple[str, int]]:
     """The default profile under ``features``: gated plugins are appended, as upstream's
-    applyFeatureGates appends NodeDeclaredFeatures and applyGangScheduling GangScheduling."""
+    applyFeatureGates appends NodeDeclaredFeatures and, under GenericWorkload, applyGangScheduling
+    GangScheduling (v1.37.2)."""
     gated = [(name, 0) for name, gate in FEATURE_GATED_PLUGINS.items() if features.enabled(gate)]
     return [*DEFAULT_MULTIPOINT, *gated]
 

@@ -1,6 +1,6 @@
 """Facts about pods that preemption orders and protects by (``pkg/scheduler/util/utils.go``:
-MoreImportantPod, GetPodStartTime, GetEarliestPodStartTime; ``defaultpreemption``:
-podTerminatingByPreemption)."""
+MoreImportantPod, GetPodStartTime, GetEarliestPodStartTime; ``framework/preemption/util.go``:
+MoreImportantVictim; ``defaultpreemption``: podTerminatingByPreemption), as of v1.37.2."""
 
 from __future__ import annotations
 
@@ -40,33 +40,41 @@ def pod_start_time(pod: PodInfo) -> float:
     return time.time() if started is None else started
 
 
-def more_important_pod(a: PodInfo, b: PodInfo) -> bool:
-    """``MoreImportantPod``: higher priority, or equal priority and started earlier."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return pod_start_time(a) < pod_start_time(b)
+def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = None) -> list[PodInfo]:
+    """Most important first, as upstream's ``sort.Slice(victims, MoreImportantVictim)`` (v1.37) leaves
+    them, Go's sort replayed (``scheduler.preemption.gosort``).
 
-
-def by_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
-    """Most important first, as upstream's ``sort.Slice(victims, MoreImportantPod)`` leaves them: Go's
-    sort replayed with MoreImportantPod's comparisons (``scheduler.preemption.gosort``). For two
-    unstarted pods of equal priority upstream compares two successive ``time.Now()`` readings, so
-    ``less`` holds in both orders; the result then depends on Go's algorithm and the input order (the
-    node's pod order), e.g. up to 12 such pods come out reversed."""
+    Each pod is its own victim (GenericWorkload off): higher priority first, then the earlier
+    ``EarliestStartTime``, which the victim took when GetVictimsOnNode made it -- ``status.startTime``,
+    or ``time.Now()`` then for a pod no kubelet started. Those readings follow the node's pod order,
+    so of two unstarted pods of one priority the one earlier on the node (``created``: pod key -> its
+    index there; the input order by default) is the more important. (v1.36 read ``time.Now()`` at each
+    comparison, so ``less`` held both ways and Go's algorithm decided.)"""
+    order = created if created is not None else {p.key: i for i, p in enumerate(pods)}
     out = list(pods)
-    sort_slice(out, _more_important_as_go_sees_it)
+    sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
     return out
 
 
-def _more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
-    """``MoreImportantPod(a, b)`` with GetPodStartTime's ``time.Now()`` taken for ``a`` before ``b``."""
+def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
+    """Most important first, as ``sort.Slice(pods, util.MoreImportantPod)`` leaves them (kube-scheduler
+    up to v1.36, and scheduler-plugins v0.34.7's preemption, which builds on v1.34): Go's sort replayed
+    with ``more_important_as_go_sees_it``, so two unstarted pods of one priority come out as Go's
+    algorithm leaves them from the input order (up to 12 such pods: reversed)."""
+    out = list(pods)
+    sort_slice(out, more_important_as_go_sees_it)
+    return out
+
+
+def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -> bool:
     if a.priority != b.priority:
         return a.priority > b.priority
     started_a = _parse_time(pod_status(a.pod).get("startTime"))
     started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    if started_a is None and started_b is None:
+        return created.get(a.key, 0) < created.get(b.key, 0)
     if started_a is None:
-        # now(a) is before now(b), and never before a start time already past.
-        return started_b is None
+        return False  # its "now" is after any start already past
     return True if started_b is None else started_a < started_b
 
 
@@ -100,6 +108,16 @@ def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
 
 
 def more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
-    """``MoreImportantPod(a, b)`` as Go evaluates it inside ``sort.Slice`` (see ``by_importance``), for
-    plugins that sort with it themselves (CapacityScheduling orders a node's pods least important first)."""
-    return _more_important_as_go_sees_it(a, b)
+    """``util.MoreImportantPod(a, b)`` (unchanged in v1.37) as Go evaluates it inside ``sort.Slice``, for
+    plugins that sort with it themselves (CapacityScheduling orders a node's pods least important
+    first): ``GetPodStartTime`` reads ``time.Now()`` for an unstarted pod, ``a``'s before ``b``'s, so of
+    two unstarted pods of one priority ``less`` holds both ways and Go's algorithm decides.
+    (DefaultPreemption's own order is v1.37's MoreImportantVictim: ``by_importance``.)"""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    started_a = _parse_time(pod_status(a.pod).get("startTime"))
+    started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    if started_a is None:
+        # now(a) is before now(b), and never before a start time already past.
+        return started_b is None
+    return True if started_b is None else started_a < started_b

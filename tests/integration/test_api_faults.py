@@ -1,8 +1,9 @@
 """Faults injected between py-scheduler and the real API server, request by request.
 
 A TLS-terminating proxy (``faultproxy``) answers each pod's first Binding POST with a different
-failure: 500, 429 with Retry-After, 409 and 404 the API server did not say, a hang past the client's
-timeout, and a 500 or a hang after the Binding did land. Event writes and pod status patches fail
+failure: 500 and 503 (retried at once, as v1.37's util.BindPod does), 429 with Retry-After, 409 and 404
+the API server did not say, a hang past the client's timeout, and a 500 or a hang after the Binding did
+land. Event writes and pod status patches fail
 with 500 or hang for a while, and watch streams are cut mid-stream every few seconds. Every pod must
 end bound exactly once with one Scheduled Event and a PodScheduled=True condition; the process must
 keep running without a traceback, and its queue metrics must come back to empty.
@@ -48,6 +49,12 @@ BINDING_FAULTS: list[Fault | None] = [
 ]
 # Pods whose first Binding landed although its answer was lost (a 500 after the write, a timeout).
 LANDED = {i for i, f in enumerate(BINDING_FAULTS) if f is not None and f.forward_first}
+# Pods whose first Binding got a 500 or 503 without landing: retried (v1.37's util.BindPod).
+RETRIED_BY_BIND_POD = {
+    i
+    for i, f in enumerate(BINDING_FAULTS)
+    if f is not None and not f.forward_first and f.status in (500, 503)
+}
 WRITE_FAULTS = [Fault(status=500), Fault(hang=12.0), Fault(status=503), Fault(status=429, retry_after=1)]
 
 
@@ -164,9 +171,10 @@ def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
             if e["reason"] == "FailedScheduling"
         }
         assert {"big0", "big1"} <= failed
-        # A Binding answered 429 with Retry-After was sent again after the wait, as client-go does,
-        # and one that landed was read back: neither pod failed. Every other faulted one did.
-        fine = {1, *LANDED}
+        # A Binding answered 429 with Retry-After was sent again after the wait, as client-go does;
+        # one answered 500 or 503 was sent again at once, as v1.37's util.BindPod retries them; one
+        # that landed was read back: none of these pods failed. Every other faulted one did.
+        fine = {1, *RETRIED_BY_BIND_POD, *LANDED}
         failing = {i for i, f in enumerate(BINDING_FAULTS) if f is not None} - fine
         assert not {f"p{i}" for i in range(pods) if fault_of(i) in fine} & failed
         assert {f"p{i}" for i in range(pods) if fault_of(i) in failing} <= failed

@@ -463,3 +463,47 @@ def test_post_filter_deallocates_a_claim_whose_device_binding_failed_or_timed_ou
             and e.get("reason") == "FailedScheduling"
         ]
         assert any("deallocation of ResourceClaim completed" in m for m in messages), (name, messages)
+
+
+def test_a_device_taint_rule_keeps_its_device_from_both_schedulers(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    """DRADeviceTaintRules is GA in v1.37: a DeviceTaintRule's NoSchedule taint on gpu-0 of each node
+    counts as if the driver had published it, so both schedulers allocate gpu-1 instead."""
+    class_name = _device_class(api_client, run_id)
+    (ours,) = _nodes(api_client, run_id, "t", 1, "py")
+    (theirs,) = _nodes(api_client, run_id, "u", 1, "kube")
+    for node in (ours, theirs):
+        _publish(api_client, run_id, node, ["a100", "a100"])
+    rule = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": f"maintenance-{run_id}", "labels": {RUN_LABEL: run_id}},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "device": "gpu-0"},
+            "taint": {"key": "maintenance", "value": "yes", "effect": "NoSchedule"},
+        },
+    }
+    custom = _custom(api_client)
+    custom.create_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule)
+    try:
+        _template(api_client, namespace, "one", class_name)
+        core_v1.create_namespaced_pod(namespace, _claim_pod("py-one", run_id, "one", "py-scheduler", "py"))
+        core_v1.create_namespaced_pod(
+            namespace, _claim_pod("kube-one", run_id, "one", "default-scheduler", "kube")
+        )
+        allocations = wait_for(
+            lambda: (a := _allocations_by_pod(api_client, namespace)) and len(a) == 2 and a,
+            90,
+            "both claims allocated",
+        )
+        py, kube = allocations["py-one"], allocations["kube-one"]
+        assert [r["device"] for r in py["devices"]["results"]] == ["gpu-1"]
+        assert _normalized(py, ours) == _normalized(kube, theirs)
+    finally:
+        custom.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", f"maintenance-{run_id}")

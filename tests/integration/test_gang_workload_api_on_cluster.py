@@ -1,9 +1,9 @@
-"""Issue 14, upstream's own gang API: scheduling.k8s.io/v1alpha2 PodGroups and pods'
-``spec.schedulingGroup``, on the real control plane (the session's API server serves the alpha API).
+"""Issue 14, upstream's own gang API: scheduling.k8s.io/v1beta1 PodGroups (v1.37; v1alpha2 in v1.36) and
+pods' ``spec.schedulingGroup``, on the real control plane (the session's API server serves the beta API).
 
-Each case runs against py-scheduler (``--feature-gates=GenericWorkload=true,GangScheduling=true``) and
-against the real kube-scheduler v1.36.3 started with the same gates: the same objects must give the
-same all-or-nothing outcome.
+Each case runs against py-scheduler (``--feature-gates=GenericWorkload=true``) and against the real
+kube-scheduler v1.37.2 started with the same gate: the same objects must give the same all-or-nothing
+outcome.
 """
 
 from __future__ import annotations
@@ -52,22 +52,26 @@ SCHEDULERS = ["py-scheduler", "default-scheduler"]
 CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
-def pod_group(api_client: Any, namespace: str, name: str, min_count: int) -> None:
+def pod_group(api_client: Any, namespace: str, name: str, min_count: int, priority_class: str = "") -> None:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if priority_class:
+        # v1.37: the members must have the PodGroup's priority (kube-scheduler's validatePodGroup).
+        spec["priorityClassName"] = priority_class
     body = {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        "spec": spec,
     }
     custom: Any = k8s.CustomObjectsApi(api_client)
-    custom.create_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", body)
+    custom.create_namespaced_custom_object("scheduling.k8s.io", "v1beta1", namespace, "podgroups", body)
 
 
 def scheduled_condition(api_client: Any, namespace: str, name: str) -> dict[str, Any] | None:
     custom: Any = k8s.CustomObjectsApi(api_client)
-    group = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1alpha2", namespace, "podgroups", name)
+    group = custom.get_namespaced_custom_object("scheduling.k8s.io", "v1beta1", namespace, "podgroups", name)
     for condition in (group.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodGroupScheduled":
+        if condition.get("type") == "PodGroupInitiallyScheduled":
             return dict(condition)
     return None
 
@@ -127,19 +131,32 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         }
 
     wait_for(lambda: len(big_messages()) >= 2, 60, "both kinds of FailedScheduling for the big gang")
-    waiting, *misfits = sorted(big_messages(), key=lambda m: not m.startswith("pod group"))
-    assert waiting == (
-        "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
-        "one or more plugins asked to wait and no plugin rejected pod"
-    ), big_messages()
-    assert misfits and all(
-        re.fullmatch(
-            r"0/\d+ nodes are available: \d+ Insufficient cpu\. .*preemption: 0/\d+ nodes are available: "
-            r"\d+ No preemption victims found for incoming pod\.",
-            m,
+    if scheduler == "default-scheduler":
+        # KNOWN DIVERGENCE (docs/kubernetes-1.37.md, open): v1.37.2's pod group cycle stops at
+        # PlacementFeasible ("minCount (4) cannot be satisfied: S scheduled, R remaining"), runs no
+        # per-member PostFilter and then its PodGroupPostFilter; py-scheduler still says what v1.36.3
+        # said (below). The outcome (nothing bound, nothing held) is the same.
+        assert any(
+            re.fullmatch(r"0/\d+ nodes are available: \d+ Insufficient cpu\.", m) for m in big_messages()
         )
-        for m in misfits
-    ), big_messages()
+        assert any(
+            re.fullmatch(r"minCount \(4\) cannot be satisfied: \d scheduled, \d remaining", m)
+            for m in big_messages()
+        ), big_messages()
+    else:
+        waiting, *misfits = sorted(big_messages(), key=lambda m: not m.startswith("pod group"))
+        assert waiting == (
+            "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+            "one or more plugins asked to wait and no plugin rejected pod"
+        ), big_messages()
+        assert misfits and all(
+            re.fullmatch(
+                r"0/\d+ nodes are available: \d+ Insufficient cpu\. .*preemption: 0/\d+ nodes are available: "
+                r"\d+ No preemption victims found for incoming pod\.",
+                m,
+            )
+            for m in misfits
+        ), big_messages()
     # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
     # "fits") are placed while it keeps retrying.
     create(
@@ -159,14 +176,22 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
     def both_written() -> bool:
         return all(scheduled_condition(api_client, namespace, name) for name in ("fits", "big"))
 
-    wait_for(both_written, 30, "both groups' PodGroupScheduled")
+    wait_for(both_written, 30, "both groups' PodGroupInitiallyScheduled")
     for name, want in (
         ("fits", ("True", "Scheduled", "")),
         ("big", ("False", "Unschedulable", "pod group is unschedulable")),
     ):
         condition = scheduled_condition(api_client, namespace, name)
         assert condition is not None, name
-        assert (condition["status"], condition["reason"], condition.get("message", "")) == want, condition
+        got = (condition["status"], condition["reason"], condition.get("message", ""))
+        if scheduler == "default-scheduler" and name == "big":
+            # KNOWN DIVERGENCE (open, as above): v1.37.2 writes the pod group result's own message.
+            assert got[:2] == want[:2] and got[2].startswith("minCount (4) cannot be satisfied: "), condition
+            assert got[2].endswith(
+                ", pod group preemption: No preemption victims found for incoming preemptor"
+            )
+        else:
+            assert got == want, condition
         # PodGroups carry no metadata.generation here, so observedGeneration (omitempty) is absent.
         assert sorted(condition) == sorted(CONDITION_FIELDS), condition
 
@@ -192,7 +217,7 @@ def test_members_preempt_lower_priority_pods_and_the_gang_binds_once_they_are_go
             pod["spec"]["priorityClassName"] = f"low-{run_id}"
             fill.append(pod)
         create(core_v1, namespace, fill)
-        pod_group(api_client, namespace, "vips", 2)
+        pod_group(api_client, namespace, "vips", 2, priority_class=f"high-{run_id}")
         members = [member(f"vip-{i}", run_id, scheduler, "vips", "1") for i in range(2)]
         for pod in members:
             pod["spec"]["priorityClassName"] = f"high-{run_id}"
@@ -273,7 +298,7 @@ def test_py_scheduler_without_the_gates_refuses_group_members_by_name(
 
         messages = wait_for(refused, 30, "the group member refused")
         assert "pod uses schedulingGroup" in messages[0]
-        assert "--feature-gates=GenericWorkload=true,GangScheduling=true" in messages[0]
+        assert "--feature-gates=GenericWorkload=true" in messages[0]
         assert bound(core_v1, namespace, "solo") == 0
     finally:
         proc.stop()

@@ -49,7 +49,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.handle import PreemptionHandle
 from scheduler.framework.listers import WatchedLister
-from scheduler.framework.objects import namespace_of, object_meta
+from scheduler.framework.objects import namespace_of, object_meta, pod_status
 from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling.elasticquota import (
     Amounts,
@@ -68,7 +68,7 @@ from scheduler.plugins.helper.hints import safe_hint
 from scheduler.preemption.evaluator import Evaluator
 from scheduler.preemption.gosort import sort_slice
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
-from scheduler.preemption.pods import by_importance, more_important_as_go_sees_it
+from scheduler.preemption.pods import by_pod_importance, more_important_as_go_sees_it
 
 NAME = names.CAPACITY_SCHEDULING
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -364,7 +364,7 @@ class QuotaPreemptor:
         pre_filter = _pre_filter_state(self.state)
         if pre_filter is None:
             return False, NOT_ELIGIBLE_STATE_MSG
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         if not nominated:
             return True, ""
         if (
@@ -444,7 +444,7 @@ class QuotaPreemptor:
         ):
             return [], 0, Status(Code.Unschedulable, [GLOBAL_QUOTA_MAX_EXCEEDED_MSG])
 
-        potential = by_importance(potential)
+        potential = by_pod_importance(potential)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
@@ -470,5 +470,5 @@ class QuotaPreemptor:
         if error is not None:
             return [], 0, error
         if violating and non_violating:
-            victims = by_importance(victims)
+            victims = by_pod_importance(victims)
         return victims, num_violating, None

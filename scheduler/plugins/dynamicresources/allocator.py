@@ -1,6 +1,6 @@
 """The structured-parameters device allocator (``k8s.io/dynamic-resource-allocation/structured``).
 
-A port of ``structured/internal/stable/allocator_stable.go`` and ``pools_stable.go`` (v0.36.3) over raw
+A port of ``structured/internal/stable/allocator_stable.go`` and ``pools_stable.go`` (v0.37.2) over raw
 JSON objects: for one node, an exhaustive depth-first search that picks devices for every request of
 every claim, in claim, request and pool/slice/device order, checking constraints as it goes, and returns
 the first full solution as ``status.allocation`` dicts (``AllocationResult``), or None when the claims do
@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.objects import meta_namespace_key, name_of, object_meta
+from scheduler.framework.objects import meta_namespace_key, name_of, object_meta, spec_of
 from scheduler.framework.objects_resource import (
     claim_devices,
     device_class_spec,
@@ -41,6 +41,16 @@ DeviceID = tuple[str, str, str]  # (driver, pool, device)
 
 # resourceapi.AllocationResultsMaxSize
 ALLOCATION_RESULTS_MAX_SIZE = 32
+
+
+def enhance_runtime_error(message: str) -> str:
+    """``cel.EnhanceRuntimeError`` (v0.37): a "no such key" error gets a hint about optional access."""
+    if "no such key:" in message:
+        return (
+            f"{message}. consider using CEL optional chaining (.? followed by orValue()) or guarding the "
+            "check with has() for optional fields"
+        )
+    return message
 
 
 class AllocationError(Exception):
@@ -119,15 +129,27 @@ def _slice_count(slice_: Obj) -> int:
     return int(slice_pool(slice_).get("resourceSliceCount") or 0)
 
 
+def uses_compatibility_groups(slice_: Obj) -> bool:
+    """``sliceUsesCompatibilityGroups`` (v0.37): a device declares compatibility groups on one of its
+    counter consumptions (DRADeviceCompatibilityGroups, alpha and off)."""
+    return any(
+        consumption.get("compatibilityGroups")
+        for device in slice_spec(slice_).get("devices") or ()
+        for consumption in device.get("consumesCounters") or ()
+    )
+
+
 def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     """The pools with slices for ``node`` (``GatherPools``), newest generation only.
 
-    Slices with shared counters (partitionable devices) are not supported and are left out.
+    Slices with shared counters (partitionable devices) are not supported and are left out. As
+    upstream while DRADeviceCompatibilityGroups is off, a slice whose devices declare compatibility
+    groups is ignored and does not count towards its pool's completeness, so the pool is incomplete.
     """
     pools: dict[tuple[str, str], list[Obj]] = {}
     for slice_ in slices:
         spec = slice_spec(slice_)
-        if spec.get("sharedCounters"):
+        if spec.get("sharedCounters") or uses_compatibility_groups(slice_):
             continue
         node_name, all_nodes, selector = spec.get("nodeName") or "", bool(spec.get("allNodes")), None
         selector = spec.get("nodeSelector")
@@ -157,7 +179,7 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
             others = [s for s in slices if _pool_key(s) == (driver, pool_name)]
             if any(_generation(s) > generation for s in others):
                 continue  # obsolete: a newer generation exists (for other nodes)
-            same = [s for s in others if _generation(s) == generation]
+            same = [s for s in others if _generation(s) == generation and not uses_compatibility_groups(s)]
             if len(same) != _slice_count(pool_slices[0]):
                 result.append(Pool(driver, pool_name, incomplete=True))
                 continue
@@ -175,6 +197,55 @@ def gather_pools(slices: Sequence[Obj], node: NodeView) -> list[Pool]:
     # Go iterates a map here (random order); a stable order makes py-scheduler deterministic.
     result.sort(key=lambda p: (p.driver, p.pool))
     return result
+
+
+def apply_taint_rules(slice_: Obj, rules: Sequence[Obj]) -> Obj:
+    """``Tracker.applyPatches`` (``resourceslice/tracker``, v0.37.2): each DeviceTaintRule adds its
+    taint to the devices of ``slice_`` its selector matches (driver, pool and device name; all unset
+    matches every device, no selector none). The slice is copied only when a rule applies."""
+    spec = slice_spec(slice_)
+    pool = slice_pool(slice_).get("name", "")
+    devices: list[Any] | None = None
+    for rule in rules:
+        rule_spec = spec_of(rule)
+        selector = rule_spec.get("deviceSelector")
+        if not isinstance(selector, Mapping):
+            continue
+        if selector.get("driver") is not None and selector.get("driver") != spec.get("driver"):
+            continue
+        if selector.get("pool") is not None and selector.get("pool") != pool:
+            continue
+        name = selector.get("device")
+        for index, device in enumerate(spec.get("devices") or ()):
+            if name is not None and name != device.get("name"):
+                continue
+            if devices is None:
+                devices = list(spec.get("devices") or ())
+            taints = [*(devices[index].get("taints") or ()), rule_spec.get("taint") or {}]
+            devices[index] = {**devices[index], "taints": taints}
+    if devices is None:
+        return slice_
+    return {**slice_, "spec": {**spec, "devices": devices}}
+
+
+class TaintedSlices:
+    """The slices as the allocator sees them (``ListPatchedResourceSlices``): with the DeviceTaintRules'
+    taints applied, kept while the slices and the rules stay the same objects (so PoolCache, which
+    keys on the slices' identities, keeps working)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+        self._held: tuple[Sequence[Obj], Sequence[Obj]] = ((), ())
+        self._patched: Sequence[Obj] = ()
+
+    def patched(self, slices: Sequence[Obj], rules: Sequence[Obj]) -> Sequence[Obj]:
+        if not rules:
+            return slices
+        key = (tuple(map(id, slices)), tuple(map(id, rules)))
+        if key != self._key:
+            self._key, self._held = key, (slices, rules)
+            self._patched = [apply_taint_rules(s, rules) for s in slices]
+        return self._patched
 
 
 def _depends_on_labels(slice_: Obj) -> bool:
@@ -507,20 +578,24 @@ class _Run:
                         for si, sub in enumerate(raw["firstAvailable"])
                     ]
                     per_request.append(subs)
-                    min_devices += min(s.num_devices for s in subs)
+                    request_devices = min(s.num_devices for s in subs)
                 elif raw.get("exactly") is not None:
                     per_request.append([self._validate(ci, ri, 0, Request(name, "", raw["exactly"]))])
-                    min_devices += per_request[-1][0].num_devices
+                    request_devices = per_request[-1][0].num_devices
                 else:
                     raise AllocationError(
                         f"claim {_klog(claim)}, request {name}: missing device class name "
                         "(unsupported request type?)"
                     )
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocationError(
-                    f"claim {_klog(claim)}: number of requested devices {min_devices} exceeds the claim "
-                    f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
+                # v0.37: checked per request, before adding (only a lower bound: a subrequest may pick
+                # more, so _allocate_one checks the limit again).
+                if request_devices > ALLOCATION_RESULTS_MAX_SIZE - min_devices:
+                    raise AllocationError(
+                        f"claim {_klog(claim)}, request {name}: adding {request_devices} devices exceeds "
+                        f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_devices} already "
+                        "accounted for"
+                    )
+                min_devices += request_devices
             self.requests.append(per_request)
             constraints: list[MatchAttribute] = []
             for i, raw_constraint in enumerate(devices.get("constraints") or ()):
@@ -545,6 +620,12 @@ class _Run:
 
     def _validate(self, ci: int, ri: int, si: int, request: Request) -> Request:
         claim = self.claims[ci]
+        if not request.parent and request.spec.get("derivedAttributes"):
+            # DRADerivedAttributes (alpha, off in v1.37): not supported by the stable variant either.
+            raise AllocationError(
+                f"claim {_klog(claim)}, request {request.name}: cannot handle request with derived "
+                "attributes, the feature is disabled"
+            )
         for i, selector in enumerate(request.selectors):
             if not selector_expression(selector):
                 raise AllocationError(
@@ -672,21 +753,21 @@ class _Run:
         found = self.selectable_cache.get(key)
         if found is not None:
             return found
-        result = self._selectable_uncached(ci, request, slice_, index, device, driver)
+        result = self._selectable_uncached(ci, request, slice_, index, device, device_id)
         self.selectable_cache[key] = result
         return result
 
     def _selectable_uncached(
-        self, ci: int, request: Request, slice_: Obj, index: int, device: Obj, driver: str
+        self, ci: int, request: Request, slice_: Obj, index: int, device: Obj, device_id: DeviceID
     ) -> bool:
         # Unsupported device kinds stay unallocated rather than being double-booked.
         if device.get("bindingConditions") or device.get("consumesCounters"):
             return False
         if request.class_ is not None:
             selectors = device_class_spec(request.class_).get("selectors") or ()
-            if not self._selectors_match(ci, request, selectors, slice_, index, driver, request.class_):
+            if not self._selectors_match(ci, request, selectors, slice_, index, device_id, request.class_):
                 return False
-        if not self._selectors_match(ci, request, request.selectors, slice_, index, driver, None):
+        if not self._selectors_match(ci, request, request.selectors, slice_, index, device_id, None):
             return False
         if slice_spec(slice_).get("perDeviceNodeSelection"):
             return node_matches(
@@ -704,9 +785,10 @@ class _Run:
         selectors: Sequence[Obj],
         slice_: Obj,
         index: int,
-        driver: str,
+        device_id: DeviceID,
         class_: Obj | None,
     ) -> bool:
+        driver = device_id[0]
         for i, selector in enumerate(selectors):
             expression = selector_expression(selector)
             compiled = self.a.match_cache.cel.get_or_compile(expression)
@@ -716,7 +798,10 @@ class _Run:
             try:
                 matched = self.a.match_cache.matches(expression, slice_, index, driver)
             except CelError as err:
-                raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {err}") from err
+                raise AllocationError(
+                    f"{owner}: selector #{i} on device {'/'.join(device_id)}: CEL runtime error: "
+                    f"{enhance_runtime_error(str(err))}"
+                ) from err
             if not matched:
                 return False
         return True
@@ -813,12 +898,25 @@ class _Run:
                 config.append({"source": "FromClaim", **_opaque(entry)})
                 continue
             for ri, raw in enumerate(raw_requests):
-                if raw.get("name") in names:
-                    config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
-                    continue
                 chosen = self._chosen(ci, ri)
-                if chosen.parent and chosen.full_name in names:
+                if raw.get("name") in names or (chosen.parent and chosen.full_name in names):
+                    # Once, at the first request it names (v0.37; v0.36 added it once per request).
                     config.append({"source": "FromClaim", "requests": list(names), **_opaque(entry)})
+                    break
+        # v0.37: a config that names every request (or the chosen subrequest of each) applies to all,
+        # which an empty list says.
+        chosen_names = [
+            (str(raw.get("name") or ""), self._chosen(ci, ri)) for ri, raw in enumerate(raw_requests)
+        ]
+        for item in config:
+            requests = item.get("requests")
+            if not requests:
+                continue
+            if all(
+                name in requests or (chosen.parent and chosen.full_name in requests)
+                for name, chosen in chosen_names
+            ):
+                del item["requests"]
         return config
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""DynamicResources (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, v1.36.3).
+"""DynamicResources (``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``, v1.37.2).
 
 PreEnqueue holds a pod until its ResourceClaims exist (claims from templates are created by
 kube-controller-manager's resourceclaim controller and named in ``status.resourceClaimStatuses``).
@@ -12,6 +12,9 @@ subresource, retrying on conflicts as upstream does.
 Reasons (UnschedulableAndUnresolvable, as upstream's statusUnschedulable) and errors carry upstream's
 wording: "cannot allocate all claims", "resourceclaim not available on the node", "resourceclaim in use",
 "resource claim ns/name is in the process of being allocated", "request r: device class c does not exist".
+
+DeviceTaintRules (resource.k8s.io/v1, GA and on since v1.37) taint the devices they select (driver, pool,
+device name) as if the driver had published the taint; their changes requeue pods as slice updates.
 
 Guarded (the pod is refused with a reason naming the feature, never placed as if it were absent):
 DRA-backed extended resources (DRAExtendedResource) and claims of a PodGroup (DRAWorkloadResourceClaims).
@@ -43,6 +46,7 @@ import orjson
 from scheduler.config.duration import parse_duration
 from scheduler.framework import (
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ActionType,
@@ -86,6 +90,7 @@ from scheduler.plugins.dynamicresources.allocator import (
     FailedOnNode,
     NodeView,
     PoolCache,
+    TaintedSlices,
 )
 from scheduler.plugins.dynamicresources.cel import CelCache
 from scheduler.plugins.dynamicresources.claims import (
@@ -176,6 +181,9 @@ class DynamicResources:
         self.claims = handle.lister(RESOURCE_CLAIMS)
         self.slices = handle.lister(RESOURCE_SLICES)
         self.classes = handle.lister(DEVICE_CLASSES)
+        # DRADeviceTaintRules (GA and on since v1.37): their taints count as the devices' own.
+        self.taint_rules = handle.lister(DEVICE_TAINT_RULES)
+        self.tainted = TaintedSlices()
         self.in_flight = InFlightClaims()
         self.matches = DeviceMatchCache(CelCache())
         # Per-pod work that only changes when claims or slices do (see each class).
@@ -270,8 +278,9 @@ class DynamicResources:
         call for a worker thread; the claim's update then arrives through the informer and requeues the
         pod (``is_schedulable_after_claim_change``).
 
-        Runs before DefaultPreemption, and its Unschedulable reason leads the PostFilter part of the
-        FailedScheduling message ("no new claims to deallocate, preemption: ...").
+        Runs before DefaultPreemption. Since v1.37 only a deallocation gives a reason ("deallocation of
+        ResourceClaim completed"); the other outcomes are Unschedulable without one, so they add nothing
+        to the FailedScheduling message.
         """
         del node_statuses
         s: _State | None = state.get(STATE_KEY)
@@ -280,7 +289,9 @@ class DynamicResources:
             # which ends PostFilter with that error before preemption.
             return None, Status.as_error("not found")
         if not s.claims:
-            return None, Status.unschedulable("no new claims to deallocate")
+            # v1.37: no reason (v1.36 said "no new claims to deallocate", which led every PostFilter
+            # part of a FailedScheduling message).
+            return None, Status.unschedulable()
         # Upstream ranges over a set (random order) and takes the first claim that qualifies; any
         # choice is valid, this one is the first in the pod's claim order.
         for index in sorted(s.unavailable):
@@ -288,7 +299,8 @@ class DynamicResources:
             reserved = claim_reserved_for(claim)
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
                 return self._deallocation(claim)
-        return None, Status.unschedulable("still not schedulable")
+        # v1.37: no reason (v1.36: "still not schedulable").
+        return None, Status.unschedulable()
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
@@ -380,7 +392,7 @@ class DynamicResources:
             request.get("firstAvailable") for claim in claims for request in claim_requests(claim)
         )
         if to_allocate:
-            slices = self.slices.list()
+            slices = self.tainted.patched(self.slices.list(), self.taint_rules.list())
             pools = self.pool_cache.pools_for(slices)
             s.allocator = Allocator(
                 allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),

@@ -1,5 +1,5 @@
 """InterPodAffinity (``pkg/scheduler/framework/plugins/interpodaffinity/plugin.go``, ``filtering.go``,
-``scoring.go``, v1.36).
+``scoring.go``, v1.37.2).
 
 Filter: the incoming pod's required pod affinity and anti-affinity, and the required anti-affinity of
 the pods already placed, over any topology key. Score: preferred terms in both directions, plus the
@@ -49,6 +49,7 @@ from scheduler.plugins.interpodaffinity.terms import (
     AffinityTerm,
     WeightedAffinityTerm,
     matches_all,
+    matches_any,
     pod_affinity_terms,
     pod_labels,
 )
@@ -86,6 +87,10 @@ def _matches_all_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> b
     return matches_all(terms, _namespace_of(obj), _pod_labels_of(obj))
 
 
+def _matches_any_raw(terms: Sequence[AffinityTerm], obj: Mapping[str, Any]) -> bool:
+    return matches_any(terms, _namespace_of(obj), _pod_labels_of(obj))
+
+
 class InterPodAffinity:
     """Required and preferred inter-pod (anti-)affinity.
 
@@ -93,7 +98,7 @@ class InterPodAffinity:
     existing pods whose *required* affinity the incoming pod matches; ``ignorePreferredTermsOfExistingPods``
     (default false) skips scoring for pods without preferred terms of their own.
 
-    Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/`` (v1.37.2).
     """
 
     name = names.INTER_POD_AFFINITY
@@ -149,18 +154,18 @@ class InterPodAffinity:
 
     def _widen(self, term: AffinityTerm) -> AffinityTerm:
         """Upstream's mergeAffinityTermNamespacesIfNotEmpty: a term's non-empty namespaceSelector is
-        unrolled into the names of the namespaces it selects now.
+        unrolled into the names of the namespaces it selects now, and the selector becomes Nothing.
 
-        As upstream (where only a copy's selector is reset), the selector itself stays on the term, so
-        matching still reads it against no labels: ``DoesNotExist`` or ``NotIn`` alone keep matching
-        every namespace.
+        Since v1.37 the term is changed in place (v1.36 reset only a copy's selector, so matching still
+        read it against the existing pod's namespace labels, or none for an unknown namespace): a pod in
+        a namespace the lister does not know is no longer matched by a selector such as ``NotIn`` alone.
         """
         selector = term.namespace_selector
         # A missing selector (Nothing) selects no names; an empty one already matches everything.
         if selector is NOTHING or selector.empty or self._namespaces is None:
             return term
         selected = {name_of(ns) for ns in self._namespaces.list() if selector.matches(labels_of(ns))}
-        return replace(term, namespaces=term.namespaces | selected)
+        return replace(term, namespaces=term.namespaces | selected, namespace_selector=NOTHING)
 
     def _merge_namespaces(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
         return tuple(self._widen(term) for term in terms)
@@ -404,17 +409,18 @@ class InterPodAffinity:
         if old_obj is not None and new_obj is not None:
             if not _matches_all_raw(affinity, old_obj) and _matches_all_raw(affinity, new_obj):
                 return QueueingHint.Queue
-            if _matches_all_raw(anti, old_obj) and not _matches_all_raw(anti, new_obj):
+            # v1.37: one anti-affinity term the pod stops matching is enough (v1.36 asked for all).
+            if _matches_any_raw(anti, old_obj) and not _matches_any_raw(anti, new_obj):
                 return QueueingHint.Queue
             return QueueingHint.Skip
         if new_obj is not None:
             return QueueingHint.Queue if _matches_all_raw(affinity, new_obj) else QueueingHint.Skip
-        if _matches_all_raw(anti, old_obj):
+        if _matches_any_raw(anti, old_obj):
             return QueueingHint.Queue
         deleted = pod_affinity_terms(pod_info(old_obj))
         if deleted.error is not None:
             return QueueingHint.Queue
-        if matches_all(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
+        if matches_any(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
             return QueueingHint.Queue
         return QueueingHint.Skip
 

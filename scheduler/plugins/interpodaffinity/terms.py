@@ -187,3 +187,9 @@ def matches_all(terms: Sequence[AffinityTerm], namespace: str, labels: Mapping[s
     if not terms:
         return False
     return all(term.matches(namespace, labels, None) for term in terms)
+
+
+def matches_any(terms: Sequence[AffinityTerm], namespace: str, labels: Mapping[str, str]) -> bool:
+    """Upstream's ``podMatchesAnyAffinityTerms`` (v1.37, the anti-affinity queueing hints): false for
+    no terms; namespace selectors read against no labels, as ``matches_all``."""
+    return any(term.matches(namespace, labels, None) for term in terms)

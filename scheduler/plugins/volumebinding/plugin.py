@@ -1,9 +1,9 @@
-"""VolumeBinding (``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``, v1.36).
+"""VolumeBinding (``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``, v1.37.2).
 
 PreFilter classifies the pod's claims; Filter finds per node the PVs to bind or the claims to
 provision; Reserve assumes them so no other pod takes the same PV; PreBind (binding thread) writes the
 PV ``claimRef`` / PVC ``selected-node`` and waits for the PV controller; Unreserve forgets the
-assumptions. Score (StorageCapacityScoring, alpha and off by default in v1.36) prefers nodes by the
+assumptions. Score (StorageCapacityScoring, beta and on by default since v1.37) prefers nodes by the
 utilisation of the PVs they would bind, along ``shape``.
 """
 
@@ -91,7 +91,7 @@ def _pod_claim_names(pod: Mapping[str, Any]) -> set[str]:
 class VolumeBinding:
     """PreFilter/Filter/Reserve/PreBind/Score for pods with PersistentVolumeClaims.
 
-    Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go`` (v1.37.2).
     """
 
     name = names.VOLUME_BINDING
@@ -104,7 +104,7 @@ class VolumeBinding:
         args: Mapping[str, Any] | None = None,
         handle: Handle | None = None,
         *,
-        storage_capacity_scoring: bool = False,
+        storage_capacity_scoring: bool = True,
     ) -> None:
         self.args: VolumeBindingArgs = parse_args(args, storage_capacity_scoring=storage_capacity_scoring)
         if handle is None:

@@ -1,46 +1,79 @@
-"""``--feature-gates``: upstream's parsing and dependency checks, and refusal of gates not implemented."""
+# ruff: noqa: E501  (one case a line)
+"""``--feature-gates``: upstream's (v1.37.2) parsing, locks and dependency checks, and refusal of gates
+not implemented."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from scheduler.app.cli import build_parser
-from scheduler.features import FeatureGateError, parse_feature_gates
+from scheduler.features import KNOWN_GATES, NOT_IMPLEMENTED, FeatureGateError, parse_feature_gates
 
 
-def test_defaults_are_upstream_alpha_defaults_off() -> None:
+def test_defaults_are_upstreams_v1_37_defaults() -> None:
     gates = parse_feature_gates("")
+    # GenericWorkload is beta but off; GangScheduling follows it.
     assert not gates.generic_workload and not gates.gang_scheduling
+    # Beta and on since v1.37.
+    assert gates.storage_capacity_scoring and gates.volume_limit_scaling
+    # GA and locked on since v1.37.
+    assert gates.enabled("NodeDeclaredFeatures")
+    # Everything py-scheduler refuses is off by default, so the defaults always start.
+    assert not any(KNOWN_GATES[name].default for name in NOT_IMPLEMENTED)
 
 
-def test_gang_scheduling_with_generic_workload() -> None:
-    gates = parse_feature_gates("GenericWorkload=true, GangScheduling=TRUE")
+def test_generic_workload_alone_turns_gang_scheduling_on() -> None:
+    """v1.37 absorbed GangScheduling into GenericWorkload (applyGangScheduling under GenericWorkload)."""
+    gates = parse_feature_gates("GenericWorkload=TRUE")
     assert gates.generic_workload and gates.gang_scheduling
+
+
+def test_beta_gates_turn_off() -> None:
+    gates = parse_feature_gates("StorageCapacityScoring=false,VolumeLimitScaling=false")
+    assert not gates.storage_capacity_scoring and not gates.volume_limit_scaling
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("GangScheduling=true", "GangScheduling is enabled, but depends on features that are disabled: "
-         "[GenericWorkload]"),
+        ("GangScheduling=true", "unrecognized feature gate: GangScheduling (absorbed by GenericWorkload in v1.37)"),
+        ("WorkloadAwarePreemption=true", "unrecognized feature gate: WorkloadAwarePreemption (absorbed by GenericWorkload"),
         ("Nope=true", "unrecognized feature gate: Nope"),
         ("GenericWorkload", "missing bool value for GenericWorkload"),
         ("GenericWorkload=yes", "invalid value of GenericWorkload=yes"),
+        ("NodeDeclaredFeatures=false", "cannot set feature gate NodeDeclaredFeatures to false, feature is locked to true"),
+        ("TopologyAwareWorkloadScheduling=true", "TopologyAwareWorkloadScheduling is enabled, but depends on features "
+         "that are disabled: [GenericWorkload]"),
+        ("GenericWorkload=true,CompositePodGroup=true", "CompositePodGroup is enabled, but depends on features that "
+         "are disabled: [TopologyAwareWorkloadScheduling]"),
         ("GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
          "feature gate TopologyAwareWorkloadScheduling is not supported by py-scheduler"),
-        ("GenericWorkload=true,GangScheduling=true,WorkloadAwarePreemption=true",
-         "feature gate WorkloadAwarePreemption is not supported by py-scheduler"),
+        ("GenericWorkload=true,PodGroupPreemptionPolicy=true",
+         "feature gate PodGroupPreemptionPolicy is not supported by py-scheduler"),
+        ("InterPodAffinityHostnameFastPath=true",
+         "feature gate InterPodAffinityHostnameFastPath is not supported by py-scheduler"),
+        ("InPlacePodVerticalScalingSchedulerPreemption=true",
+         "feature gate InPlacePodVerticalScalingSchedulerPreemption is not supported by py-scheduler"),
+        ("SchedulerPreQueueingHints=true", "feature gate SchedulerPreQueueingHints is not supported by py-scheduler"),
+        ("DRADeviceCompatibilityGroups=true",
+         "feature gate DRADeviceCompatibilityGroups is not supported by py-scheduler"),
     ],
 )  # fmt: skip
 def test_bad_gates_stop_start_up_with_upstreams_words(text: str, message: str) -> None:
-    with pytest.raises(FeatureGateError, match="^" + message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(FeatureGateError, match="^" + re.escape(message)):
         parse_feature_gates(text)
 
 
+def test_locked_gate_may_be_set_to_its_default() -> None:
+    assert parse_feature_gates("NodeDeclaredFeatures=true").enabled("NodeDeclaredFeatures")
+
+
 def test_the_flag_parses_and_exits_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_parser().parse_args(["--feature-gates=GenericWorkload=true,GangScheduling=true"])
+    args = build_parser().parse_args(["--feature-gates=GenericWorkload=true"])
     assert args.feature_gates.gang_scheduling
     with pytest.raises(SystemExit) as exc:
         build_parser().parse_args(["--feature-gates=GangScheduling=true"])
     assert exc.value.code == 1
-    assert "depends on features that are disabled" in capsys.readouterr().err
+    assert "unrecognized feature gate: GangScheduling" in capsys.readouterr().err

@@ -159,6 +159,54 @@ def test_other_bind_failures_are_api_errors(code: int, retryable: bool) -> None:
     assert (info.value.status, info.value.retryable) == (code, retryable)
 
 
+@pytest.mark.parametrize(("code", "attempts"), [(500, 4), (503, 4), (429, 1), (502, 1), (403, 1)])
+def test_bind_retries_upstreams_retriable_errors(
+    code: int, attempts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v1.37's util.BindPod: retry.DefaultBackoff (4 attempts) on an internal error or service
+    unavailable; anything else is answered at once."""
+    sleeps: list[float] = []
+    monkeypatch.setattr("scheduler.client.api.time.sleep", sleeps.append)
+    client, rest = api(lambda m, p, b: status_error(code, "nope") if m == "POST" else status_error(404, "x"))
+    with pytest.raises(ApiError):
+        client.bind("default", "p", "uid-1", "n1")
+    assert len([c for c in rest.calls if c.method == "POST"]) == attempts
+    assert len(sleeps) == attempts - 1
+    assert all(0.01 <= s <= 0.25 * 1.1 for s in sleeps)
+
+
+def test_bind_retry_succeeds_on_a_later_attempt(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
+    answers = iter([status_error(503, "unavailable"), (201, b"{}")])
+    client, rest = api(lambda m, p, b: next(answers) if m == "POST" else status_error(404, "gone"))
+    client.bind("default", "p", "uid-1", "n1")
+    assert [c.method for c in rest.calls].count("POST") == 2
+
+
+def test_bind_retries_a_refused_connection_but_not_a_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
+
+    def refused(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "GET":
+            return status_error(404, "gone")
+        raise urllib3.exceptions.ProtocolError("connect failed") from ConnectionRefusedError(111, "refused")
+
+    client, rest = api(refused)
+    with pytest.raises(ApiError):
+        client.bind("default", "p", "uid-1", "n1")
+    assert [c.method for c in rest.calls].count("POST") == 4
+
+    def reset(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "GET":
+            return status_error(404, "gone")
+        raise urllib3.exceptions.ProtocolError("connection reset")
+
+    client, rest = api(reset)
+    with pytest.raises(ApiError):
+        client.bind("default", "p", "uid-1", "n1")
+    assert [c.method for c in rest.calls].count("POST") == 1
+
+
 def test_connection_errors_are_retryable_api_errors() -> None:
     def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
         raise urllib3.exceptions.ProtocolError("connection reset")
@@ -337,13 +385,16 @@ def test_a_binding_that_landed_although_its_answer_was_lost_is_a_success(post: A
     ],
 )
 def test_a_lost_answer_stays_an_error_unless_the_pod_is_ours_and_bound_there(
-    post: Any, get: tuple[int, bytes]
+    post: Any, get: tuple[int, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
     client, rest = api(_post_fails(post, get))
     with pytest.raises(ApiError) as info:
         client.bind("default", "p", "uid-1", "n1")
     assert info.value.retryable and not isinstance(info.value, BindingConflict)
-    assert [c.method for c in rest.calls] == ["POST", "GET"]
+    # v1.37's BindPod retries a 500 or 503 (4 attempts); a lost answer is answered at once.
+    attempts = 4 if info.value.status in (500, 503) else 1
+    assert [c.method for c in rest.calls] == ["POST", "GET"] * attempts
 
 
 def test_a_definite_refusal_is_not_checked_again() -> None:

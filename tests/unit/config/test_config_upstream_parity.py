@@ -73,6 +73,17 @@ CASES: dict[str, tuple[str, bool, bool]] = {
     "resourceLock endpoints": ("leaderElection: {resourceLock: endpoints}\n", REFUSE, True),
     "duration as a number": ("leaderElection: {leaseDuration: 15}\n", REFUSE, True),
     "unknown field": ("parallelizm: 4\n", REFUSE, True),
+    # v1.37.2's Plugins has podGroupPostFilter (empty: accepted), and no placementFeasible.
+    "empty podGroupPostFilter": (
+        "profiles:\n- schedulerName: x\n  plugins:\n    podGroupPostFilter: {}\n",
+        ACCEPT,
+        True,
+    ),
+    "placementFeasible is no field": (
+        "profiles:\n- schedulerName: x\n  plugins:\n    placementFeasible: {}\n",
+        REFUSE,
+        True,
+    ),
     "field in the wrong case": ("Parallelism: 4\n", REFUSE, True),
     "duplicate key": ("parallelism: 4\nparallelism: 5\n", REFUSE, True),
     "enableProfiling string": ("enableProfiling: 'yes'\n", REFUSE, True),
@@ -96,6 +107,14 @@ CASES: dict[str, tuple[str, bool, bool]] = {
     "enabled unknown plugin": (score(1, name="Nope"), REFUSE, True),
     "pluginConfig for an unknown plugin": (
         "profiles:\n- schedulerName: x\n  pluginConfig: [{name: Nope, args: {}}]\n",
+        ACCEPT,
+        True,
+    ),
+    # StorageCapacityScoring is beta and on since v1.37: kube-scheduler accepts VolumeBindingArgs.shape
+    # (its validation, like every plugin's args, is py-scheduler's at framework build, not here).
+    "VolumeBinding shape": (
+        "profiles:\n- schedulerName: x\n  pluginConfig:\n  - name: VolumeBinding\n"
+        "    args: {shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]}\n",
         ACCEPT,
         True,
     ),

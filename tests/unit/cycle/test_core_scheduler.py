@@ -186,7 +186,7 @@ async def test_unschedulable_pod_is_parked_with_its_rejectors_and_reported(make_
     # than the node has at all is unresolvable, preemption cannot help; one full stop, as kube-scheduler
     # v1.36.3 writes it), then the nearest misses in the user's terms.
     upstream = (
-        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+        "0/2 nodes are available: 2 Insufficient cpu. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     expected = (
@@ -661,7 +661,7 @@ async def test_by_default_failed_scheduling_events_carry_kube_schedulers_exact_t
     env.flush_writes()
     [event] = failed_events(env, "big")
     upstream = (
-        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, "
+        "0/2 nodes are available: 2 Insufficient cpu. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
     assert event["note"] == upstream
@@ -700,7 +700,7 @@ async def test_bad_pods_fail_scheduling_and_the_loop_goes_on(make_env: MakeEnv) 
     for name in ("missing-node", "bad-required-term"):
         assert failed_events(env, name)[0]["note"].startswith(
             "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. "
-            "no new claims to deallocate, "
+            ""
             "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling. "
             "Nearest misses: "
         )

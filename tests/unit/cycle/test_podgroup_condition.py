@@ -1,5 +1,5 @@
-"""The PodGroupScheduled condition of upstream's pod group cycle (``submitPodGroupAlgorithmResult`` and
-``updatePodGroupCondition`` in kube-scheduler v1.36.3's ``schedule_one_podgroup.go``): the pure patch,
+"""The PodGroupInitiallyScheduled condition of upstream's pod group cycle (``submitPodGroupAlgorithmResult``
+and ``updatePodGroupCondition`` in kube-scheduler v1.36.3's ``schedule_one_podgroup.go``): the pure patch,
 then the pod group cycle writing it, and a member's error failing the whole group."""
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ MakeEnv = Callable[..., CoreEnv]
 NOW = 1_700_000_000.0
 
 
-def group(conditions: Sequence[Mapping[str, Any]] = (), generation: int = 3) -> dict[str, Any]:
+def group(
+    conditions: Sequence[Mapping[str, Any]] = (), generation: int = 3, priority: int = 0
+) -> dict[str, Any]:
     return {
         "metadata": {"name": "g", "namespace": "default", "uid": "g-uid", "generation": generation},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priority": priority},
         "status": {"conditions": list(conditions)},
     }
 
@@ -34,7 +36,7 @@ def test_first_condition_is_written_with_the_generation_and_now() -> None:
         "status": {
             "conditions": [
                 {
-                    "type": "PodGroupScheduled",
+                    "type": "PodGroupInitiallyScheduled",
                     "status": "True",
                     "reason": "Scheduled",
                     "message": "",
@@ -60,7 +62,7 @@ def test_an_unchanged_condition_is_not_written_again() -> None:
 
 def test_a_new_message_keeps_the_transition_time_a_new_status_moves_it() -> None:
     old = {
-        "type": "PodGroupScheduled",
+        "type": "PodGroupInitiallyScheduled",
         "status": "False",
         "reason": "Unschedulable",
         "message": "a",
@@ -82,7 +84,7 @@ def test_a_new_message_keeps_the_transition_time_a_new_status_moves_it() -> None
 
 def test_a_scheduled_group_never_regresses_to_false() -> None:
     scheduled = {
-        "type": "PodGroupScheduled",
+        "type": "PodGroupInitiallyScheduled",
         "status": "True",
         "reason": "Scheduled",
         "message": "",
@@ -141,7 +143,7 @@ def condition_patches(env: CoreEnv) -> list[dict[str, Any]]:
     return [
         c.body["status"]["conditions"][0]
         for c in env.rest.matching(
-            "PATCH", "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g/status"
+            "PATCH", "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/g/status"
         )
     ]
 
@@ -198,7 +200,10 @@ async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(
     for name in ("low-0", "low-1"):
         handlers.on_pod_add(running(name, "n1", "1", 0))
     members = [with_priority(member("m0"), 100), with_priority(member("m1"), 100)]
-    env.sched.pod_group_cycle = PodGroupCycle(env.sched, lambda ns, name: members, lambda ns, name: group())
+    # v1.37: the members' priority must be the PodGroup's (set by the Priority admission plugin).
+    env.sched.pod_group_cycle = PodGroupCycle(
+        env.sched, lambda ns, name: members, lambda ns, name: group(priority=100)
+    )
     for pod in members:
         env.queue.add(pod)
     attempts = metrics.POD_GROUP_SCHEDULE_ATTEMPTS
@@ -251,4 +256,34 @@ async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(
     assert counted(metrics.POD_GROUP_SCHEDULED) == before[metrics.POD_GROUP_SCHEDULED] + 1
     assert env.rest.bindings() == {"m0": "n1", "m1": "n1"}, {
         name: env.queue.where(f"default/{name}") for name in ("m0", "m1")
+    }
+
+
+async def test_members_whose_priority_differs_from_the_groups_fail_with_upstreams_error(
+    make_env: MakeEnv,
+) -> None:
+    """v1.37.2's validatePodGroup: every member has the PodGroup's priority (spec.priority, which the
+    Priority admission plugin sets), else the whole group fails with that error before scheduling."""
+    from tests.unit.preemption.test_preemption_cycle import with_priority
+
+    env = make_env([make_node("n1", cpu="4")])
+    env.fwk.guard = None
+    members = [with_priority(member("m0"), 100), member("m1")]
+    env.sched.pod_group_cycle = PodGroupCycle(
+        env.sched, lambda ns, name: members, lambda ns, name: group(priority=100)
+    )
+    for pod in members:
+        env.queue.add(pod)
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    await env.sched.pod_group_cycle.schedule(qpi)
+    env.flush_writes()
+    assert env.rest.bindings() == {}
+    notes = {
+        e["regarding"]["name"]: e["note"] for e in env.rest.events() if e["reason"] == "FailedScheduling"
+    }
+    assert sorted(notes) == ["m0", "m1"]
+    assert set(notes.values()) == {
+        "all pods in a single pod group should have the same priority as the pod group's priority, "
+        "got 0 and 100"
     }

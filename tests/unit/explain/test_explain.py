@@ -128,7 +128,7 @@ async def test_recording_off_records_nothing_and_keeps_upstreams_event(make_env:
     env.flush_writes()
     [event] = [e for e in env.rest.events() if e["reason"] == "FailedScheduling"]
     assert event["note"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     )
 

@@ -116,9 +116,15 @@ class Diff:
         return "; ".join(p for p in parts if p)
 
 
+# The version constant names the surface; its value changes with every bump and is no change of its own.
+VERSION_NAME = "scheduler.framework:PLUGIN_API_VERSION"
+
+
 def diff(old: dict[str, Any], new: dict[str, Any]) -> Diff:
     changed = []
     for name in sorted(set(old) & set(new)):
+        if name == VERSION_NAME:
+            continue
         if old[name] != new[name]:
             a, b = old[name], new[name]
             # A protocol or class that only gained members is an addition, not a change.
@@ -131,6 +137,12 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> Diff:
                 )
                 and {k: v for k, v in a.items() if k not in ("members", "methods")}
                 == {k: v for k, v in b.items() if k not in ("members", "methods")}
+            )
+            # A typed view that only gained optional fields is an addition too: its readers keep working.
+            grown = grown or (
+                a.get("kind") == b.get("kind") == "typeddict"
+                and set(a["fields"]) <= set(b["fields"])
+                and a["required"] == b["required"]
             )
             changed.append(f"{name} (+members)" if grown else name)
     return Diff(sorted(set(new) - set(old)), sorted(set(old) - set(new)), changed)

@@ -115,6 +115,8 @@ def test_write_refuses_a_change_without_a_bump(monkeypatch: pytest.MonkeyPatch, 
     assert "must be greater" in problem
     assert written == []
     # A minor bump without a changelog entry is refused too.
-    problem = api.write_snapshot("1.1.0")
-    assert "has no '## 1.1.0' entry" in problem
+    major, minor, _ = api.parse_version(recorded["version"])
+    next_minor = f"{major}.{minor + 1}.0"
+    problem = api.write_snapshot(next_minor)
+    assert f"has no '## {next_minor}' entry" in problem
     assert written == []

@@ -29,7 +29,7 @@ def test_group_members_are_refused_while_the_gang_gates_are_off() -> None:
     assert status is not None and status.code is Code.UnschedulableAndUnresolvable
     assert status.message() == (
         "pod uses schedulingGroup, which py-scheduler honours only with "
-        "--feature-gates=GenericWorkload=true,GangScheduling=true (GangScheduling)"
+        "--feature-gates=GenericWorkload=true (GangScheduling)"
     )
     assert UnsupportedFieldGuard(available_plugins=IN_TREE_REGISTRY).check(_pod(**spec)) is None
 

@@ -158,8 +158,12 @@ def test_capacity_selector_with_quantity() -> None:
 
 def test_cel_runtime_error_is_reported_with_owner() -> None:
     selector = {"cel": {"expression": 'device.attributes["x"].missing == 1'}}
+    # v0.37.2: the device is named and a "no such key" error gets upstream's hint (EnhanceRuntimeError).
     with pytest.raises(
-        AllocationError, match=r"claim default/c: selector #0: CEL runtime error: no such key"
+        AllocationError,
+        match=r"^claim default/c: selector #0 on device driver-a/pool-a/dev-1: CEL runtime error: "
+        r"no such key: missing\. consider using CEL optional chaining \(\.\? followed by orValue\(\)\) "
+        r"or guarding the check with has\(\) for optional fields$",
     ):
         allocate([claim("c", request(REQ_0, selectors=[selector]))], [two_devices()])
 
@@ -303,10 +307,33 @@ def test_class_and_claim_config_in_result() -> None:
     ]
     got = allocate([c], [two_devices()], classes=classes)
     assert got is not None
+    # v0.37.2: a config naming every request of the claim applies to all: its list is dropped.
     assert got[0]["devices"]["config"] == [
-        {"source": "FromClass", "requests": [REQ_0], "opaque": {"driver": DRIVER_A, "parameters": {"a": 1}}},
-        {"source": "FromClaim", "requests": [REQ_0], "opaque": {"driver": DRIVER_A, "parameters": {"b": 2}}},
+        {"source": "FromClass", "opaque": {"driver": DRIVER_A, "parameters": {"a": 1}}},
+        {"source": "FromClaim", "opaque": {"driver": DRIVER_A, "parameters": {"b": 2}}},
     ]
+
+
+def test_claim_config_naming_two_of_three_requests_is_added_once_and_kept() -> None:
+    """v0.37.2 adds a claim config once (v0.36 once per request it names) and keeps its list unless it
+    names every request."""
+    c = claim("c", request(REQ_0), request(REQ_1), request("req-2"))
+    both = {"requests": [REQ_0, REQ_1], "opaque": {"driver": DRIVER_A, "parameters": {"b": 2}}}
+    c["spec"]["devices"]["config"] = [both]
+    devs = slice_("s", NODE_1, POOL_A, DRIVER_A, device("d1"), device("d2"), device("d3"))
+    got = allocate([c], [devs], classes={CLASS_A: device_class(CLASS_A)})
+    assert got is not None
+    assert got[0]["devices"]["config"] == [{"source": "FromClaim", **both}]
+
+
+def test_request_crossing_the_claim_limit_is_named() -> None:
+    c = claim("c", request(REQ_0, count=20), request(REQ_1, count=13))
+    with pytest.raises(
+        AllocationError,
+        match=r"^claim default/c, request req-1: adding 13 devices exceeds the claim limit of 32, "
+        r"with 20 already accounted for$",
+    ):
+        allocate([c], [two_devices()])
 
 
 def test_too_many_devices_for_one_claim() -> None:
@@ -327,3 +354,21 @@ def test_filter_timeout() -> None:
     )
     with pytest.raises(AllocationTimeout):
         allocator.allocate(NodeView(NODE_1, {}), [claim("c", request(REQ_0, count=21))])
+
+
+def test_slice_with_compatibility_groups_makes_its_pool_incomplete() -> None:
+    """v0.37.2's GatherPools, DRADeviceCompatibilityGroups off: the slice is ignored and does not count
+    towards the pool, so the pool's other devices are not allocated either."""
+    grouped = device(
+        "g", consumesCounters=[{"counterSet": "x", "counters": {}, "compatibilityGroups": ["a"]}]
+    )
+    plain = slice_("s1", NODE_1, POOL_A, DRIVER_A, device("d1"), count=2)
+    with_groups = slice_("s2", NODE_1, POOL_A, DRIVER_A, grouped, count=2)
+    assert allocate([claim("c", request(REQ_0))], [plain, with_groups]) is None
+    with pytest.raises(
+        AllocationError, match=r"asks for all devices, but resource pool .* is currently being updated"
+    ):
+        allocate([claim("c", request(REQ_0, mode="All"))], [plain, with_groups])
+    # The same slice without the groups completes the pool.
+    ungrouped = slice_("s2", NODE_1, POOL_A, DRIVER_A, device("g"), count=2)
+    assert allocate([claim("c", request(REQ_0))], [plain, ungrouped]) is not None

@@ -6,6 +6,7 @@ from typing import Any
 
 from scheduler.framework import (
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ActionType,
@@ -291,14 +292,15 @@ def test_hints() -> None:
 
 def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
     """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption; kube-scheduler v1.36.3
-    writes "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
-    claims. A claim that is available everywhere is no candidate: "still not schedulable"."""
+    wrote "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
+    claims, and "still not schedulable" when no claim is a candidate; since v1.37 both are Unschedulable
+    without a reason (nothing in the FailedScheduling message)."""
     pl, _ = plugin([])
     state = CycleState()
     pl.pre_filter(state, pod(), NODES)
     nominated, status = pl.post_filter(state, pod(), {})
     assert nominated is None and status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
 
     c = claim(
         "done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"), node=None)
@@ -308,7 +310,7 @@ def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
     state, _, _ = run_filter(pl, p)
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
     assert handle.api_calls == []
 
     # An earlier PreFilter plugin rejected the pod: upstream's state read fails with ErrNotFound.
@@ -377,13 +379,13 @@ def test_post_filter_leaves_a_claim_reserved_for_another_pod() -> None:
         assert isinstance(outcome, tuple)
         _, status = outcome
         assert status is not None
-        assert (status.code, status.message()) == (Code.Unschedulable, "still not schedulable")
+        assert (status.code, status.message()) == (Code.Unschedulable, "")
         assert handle.api_calls == []
 
 
 def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
-    """ "no new claims to deallocate" also when PreFilter stopped before it read the claims (upstream's
-    table: a missing device class)."""
+    """No candidate (Unschedulable without a reason, v1.37) also when PreFilter stopped before it read
+    the claims (upstream's table: a missing device class)."""
     c = claim("pending", request(REQ_0, "missing-class"))
     pl, handle = plugin([c])
     p = pod({"name": "c", "resourceClaimName": "pending"})
@@ -393,7 +395,7 @@ def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
     )
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.message()) == (Code.Unschedulable, "no new claims to deallocate")
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
     assert handle.api_calls == []
 
 
@@ -431,7 +433,7 @@ def test_filter_allocator_failure_wins_and_is_not_a_deallocation_candidate() -> 
     assert status is None
     assert filtered[NODE_2] is not None and filtered[NODE_2].message() == "cannot allocate all claims"
     _, status = pl.post_filter(state, p, {})
-    assert status is not None and status.message() == "still not schedulable"
+    assert status is not None and status.message() == ""
     assert handle.api_calls == []
 
 
@@ -502,7 +504,7 @@ def test_post_filter_deallocates_a_claim_whose_binding_conditions_timed_out() ->
         state, status, filtered = run_filter(pl, p)
         assert status is None and filtered == {NODE_1: None, NODE_2: None}
         _, status = pl.post_filter(state, p, {})
-        assert status is not None and status.message() == "still not schedulable"
+        assert status is not None and status.message() == ""
 
         handle.clock = ALLOCATED_AT_SECONDS + 601
         state, status, filtered = run_filter(pl, p)
@@ -531,7 +533,7 @@ def test_binding_conditions_met_or_absent_keep_the_claim() -> None:
         state, status, filtered = run_filter(pl, p)
         assert status is None and filtered == {NODE_1: None, NODE_2: None}
         _, status = pl.post_filter(state, p, {})
-        assert status is not None and status.message() == "still not schedulable"
+        assert status is not None and status.message() == ""
         assert handle.api_calls == []
 
 
@@ -565,7 +567,7 @@ def test_failed_binding_claim_reserved_for_another_pod_is_left_alone() -> None:
     other = {"resource": "pods", "name": "other", "uid": "other-uid"}
     mine = {"resource": "pods", "name": "p", "uid": POD_UID}
     for reserved, expected in (
-        ([other], "still not schedulable"),
+        ([other], ""),  # v1.37: no reason (v1.36: "still not schedulable")
         ([mine], "deallocation of ResourceClaim completed"),
     ):
         c = binding_claim([cond("attach-failed")], reserved=reserved)
@@ -575,4 +577,53 @@ def test_failed_binding_claim_reserved_for_another_pod_is_left_alone() -> None:
         assert all(f is not None for f in filtered.values())
         _, status = pl.post_filter(state, p, {})
         assert status is not None and status.message() == expected
-        assert len(handle.api_calls) == (expected != "still not schedulable")
+        assert len(handle.api_calls) == (expected != "")
+
+
+def test_device_taint_rules_taint_the_devices_they_select() -> None:
+    """DRADeviceTaintRules (GA in v1.37): a rule's taint counts as if the driver had published it
+    (resourceslice tracker's applyPatches); a toleration lets the pod have the device again."""
+    taint = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
+    rule = {
+        "metadata": {"name": "r"},
+        "spec": {"deviceSelector": {"driver": DRIVER_A, "pool": NODE_1}, "taint": taint},
+    }
+    slices = [slice_(f"s-{n}", n, n, DRIVER_A, device("gpu-0")) for n in (NODE_1, NODE_2)]
+
+    def filtered_for(pending: dict[str, Any]) -> dict[str, Any]:
+        handle = FakeHandle(
+            objects={
+                RESOURCE_CLAIMS: [pending],
+                RESOURCE_SLICES: slices,
+                DEVICE_CLASSES: [device_class(CLASS_A, f'device.driver == "{DRIVER_A}"')],
+                DEVICE_TAINT_RULES: [rule],
+            }
+        )
+        _, status, filtered = run_filter(
+            DynamicResources({}, handle), pod({"name": "c", "resourceClaimName": "c"})
+        )
+        assert status is None
+        return filtered
+
+    filtered = filtered_for(claim("c", request(REQ_0)))
+    assert filtered[NODE_1] is not None and filtered[NODE_1].message() == "cannot allocate all claims"
+    assert filtered[NODE_2] is None
+    # The published slices stay untouched.
+    assert "taints" not in slices[0]["spec"]["devices"][0]
+
+    tolerating = [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}]
+    filtered = filtered_for(claim("c", request(REQ_0, tolerations=tolerating)))
+    assert filtered[NODE_1] is None
+
+
+def test_a_rule_without_selector_taints_nothing() -> None:
+    from scheduler.plugins.dynamicresources.allocator import apply_taint_rules
+
+    s = slice_("s", NODE_1, POOL_A, DRIVER_A, device("a"), device("b"))
+    taint = {"key": "k", "effect": "NoSchedule"}
+    assert apply_taint_rules(s, [{"spec": {"taint": taint}}]) is s
+    assert apply_taint_rules(s, [{"spec": {"deviceSelector": {"driver": "other"}, "taint": taint}}]) is s
+    one = apply_taint_rules(s, [{"spec": {"deviceSelector": {"device": "b"}, "taint": taint}}])
+    assert [d.get("taints") for d in one["spec"]["devices"]] == [None, [taint]]
+    every = apply_taint_rules(s, [{"spec": {"deviceSelector": {}, "taint": taint}}])
+    assert [d.get("taints") for d in every["spec"]["devices"]] == [[taint], [taint]]

@@ -1,4 +1,4 @@
-"""GangScheduling (upstream's scheduling.k8s.io/v1alpha2 gang API), with the tables of kube-scheduler
+"""GangScheduling (upstream's scheduling.k8s.io/v1beta1 gang API), with the tables of kube-scheduler
 v1.36.3 ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling_test.go`` ported."""
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from tests.unit.plugins.plugin_testlib import FakeHandle, pod
 def pod_group(name: str, min_count: int | None, namespace: str = "ns1", **spec: Any) -> dict[str, Any]:
     policy: dict[str, Any] = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
     return {
-        "apiVersion": "scheduling.k8s.io/v1alpha2",
+        "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "podGroupTemplateRef": {"workload": {"workloadName": "wl", "podGroupTemplateName": "t"}},
+            "workloadRef": {"workloadName": "wl", "templateName": "t"},
             "schedulingPolicy": policy,
             **spec,
         },
@@ -222,8 +222,10 @@ async def test_permit_errors_when_the_pod_group_is_gone() -> None:
          "TopologyAwareWorkloadScheduling"),
         ({"resourceClaims": [{"name": "c", "resourceClaimName": "x"}]}, "resourceClaims",
          "DRAWorkloadResourceClaims"),
-        ({"disruptionMode": "PodGroup"}, "disruptionMode PodGroup", "WorkloadAwarePreemption"),
-        ({"priorityClassName": "high", "priority": 1000}, "priority", "WorkloadAwarePreemption"),
+        ({"disruptionMode": {"all": {}}}, "disruptionMode all",
+         "GenericWorkload's workload-aware preemption"),
+        ({"parentCompositePodGroupName": "top"}, "parentCompositePodGroupName", "CompositePodGroup"),
+        ({"preemptionPolicy": "Never"}, "preemptionPolicy", "PodGroupPreemptionPolicy"),
     ],
 )  # fmt: skip
 async def test_pre_filter_refuses_unsupported_pod_group_fields_by_name(
@@ -238,8 +240,16 @@ async def test_pre_filter_refuses_unsupported_pod_group_fields_by_name(
 
 
 async def test_pre_filter_accepts_what_the_api_server_defaults() -> None:
-    # The API server sets disruptionMode Pod and serialises podGroupTemplateRef/constraints as null.
-    group = pod_group("pg1", 1, disruptionMode="Pod", schedulingConstraints=None)
+    # v1beta1: the Priority admission plugin sets spec.priority on every PodGroup (since v1.37); a
+    # single disruption mode is what py-scheduler does; constraints may be serialised as null.
+    group = pod_group(
+        "pg1",
+        1,
+        disruptionMode={"single": {}},
+        schedulingConstraints=None,
+        priorityClassName="high",
+        priority=1000,
+    )
     plugin = GangScheduling({}, Handle([P1], [group]))
     _, status = plugin.pre_filter(CycleState(), PodInfo(P1), [])
     assert status is not None and status.code is Code.Skip

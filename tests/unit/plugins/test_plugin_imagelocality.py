@@ -82,7 +82,14 @@ CASES: list[tuple[str, dict[str, Any], list[Sequence[tuple[list[str], int]]], li
             extra_spec={"volumes": [{"name": "v", "image": {"reference": "gcr.io/300"}}]},
         ),
         [NODE_300_600_900, NODE_4000_30],
-        [12, 0],
+        # v1.37: the image volume counts towards the threshold as a container image would.
+        [6, 0],
+    ),
+    (
+        "same images as ImageVolume pod but as regular container images",
+        pod(images=["gcr.io/30", "gcr.io/300"]),
+        [NODE_300_600_900, NODE_4000_30],
+        [6, 0],
     ),
     (
         "include InitContainers",

@@ -1,5 +1,5 @@
 """InterPodAffinity: upstream's table tests (``interpodaffinity/filtering_test.go``, ``scoring_test.go``,
-``plugin_test.go``, v1.36), names kept so each case can be traced, plus NodeInfo/Snapshot list upkeep and
+``plugin_test.go``, v1.37.2), names kept so each case can be traced, plus NodeInfo/Snapshot list upkeep and
 the equivalence of the batch paths with the per-node ones."""
 
 from __future__ import annotations
@@ -1101,6 +1101,12 @@ def _other() -> P:
     return P().uid("other")
 
 
+def _two_anti_terms(pod: P) -> dict[str, Any]:
+    return (
+        pod.anti_in("service", "region", ["securityscan"], REQ).anti_in("app", "region", ["web"], REQ).obj()
+    )
+
+
 POD_CHANGE_CASES: list[
     tuple[str, dict[str, Any], dict[str, Any] | None, dict[str, Any] | None, QueueingHint]
 ] = [
@@ -1236,6 +1242,49 @@ POD_CHANGE_CASES: list[
         "delete a nominated pod which matches pod's anti-affinity",
         P("p").anti_in("service", "region", SVC_VALUES, REQ).obj(),
         P().nominated("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+    # v1.37.2's anti-affinity hints ask for any matching term (podMatchesAnyAffinityTerms).
+    (
+        "modify pod label to change it from matching only one of target pod's anti-affinity terms to "
+        "matching none",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").label("app", "bar").obj(),
+        _other().node("fake-node").label("service", "foo").label("app", "bar").obj(),
+        Q,
+    ),
+    (
+        "modify pod label but it still matches one of target pod's anti-affinity terms",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").label("app", "bar").obj(),
+        _other().node("fake-node").label("service", "foo").label("app", "web").obj(),
+        S,
+    ),
+    (
+        "delete a pod which matches only one of target pod's anti-affinity terms",
+        P("p")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
+        _other().node("fake-node").label("service", "securityscan").obj(),
+        None,
+        Q,
+    ),
+    (
+        "delete a pod with anti-affinity that matches pending pod on only one term",
+        P("p").label("service", "securityscan").obj(),
+        _other()
+        .node("fake-node")
+        .anti_in("service", "region", ["securityscan"], REQ)
+        .anti_in("app", "region", ["web"], REQ)
+        .obj(),
         None,
         Q,
     ),
@@ -1419,3 +1468,21 @@ def test_args_accept_the_full_range_and_kind() -> None:
     assert plugin.hard_pod_affinity_weight == 100
     assert plugin.ignore_preferred_terms_of_existing_pods is True
     assert InterPodAffinity({"hardPodAffinityWeight": 0}, FakeHandle()).hard_pod_affinity_weight == 0
+
+
+def test_unrolled_namespace_selector_no_longer_matches_pods_of_unknown_namespaces() -> None:
+    """v1.37.2's mergeAffinityTermNamespacesIfNotEmpty resets the term's own selector to Nothing: a
+    ``NotIn`` selector unrolled into the known namespaces' names does not match an existing pod whose
+    namespace the lister does not know (v1.36 still matched it against no labels)."""
+    not_team2 = {"matchExpressions": [expr("team", "NotIn", "team2")]}
+    incoming = (
+        P()
+        .namespace("subteam1.team1")
+        .labels(POD_LABEL2)
+        .anti_affinity_term(term("zone", SVC_IN, namespace_selector=not_team2))
+        .obj()
+    )
+    unknown_ns = P().namespace("not-listed").labels(POD_LABEL).node("node1").obj()
+    known_ns = P().namespace("subteam2.team1").labels(POD_LABEL).node("node1").obj()
+    assert run_filters(incoming, [unknown_ns], [n("node1", LABELS1)]) == (None, [None])
+    assert run_filters(incoming, [known_ns], [n("node1", LABELS1)]) == (None, [ANTI])

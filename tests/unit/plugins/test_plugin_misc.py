@@ -33,7 +33,13 @@ from scheduler.plugins.helper.normalize import default_normalize_score
 from scheduler.plugins.helper.shape import broken_linear_function
 from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.queuesort import PrioritySort
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_REGISTRY, default_multipoint, gated_off
+from scheduler.plugins.registry import (
+    DEFAULT_MULTIPOINT,
+    IN_TREE_REGISTRY,
+    default_multipoint,
+    gated_off,
+    in_tree_registry,
+)
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduling_queue.types import ActionType, QueuedPodInfo, QueueingHint, Resource
 from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod, run_filter
@@ -231,8 +237,8 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
     assert DEFAULT_MULTIPOINT == [
         ("SchedulingGates", 0),
         ("PrioritySort", 0),
-        ("NodeUnschedulable", 0),
         ("NodeName", 0),
+        ("NodeUnschedulable", 0),
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
         ("NodePorts", 0),
@@ -250,8 +256,8 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("DefaultBinder", 0),
     ]
     # Coscheduling, CapacityScheduling, PreemptionToleration and NodeResourcesAllocatable are out of
-    # tree upstream (scheduler-plugins): registered, never on by default. GangScheduling (alpha) and
-    # NodeDeclaredFeatures (beta) are appended by their feature gates.
+    # tree upstream (scheduler-plugins): registered, never on by default. GangScheduling (GenericWorkload,
+    # beta) and NodeDeclaredFeatures (GA) are appended by applyFeatureGates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
         names.CAPACITY_SCHEDULING,
@@ -262,22 +268,34 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
     }
 
 
-def test_gang_scheduling_gate_appends_the_plugin_to_the_default_profile() -> None:
-    """As upstream's applyGangScheduling: appended after the others, no weight."""
-    on = parse_feature_gates("GenericWorkload=true,GangScheduling=true")
+def test_generic_workload_gate_appends_gang_scheduling_to_the_default_profile() -> None:
+    """As upstream's applyGangScheduling (under GenericWorkload since v1.37): appended after the
+    others, no weight."""
+    on = parse_feature_gates("GenericWorkload=true")
     declared = ("NodeDeclaredFeatures", 0)
     assert default_multipoint(on) == [*DEFAULT_MULTIPOINT, declared, ("GangScheduling", 0)]
-    assert default_multipoint(parse_feature_gates("GenericWorkload=true")) == [*DEFAULT_MULTIPOINT, declared]
     assert gated_off(on) == frozenset()
     assert gated_off(parse_feature_gates("")) == {"GangScheduling"}
 
 
-def test_node_declared_features_is_beta_and_on_by_default() -> None:
-    """Upstream v1.36: applyFeatureGates appends it after DefaultBinder; the gate turns it off."""
+def test_node_declared_features_is_ga_and_always_in_the_default_profile() -> None:
+    """Upstream v1.37.2: applyFeatureGates appends it after DefaultBinder; the gate is locked on."""
     assert default_multipoint(parse_feature_gates(""))[-1] == ("NodeDeclaredFeatures", 0)
-    off = parse_feature_gates("NodeDeclaredFeatures=false")
-    assert default_multipoint(off) == DEFAULT_MULTIPOINT
-    assert gated_off(off) == {"GangScheduling", "NodeDeclaredFeatures"}
+    assert gated_off(parse_feature_gates("")) == {"GangScheduling"}
+
+
+def test_node_name_runs_before_node_unschedulable() -> None:
+    """v1.37 swapped them in the default profile: a cordoned node the pod is not pinned to is reported
+    by NodeName."""
+    order = [name for name, _ in DEFAULT_MULTIPOINT]
+    assert order.index("NodeName") + 1 == order.index("NodeUnschedulable")
+
+
+def test_in_tree_registry_binds_the_volume_gates_only_when_off() -> None:
+    assert in_tree_registry(parse_feature_gates("")) == IN_TREE_REGISTRY
+    off = in_tree_registry(parse_feature_gates("StorageCapacityScoring=false,VolumeLimitScaling=false"))
+    changed = {name for name in off if off[name] is not IN_TREE_REGISTRY[name]}
+    assert changed == {"VolumeBinding", "NodeVolumeLimits"}
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -421,9 +421,11 @@ def test_args_validation(args: dict[str, Any], scoring: bool, error: str) -> Non
 
 
 def test_args_defaults() -> None:
+    """StorageCapacityScoring is beta and on by default since v1.37: the default shape applies."""
     plugin = VolumeBinding({}, handle())
-    assert plugin.args.bind_timeout_seconds == 600 and plugin.args.shape == ()
-    assert VolumeBinding({}, handle(), storage_capacity_scoring=True).args.shape == ((0, 10), (100, 0))
+    assert plugin.args.bind_timeout_seconds == 600 and plugin.args.shape == ((0, 10), (100, 0))
+    assert plugin.storage_capacity_scoring
+    assert VolumeBinding({}, handle(), storage_capacity_scoring=False).args.shape == ()
 
 
 def test_queueing_hints() -> None:

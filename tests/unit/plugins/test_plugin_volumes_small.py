@@ -325,3 +325,34 @@ def test_csi_limits_skip_pods_without_claims_and_hints() -> None:
         plugin.is_schedulable_after_pod_deleted(raw, _with_volumes("h", node_name="n"), None)
         is QueueingHint.Skip
     )
+
+
+# --- NodeVolumeLimits: VolumeLimitScaling (TestCSILimitsWithVolumeLimitScaling, v1.37.2) ---------------
+@pytest.mark.parametrize(
+    ("name", "gate", "driver_on_node", "driver_object", "want"),
+    [
+        ("gate enabled - allow scheduling when CSIDriver exists but PreventPodSchedulingIfMissing is not set", True, False, {}, None),
+        ("gate enabled - fail when driver not installed and PreventPodSchedulingIfMissing is true", True, False, {"preventPodSchedulingIfMissing": True},
+         (Code.Unschedulable, ["ebs.csi.aws.com CSI driver is not installed on the node"])),
+        ("gate disabled - skip driver presence check (regardless of CSIDriver presence)", False, False, {"preventPodSchedulingIfMissing": True}, None),
+        ("gate enabled - driver installed within limit", True, True, {"preventPodSchedulingIfMissing": True}, None),
+        ("gate enabled - allow scheduling when CSIDriver object missing", True, False, None, None),
+    ],
+)  # fmt: skip
+def test_csi_limits_with_volume_limit_scaling(
+    name: str, gate: bool, driver_on_node: bool, driver_object: dict[str, Any] | None, want: Any
+) -> None:
+    csi_node = _csi_node("n", {"ebs.csi.aws.com": 2} if driver_on_node else {"other.csi": 2})
+    drivers = (
+        () if driver_object is None else ({"metadata": {"name": "ebs.csi.aws.com"}, "spec": driver_object},)
+    )
+    fh = handle(
+        pvcs=(pvc("dyn", "csi-sc"),),
+        classes=(storage_class("csi-sc", provisioner="ebs.csi.aws.com"),),
+        csi_nodes=(csi_node,),
+        drivers=drivers,
+    )
+    plugin = NodeVolumeLimits({}, fh, volume_limit_scaling=gate)
+    target = pod_with_claims("p", "dyn")
+    assert plugin.pre_filter(CycleState(), target, ())[1] is None
+    assert _status(plugin.filter(CycleState(), target, _node_with())) == want

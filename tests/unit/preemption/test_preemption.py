@@ -487,9 +487,13 @@ def test_post_filter_messages() -> None:
     assert (
         status is not None and status.message() == "preemption: not eligible due to preemptionPolicy=Never."
     )
-    # A success nominates the node; without an executor nothing is evicted.
+    # A success nominates the node and (v1.37) says so; without an executor nothing is evicted.
     nominated, status = env.post_filter(mk("vip", VERY_HIGH, LARGE))
-    assert (nominated, status) == ("node1", None)
+    assert nominated == "node1"
+    assert status is not None and status.code is Code.Success
+    assert status.message() == (
+        "preemption: found a potential placement for pod on node node1, preempting 1 victims"
+    )
 
 
 @pytest.mark.parametrize(

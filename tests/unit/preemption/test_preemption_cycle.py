@@ -155,7 +155,7 @@ async def test_two_preemptors_never_claim_the_same_room(make_env: MakeEnv) -> No
     ]
     # Upstream's text, then explain's nearest miss.
     assert failed["note"] == (
-        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: 0/1 nodes are available: 1 Insufficient cpu. "
         "Nearest misses: n1: Insufficient cpu (requests 1, free 0)."
     )
