@@ -44,7 +44,7 @@ VOLUMES = "volumes"
 DRA = "dra"
 EXTENDER = "extender"
 EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
-# More of scheduler_perf's shapes (issue 31; bench/README.md describes each).
+# More of scheduler_perf's shapes (bench/README.md describes each).
 MIXED_CHURN = "SchedulingWithMixedChurn"
 UNSCHEDULABLE = "Unschedulable"
 GATED = "SchedulingWhileGated"
@@ -825,7 +825,7 @@ DEFAULT_SPREADING_SIZES = ((1000, 2000), (300, 600))  # nodes, pods
 
 
 def build_shape(name: str, *, quick: bool = False) -> Workload | None:
-    """The issue-31 shapes; None for any other name."""
+    """The scheduler_perf shapes above; None for any other name."""
     size = 1 if quick else 0
     if name == MIXED_CHURN:
         return mixed_churn(*MIXED_CHURN_SIZES[size])
