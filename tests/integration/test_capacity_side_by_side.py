@@ -226,6 +226,16 @@ def pod(name: str, cpu: str, priority_class_name: str = "", scheduler: str = NAM
     }
 
 
+# scheduler-plugins v0.34.7 embeds kube-scheduler v1.34's DynamicResources, whose PostFilter begins most
+# messages with this; py-scheduler follows kube-scheduler v1.37.2, which dropped it (docs/kubernetes-1.37.md).
+# Both sides are compared without it; every other character must match.
+V134_DRA_PREFIX = "no new claims to deallocate, "
+
+
+def without_v134_dra_prefix(message: str) -> str:
+    return message.replace(V134_DRA_PREFIX, "")
+
+
 def outcome(side: Side, ns: str, name: str) -> tuple[str, str] | None:
     """("bound", node) or ("pending", message) once the scheduler decided; None before."""
     try:
@@ -238,7 +248,7 @@ def outcome(side: Side, ns: str, name: str) -> tuple[str, str] | None:
         return ("bound", got.spec.node_name)
     for cond in got.status.conditions or []:
         if cond.type == "PodScheduled" and cond.status == "False":
-            return ("pending", cond.message or "")
+            return ("pending", without_v134_dra_prefix(cond.message or ""))
     return None
 
 
@@ -302,7 +312,7 @@ def event_note(message: str) -> str:
 
 def failed_scheduling(side: Side, ns: str, name: str) -> set[str]:
     events = side.core.list_namespaced_event(ns, field_selector=f"involvedObject.name={name}").items
-    return {e.message or "" for e in events if e.reason == "FailedScheduling"}
+    return {without_v134_dra_prefix(e.message or "") for e in events if e.reason == "FailedScheduling"}
 
 
 # --- cases -----------------------------------------------------------------------------------------
