@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from devcluster.binaries import minor_of
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import REPO, SchedulerProcess, scheduler_config, wait_for
+from scheduler.client.kubeclient import RestClient, load_configuration
 from tests.integration.test_constraints import _failed_message
 from tests.integration.workload import RUN_LABEL, make_pod
 
@@ -54,7 +56,13 @@ def test_the_releases_gang_field_is_refused_by_name(
     else:
         pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
         expected = "pod uses schedulingGroup"
-    core_v1.create_namespaced_pod(namespace, body=pod, _preload_content=False)
+    # Raw POST: the Python client's models know no v1.35-only field.
+    rest = RestClient(load_configuration(kubeconfig))
+    status, body = rest.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+    assert status == 201, body
+    # The API server keeps the field (its gang API is on), so the pod really carries it.
+    created = orjson.loads(body)["spec"]
+    assert created.get("workloadRef") or created.get("schedulingGroup"), created
     proc = SchedulerProcess(kubeconfig, tmp_path).start()
     try:
         message = wait_for(lambda: _failed_message(core_v1, namespace, "member"), 30, "FailedScheduling")
