@@ -20,7 +20,7 @@ from scheduler.cache import SchedulerCache
 from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
-from tests.unit.test_core_fakes import PROFILE, build_frameworks
+from tests.unit.fakes import PROFILE, build_frameworks
 
 
 def _measure(nodes: int, pods: int, batching: bool) -> tuple[float, int, int]:

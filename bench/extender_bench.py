@@ -24,7 +24,7 @@ from scheduler.extender.client import HTTPExtender
 from scheduler.extender.runner import Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.types import PodInfo
-from tests.unit.test_core_fakes import PROFILE, build_frameworks, make_node, make_pod
+from tests.unit.fakes import PROFILE, build_frameworks, make_node, make_pod
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -2,8 +2,8 @@
 
 * kube-scheduler: devcluster's build, ``--config`` with clientConnection qps/burst raised (as
   scheduler_perf does), default profile and plugins.
-* py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --port P --leader-elect false``, the
-  same qps/burst, default profile and plugins. Optionally under a profiler.
+* py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --secure-port 0 --port P
+  --leader-elect false``, the same qps/burst, default profile and plugins. Optionally under a profiler.
 * ceiling: ``bench.trivial_binder`` (round-robin, no filtering).
 """
 
@@ -183,6 +183,9 @@ class PyScheduler:
             "--config", str(self.config_path),
             "--kubeconfig", str(self._cp.kubeconfig),
             "--bind-address", "127.0.0.1",
+            # Plain HTTP on a free port (the explicit insecure mode): the bench scrapes /metrics
+            # without credentials and must not take 10259 from another scheduler on the machine.
+            "--secure-port", "0",
             "--port", str(self.port),
             "--leader-elect", "false",
             # e.g. PY_SCHEDULER_BENCH_ARGS=--record-decisions=false: the cost of decision recording.

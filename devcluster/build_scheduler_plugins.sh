@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the scheduler-plugins scheduler (sigs.k8s.io/scheduler-plugins cmd/scheduler: kube-scheduler with
-# Coscheduling compiled in) into a cache outside the repo, for the gang bench's peer. Bench-only: nothing in
-# `make test` needs it. Skipped when the binary is cached.
+# Coscheduling, CapacityScheduling... compiled in) and its controller (cmd/controller: PodGroup and
+# ElasticQuota status) into a cache outside the repo, for the side-by-side tests and benches. Nothing in
+# `make test` needs them. Each is skipped when cached.
 #
 # Version note: scheduler-plugins is built at exactly the release in SCHEDULER_PLUGINS_VERSION. Its go.mod pins the
 # Kubernetes libraries at v0.34.7 / v1.34.7, but the module proxy this project builds from refuses
@@ -14,8 +15,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 version="$(cat "$here/SCHEDULER_PLUGINS_VERSION")"
 cache="${PY_SCHEDULER_CACHE:-$HOME/.cache/py-scheduler}/scheduler-plugins-$version"
 bin="$cache/scheduler-plugins-scheduler"
-if [ -x "$bin" ]; then
-  echo "devcluster: scheduler-plugins $version scheduler cached at $bin"
+controller="$cache/scheduler-plugins-controller"
+if [ -x "$bin" ] && [ -x "$controller" ]; then
+  echo "devcluster: scheduler-plugins $version scheduler and controller cached in $cache"
   exit 0
 fi
 command -v go >/dev/null || { echo "devcluster: Go toolchain not found; install Go >= 1.24" >&2; exit 1; }
@@ -27,6 +29,12 @@ start=$(date +%s)
 echo "devcluster: building scheduler-plugins $version cmd/scheduler into $cache (cold build: several minutes)"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod
 # Built under a temporary name and renamed, so an interrupted build never leaves a broken binary.
-go build -trimpath -ldflags "$ldflags" -o "$cache/.scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler
-mv "$cache/.scheduler.tmp" "$bin"
+if [ ! -x "$bin" ]; then
+  go build -trimpath -ldflags "$ldflags" -o "$cache/.scheduler.tmp" sigs.k8s.io/scheduler-plugins/cmd/scheduler
+  mv "$cache/.scheduler.tmp" "$bin"
+fi
+if [ ! -x "$controller" ]; then
+  go build -trimpath -ldflags "$ldflags" -o "$cache/.controller.tmp" sigs.k8s.io/scheduler-plugins/cmd/controller
+  mv "$cache/.controller.tmp" "$controller"
+fi
 echo "devcluster: built in $(( $(date +%s) - start ))s"

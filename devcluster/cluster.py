@@ -361,10 +361,14 @@ class ControlPlane:
         config_path: str | Path | None = None,
         timeout: float | None = None,
         binary: str | Path | None = None,
+        delegated_auth: bool = False,
+        auth_kubeconfig: str | Path | None = None,
     ) -> ManagedProcess:
         """Run the real kube-scheduler against this apiserver; stopped by stop() or by handle.stop().
 
-        ``binary``: another kube-scheduler build (the gang bench's scheduler-plugins scheduler)."""
+        ``binary``: another kube-scheduler build (the gang bench's scheduler-plugins scheduler).
+        ``delegated_auth``: authenticate and authorise its port as in a cluster (devcluster.kube_scheduler).
+        The handle's ``port`` attribute is its secure port."""
         self._require_running_etcd()
         if not self.kubeconfig.exists():
             raise RuntimeError("kube-apiserver has not been started: no kubeconfig yet")
@@ -383,10 +387,12 @@ class ControlPlane:
                 cert_dir=cert_dir,
                 config_path=Path(config_path) if config_path is not None else None,
                 extra_args=extra_args,
+                delegated_auth=delegated_auth,
+                auth_kubeconfig=Path(auth_kubeconfig) if auth_kubeconfig is not None else None,
             )
 
         tls = unverified_tls()
-        return self._launch(
+        handle = self._launch(
             name,
             build,
             # /readyz, not /healthz: it also waits for the informers and event handlers to sync
@@ -395,6 +401,8 @@ class ControlPlane:
             what=lambda: f"{name} /readyz on https://127.0.0.1:{port}",
             timeout=timeout or self.start_timeout,
         )
+        handle.port = port
+        return handle
 
     # ----- kube-controller-manager -----
 

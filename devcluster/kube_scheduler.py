@@ -50,7 +50,13 @@ def kube_scheduler_argv(
     cert_dir: Path,
     config_path: Path | None = None,
     extra_args: Sequence[str] = (),
+    delegated_auth: bool = False,
+    auth_kubeconfig: Path | None = None,
 ) -> list[str]:
+    """``delegated_auth``: kube-scheduler's own defaults (only the health paths always allowed, the
+    client CA looked up) with TokenReview and SubjectAccessReview through ``kubeconfig``, as a
+    cluster runs it (``auth_kubeconfig`` instead, when given); otherwise health and metrics are open
+    and nothing is looked up."""
     argv = [str(binary)]
     # --kubeconfig is ignored when --config is given; the config's clientConnection.kubeconfig wins.
     argv.append(f"--config={config_path}" if config_path is not None else f"--kubeconfig={kubeconfig}")
@@ -59,10 +65,16 @@ def kube_scheduler_argv(
         "--bind-address=127.0.0.1",
         f"--secure-port={secure_port}",
         f"--cert-dir={cert_dir}",
-        # No controller-manager publishes extension-apiserver-authentication; do not look it up.
-        "--authentication-skip-lookup=true",
-        f"--authorization-always-allow-paths={ALWAYS_ALLOW_PATHS}",
         "--v=1",
     ]
+    if delegated_auth:
+        reviews = auth_kubeconfig or kubeconfig
+        argv += [f"--authentication-kubeconfig={reviews}", f"--authorization-kubeconfig={reviews}"]
+    else:
+        # Health and metrics readable without delegated authorization; no client CA lookup.
+        argv += [
+            "--authentication-skip-lookup=true",
+            f"--authorization-always-allow-paths={ALWAYS_ALLOW_PATHS}",
+        ]
     argv += list(extra_args)
     return argv

@@ -87,6 +87,8 @@ class ManagedProcess:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
+        # The port it serves on, when its starter records one (kube-scheduler's secure port).
+        self.port = 0
         self.argv = list(argv)
         self.log_path = log_path
         self._env = dict(env) if env is not None else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -70,7 +71,11 @@ class SchedulerProcess:
         name: str = "py-scheduler",
         extra_args: list[str] | None = None,
         env: Mapping[str, str] | None = None,
+        secure: bool = False,
     ) -> None:
+        """``secure``: HTTPS with delegated authentication and authorization through ``kubeconfig``, as
+        deployed; otherwise the explicit insecure mode (plain HTTP on --port, no authentication), which
+        tests of scheduling itself use to read /metrics and /debug/pods without credentials."""
         self.kubeconfig = str(kubeconfig)
         self.workdir = workdir
         self.name = name
@@ -80,6 +85,7 @@ class SchedulerProcess:
         self.port = free_port()
         self.extra_args = extra_args or []
         self.env = env
+        self.secure = secure
         self.proc: subprocess.Popen[bytes] | None = None
 
     def argv(self) -> list[str]:
@@ -88,9 +94,18 @@ class SchedulerProcess:
             "--config", str(self.config_path),
             "--kubeconfig", self.kubeconfig,
             "--bind-address", "127.0.0.1",
-            "--port", str(self.port),
+            *self.serving_args(),
             "-v", "4",
             *self.extra_args,
+        ]  # fmt: skip
+
+    def serving_args(self) -> list[str]:
+        if not self.secure:
+            return ["--secure-port", "0", "--port", str(self.port)]
+        return [
+            "--secure-port", str(self.port),
+            "--authentication-kubeconfig", self.kubeconfig,
+            "--authorization-kubeconfig", self.kubeconfig,
         ]  # fmt: skip
 
     def start(self) -> SchedulerProcess:
@@ -105,11 +120,20 @@ class SchedulerProcess:
         return self
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.secure else 'http'}://127.0.0.1:{self.port}{path}"
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """(status, body); status 0 when unreachable. ``token``: sent as a bearer token."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        context = None
+        if self.secure:
+            # The serving certificate is self-signed; what is tested here is who gets an answer.
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(self.url(path), timeout=5) as resp:
+            request = urllib.request.Request(self.url(path), headers=headers)
+            with urllib.request.urlopen(request, timeout=15, context=context) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()

@@ -98,6 +98,15 @@ PRIORITY_CLASSES = ResourceSpec(
 PODGROUPS = ResourceSpec(
     group="scheduling.x-k8s.io", version="v1alpha1", plural="podgroups", namespaced=True, kind="PodGroup"
 )
+# scheduler-plugins' ElasticQuota (CapacityScheduling), an optional CRD: watched only when CapacityScheduling
+# is enabled.
+ELASTIC_QUOTAS = ResourceSpec(
+    group="scheduling.x-k8s.io",
+    version="v1alpha1",
+    plural="elasticquotas",
+    namespaced=True,
+    kind="ElasticQuota",
+)
 # Upstream's own gang API (beta and off in v1.37, feature gate GenericWorkload): served only when the API
 # server runs with --runtime-config=scheduling.k8s.io/v1beta1=true; watched only when GenericWorkload is on.
 WORKLOAD_PODGROUPS = ResourceSpec(

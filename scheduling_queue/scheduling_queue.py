@@ -1,33 +1,38 @@
-"""The SchedulingQueue: activeQ, backoffQ, unschedulable and gated pods, plus the in-flight attempts.
+"""The SchedulingQueue: where every pending pod is, and the moves between those places.
 
-Modelled on kube-scheduler's ``pkg/scheduler/backend/queue`` (``scheduling_queue.go``,
-``active_queue.go``, ``backoff_queue.go``, ``unschedulable_pods.go``) with queueing hints enabled.
-Every pod the queue knows is in exactly one place: active, backoff, unschedulable, gated or in flight.
+Modelled on kube-scheduler's ``pkg/scheduler/backend/queue`` with queueing hints enabled. Every pod the
+queue knows is in exactly one place; each place is a module of its own with one job:
+
+* :mod:`~scheduling_queue.active_queue`: activeQ, the pods ready to be popped, in QueueSort order;
+* :mod:`~scheduling_queue.backoff_queue`: backoffQ, the pods waiting out their backoff;
+* :mod:`~scheduling_queue.unschedulable_pods`: the pods plugins rejected, indexed by rejector;
+* :mod:`~scheduling_queue.gated_pods`: the pods a PreEnqueue plugin holds back, indexed by gate;
+* :mod:`~scheduling_queue.in_flight`: the attempts in progress and the events they must replay.
+
+The sub-queues only store and order. This facade decides the moves (upstream's
+``scheduling_queue.go``): PreEnqueue on the way into activeQ, queueing hints on cluster events and
+failed attempts, the ``scheduler_queue_incoming_pods`` counts, waking a waiting :meth:`pop`, the
+nominator and the periodic flushers.
 
 The queue belongs to the scheduler's asyncio loop and takes no locks; call it only from that loop.
-
-Heaps use ``heapq`` with lazy deletion: a sub-queue's dict maps each pod key to its one live heap entry,
-and entries that no longer match are skipped when they surface (and compacted away when they pile up).
-With the default PrioritySort the entry is ``(-priority, timestamp, seq, qpi)`` so heapq compares plain
-tuples; any other QueueSort wraps the pod in a key whose ``__lt__`` calls the profile's ``less``.
-
-Backoff follows v1.36 with SchedulerPopFromBackoffQ (beta, on): expiries are truncated to 1-second
-ordering windows and a pod backs off while its window has not passed; pods rejected by plugins wait in a
-heap ordered by window, then by QueueSort, and are popped from there when activeQ is empty; pods that
-failed with an error wait in a separate heap by expiry that is never popped early.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from heapq import heapify, heappop, heappush
 from types import MappingProxyType
 from typing import Any
 
 from scheduling_queue import metrics
+from scheduling_queue.active_queue import ActiveQueue
+from scheduling_queue.backoff_queue import (
+    BACKOFF_ORDERING_WINDOW,
+    DEFAULT_POD_INITIAL_BACKOFF,
+    DEFAULT_POD_MAX_BACKOFF,
+    BackoffQueue,
+)
 from scheduling_queue.events import (
     BACKOFF_COMPLETE,
     EVENT_ASSIGNED_POD_ADD,
@@ -43,6 +48,7 @@ from scheduling_queue.events import (
     is_wildcard,
     pod_scheduling_properties_change,
 )
+from scheduling_queue.gated_pods import GatedPods
 from scheduling_queue.hints import AFTER_BACKOFF, IMMEDIATELY, SKIP, HintRegistry
 from scheduling_queue.in_flight import InFlight, InFlightTracker
 from scheduling_queue.nominator import Nominator
@@ -58,6 +64,23 @@ from scheduling_queue.types import (
     pod_key,
     priority_sort_less,
 )
+from scheduling_queue.unschedulable_pods import UnschedulablePods
+
+__all__ = [
+    "ACTIVE",
+    "BACKOFF",
+    "BACKOFF_FLUSH_INTERVAL",
+    "BACKOFF_ORDERING_WINDOW",
+    "DEFAULT_POD_INITIAL_BACKOFF",
+    "DEFAULT_POD_MAX_BACKOFF",
+    "DEFAULT_POD_MAX_IN_UNSCHEDULABLE",
+    "GATED",
+    "IN_FLIGHT",
+    "POP_FROM_BACKOFF_Q",
+    "UNSCHEDULABLE",
+    "UNSCHEDULABLE_FLUSH_INTERVAL",
+    "SchedulingQueue",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +90,8 @@ UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 IN_FLIGHT = "in_flight"
 
-DEFAULT_POD_INITIAL_BACKOFF = 1.0
-DEFAULT_POD_MAX_BACKOFF = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
 BACKOFF_FLUSH_INTERVAL = 1.0
-# Upstream's backoffQOrderingWindowDuration.
-BACKOFF_ORDERING_WINDOW = 1.0
 # The incoming-pods metric's event label for a pod taken from backoffQ (framework.PopFromBackoffQ).
 POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
@@ -81,30 +100,7 @@ _POD_ADD = event_label(EVENT_UNSCHEDULED_POD_ADD)
 _POD_UPDATE = event_label(EVENT_UNSCHEDULED_POD_UPDATE)
 _ACTIVE_POD_ADD = (ACTIVE, _POD_ADD)
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-_NO_REJECTOR = ""  # index slot for unschedulable pods no plugin rejected
-_COMPACT_MIN = 1024
 _NO_HINTS: Mapping[str, Sequence[ClusterEventWithHint]] = MappingProxyType({})
-
-Entry = tuple[Any, ...]
-
-
-class _LessKey:
-    """Heap key for a custom QueueSort: orders pods by the profile's ``less``."""
-
-    __slots__ = ("less", "qpi")
-
-    def __init__(self, qpi: QueuedPodInfo, less: QueueSortLess) -> None:
-        self.qpi = qpi
-        self.less = less
-
-    def __lt__(self, other: _LessKey) -> bool:
-        return self.less(self.qpi, other.qpi)
-
-
-def _priority(pod: Pod) -> int:
-    spec = pod.get("spec")
-    prio = spec.get("priority") if spec else None
-    return prio if type(prio) is int else 0
 
 
 class SchedulingQueue:
@@ -142,16 +138,10 @@ class SchedulingQueue:
         pod_requests: PodRequestsFn | None = None,
         generic_workload: bool = False,
     ) -> None:
-        if initial_backoff < 0 or max_backoff < initial_backoff:
-            raise ValueError("need 0 <= initial_backoff <= max_backoff")
         self._clock = clock
         self._now = clock.now
-        self._less = less
-        self._default_sort = less is priority_sort_less
         self._pre_enqueue = pre_enqueue
         self._hints = HintRegistry(hints)
-        self._initial_backoff = float(initial_backoff)
-        self._max_backoff = float(max_backoff)
         self._max_in_unschedulable = float(max_in_unschedulable)
         self._sleep = sleep
         self._backoff_flush_interval = backoff_flush_interval
@@ -161,24 +151,19 @@ class SchedulingQueue:
         # determineSchedulingHintForInFlightPod: no event-based requeueing at pod group level yet).
         self._generic_workload = generic_workload
 
-        self._seq = 0
-        self._active_heap: list[Entry] = []
-        self._active: dict[str, Entry] = {}
-        self._active_stale = 0
-        # Rejected pods (popped early when activeQ is empty) and error pods (never popped early).
-        self._backoff_heap: list[Entry] = []
-        self._error_backoff_heap: list[Entry] = []
-        self._backoff: dict[str, Entry] = {}
-        self._backoff_stale = 0
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
-        # Unschedulable pods by rejector plugin, so an event only visits pods a matching plugin rejected.
-        self._unschedulable_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
-        self._unschedulable_plugins: dict[str, tuple[str, ...]] = {}
-        self._gated: dict[str, QueuedPodInfo] = {}
-        self._gated_by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
-        self._gated_plugin: dict[str, str] = {}
+        # BackoffQueue validates the backoff bounds; it is built first so a bad config raises early.
+        self._backoff = BackoffQueue(less=less, initial_backoff=initial_backoff, max_backoff=max_backoff)
+        self._active = ActiveQueue(less)
+        self._unschedulable = UnschedulablePods()
+        self._gated = GatedPods()
         self._in_flight = InFlightTracker()
         self.nominator = Nominator()
+        # The sub-queues' read-only views, bound once: add() and pop_nowait() run per pod and test
+        # membership on them directly rather than through a Python-level __contains__ each.
+        self._active_pods = self._active.entries
+        self._backoff_pods = self._backoff.entries
+        self._unschedulable_pods = self._unschedulable.pods
+        self._gated_pods = self._gated.pods
 
         self._waiters: list[asyncio.Future[None]] = []
         self._closed = False
@@ -194,21 +179,31 @@ class SchedulingQueue:
 
     def __contains__(self, key: object) -> bool:
         """Whether the pod ``namespace/name`` is pending (see :meth:`where` for in-flight pods)."""
-        return key in self._active or key in self._backoff or key in self._unschedulable or key in self._gated
+        return (
+            key in self._active_pods
+            or key in self._backoff_pods
+            or key in self._unschedulable_pods
+            or key in self._gated_pods
+        )
 
     @property
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def _default_sort(self) -> bool:
+        """Whether activeQ orders by the PrioritySort tuple key (the fast path) rather than ``less``."""
+        return self._active.tuple_keys
+
     def where(self, key: str) -> str | None:
         """``active``, ``backoff``, ``unschedulable``, ``gated``, ``in_flight`` or None."""
-        if key in self._active:
+        if key in self._active_pods:
             return ACTIVE
-        if key in self._backoff:
+        if key in self._backoff_pods:
             return BACKOFF
-        if key in self._unschedulable:
+        if key in self._unschedulable_pods:
             return UNSCHEDULABLE
-        if key in self._gated:
+        if key in self._gated_pods:
             return GATED
         if self._in_flight.live(key) is not None:
             return IN_FLIGHT
@@ -216,11 +211,12 @@ class SchedulingQueue:
 
     def get(self, key: str) -> QueuedPodInfo | None:
         """The record of a pending or in-flight pod."""
-        entry = self._active.get(key) or self._backoff.get(key)
-        if entry is not None:
-            qpi: QueuedPodInfo = entry[-1]
-            return qpi
-        found = self._unschedulable.get(key) or self._gated.get(key)
+        found = (
+            self._active.get(key)
+            or self._backoff.get(key)
+            or self._unschedulable.get(key)
+            or self._gated.get(key)
+        )
         if found is not None:
             return found
         rec = self._in_flight.live(key)
@@ -232,27 +228,16 @@ class SchedulingQueue:
 
     def unschedulable_counts(self) -> dict[tuple[str, str], int]:
         """Unschedulable pods per (rejecting plugin, schedulerName): ``scheduler_unschedulable_pods``."""
-        counts: dict[tuple[str, str], int] = {}
-        for plugin, pods in self._unschedulable_by_plugin.items():
-            if plugin == _NO_REJECTOR:
-                continue
-            for qpi in pods.values():
-                # scheduler.framework.objects.scheduler_name_of, inlined: scheduling_queue must not
-                # import scheduler.
-                key = (plugin, qpi.pod.get("spec", {}).get("schedulerName") or "default-scheduler")
-                counts[key] = counts.get(key, 0) + 1
-        return counts
+        return self._unschedulable.counts()
 
     def pending_pods(self) -> dict[str, list[Pod]]:
         """Pods by sub-queue, for debugging; ``active`` and ``backoff`` are in pop / expiry order."""
         return {
-            ACTIVE: [e[-1].pod for e in sorted(self._active.values())],
-            BACKOFF: [
-                e[-1].pod for e in sorted(self._backoff.values(), key=lambda e: (e[0], e[-1].timestamp))
-            ],
-            UNSCHEDULABLE: [q.pod for q in self._unschedulable.values()],
-            GATED: [q.pod for q in self._gated.values()],
-            IN_FLIGHT: [r.latest or r.qpi.pod for r in self._in_flight.all_live()],
+            ACTIVE: [q.pod for q in self._active.in_order()],
+            BACKOFF: [q.pod for q in self._backoff.in_order()],
+            UNSCHEDULABLE: [q.pod for q in self._unschedulable.all()],
+            GATED: [q.pod for q in self._gated.all()],
+            IN_FLIGHT: self.in_flight_pods(),
         }
 
     def in_flight_pods(self) -> list[Pod]:
@@ -265,20 +250,15 @@ class SchedulingQueue:
 
     def backoff_duration(self, attempts: int) -> float:
         """``initial * 2**(attempts-1)`` capped at max; 0 before the first attempt."""
-        if attempts <= 0:
-            return 0.0
-        return min(self._initial_backoff * 2.0 ** min(attempts - 1, 64), self._max_backoff)
+        return self._backoff.duration(attempts)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
         """When the pod stops backing off: the end of the 1 s ordering window its backoff expires in
         (upstream aligns expiries to the window and backs off while that window is not over)."""
-        duration = self.backoff_duration(qpi.attempts)
-        if duration <= 0:
-            return 0.0
-        return math.floor(qpi.timestamp + duration) + BACKOFF_ORDERING_WINDOW
+        return self._backoff.expiry(qpi)
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return self.backoff_expiry(qpi) > self._now()
+        return self._backoff.expiry(qpi) > self._now()
 
     # ------------------------------------------------------------------ informer-driven
 
@@ -287,10 +267,10 @@ class SchedulingQueue:
         meta = pod.get("metadata") or _EMPTY
         key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"  # pod_key, inlined: hot path
         if (
-            key in self._active
-            or key in self._backoff
-            or key in self._unschedulable
-            or key in self._gated
+            key in self._active_pods
+            or key in self._backoff_pods
+            or key in self._unschedulable_pods
+            or key in self._gated_pods
             or key in self._in_flight.records
         ):
             known = self._known_pod(key)
@@ -300,7 +280,8 @@ class SchedulingQueue:
         now = self._now()
         qpi = QueuedPodInfo(pod, key, now, now)
         if self._pre_enqueue is None:
-            self._push_active(qpi)
+            # Without PreEnqueue nothing can gate the pod: the push is _move_to_active's, minus its checks.
+            self._active.push(qpi)
             self._incoming[_ACTIVE_POD_ADD] += 1
             if self._waiters:
                 self._wake()
@@ -328,36 +309,23 @@ class SchedulingQueue:
                 self._in_flight.record(event, old, new)
             self.nominator.update_nominated_pod(old, new)
             return
-        entry = self._active.get(key)
-        if entry is not None:
-            qpi: QueuedPodInfo = entry[-1]
-            old_priority = _priority(qpi.pod)
-            qpi.pod = new
-            self.nominator.update_nominated_pod(old, new)
-            if not self._default_sort or _priority(new) != old_priority:
-                self._push_active(qpi)
-                self._note_active_stale()
-            return
-        entry = self._backoff.get(key)
-        if entry is not None:
-            entry[-1].pod = new
+        # Membership on the views first: an update is common for unschedulable pods (the scheduler's
+        # own status patches), and should not cost a call into each sub-queue it is not in.
+        if key in self._active_pods:
+            self._active.update(key, new)
             self.nominator.update_nominated_pod(old, new)
             return
-        found = self._unschedulable.get(key)
+        if key in self._backoff_pods:
+            self._backoff.update(key, new)
+            self.nominator.update_nominated_pod(old, new)
+            return
+        found = self._unschedulable_pods.get(key)
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
-            if not is_pod_updated(old, new):
-                return
-            for event in pod_scheduling_properties_change(new, old, self._pod_requests):
-                strategy = self._hints.strategy(found, event, old, new)
-                if strategy != SKIP:
-                    self._remove_unschedulable(key)
-                    if self._requeue(found, strategy, event_label(event)) == ACTIVE:
-                        self._wake()
-                    return
+            self._update_unschedulable(found, old, new)
             return
-        found = self._gated.get(key)
+        found = self._gated_pods.get(key)
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
@@ -371,6 +339,21 @@ class SchedulingQueue:
             self._wake()
         self.nominator.add_nominated_pod(new)
 
+    def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod, new: Pod) -> None:
+        """An unschedulable pod changed: requeue it on the first ``UpdatePodXYZ`` event a rejector's
+        hint says may help (upstream's isPodWorthRequeuing per event); else it stays."""
+        if not is_pod_updated(old, new):
+            # Status-only (e.g. the scheduler's own PodScheduled=False patch): requeueing on it would
+            # retry every failed pod right after its failure.
+            return
+        for event in pod_scheduling_properties_change(new, old, self._pod_requests):
+            strategy = self._hints.strategy(qpi, event, old, new)
+            if strategy != SKIP:
+                self._unschedulable.remove(qpi.key)
+                if self._requeue(qpi, strategy, event_label(event)) == ACTIVE:
+                    self._wake()
+                return
+
     def delete(self, pod: Pod) -> None:
         """The pod is gone (or no longer ours): drop it from wherever it is.
 
@@ -378,14 +361,14 @@ class SchedulingQueue:
         """
         key = pod_key(pod)
         self.nominator.delete_nominated_pod_if_exists(pod)
-        if self._active.pop(key, None) is not None:
-            self._note_active_stale()
-        elif self._backoff.pop(key, None) is not None:
-            self._note_backoff_stale()
-        elif key in self._unschedulable:
-            self._remove_unschedulable(key)
-        elif key in self._gated:
-            self._remove_gated(key)
+        if key in self._active_pods:
+            self._active.remove(key)
+        elif key in self._backoff_pods:
+            self._backoff.remove(key)
+        elif key in self._unschedulable_pods:
+            self._unschedulable.remove(key)
+        else:
+            self._gated.remove(key)
         rec = self._in_flight.records.get(key)
         if rec is not None:
             rec.deleted = True
@@ -408,6 +391,9 @@ class SchedulingQueue:
             finally:
                 if not fut.done():
                     fut.cancel()
+                # A pop cancelled while waiting leaves no waiter behind (a wake-up empties the list).
+                if fut in self._waiters:
+                    self._waiters.remove(fut)
 
     def pop_nowait(self) -> QueuedPodInfo | None:
         """Like :meth:`pop` without waiting: None when activeQ is empty or the queue is closed.
@@ -417,22 +403,11 @@ class SchedulingQueue:
         """
         if self._closed:
             return None
-        now = self._now()
-        backoff_heap, error_heap = self._backoff_heap, self._error_backoff_heap
-        if (backoff_heap and backoff_heap[0][0] <= now) or (error_heap and error_heap[0][0] <= now):
+        if self._backoff.next_expiry <= self._now():
             self.flush_backoff_completed()
-        active = self._active
-        if not active:
+        qpi = self._active.pop()
+        if qpi is None:
             return self._pop_backoff()
-        heap = self._active_heap
-        while True:
-            entry = heappop(heap)
-            qpi: QueuedPodInfo = entry[-1]
-            key = qpi.key
-            if active.get(key) is entry:
-                break
-            self._active_stale -= 1
-        del active[key]
         qpi.attempts += 1
         self._in_flight.start(qpi)
         return qpi
@@ -440,25 +415,19 @@ class SchedulingQueue:
     def _pop_backoff(self) -> QueuedPodInfo | None:
         """activeQ is empty: take the head of the rejected pods' backoff heap rather than idle
         (upstream's SchedulerPopFromBackoffQ). Pods that failed with an error are never taken early."""
-        heap, backoff = self._backoff_heap, self._backoff
-        while heap:
-            entry = heappop(heap)
-            qpi: QueuedPodInfo = entry[-1]
-            if backoff.get(qpi.key) is entry:
-                del backoff[qpi.key]
-                # Upstream runs PreEnqueue when a pod enters backoffQ, so a pod popped from it early
-                # has passed it; here it runs now (e.g. DefaultPreemption holds a preemptor whose
-                # victims are still being evicted, which would otherwise preempt them again).
-                pre_enqueue = self._pre_enqueue
-                gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
-                if gate:
-                    self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
-                    continue
-                self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
-                qpi.attempts += 1
-                self._in_flight.start(qpi)
-                return qpi
-            self._backoff_stale -= 1
+        pre_enqueue = self._pre_enqueue
+        while (qpi := self._backoff.pop_rejected()) is not None:
+            # Upstream runs PreEnqueue when a pod enters backoffQ, so a pod popped from it early
+            # has passed it; here it runs now (e.g. DefaultPreemption holds a preemptor whose
+            # victims are still being evicted, which would otherwise preempt them again).
+            gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
+            if gate:
+                self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
+                continue
+            self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
+            qpi.attempts += 1
+            self._in_flight.start(qpi)
+            return qpi
         return None
 
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
@@ -484,31 +453,31 @@ class SchedulingQueue:
             if rec is not None and rec.latest is not None:
                 qpi.pod = rec.latest
             qpi.timestamp = self._now()
-            if rec is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
-                # An error (no rejector), or nothing to replay: retry after backoff, as upstream.
-                strategy = AFTER_BACKOFF
-            elif self._generic_workload and _in_scheduling_group(qpi.pod):
-                strategy = AFTER_BACKOFF
-            else:
-                strategy = self._in_flight_strategy(qpi, rec)
-            if self._requeue(qpi, strategy, SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
+            if self._requeue(qpi, self._failure_strategy(qpi, rec), SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
                 self._wake()
         finally:
             if rec is not None:
                 self._in_flight.finish(rec)
+
+    def _failure_strategy(self, qpi: QueuedPodInfo, rec: InFlight | None) -> int:
+        """Where a failed attempt's pod goes (upstream's determineSchedulingHintForInFlightPod)."""
+        if rec is None or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
+            # An error (no rejector), or nothing to replay: retry after backoff, as upstream.
+            return AFTER_BACKOFF
+        if self._generic_workload and _in_scheduling_group(qpi.pod):
+            return AFTER_BACKOFF
+        return self._in_flight_strategy(qpi, rec)
 
     def pop_specific(self, pod: Pod) -> QueuedPodInfo | None:
         """Take this pending pod out of the queue as if popped (upstream's PopSpecificPod, for the pod
         group cycle): activated first (PreEnqueue runs), then taken from activeQ. None when it is not
         there (gated, in flight, unknown)."""
         key = pod_key(pod)
-        if key not in self._active:
+        if key not in self._active_pods:
             self.activate([pod])
-        entry = self._active.pop(key, None)
-        if entry is None:
+        qpi = self._active.remove(key)
+        if qpi is None:
             return None
-        self._note_active_stale()
-        qpi: QueuedPodInfo = entry[-1]
         qpi.attempts += 1
         self._in_flight.start(qpi)
         return qpi
@@ -541,16 +510,8 @@ class SchedulingQueue:
         activated = False
         for pod in pods:
             key = pod_key(pod)
-            qpi = self._unschedulable.get(key)
-            if qpi is not None:
-                self._remove_unschedulable(key)
-            elif key in self._gated:
-                qpi = self._gated[key]
-            else:
-                entry = self._backoff.pop(key, None)
-                if entry is not None:
-                    self._note_backoff_stale()
-                    qpi = entry[-1]
+            # A gated pod stays in the gated map: _move_to_active releases it only if PreEnqueue passes.
+            qpi = self._unschedulable.remove(key) or self._gated.get(key) or self._backoff.remove(key)
             if qpi is not None:
                 activated |= self._move_to_active(qpi, FORCE_ACTIVATE)
             elif self._in_flight.live(key) is not None:
@@ -574,34 +535,20 @@ class SchedulingQueue:
         moves every unschedulable pod. The event is logged for replay to in-flight pods.
         ``pre_check(pod)`` can narrow the candidates further (upstream's preCheck).
         """
-        hints = self._hints
-        matching = hints.matching(event)
+        matching = self._hints.matching(event)
         wildcard = is_wildcard(event)
         if not matching and not wildcard:
             return
-        if not self._unschedulable and not self._gated:
+        if not self._unschedulable_pods and not self._gated_pods:
             # Nothing to move (the usual case while the initial lists are delivered, one event per
             # node and bound pod): only the replay log for in-flight pods needs the event.
             self._in_flight.record(event, old, new)
             return
-        candidates: dict[str, QueuedPodInfo]
-        if wildcard:
-            candidates = dict(self._unschedulable)
-        else:
-            candidates = {}
-            by_plugin = self._unschedulable_by_plugin
-            for plugin in matching:
-                pods = by_plugin.get(plugin)
-                if pods:
-                    candidates.update(pods)
-            no_rejector = by_plugin.get(_NO_REJECTOR)
-            if no_rejector:
-                candidates.update(no_rejector)
-        selected = list(candidates.values())
+        selected = self._unschedulable.all() if wildcard else self._unschedulable.rejected_by(matching)
+        # A gated pod is a candidate only for the events its gating plugin registered: only the plugin
+        # that holds it knows what may lift its gate.
         for plugin in matching:
-            gated = self._gated_by_plugin.get(plugin)
-            if gated:
-                selected.extend(gated.values())
+            selected.extend(self._gated.gated_by(plugin))
         if pre_check is not None:
             selected = [q for q in selected if pre_check(q.pod)]
         self._move_pods(selected, event, old, new)
@@ -626,26 +573,15 @@ class SchedulingQueue:
 
     def flush_backoff_completed(self) -> None:
         """Move pods whose backoff expired to activeQ (every 1 s in :meth:`run`, and before a pop)."""
-        now = self._now()
-        backoff = self._backoff
         activated = False
-        for heap in (self._backoff_heap, self._error_backoff_heap):
-            while heap and heap[0][0] <= now:
-                entry = heappop(heap)
-                qpi: QueuedPodInfo = entry[-1]
-                if backoff.get(qpi.key) is not entry:
-                    self._backoff_stale -= 1
-                    continue
-                del backoff[qpi.key]
-                activated |= self._move_to_active(qpi, BACKOFF_COMPLETE)
+        for qpi in self._backoff.pop_expired(self._now()):
+            activated |= self._move_to_active(qpi, BACKOFF_COMPLETE)
         if activated:
             self._wake()
 
     def flush_unschedulable_leftover(self) -> None:
         """Requeue pods unschedulable for longer than ``max_in_unschedulable`` (every 30 s in run)."""
-        now = self._now()
-        limit = self._max_in_unschedulable
-        stale = [q for q in self._unschedulable.values() if now - q.timestamp > limit]
+        stale = self._unschedulable.older_than(self._now(), self._max_in_unschedulable)
         if stale:
             self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
@@ -671,6 +607,7 @@ class SchedulingQueue:
         while not self._closed:
             await self._sleep(interval)
             if not self._closed:
+                # A flusher that raised would otherwise end run() and strand every backing-off pod.
                 try:
                     flush()
                 except Exception:
@@ -682,7 +619,7 @@ class SchedulingQueue:
         self._closed_event.set()
         self._wake()
 
-    # ------------------------------------------------------------------ internals
+    # ------------------------------------------------------------------ moves between sub-queues
 
     def _known_pod(self, key: str) -> Pod | None:
         qpi = self.get(key)
@@ -701,18 +638,6 @@ class SchedulingQueue:
                 if not fut.done():
                     fut.set_result(None)
 
-    def _push_active(self, qpi: QueuedPodInfo) -> None:
-        seq = self._seq
-        self._seq = seq + 1
-        if self._default_sort:
-            spec = qpi.pod.get("spec")
-            prio = spec.get("priority") if spec else None
-            entry: Entry = (-prio if type(prio) is int else 0, qpi.timestamp, seq, qpi)
-        else:
-            entry = (_LessKey(qpi, self._less), qpi)
-        self._active[qpi.key] = entry
-        heappush(self._active_heap, entry)
-
     def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> bool:
         """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead."""
         pre_enqueue = self._pre_enqueue
@@ -722,43 +647,36 @@ class SchedulingQueue:
                 self._add_gated(qpi, gate, label)
                 return False
             if qpi.gating_plugin:
-                self._remove_gated(qpi.key)
+                self._gated.remove(qpi.key)
                 qpi.gating_plugin = ""
                 if qpi.attempts == 0:
                     # Upstream starts the scheduling SLI when the pod first enters activeQ.
                     qpi.initial_attempt_timestamp = self._now()
-        self._push_active(qpi)
+        self._active.push(qpi)
         self._incoming[(ACTIVE, label)] += 1
         return True
 
     def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
-        seq = self._seq
-        self._seq = seq + 1
-        expiry = self.backoff_expiry(qpi)
-        entry: Entry
-        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
-            # An error: backs off in full, by expiry alone.
-            entry = (expiry, seq, qpi)
-            heappush(self._error_backoff_heap, entry)
-            self._backoff[qpi.key] = entry
-        else:
-            # Same window: the order activeQ would give, so an early pop takes the pod it would.
-            if self._default_sort:
-                entry = (expiry, -_priority(qpi.pod), qpi.timestamp, seq, qpi)
-            else:
-                entry = (expiry, _LessKey(qpi, self._less), seq, qpi)
-            heappush(self._backoff_heap, entry)
-            self._backoff[qpi.key] = entry
-            # A pop waiting on an empty activeQ may take this pod now.
+        if self._backoff.push(qpi):
+            # A pop waiting on an empty activeQ may take this pod now (SchedulerPopFromBackoffQ).
             self._wake()
         self._incoming[(BACKOFF, label)] += 1
+
+    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str) -> None:
+        # Upstream counts a gated pod as entering unschedulablePods, which is where it keeps them.
+        if self._gated.add(qpi, gate):
+            self._incoming[(UNSCHEDULABLE, label)] += 1
+
+    def _add_unschedulable(self, qpi: QueuedPodInfo, label: str) -> None:
+        if self._unschedulable.add(qpi):
+            self._incoming[(UNSCHEDULABLE, label)] += 1
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str) -> str:
         """Upstream's requeuePodWithQueueingStrategy; returns where the pod went."""
         if strategy == SKIP:
             self._add_unschedulable(qpi, label)
             return UNSCHEDULABLE
-        if strategy == AFTER_BACKOFF and self.backoff_expiry(qpi) > self._now():
+        if strategy == AFTER_BACKOFF and self._backoff.expiry(qpi) > self._now():
             self._push_backoff(qpi, label)
             return BACKOFF
         if self._move_to_active(qpi, label):
@@ -766,6 +684,8 @@ class SchedulingQueue:
         return GATED
 
     def _in_flight_strategy(self, qpi: QueuedPodInfo, rec: InFlight) -> int:
+        """The strongest strategy the events seen during the attempt give; stops at the first that
+        can't be beaten (IMMEDIATELY, or AFTER_BACKOFF when no Pending plugin could raise it)."""
         result = SKIP
         for event, old, new in self._in_flight.events_since(rec):
             strategy = self._hints.strategy(qpi, event, old, new)
@@ -788,17 +708,19 @@ class SchedulingQueue:
             strategy = strategy_of(qpi, event, old, new, matching=matching, wildcard=wildcard)
             if strategy == SKIP:
                 continue
+            # The candidates are a snapshot taken before any hint or PreEnqueue (plugin code) ran: move
+            # a pod only if this very record is still where it was selected from.
             key = qpi.key
-            if self._gated.get(key) is qpi:
+            if self._gated_pods.get(key) is qpi:
                 pre_enqueue = self._pre_enqueue
                 gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
                 if gate:
                     self._add_gated(qpi, gate, label)
                     continue
                 # gating_plugin stays set so that _move_to_active knows the pod was gated.
-                self._remove_gated(key)
-            elif self._unschedulable.get(key) is qpi:
-                self._remove_unschedulable(key)
+                self._gated.remove(key)
+            elif self._unschedulable_pods.get(key) is qpi:
+                self._unschedulable.remove(key)
             else:
                 continue
             if self._requeue(qpi, strategy, label) == ACTIVE:
@@ -806,74 +728,6 @@ class SchedulingQueue:
         self._in_flight.record(event, old, new)
         if activated:
             self._wake()
-
-    def _add_unschedulable(self, qpi: QueuedPodInfo, label: str) -> None:
-        key = qpi.key
-        if key in self._unschedulable:
-            self._remove_unschedulable(key)
-        else:
-            self._incoming[(UNSCHEDULABLE, label)] += 1
-        self._unschedulable[key] = qpi
-        rejectors = tuple(qpi.unschedulable_plugins | qpi.pending_plugins) or (_NO_REJECTOR,)
-        self._unschedulable_plugins[key] = rejectors
-        by_plugin = self._unschedulable_by_plugin
-        for plugin in rejectors:
-            pods = by_plugin.get(plugin)
-            if pods is None:
-                by_plugin[plugin] = {key: qpi}
-            else:
-                pods[key] = qpi
-
-    def _remove_unschedulable(self, key: str) -> None:
-        del self._unschedulable[key]
-        by_plugin = self._unschedulable_by_plugin
-        for plugin in self._unschedulable_plugins.pop(key):
-            pods = by_plugin[plugin]
-            del pods[key]
-            if not pods:
-                del by_plugin[plugin]
-
-    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str) -> None:
-        key = qpi.key
-        qpi.gating_plugin = gate
-        qpi.unschedulable_plugins.add(gate)
-        current = self._gated_plugin.get(key)
-        if current == gate and self._gated.get(key) is qpi:
-            return
-        if current is not None:
-            self._remove_gated(key)
-        else:
-            self._incoming[(UNSCHEDULABLE, label)] += 1
-        self._gated[key] = qpi
-        self._gated_plugin[key] = gate
-        self._gated_by_plugin.setdefault(gate, {})[key] = qpi
-
-    def _remove_gated(self, key: str) -> None:
-        if self._gated.pop(key, None) is None:
-            return
-        gate = self._gated_plugin.pop(key)
-        pods = self._gated_by_plugin[gate]
-        del pods[key]
-        if not pods:
-            del self._gated_by_plugin[gate]
-
-    def _note_active_stale(self) -> None:
-        self._active_stale += 1
-        if self._active_stale > _COMPACT_MIN and self._active_stale > len(self._active):
-            active = self._active
-            self._active_heap = [e for e in self._active_heap if active.get(e[-1].key) is e]
-            heapify(self._active_heap)
-            self._active_stale = 0
-
-    def _note_backoff_stale(self) -> None:
-        self._backoff_stale += 1
-        if self._backoff_stale > _COMPACT_MIN and self._backoff_stale > len(self._backoff):
-            backoff = self._backoff
-            self._backoff_heap = [e for e in self._backoff_heap if backoff.get(e[-1].key) is e]
-            self._error_backoff_heap = [e for e in self._error_backoff_heap if backoff.get(e[-1].key) is e]
-            heapify(self._backoff_heap)
-            heapify(self._error_backoff_heap)
-            self._backoff_stale = 0
 
 
 def _in_scheduling_group(pod: Pod) -> bool:

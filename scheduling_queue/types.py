@@ -74,6 +74,8 @@ class Resource(enum.StrEnum):
     DeviceClass = "resource.k8s.io/DeviceClass"
     # scheduler-plugins' PodGroup, named as upstream names custom resources (resource.version.group).
     PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
+    # scheduler-plugins' ElasticQuota (CapacityScheduling registers for it under this name).
+    ElasticQuota = "elasticquotas.v1alpha1.scheduling.x-k8s.io"
     # Upstream's own PodGroup (scheduling.k8s.io/v1beta1), as upstream's framework.PodGroup.
     WorkloadPodGroup = "scheduling.k8s.io/PodGroup"
     WildCard = "*"

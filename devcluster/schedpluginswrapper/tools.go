@@ -4,5 +4,6 @@
 package tools
 
 import (
+	_ "sigs.k8s.io/scheduler-plugins/cmd/controller"
 	_ "sigs.k8s.io/scheduler-plugins/cmd/scheduler"
 )

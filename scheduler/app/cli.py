@@ -11,15 +11,21 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from scheduler.app.logs import setup_logging
-from scheduler.app.scheduler_app import SchedulerApp, ServingOptions, exit_now
+from scheduler.app.scheduler_app import SchedulerApp, exit_now
+from scheduler.app.version import version_text
 from scheduler.client.kubeclient import KubeconfigError, one_line
 from scheduler.config import ConfigError, load_config_with_plugins
+from scheduler.config.duration import parse_duration
 from scheduler.explain.recorder import ANNOTATION, ANNOTATION_MAX_BYTES
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGateError, FeatureGates, parse_feature_gates
 from scheduler.plugins.registry import in_tree_registry
+from scheduler.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, check_always_allow_paths
+from scheduler.serving.delegating import DelegationError, DelegationOptions
+from scheduler.serving.options import DEFAULT_SECURE_PORT, ServingOptions
+from scheduler.serving.tls import TLSConfigError
 
 log = logging.getLogger("scheduler.app.cli")
 
@@ -73,6 +79,37 @@ def _port(text: str) -> int:
     return port
 
 
+def _secure_port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text[:40]!r}") from None
+    if not 0 <= port <= 65535:
+        # k8s.io/apiserver's SecureServingOptions.Validate wording.
+        raise argparse.ArgumentTypeError(
+            f"{port} must be between 0 and 65535, inclusive. 0 for turning off secure port"
+        )
+    return port
+
+
+def _paths(text: str) -> tuple[str, ...]:
+    paths = tuple(p.strip() for p in text.split(",") if p.strip())
+    try:
+        return check_always_allow_paths(paths)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return seconds
+
+
 def _address(text: str) -> str:
     # An empty value would listen on every interface without saying so; kube-scheduler's IP flag
     # refuses it too.
@@ -92,19 +129,30 @@ def _verbosity(text: str) -> int:
     return level
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, computed only when asked for (it may run git)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="py-scheduler",
         description="A secondary Kubernetes scheduler. Pods opt in with spec.schedulerName.",
     )
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print the version, the Kubernetes reference release and exit",
+    )
     parser.add_argument("--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
     parser.add_argument("--kubeconfig", help="kubeconfig path; default: in-cluster, then ~/.kube/config")
-    parser.add_argument(
-        "--bind-address", type=_address, default="0.0.0.0", help="address for /metrics and health"
-    )
-    parser.add_argument("--port", type=_port, default=10259, help="port for /metrics and health; -1 disables")
-    parser.add_argument("--tls-cert-file", help="serve HTTPS with this certificate")
-    parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
+    _serving_flags(parser)
     parser.add_argument(
         "--leader-elect", type=_bool, default=None, help="override leaderElection.leaderElect"
     )
@@ -145,6 +193,110 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serving_flags(parser: argparse.ArgumentParser) -> None:
+    """kube-scheduler's secure serving, authentication and authorization flags (docs/security.md)."""
+    parser.add_argument(
+        "--bind-address", type=_address, default="0.0.0.0", help="address for /metrics, health and /debug"
+    )
+    parser.add_argument(
+        "--secure-port",
+        type=_secure_port,
+        default=DEFAULT_SECURE_PORT,
+        help="HTTPS port with authentication and authorization (default 10259); 0 turns HTTPS off",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=0,
+        help="INSECURE: also serve plain HTTP on this port, with no authentication or authorization "
+        "(default 0: off). Only for a port no one else can reach",
+    )
+    parser.add_argument(
+        "--cert-dir", help="where the self-signed py-scheduler.crt/.key are kept (default: in memory)"
+    )
+    parser.add_argument("--tls-cert-file", help="the serving certificate (default: self-signed)")
+    parser.add_argument("--tls-private-key-file", help="the key of --tls-cert-file")
+    parser.add_argument(
+        "--authentication-kubeconfig",
+        help="kubeconfig allowed to create tokenreviews (default: in-cluster; none outside a cluster)",
+    )
+    parser.add_argument(
+        "--authorization-kubeconfig",
+        help="kubeconfig allowed to create subjectaccessreviews (default: in-cluster; else none)",
+    )
+    parser.add_argument(
+        "--authentication-skip-lookup",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=False,
+        help="do not read the client CA from kube-system/extension-apiserver-authentication",
+    )
+    parser.add_argument(
+        "--authentication-tolerate-lookup-failure",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="start even when that ConfigMap cannot be read (default true, as kube-scheduler)",
+    )
+    parser.add_argument(
+        "--authorization-always-allow-paths",
+        type=_paths,
+        default=DEFAULT_ALWAYS_ALLOW_PATHS,
+        metavar="PATH[,PATH]",
+        help="paths served without authorization (default /healthz,/readyz,/livez; trailing * = prefix)",
+    )
+    parser.add_argument(
+        "--client-ca-file", help="CA bundle for client certificates (skips the ConfigMap lookup)"
+    )
+    parser.add_argument(
+        "--authentication-token-webhook-cache-ttl", type=_duration, default=10.0, metavar="DURATION",
+        help="how long TokenReview answers are cached (default 10s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--authorization-webhook-cache-authorized-ttl", type=_duration, default=10.0, metavar="DURATION",
+        help="how long allowed SubjectAccessReview answers are cached (default 10s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--authorization-webhook-cache-unauthorized-ttl", type=_duration, default=10.0, metavar="DURATION",
+        help="how long denied SubjectAccessReview answers are cached (default 10s)",
+    )  # fmt: skip
+
+
+def serving_options(args: argparse.Namespace) -> ServingOptions:
+    """The serving flags checked together; StartupError (one line) for a bad combination."""
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
+    insecure = max(args.port, 0)
+    if insecure and insecure == args.secure_port:
+        raise StartupError(
+            f"--port {insecure} is the --secure-port too: --port now serves plain, unauthenticated HTTP "
+            "beside HTTPS; drop --port (HTTPS is served on --secure-port, 10259 by default) or give "
+            "--secure-port=0 to serve only plain HTTP"
+        )
+    delegation = DelegationOptions(
+        authentication_kubeconfig=args.authentication_kubeconfig or None,
+        authorization_kubeconfig=args.authorization_kubeconfig or None,
+        skip_lookup=args.authentication_skip_lookup,
+        tolerate_lookup_failure=args.authentication_tolerate_lookup_failure,
+        always_allow_paths=args.authorization_always_allow_paths,
+        client_ca_file=args.client_ca_file or None,
+        token_cache_ttl=args.authentication_token_webhook_cache_ttl,
+        allow_cache_ttl=args.authorization_webhook_cache_authorized_ttl,
+        deny_cache_ttl=args.authorization_webhook_cache_unauthorized_ttl,
+    )
+    return ServingOptions(
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        insecure_port=insecure,
+        cert_dir=args.cert_dir or None,
+        tls_cert_file=args.tls_cert_file or None,
+        tls_key_file=args.tls_private_key_file or None,
+        delegation=delegation,
+    )
+
+
 class StartupError(Exception):
     """Anything that stops the scheduler before its loop runs; ``str()`` is the one line to print."""
 
@@ -156,8 +308,7 @@ def _fail(message: str) -> int:
 
 def build_app(args: argparse.Namespace) -> SchedulerApp:
     """Config, client and the health server's socket: every start-up check, before the loop runs."""
-    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
-        raise StartupError("--tls-cert-file and --tls-private-key-file go together")
+    serving = serving_options(args)
     try:
         config, registry = load_config_with_plugins(
             args.config, registry=in_tree_registry(args.feature_gates)
@@ -180,9 +331,7 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
             config,
             registry=registry,
             kubeconfig=args.kubeconfig,
-            serving=ServingOptions(
-                args.bind_address, args.port, args.tls_cert_file, args.tls_private_key_file
-            ),
+            serving=serving,
             leader_elect=args.leader_elect,
             record_decisions=args.record_decisions,
             annotate_decisions=args.annotate_decisions,
@@ -197,8 +346,11 @@ def build_app(args: argparse.Namespace) -> SchedulerApp:
         raise StartupError(f"invalid configuration: {where}{'; '.join(err.errors)}") from None
     try:
         app.start_serving()
+    except (TLSConfigError, DelegationError) as err:
+        raise StartupError(one_line(err, limit=1000)) from None
     except OSError as err:
-        where = f"{args.bind_address}:{args.port}"
+        ports = [str(p) for p in (serving.secure_port, serving.insecure_port) if p > 0]
+        where = f"{args.bind_address}:{'/'.join(ports)}"
         tls = (
             f" with TLS files {args.tls_cert_file}, {args.tls_private_key_file}" if args.tls_cert_file else ""
         )

@@ -217,5 +217,6 @@ _EVENT_RESOURCES: dict[str, Resource] = {
 # Kinds whose name is not unique across groups (two PodGroups), by ``plural.group``.
 _EVENT_RESOURCES_BY_NAME: dict[str, Resource] = {
     "podgroups.scheduling.x-k8s.io": Resource.PodGroup,
+    "elasticquotas.scheduling.x-k8s.io": Resource.ElasticQuota,
     "podgroups.scheduling.k8s.io": Resource.WorkloadPodGroup,
 }

@@ -16,13 +16,15 @@ import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
-from informers.resource import PODGROUPS, WORKLOAD_PODGROUPS
+from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app import api_versions
+from scheduler.app.api_probes import ELASTIC_QUOTA_MISSING, WORKLOAD_API_MISSING, api_missing
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
@@ -31,8 +33,8 @@ from scheduler.client.api import SchedulerApi
 from scheduler.client.discovery import discover
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
-from scheduler.config import SchedulerConfig
-from scheduler.controllers import podgroup_status
+from scheduler.config import SchedulerConfig, config_to_dict
+from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
 from scheduler.cycle.schedule_one import Scheduler
@@ -47,8 +49,9 @@ from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
+from scheduler.plugins.coscheduling.plugin import is_gang_member
 from scheduler.plugins.gangscheduling import scheduling_group_name
-from scheduler.server import HealthServer
+from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
 from scheduling_queue.types import Pod
 
@@ -61,21 +64,6 @@ SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
 # Between discovery attempts while the API server cannot answer at start-up.
 DISCOVERY_RETRY_SECONDS = 1.0
-
-
-# GenericWorkload (GangScheduling) asked for upstream's PodGroups, and the API server does not serve them.
-WORKLOAD_API_MISSING = (
-    "the GenericWorkload feature gate is on but the API server does not serve {resource}: start "
-    "kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true --feature-gates=GenericWorkload=true"
-)
-
-
-@dataclass
-class ServingOptions:
-    bind_address: str = "0.0.0.0"
-    port: int = 10259
-    tls_cert_file: str | None = None
-    tls_key_file: str | None = None
 
 
 class LeadershipLost(SystemExit):
@@ -102,6 +90,7 @@ class SchedulerApp:
         self.extenders = Extenders.from_config(config.extenders)
         config = with_ignored_resources(config)
         self.config = config
+        self._configz_body: bytes | None = None
         self.features = features
         self._nearest_misses_in_events = nearest_misses_in_events
         self.registry = dict(registry)
@@ -146,7 +135,7 @@ class SchedulerApp:
         )
         self.scheduler: Scheduler | None = None
         self.elector: LeaderElector | None = None
-        self.server: HealthServer | None = None
+        self.server: Servers | None = None
         self.factory: InformerFactory | None = None
         self.transport: AsyncTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -158,7 +147,9 @@ class SchedulerApp:
         self._loop_heartbeat = time.monotonic()
         self._synced = False
         self.lease_rest: RestClient | None = None
-        self.podgroup_status: podgroup_status.PodGroupStatusController | None = None
+        # Controllers beside the scheduler (PodGroup status when Coscheduling is on); they write only
+        # while this instance leads.
+        self.controllers: list[Controller] = []
         # Replaced by tests; in the product it ends the process at once (see _start_elector).
         self._on_leadership_lost: Callable[[int], None] = exit_now
 
@@ -193,9 +184,7 @@ class SchedulerApp:
             return None
 
         def wakes(pod: Pod) -> bool:
-            return (gang and bool(scheduling_group_name(pod))) or (
-                coscheduling and podgroup_status.is_gang_member(pod)
-            )
+            return (gang and bool(scheduling_group_name(pod))) or (coscheduling and is_gang_member(pod))
 
         return wakes
 
@@ -249,11 +238,42 @@ class SchedulerApp:
 
     # --- running ------------------------------------------------------------------------------
     async def run(self) -> int:
+        """Start-up in named phases, then schedule until stopped: serve health and metrics, build the
+        scheduling cycle, start the informers, wait for their first lists, win leadership, run the
+        cycle; shut down in order whatever happened."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self.start_serving()
         self.extenders.start(loop)
+        scheduler = self._build_scheduler(loop)
+        # Which version of each kind the API server serves (one build for v1.35 to v1.37 servers).
+        resolution = await self._resolve_api_versions()
+        if resolution is None or resolution.refusal is not None:
+            if resolution is not None:
+                log.error("%s", resolution.refusal)
+            self._exit_code = 1
+            await self._shutdown([])
+            return self._exit_code
+        self._start_informers(scheduler, resolution)
+        background = [
+            loop.create_task(self._heartbeat(), name="heartbeat"),
+            loop.create_task(self.queue.run(), name="queue-flush"),
+            loop.create_task(self._flush_events(), name="event-series"),
+        ]
+        try:
+            if not await self._wait_synced():
+                return self._exit_code or 1
+            self._start_elector(loop)
+            if not await self._wait_leading():
+                return self._exit_code
+            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
+            for controller in self.controllers:
+                controller.start()
+            return await self._schedule_until_stopped(loop, scheduler)
+        finally:
+            await self._shutdown(background)
 
+    def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:
             return BindingPool(
                 loop,
@@ -278,16 +298,14 @@ class SchedulerApp:
             pod_group_members=self._group_members if self._pod_lister is not None else None,
             pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )
+        return self.scheduler
+
+    def _start_informers(self, scheduler: Scheduler, resolution: api_versions.Resolution) -> None:
+        """Watches feed the cache and the queue through the event handlers; listers for the other kinds
+        the plugins read, at the versions the server serves (``resolution``); the PodGroup status
+        controller when Coscheduling is on."""
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
-        # Which version of each kind the API server serves (one build for v1.35 to v1.37 servers).
-        resolution = await self._resolve_api_versions()
-        if resolution is None or resolution.refusal is not None:
-            if resolution is not None:
-                log.error("%s", resolution.refusal)
-            self._exit_code = 1
-            await self._shutdown([])
-            return self._exit_code
         # managedFields are never read by a scheduler; dropping them halves the memory per pod.
         self.factory = InformerFactory(
             self.transport, transform=strip_managed_fields, served=resolution.served
@@ -296,7 +314,7 @@ class SchedulerApp:
             queue=self.queue,
             cache=self.cache,
             profiles=self.frameworks.keys(),
-            on_pending_pod_deleted=self.scheduler.reject_waiting_pod,
+            on_pending_pod_deleted=scheduler.reject_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
         )
         nodes = self.factory.informer_for(NODES)
@@ -312,37 +330,25 @@ class SchedulerApp:
         started = self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}, unserved=resolution.unserved)
         for spec, informer in started.items():
             handlers.watch_other_kind(spec, informer)
-        # Coscheduling on: PodGroup status is kept current by the leader (issue 14).
+        # Coscheduling on: PodGroup status is kept current by the leader.
         pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
-        self.podgroup_status = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
+        status_controller = podgroup_status.install(self.factory, pod_groups, self.api, self.clock)
+        if status_controller is not None:
+            self.controllers.append(status_controller)
         self.factory.start()
-        background = [
-            loop.create_task(self._heartbeat(), name="heartbeat"),
-            loop.create_task(self.queue.run(), name="queue-flush"),
-            loop.create_task(self._flush_events(), name="event-series"),
-        ]
-        try:
-            if not await self._wait_synced():
-                return self._exit_code or 1
-            self._start_elector(loop)
-            if not await self._wait_leading():
-                return self._exit_code
-            log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
-            if self.podgroup_status is not None:
-                self.podgroup_status.start()
-            scheduling = loop.create_task(self.scheduler.run(), name="scheduling-cycle")
-            stop_wait = loop.create_task(self._stop.wait())
-            await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            self.scheduler.stop()
-            if scheduling.done() and scheduling.exception() is not None:
-                log.error("scheduling loop died: %s", scheduling.exception())
-                self._exit_code = 1
-            # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
-            await asyncio.wait({scheduling}, timeout=1)
-            stop_wait.cancel()
-            return self._exit_code
-        finally:
-            await self._shutdown(background)
+
+    async def _schedule_until_stopped(self, loop: asyncio.AbstractEventLoop, scheduler: Scheduler) -> int:
+        scheduling = loop.create_task(scheduler.run(), name="scheduling-cycle")
+        stop_wait = loop.create_task(self._stop.wait())
+        await asyncio.wait({scheduling, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        scheduler.stop()
+        if scheduling.done() and scheduling.exception() is not None:
+            log.error("scheduling loop died: %s", scheduling.exception())
+            self._exit_code = 1
+        # A cycle is milliseconds of synchronous work; the queue is closed, so pop() returns now.
+        await asyncio.wait({scheduling}, timeout=1)
+        stop_wait.cancel()
+        return self._exit_code
 
     async def _resolve_api_versions(self) -> api_versions.Resolution | None:
         """Discovery of the kinds plugins asked for, retried while the API server cannot answer (as
@@ -360,9 +366,7 @@ class SchedulerApp:
                 continue
             resolution = api_versions.resolve(kinds, served)
             moved = ", ".join(f"{s.name} {s.version}" for s in resolution.served.values())
-            log.info(
-                "API server %s; watching %s", served.server_version, moved or "every kind at its version"
-            )
+            log.info("API server %s; watching %s", served.server_version, moved or "each kind at its version")
             for spec in resolution.unserved:
                 log.info("%s is not served at any version: read as empty", spec.name)
             return resolution
@@ -377,14 +381,18 @@ class SchedulerApp:
         waits: set[asyncio.Future[Any]] = {sync, stop_wait}
         # A missing CRD would keep its informer from ever syncing: fail start-up, saying so, instead.
         probes: list[asyncio.Future[str]] = []
-        if self.podgroup_status is not None:
-            probes.append(asyncio.ensure_future(podgroup_status.pod_group_api_missing(self.api)))
+        if PODGROUPS in self.listers.kinds:
+            probes.append(asyncio.ensure_future(api_missing(self.api)))
+        if ELASTIC_QUOTAS in self.listers.kinds:
+            probes.append(
+                asyncio.ensure_future(
+                    api_missing(self.api, spec=ELASTIC_QUOTAS, missing=ELASTIC_QUOTA_MISSING)
+                )
+            )
         if WORKLOAD_PODGROUPS in self.listers.kinds:
             probes.append(
                 asyncio.ensure_future(
-                    podgroup_status.pod_group_api_missing(
-                        self.api, spec=WORKLOAD_PODGROUPS, missing=WORKLOAD_API_MISSING
-                    )
+                    api_missing(self.api, spec=WORKLOAD_PODGROUPS, missing=WORKLOAD_API_MISSING)
                 )
             )
         waits.update(probes)
@@ -423,21 +431,26 @@ class SchedulerApp:
             self._start_server()
 
     def _start_server(self) -> None:
-        if self.serving.port < 0:
-            return
-        self.server = HealthServer(
-            self.serving.bind_address,
-            self.serving.port,
-            tls_cert_file=self.serving.tls_cert_file,
-            tls_key_file=self.serving.tls_key_file,
+        servers = build_servers(
+            self.serving,
             readiness=self.readiness,
             liveness=self.liveness,
             debug_pods=debug_pods_handler(
                 self.decisions.store, self._is_leading, lambda: self.decisions.enabled
             ),
+            configz=self._configz,
         )
-        self.server.start()
-        log.info("serving health and metrics on %s:%s", self.serving.bind_address, self.server.port)
+        if not servers.servers:
+            return
+        self.server = servers
+        servers.start()
+
+    def _configz(self) -> bytes:
+        """/configz: the effective configuration after defaulting, as kube-scheduler serves it (the v1
+        KubeSchedulerConfiguration under "componentconfig"). Built once: the config never changes."""
+        if self._configz_body is None:
+            self._configz_body = orjson.dumps({"componentconfig": config_to_dict(self.config)})
+        return self._configz_body
 
     def _start_elector(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self.leader_elect:
@@ -507,8 +520,8 @@ class SchedulerApp:
         server or etcd does not answer: bindings SHUTDOWN_DRAIN_SECONDS, then the rest a few seconds
         each. Threads left in a hung request are abandoned; the CLI exits without joining them."""
         self._stop.set()
-        if self.podgroup_status is not None:
-            await self.podgroup_status.stop()
+        for controller in self.controllers:
+            await controller.stop()
         if self.scheduler is not None:
             self.scheduler.stop()
             # In-flight bindings may finish; new ones are refused by may_bind().

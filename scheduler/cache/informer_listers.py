@@ -8,24 +8,68 @@ informer has synced, so plugins never see the empty store of the promise.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
-from informers import NAMESPACE_INDEX, InformerFactory, ResourceSpec, SharedInformer, index_by_namespace
+from informers import (
+    NAMESPACE_INDEX,
+    DeletedFinalStateUnknown,
+    InformerFactory,
+    ResourceSpec,
+    SharedInformer,
+    index_by_namespace,
+)
 from informers.store import Indexer
-from scheduler.framework.listers import KubeObject, object_key
+from scheduler.framework.listers import KubeObject, ListerEventHandler, object_key
+
+
+def _attach(
+    informer: SharedInformer, handler: ListerEventHandler, accept: Callable[[KubeObject], bool] | None
+) -> None:
+    """Hands ``handler`` the informer's events, a tombstone unwrapped to the object it stands for."""
+
+    def on_add(obj: Any, is_initial_list: bool = False) -> None:
+        handler.on_add(obj)
+
+    def on_delete(obj: Any) -> None:
+        handler.on_delete(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    def accepts(obj: Any) -> bool:
+        return accept is None or accept(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+
+    informer.add_event_handler(
+        on_add=on_add,
+        on_update=handler.on_update,
+        on_delete=on_delete,
+        filter_func=accepts if accept is not None else None,
+    )
 
 
 class InformerLister:
     """A Lister over one informer's store (thread-safe reads: the store takes its own lock)."""
 
-    __slots__ = ("_store", "spec")
+    __slots__ = ("_handlers", "_informer", "_store", "spec")
 
     def __init__(self, spec: ResourceSpec) -> None:
         self.spec = spec
         self._store: Indexer | None = None
+        self._informer: SharedInformer | None = None
+        self._handlers: list[tuple[ListerEventHandler, Callable[[KubeObject], bool] | None]] = []
 
     def bind(self, informer: SharedInformer) -> None:
         self._store = informer.store
+        self._informer = informer
+        for handler, accept in self._handlers:
+            _attach(informer, handler, accept)
+
+    def add_event_handler(
+        self, handler: ListerEventHandler, accept: Callable[[KubeObject], bool] | None = None
+    ) -> None:
+        """See ``WatchedLister``: attached when the informer is created (before it starts), so the
+        handler hears the first list too, and the scheduler waits for it before scheduling."""
+        self._handlers.append((handler, accept))
+        if self._informer is not None:
+            _attach(self._informer, handler, accept)
 
     @property
     def version(self) -> int:

@@ -32,8 +32,31 @@ BIND_BACKOFF_SECONDS = (0.01, 0.05, 0.25)
 BIND_BACKOFF_JITTER = 0.1
 
 
+# What one read of the pod right after a Binding's 404/409 shows (``BindingConflict.pod_state``).
+POD_BOUND = "bound"  # bound to a node (by anyone): "already assigned"
+POD_GONE = "gone"  # deleted (404)
+POD_REPLACED = "replaced"  # a namesake with another uid: the Binding's uid precondition failed
+POD_PENDING = "pending"  # still this pod, unbound: "being deleted", scheduling gates, a proxy's 409
+POD_UNKNOWN = "unknown"  # the read failed; the watch will tell
+# The states in which the attempt is over: nothing to retry and nothing to report.
+SETTLED_POD_STATES = frozenset({POD_BOUND, POD_GONE, POD_REPLACED})
+
+
 class BindingConflict(ApiError):
-    """The API server says the pod is already bound, was deleted, or was replaced (404/409)."""
+    """The Binding was answered 404 or 409. The API server answers 409 when the pod is already
+    assigned, is being deleted, has scheduling gates, or its uid (the Binding's precondition) differs:
+    a namesake replaced it; 404 when it is gone. ``pod_state`` says which, from one read of the pod."""
+
+    def __init__(
+        self, status: int, message: str, *, api_message: str = "", pod_state: str = POD_UNKNOWN
+    ) -> None:
+        super().__init__(status, message, retryable=False, api_message=api_message)
+        self.pod_state = pod_state
+
+    @property
+    def settled(self) -> bool:
+        """The pod is bound, gone or replaced: upstream's handleSchedulingFailure does not requeue it."""
+        return self.pod_state in SETTLED_POD_STATES
 
 
 def connection_refused(err: BaseException) -> bool:
@@ -64,6 +87,17 @@ def _message(body: bytes) -> str:
     return str(decoded)[:500]
 
 
+def _status_message(body: bytes) -> str:
+    """The ``message`` of a ``Status`` answer, whole (client-go's error text); empty when there is none."""
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return ""
+    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+        return str(decoded.get("message") or "")
+    return ""
+
+
 class SchedulerApi:
     def __init__(self, rest: RestClient) -> None:
         self.rest = rest
@@ -85,7 +119,7 @@ class SchedulerApi:
             raise ApiError(0, f"{method} {path}: {err}", retryable=True) from err
         if 200 <= status < 300:
             return data
-        raise ApiError(status, f"{method} {path}: {_message(data)}")
+        raise ApiError(status, f"{method} {path}: {_message(data)}", api_message=_status_message(data))
 
     def request_json(
         self, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
@@ -109,10 +143,15 @@ class SchedulerApi:
                 self._call("POST", path, body)
                 return
             except ApiError as err:
-                # 409: already assigned (maybe by us, before a restart); 404: deleted; 422/400 with a
-                # uid mismatch: replaced by a namesake. None of these is worth a retry.
-                if err.status in (404, 409) or (err.status in (400, 422) and "uid" in str(err).lower()):
-                    raise BindingConflict(err.status, str(err), retryable=False) from err
+                if err.status in (404, 409):
+                    # Already assigned (maybe by us, before a restart), being deleted, gated, replaced by
+                    # a namesake (the uid precondition), or deleted: one read tells which, so the
+                    # scheduler decides as upstream's handleSchedulingFailure does with its pod lister,
+                    # without waiting for the watch. Not worth a retry (upstream's Retriable says so too).
+                    state = self._pod_state(namespace, name, uid)
+                    raise BindingConflict(
+                        err.status, err.detail, api_message=err.api_message, pod_state=state
+                    ) from err
                 if (err.status == 0 or err.status >= 500) and self._landed(namespace, name, uid, node_name):
                     # The answer was lost (a timeout, a reset, a 5xx after the write) but the Binding
                     # was stored: it is bound, and reporting an error would write SchedulerError onto it.
@@ -123,6 +162,23 @@ class SchedulerApi:
                 delay = BIND_BACKOFF_SECONDS[attempt]
                 log.info("binding %s/%s to %s: %s; retrying", namespace, name, node_name, err)
                 time.sleep(delay + random.uniform(0, BIND_BACKOFF_JITTER * delay))
+
+    def _pod_state(self, namespace: str, name: str, uid: str) -> str:
+        """What the API server holds under this pod's name now (``POD_*``)."""
+        try:
+            data = self._call(
+                "GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}", timeout=LANDED_TIMEOUT
+            )
+            pod = orjson.loads(data)
+        except ApiError as err:
+            return POD_GONE if err.status == 404 else POD_UNKNOWN
+        except orjson.JSONDecodeError:
+            return POD_UNKNOWN
+        if not isinstance(pod, dict):
+            return POD_UNKNOWN
+        if uid and object_meta(pod).get("uid") != uid:
+            return POD_REPLACED
+        return POD_BOUND if pod_spec(pod).get("nodeName") else POD_PENDING
 
     def _landed(self, namespace: str, name: str, uid: str, node_name: str) -> bool:
         """Whether this pod (this uid) is bound to ``node_name`` now; False when that cannot be read."""

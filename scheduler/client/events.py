@@ -6,10 +6,16 @@ repeats within ``series_window`` only bump a series count, which is flushed at m
 ``flush_interval`` seconds. Scheduled events are never aggregated: each pod is bound once.
 
 A write that fails for want of the API server (connection refused, timeout, 429, 5xx) is kept and
-tried again after ~10 s, up to 12 tries, as client-go's broadcaster does (``tools/events``
-``attemptRecording``: ``maxTriesPerEvent``, ``defaultSleepDuration`` jittered by 25%). It is dropped
-early only when its pod is deleted (``forget_pod``). Without this a 4-second API server restart lost
-the ``Scheduled`` event of a quarter of the pods bound around it.
+tried again, up to 12 tries, as the events.k8s.io/v1 broadcaster kube-scheduler records through does
+(client-go v0.36 ``tools/events`` ``attemptRecording``: ``maxTriesPerEvent = 12``, each sleep
+``wait.Jitter(defaultSleepDuration = 10s, 0.25)``, i.e. 10 to 12.5 s, so about two minutes in all).
+(The legacy core/v1 sink, ``tools/record`` ``recordToSink``, sleeps a random 0-10 s first, then 10 s;
+kube-scheduler uses it only where events.k8s.io/v1 is not served.) client-go retries only transport
+errors, and 429/5xx only within the REST client's Retry-After retries; py-scheduler also keeps a
+write answered 429 or 5xx without Retry-After (an API server still starting), on the same schedule.
+The waits are timers (``retry_due``, called by the loop every second): no thread sleeps. A write is
+dropped early when its pod is deleted (``forget_pod``), and every pending one at shutdown. Without this a
+4-second API server restart lost the ``Scheduled`` event of a quarter of the pods bound around it.
 
 The PodScheduled=False patch of a failed attempt and the Binding of a later attempt run on different
 thread pools. ``before_bind`` orders them: the binding thread cancels a condition patch that has not
@@ -52,7 +58,8 @@ EVENT_WRITERS = 64
 # The API server rejects an Event whose note is longer (upstream's validation.NoteLengthLimit).
 NOTE_LENGTH_LIMIT = 1024
 
-# client-go tools/events: maxTriesPerEvent and defaultSleepDuration, jittered by wait.Jitter(d, 0.25).
+# client-go tools/events: maxTriesPerEvent and defaultSleepDuration, each sleep wait.Jitter(d, 0.25):
+# d + rand[0, 1) * 0.25 * d.
 MAX_TRIES = 12
 RETRY_INTERVAL = 10.0
 RETRY_JITTER = 0.25
@@ -235,7 +242,8 @@ class EventRecorder:
                     del self._gates[uid]
 
     def _keep_for_retry(self, write: _Write) -> bool:
-        due = self._clock() + self._retry_interval * (1.0 + RETRY_JITTER * (2.0 * self._jitter() - 1.0))
+        # wait.Jitter(defaultSleepDuration, 0.25): never sooner than the interval, up to 25% later.
+        due = self._clock() + self._retry_interval * (1.0 + RETRY_JITTER * self._jitter())
         with self._lock:
             if self._closed or write.uid in self._gone:
                 return False

@@ -186,8 +186,10 @@ class RestClient:
         *,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        headers: dict[str, str] | None = None,
     ) -> tuple[int, bytes]:
         """One request; returns (status, body bytes). Network errors raise a urllib3 ``HTTPError``.
+        ``headers`` are sent besides the client's own (explain's identity for the scheduler).
 
         A 401 makes the credentials fetch again and the request is sent once more with the new ones;
         a second 401 is returned. A credential that cannot be fetched raises ``CredentialError``.
@@ -202,7 +204,7 @@ class RestClient:
         retries = 0
         while True:
             self.limiter.wait()
-            status, data, retry_after = self._send(method, path, payload, content_type, timeout)
+            status, data, retry_after = self._send(method, path, payload, content_type, timeout, headers)
             wait = retry_after_seconds(status, retry_after)
             if wait is None or retries >= RETRY_AFTER_MAX_RETRIES:
                 return status, data
@@ -217,10 +219,16 @@ class RestClient:
             timeout = left
 
     def _send(
-        self, method: str, path: str, payload: bytes | None, content_type: str, timeout: float
+        self,
+        method: str,
+        path: str,
+        payload: bytes | None,
+        content_type: str,
+        timeout: float,
+        extra: dict[str, str] | None = None,
     ) -> tuple[int, bytes, str | None]:
         cred = self.credentials.current()
-        headers = self._headers(content_type, cred.authorization)
+        headers = {**self._headers(content_type, cred.authorization), **(extra or {})}
         pool = self._pool
         status, data, retry_after = pool.request_with_retry_after(
             method, path, payload, headers, timeout, cert=cred.cert
@@ -231,7 +239,7 @@ class RestClient:
         fresh = self.credentials.current()
         if same(fresh, cred):  # nothing new to retry with (a static token, an unchanged file)
             return status, data, retry_after
-        headers = self._headers(content_type, fresh.authorization)
+        headers = {**self._headers(content_type, fresh.authorization), **(extra or {})}
         return pool.request_with_retry_after(method, path, payload, headers, timeout, cert=fresh.cert)
 
     def close(self) -> None:

@@ -170,15 +170,8 @@ def resolve_profile(
         )
 
     # Checked only on an otherwise clean profile: a bad plugin above would make these misleading.
-    clean = not errs
-    if clean and len(result["queueSort"]) != 1:
-        errs.invalid(
-            plugins_path.child("queueSort"),
-            result["queueSort"],
-            f"exactly one queue sort plugin is required, got {len(result['queueSort'])}",
-        )
-    if clean and not result["bind"]:
-        errs.required(plugins_path.child("bind"), "at least one bind plugin is needed")
+    if not errs:
+        _check_required_points(result, plugins_path, errs)
     errs.raise_if_any()
 
     needed = dict.fromkeys(name for point in EXTENSION_POINTS for name in result[point])
@@ -190,6 +183,18 @@ def resolve_profile(
         score_weights=_score_weights(result["score"], merged),
         plugin_args={name: dict(profile.args_for(name) or {}) for name in needed},
     )
+
+
+def _check_required_points(result: Mapping[str, list[str]], plugins_path: FieldPath, errs: ErrorList) -> None:
+    """Exactly one QueueSort and at least one Bind plugin, as upstream's profile validation."""
+    if len(result["queueSort"]) != 1:
+        errs.invalid(
+            plugins_path.child("queueSort"),
+            result["queueSort"],
+            f"exactly one queue sort plugin is required, got {len(result['queueSort'])}",
+        )
+    if not result["bind"]:
+        errs.required(plugins_path.child("bind"), "at least one bind plugin is needed")
 
 
 def _entry(plugins_path: FieldPath, set_name: str, j: int) -> FieldPath:

@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from informers import DeletedFinalStateUnknown
-from informers.resource import PODGROUPS, ResourceSpec
+from informers import NAMESPACE_INDEX, DeletedFinalStateUnknown, index_by_namespace
+from informers.resource import PODGROUPS, PODS
+from scheduler.cache.informer_listers import InformerLister
 from scheduler.framework.listers import Lister
 from scheduler.framework.objects import namespaced_name, object_meta, pod_status
 from scheduler.framework.objects_scheduling import coscheduling_pod_group_status
@@ -187,6 +188,7 @@ class PodGroupStatusController:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.writes = 0  # successful patches, for tests and logs
+        self.passes = 0  # passes over the dirty groups finished (their patches written or failed)
 
     # --- event handlers (called on the loop by the informers) ---------------------------------------
     def mark(self, key: str) -> None:
@@ -241,6 +243,7 @@ class PodGroupStatusController:
                 else:
                     self._attempts.pop(key, None)
                     self.writes += 1
+            self.passes += 1
 
     def compute(self, keys: Iterable[str]) -> list[tuple[str, dict[str, Any]]]:
         """The patches due for ``keys``: synchronous, from the listers, no I/O."""
@@ -272,10 +275,6 @@ class PodGroupStatusController:
         loop.call_later(delay, self.mark, key)
 
 
-def is_gang_member(pod: Mapping[str, Any]) -> bool:
-    return bool(pod_group_name(pod))
-
-
 def install(
     factory: Any, pod_groups: Lister | None, api: Any, clock: Callable[[], float]
 ) -> PodGroupStatusController | None:
@@ -283,11 +282,6 @@ def install(
     members only (finished ones included), and the controller fed by it and the PodGroup informer."""
     if pod_groups is None:
         return None
-    # Imported here: scheduler.cache.informer_listers imports the framework, which imports the plugins.
-    from informers import NAMESPACE_INDEX, index_by_namespace  # noqa: PLC0415
-    from informers.resource import PODS  # noqa: PLC0415
-    from scheduler.cache.informer_listers import InformerLister  # noqa: PLC0415
-
     members = factory.informer_for(
         PODS, label_selector=POD_GROUP_LABEL, indexers={NAMESPACE_INDEX: index_by_namespace}
     )
@@ -308,39 +302,6 @@ def install(
         name="podgroup-status",
     )
     return controller
-
-
-CRD_PROBE_SECONDS = 2.0
-MISSING_CRD = (
-    "Coscheduling is enabled but the API server does not serve {resource} (the PodGroup CRD is not "
-    "installed): apply deploy/components/podgroup-crd, or set podGroup.crd.enabled=true in the Helm chart"
-)
-
-
-async def pod_group_api_missing(
-    api: Any,
-    probe_every: float = CRD_PROBE_SECONDS,
-    spec: ResourceSpec = PODGROUPS,
-    missing: str = MISSING_CRD,
-) -> str:
-    """Returns (one line) once the API server answers that ``spec`` (PodGroups) is not served; never
-    returns while it is, or while it cannot tell (unreachable: the informers' own retries go on)."""
-    loop = asyncio.get_running_loop()
-    path = f"/apis/{spec.api_version}"
-    message = missing.format(resource=f"{spec.name}/{spec.version}")
-    while True:
-        try:
-            found = await loop.run_in_executor(None, api.request_json, "GET", path)
-        except Exception as err:
-            if getattr(err, "status", None) == 404:
-                return message
-            log.debug("probing %s: %s", path, err)
-        else:
-            served = {r.get("name") for r in found.get("resources") or [] if isinstance(r, Mapping)}
-            if spec.plural in served:
-                await asyncio.Event().wait()  # served: nothing to report, ever
-            return message
-        await asyncio.sleep(probe_every)
 
 
 __all__ = [

@@ -9,11 +9,12 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.cache.columns import NodeColumns
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.batching import BatchCache, BatchEntry
 from scheduler.cycle.filter_loop import find_feasible, first_nodes
@@ -21,6 +22,7 @@ from scheduler.extender.runner import EXTENDER_NAME, Extenders
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
+from scheduler.framework.interface import FilterPlugin
 from scheduler.framework.objects import pod_status
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
@@ -68,6 +70,21 @@ class ScheduleResult:
 # CycleState key: a decision trace (scheduler.explain.record.Trace) when recording is on. The algorithm
 # hands it what it computed anyway (the diagnosis, the feasible nodes and their scores); no extra work.
 TRACE_KEY = "explain/trace"
+
+
+@dataclass(slots=True)
+class _FilterRun:
+    """What every Filter strategy of one attempt works with."""
+
+    fwk: Framework
+    state: CycleState
+    pod: PodInfo
+    plugins: Sequence[FilterPlugin]
+    diagnosis: Diagnosis
+    start: int
+    num_to_find: int
+    nominated_nodes: Collection[str]
+    filter_start: float
 
 
 class SchedulingAlgorithm:
@@ -147,7 +164,11 @@ class SchedulingAlgorithm:
         find_all: bool = False,
         batching: bool = False,
     ) -> tuple[Sequence[NodeInfo], Diagnosis]:
-        """``find_all``: look for the full ``numFeasibleNodesToFind`` even without Score plugins
+        """Upstream's findNodesThatFitPod: PreFilter, the nominated node, then Filter over the nodes
+        from the round-robin start until enough are feasible, by one of four strategies (cached
+        verdicts of identical pods, node columns as arrays, node by node, or no Filter plugin at all).
+
+        ``find_all``: look for the full ``numFeasibleNodesToFind`` even without Score plugins
         (extenders filter or score the result). ``batching``: the cache may answer (schedule_pod
         only; extenders cannot sign pods)."""
         diagnosis = Diagnosis()
@@ -159,20 +180,7 @@ class SchedulingAlgorithm:
                 self.batch.unsignable()
         pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
         if status is not None:
-            if status.code is Code.Error or status.code not in (
-                Code.Unschedulable,
-                Code.UnschedulableAndUnresolvable,
-                Code.Pending,
-            ):
-                raise PreFilterError(status)
-            diagnosis.pre_filter_msg = status.message()
-            for node in all_nodes:
-                diagnosis.node_to_status[node.name] = status
-            self._note_rejector(diagnosis, status)
-            narrowing = state.get(PRE_FILTER_NARROWING_KEY)
-            if narrowing and status.plugin in narrowing:
-                # The narrowed node sets did not intersect: every narrowing plugin shares the blame.
-                diagnosis.unschedulable_plugins.update(narrowing)
+            self._pre_filter_rejected(state, status, all_nodes, diagnosis)
             return [], diagnosis
 
         nominated_node = self._evaluate_nominated_node(fwk, state, pod, snapshot, diagnosis)
@@ -188,18 +196,44 @@ class SchedulingAlgorithm:
         if not fwk.has_score_plugins() and not find_all:
             # Nothing to rank by: upstream stops at the first feasible node.
             num_to_find = 1
-        # The Filter point is timed over all nodes of the cycle, as upstream's findNodesThatPassFilters
-        # (RunFilterPlugins runs per node and is not observed per point).
-        filter_start = time.perf_counter()
         plugins = fwk.filter_plugins_for(state)
-        feasible: Sequence[NodeInfo] = []
         count = len(nodes)
-        start = 0 if restricted else self.next_start_node_index % count
-        processed = 0
-        # Nodes where nominated pods of higher or equal priority must be counted take the two passes of
-        # RunFilterPluginsWithNominatedPods, one node at a time; every other node the batch path.
-        nominated_nodes = fwk.nodes_with_nominated_pods_for(pod) if plugins else set()
+        run = _FilterRun(
+            fwk,
+            state,
+            pod,
+            plugins,
+            diagnosis,
+            start=0 if restricted else self.next_start_node_index % count,
+            num_to_find=num_to_find,
+            # Nodes where nominated pods of higher or equal priority must be counted take the two
+            # passes of RunFilterPluginsWithNominatedPods, one node at a time; every other node the
+            # batch path.
+            nominated_nodes=fwk.nodes_with_nominated_pods_for(pod) if plugins else set(),
+            # The Filter point is timed over all nodes of the cycle, as upstream's
+            # findNodesThatPassFilters (RunFilterPlugins runs per node and is not observed per point).
+            filter_start=time.perf_counter(),
+        )
         columns = None if restricted else snapshot.columns(fwk.node_columns)
+        feasible, processed = self._filter(run, nodes, columns, signature, snapshot)
+        fwk.observe_point("Filter", "Success", time.perf_counter() - run.filter_start)
+        if not restricted:
+            self.next_start_node_index = (run.start + processed) % len(all_nodes)
+        elif not feasible:
+            self._blame_narrowing(state, diagnosis, all_nodes)
+        return feasible, diagnosis
+
+    def _filter(
+        self,
+        run: _FilterRun,
+        nodes: Sequence[NodeInfo],
+        columns: NodeColumns | None,
+        signature: Hashable | None,
+        snapshot: Snapshot,
+    ) -> tuple[Sequence[NodeInfo], int]:
+        """The Filter strategy for this attempt; returns the feasible nodes and how many were visited."""
+        fwk, plugins, num_to_find, count = run.fwk, run.plugins, run.num_to_find, len(nodes)
+        feasible: Sequence[NodeInfo]
         if columns is not None and len(columns) == count:
             # All nodes of the snapshot: filter (and later score) them as arrays.
             if (
@@ -207,89 +241,130 @@ class SchedulingAlgorithm:
                 and signature is not None
                 and self.batch is not None
                 # Nominated pods must be counted node by node: no reuse of another pod's verdicts.
-                and not nominated_nodes
+                and not run.nominated_nodes
                 and all(fwk.batch_filter(plugin) is not None for plugin in plugins)
             ):
-                feasible, processed, failures, self._batched = self.batch.find_feasible(
-                    fwk.profile_name,
-                    signature,
-                    columns,
-                    start,
-                    num_to_find,
-                    state,
-                    pod,
-                    plugins,
-                    fwk.batch_filter,
-                )
-                for rejected, rejection in failures:
-                    if rejection.code is Code.Error:
-                        fwk.observe_point("Filter", "Error", time.perf_counter() - filter_start)
-                        raise FilterError(rejection, rejected.name)
-                    diagnosis.node_to_status[rejected.name] = rejection
-                    self._note_rejector(diagnosis, rejection)
+                feasible, processed = self._filter_with_batch_cache(run, signature, columns)
             elif plugins:
-                special: list[int] = []
-                for name in nominated_nodes:
-                    position = snapshot.index_of(name)
-                    if position is not None:
-                        special.append(position)
-
-                def with_nominated(node: NodeInfo) -> Status | None:
-                    return fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
-
-                feasible, processed, failures = find_feasible(
-                    columns,
-                    start,
-                    num_to_find,
-                    state,
-                    pod,
-                    plugins,
-                    fwk.batch_filter,
-                    special,
-                    with_nominated,
-                )
-                noted: Status | None = None
-                for rejected, rejection in failures:
-                    if rejection.code is Code.Error:
-                        raise FilterError(rejection, rejected.name)
-                    diagnosis.node_to_status[rejected.name] = rejection
-                    if rejection is not noted:
-                        # Batch plugins share one status among the nodes they reject alike.
-                        self._note_rejector(diagnosis, rejection)
-                        noted = rejection
+                feasible, processed = self._filter_columns(run, columns, snapshot)
             else:
-                feasible = first_nodes(columns, start, num_to_find)
+                feasible = first_nodes(columns, run.start, num_to_find)
                 processed = len(feasible)
         elif not plugins:
-            feasible = [nodes[(start + i) % count] for i in range(min(num_to_find, count))]
+            feasible = [nodes[(run.start + i) % count] for i in range(min(num_to_find, count))]
             processed = len(feasible)
         else:
-            run_filters = fwk.run_filters
-            node_to_status = diagnosis.node_to_status
-            feasible = passing = []
-            for i in range(count):
-                node = nodes[(start + i) % count]
-                processed += 1
-                if node.name in nominated_nodes:
-                    node_status = fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
-                else:
-                    node_status = run_filters(state, pod, node, plugins)
-                if node_status is None:
-                    passing.append(node)
-                    if len(passing) >= num_to_find:
-                        break
-                elif node_status.code is Code.Error:
-                    fwk.observe_point("Filter", "Error", time.perf_counter() - filter_start)
-                    raise FilterError(node_status, node.name)
-                else:
-                    node_to_status[node.name] = node_status
-                    self._note_rejector(diagnosis, node_status)
-        fwk.observe_point("Filter", "Success", time.perf_counter() - filter_start)
-        if not restricted:
-            self.next_start_node_index = (start + processed) % len(all_nodes)
-        elif not feasible:
-            self._blame_narrowing(state, diagnosis, all_nodes)
-        return feasible, diagnosis
+            feasible, processed = self._filter_node_by_node(run, nodes)
+        return feasible, processed
+
+    def _pre_filter_rejected(
+        self, state: CycleState, status: Status, all_nodes: Sequence[NodeInfo], diagnosis: Diagnosis
+    ) -> None:
+        """PreFilter ruled the pod out on every node (or failed: raised)."""
+        if status.code is Code.Error or status.code not in (
+            Code.Unschedulable,
+            Code.UnschedulableAndUnresolvable,
+            Code.Pending,
+        ):
+            raise PreFilterError(status)
+        diagnosis.pre_filter_msg = status.message()
+        for node in all_nodes:
+            diagnosis.node_to_status[node.name] = status
+        self._note_rejector(diagnosis, status)
+        narrowing = state.get(PRE_FILTER_NARROWING_KEY)
+        if narrowing and status.plugin in narrowing:
+            # The narrowed node sets did not intersect: every narrowing plugin shares the blame.
+            diagnosis.unschedulable_plugins.update(narrowing)
+
+    def _filter_with_batch_cache(
+        self, run: _FilterRun, signature: Hashable, columns: NodeColumns
+    ) -> tuple[Sequence[NodeInfo], int]:
+        """Filter as arrays, reusing the verdicts of an identical earlier pod where they still hold."""
+        assert self.batch is not None
+        fwk = run.fwk
+        feasible, processed, failures, self._batched = self.batch.find_feasible(
+            fwk.profile_name,
+            signature,
+            columns,
+            run.start,
+            run.num_to_find,
+            run.state,
+            run.pod,
+            run.plugins,
+            fwk.batch_filter,
+        )
+        for rejected, rejection in failures:
+            if rejection.code is Code.Error:
+                fwk.observe_point("Filter", "Error", time.perf_counter() - run.filter_start)
+                raise FilterError(rejection, rejected.name)
+            run.diagnosis.node_to_status[rejected.name] = rejection
+            self._note_rejector(run.diagnosis, rejection)
+        return feasible, processed
+
+    def _filter_columns(
+        self, run: _FilterRun, columns: NodeColumns, snapshot: Snapshot
+    ) -> tuple[Sequence[NodeInfo], int]:
+        """Filter all nodes as arrays; nodes with nominated pods to count go node by node."""
+        fwk, state, pod, plugins = run.fwk, run.state, run.pod, run.plugins
+        special: list[int] = []
+        for name in run.nominated_nodes:
+            position = snapshot.index_of(name)
+            if position is not None:
+                special.append(position)
+
+        def with_nominated(node: NodeInfo) -> Status | None:
+            return fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+
+        feasible, processed, failures = find_feasible(
+            columns,
+            run.start,
+            run.num_to_find,
+            state,
+            pod,
+            plugins,
+            fwk.batch_filter,
+            special,
+            with_nominated,
+        )
+        noted: Status | None = None
+        for rejected, rejection in failures:
+            if rejection.code is Code.Error:
+                raise FilterError(rejection, rejected.name)
+            run.diagnosis.node_to_status[rejected.name] = rejection
+            if rejection is not noted:
+                # Batch plugins share one status among the nodes they reject alike.
+                self._note_rejector(run.diagnosis, rejection)
+                noted = rejection
+        return feasible, processed
+
+    def _filter_node_by_node(
+        self, run: _FilterRun, nodes: Sequence[NodeInfo]
+    ) -> tuple[Sequence[NodeInfo], int]:
+        """Filter a subset of the nodes (PreFilter narrowed them) one node at a time."""
+        fwk, state, pod, plugins = run.fwk, run.state, run.pod, run.plugins
+        run_filters = fwk.run_filters
+        node_to_status = run.diagnosis.node_to_status
+        passing: list[NodeInfo] = []
+        processed = 0
+        count = len(nodes)
+        for i in range(count):
+            node = nodes[(run.start + i) % count]
+            processed += 1
+            if node.name in run.nominated_nodes:
+                node_status = fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+            else:
+                node_status = run_filters(state, pod, node, plugins)
+            if node_status is None:
+                passing.append(node)
+                if len(passing) >= run.num_to_find:
+                    break
+            elif node_status.code is Code.Error:
+                fwk.observe_point("Filter", "Error", time.perf_counter() - run.filter_start)
+                raise FilterError(node_status, node.name)
+            else:
+                node_to_status[node.name] = node_status
+                self._note_rejector(run.diagnosis, node_status)
+        return passing, processed
 
     def _evaluate_nominated_node(
         self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot, diagnosis: Diagnosis

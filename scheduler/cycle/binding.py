@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from scheduler.client.api import BindingConflict
+from scheduler.client.api import POD_PENDING, BindingConflict
 from scheduler.framework.api_error import ApiError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
@@ -41,9 +41,10 @@ BINDING_WORKERS = 96
 
 class Outcome(enum.Enum):
     BOUND = "bound"
-    # Bind said the pod is gone or already bound (404/409). Dropped quietly when the informer already
-    # shows that; otherwise retried after backoff like an error, as upstream's handleSchedulingFailure
-    # (an injected or proxied 409 must not strand a pod that is in fact still pending).
+    # Bind was answered 404/409 and a read of the pod found it bound, gone or replaced by a namesake
+    # (or could not tell): dropped quietly when that read, or the informer, shows the pod settled;
+    # otherwise retried after backoff like an error. A 404/409 for a pod still pending (being deleted,
+    # gated, a proxy's 409) is an ERROR, as upstream (all the same to its handleSchedulingFailure).
     CONFLICT = "conflict"
     # Rejected at Permit/PreBind by a plugin: the pod goes to the unschedulable pool.
     REJECTED = "rejected"
@@ -208,7 +209,7 @@ class BindingPool:
 
     @staticmethod
     def _bind_failure(task: BindingTask, status: Status, seconds: float) -> BindingResult:
-        if isinstance(status.error, BindingConflict):
+        if isinstance(status.error, BindingConflict) and status.error.pod_state != POD_PENDING:
             return BindingResult(task, Outcome.CONFLICT, status, seconds)
         if status.code is Code.Error or isinstance(status.error, ApiError):
             return BindingResult(task, Outcome.ERROR, status, seconds)

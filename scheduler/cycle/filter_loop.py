@@ -6,10 +6,11 @@ for the nodes the one-node-at-a-time loop would reach, so the outcome is exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Protocol, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
@@ -63,7 +64,6 @@ def find_feasible(
     special_positions: IntArray | None = None
     if special and special_filter is not None:
         special_positions = np.fromiter(special, dtype=np.int64, count=len(special))
-    overridden = len(plugins)  # the "plugin index" of a rejection by ``special_filter``
     batches = [batch_of(plugin) for plugin in plugins]
     all_batch = all(batch is not None for batch in batches)
     found_parts: list[IntArray] = []
@@ -76,16 +76,7 @@ def find_feasible(
         size = need if processed == 0 else need * processed // max(found, 1)
         window = order[processed : processed + min(max(size, _MIN_WINDOW), count - processed)]
         subset = NodeSubset(columns, window)
-        results: list[Sequence[Status | None] | None] = []
-        masks: list[BoolArray | None] = []
-        for batch in batches:
-            if batch is None:
-                results.append(None)
-                masks.append(None)
-            else:
-                statuses = batch.filter_nodes(state, pod, subset)
-                results.append(statuses)
-                masks.append(ok_mask(statuses))
+        results, masks = _run_batches(batches, state, pod, subset)
         overrides: dict[int, Status | None] = {}
         if special_positions is not None:
             assert special_filter is not None
@@ -106,21 +97,52 @@ def find_feasible(
         processed += cut
         found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
         found_parts.append(window[alive])
-        for index, plugin_index in rejected:
-            if plugin_index == overridden:
-                override = overrides[index]
-                assert override is not None
-                failures.append((infos[window[index]], override))
-                continue
-            judged = results[plugin_index]
-            rejection = judged[index] if judged is not None else None
-            assert rejection is not None
-            failures.append((infos[window[index]], rejection.with_plugin(plugins[plugin_index].name)))
+        failures.extend(_failures(rejected, window, infos, plugins, results, overrides))
     if len(found_parts) == 1:
         positions = found_parts[0]
     else:
         positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
     return NodeSubset(columns, positions), processed, failures
+
+
+def _run_batches(
+    batches: Sequence[_BatchFilter | None], state: CycleState, pod: PodInfo, subset: NodeSubset
+) -> tuple[list[Sequence[Status | None] | None], list[BoolArray | None]]:
+    """Every batch plugin's statuses over a window and their pass masks (None for per-node plugins)."""
+    results: list[Sequence[Status | None] | None] = []
+    masks: list[BoolArray | None] = []
+    for batch in batches:
+        if batch is None:
+            results.append(None)
+            masks.append(None)
+        else:
+            statuses = batch.filter_nodes(state, pod, subset)
+            results.append(statuses)
+            masks.append(ok_mask(statuses))
+    return results, masks
+
+
+def _failures(
+    rejected: Sequence[tuple[int, int]],
+    window: IntArray,
+    infos: npt.NDArray[np.object_],
+    plugins: Sequence[_Filter],
+    results: Sequence[Sequence[Status | None] | None],
+    overrides: Mapping[int, Status | None],
+) -> Iterator[tuple[NodeInfo, Status]]:
+    """(node, status) of each rejection of a window: ``(window index, plugin index)`` pairs, where the
+    plugin index ``len(plugins)`` stands for ``special_filter``."""
+    overridden = len(plugins)
+    for index, plugin_index in rejected:
+        if plugin_index == overridden:
+            override = overrides[index]
+            assert override is not None
+            yield infos[window[index]], override
+            continue
+        judged = results[plugin_index]
+        rejection = judged[index] if judged is not None else None
+        assert rejection is not None
+        yield infos[window[index]], rejection.with_plugin(plugins[plugin_index].name)
 
 
 def _judge_window(

@@ -17,7 +17,7 @@ from typing import Any
 
 from scheduler import metrics
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
-from scheduler.client.api import SchedulerApi
+from scheduler.client.api import BindingConflict, SchedulerApi
 from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingAlgorithm, SchedulingError, runs_post_filter
 from scheduler.cycle.attempt import Attempt, one_node_message
@@ -219,7 +219,17 @@ class Scheduler:
         fwk = self.frameworks.get(scheduler_name_of(pod_dict))
         meta = object_meta(pod_dict)
         if fwk is None or meta.get("deletionTimestamp"):
-            # Not ours any more, or being deleted: upstream's skipPodSchedule.
+            # Not ours any more, or being deleted: upstream's skipPodSchedule, which reports a deleting
+            # pod (e.g. one whose Binding met "is being deleted" and was requeued).
+            if fwk is not None:
+                self.recorder.event(
+                    pod_dict,
+                    event_type=WARNING,
+                    reason="FailedScheduling",
+                    action="Scheduling",
+                    message=f"skip schedule deleting pod: {meta.get('namespace', '')}/{meta.get('name', '')}",
+                    controller=fwk.profile_name,
+                )
             self.queue.done(qpi)
             return None
         if self.cache.is_assumed(qpi.key):
@@ -397,10 +407,13 @@ class Scheduler:
             return
         fwk.run_unreserve(task.state, pod, task.node_name)
         forgotten = self.cache.forget_pod(pod.key)
-        if result.outcome is Outcome.CONFLICT and self.queue.gone_while_in_flight(qpi):
-            # The watch already showed it bound (maybe by an earlier incarnation of us) or deleted:
-            # nothing to retry, and a failure written onto a bound pod would only mislead. Still an
-            # error attempt, as upstream's handleSchedulingFailure counts it before asking its lister.
+        if result.outcome is Outcome.CONFLICT and (
+            _conflict_settled(result) or self.queue.gone_while_in_flight(qpi)
+        ):
+            # A read of the pod after the 404/409, or the watch, shows it bound (maybe by an earlier
+            # incarnation of us), deleted or replaced by a namesake: upstream's handleSchedulingFailure
+            # does not requeue it (its pod lister), and a failure written onto a bound pod would only
+            # mislead. Still an error attempt, as upstream counts it before asking its lister.
             log.info("binding %s to %s: %s", pod.key, task.node_name, result.status)
             metrics.observe_attempt("error", fwk.profile_name, time.perf_counter() - task.cycle_start)
             self.queue.done(qpi)
@@ -553,6 +566,11 @@ class Scheduler:
             return self.pod_infos.get(pod)
         except PodSpecError:
             return None
+
+
+def _conflict_settled(result: BindingResult) -> bool:
+    error = result.status.error if result.status is not None else None
+    return isinstance(error, BindingConflict) and error.settled
 
 
 def _nominated_node(pod: Mapping[str, Any]) -> str:

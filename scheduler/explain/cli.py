@@ -27,13 +27,17 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
+from scheduler.framework.objects import list_continue
 from scheduler.plugins.registry import IN_TREE_REGISTRY
+from scheduler.serving.authn import FORWARDED_AUTHORIZATION
 
 SUBCOMMANDS = ("explain", "simulate", "snapshot")
 # Where deploy/ runs the scheduler: the Service in front of /metrics and /debug.
 DEFAULT_SERVICE_NAMESPACE = "py-scheduler"
 DEFAULT_SERVICE = "py-scheduler-metrics"
 DEFAULT_SERVICE_PORT = "metrics"
+# The scheduler serves HTTPS (scheduler/serving): the API server's service proxy needs the scheme.
+DEFAULT_SCHEME = "https"
 # The Service has both replicas as endpoints and the proxy picks one per request; only the leader has
 # records, so a standby's 503 means "ask again".
 LEADER_TRIES = 8
@@ -51,9 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--service", default=DEFAULT_SERVICE)
     explain.add_argument("--service-port", default=DEFAULT_SERVICE_PORT, help="port name or number")
     explain.add_argument(
-        "--scheme", default="", choices=("", "http", "https"), help="for a TLS scheduler: https"
+        "--scheme", default=DEFAULT_SCHEME, choices=("", "http", "https"), help="the Service port's scheme"
     )
-    explain.add_argument("--endpoint", help="talk to the scheduler directly (e.g. http://127.0.0.1:10259)")
+    explain.add_argument(
+        "--endpoint",
+        help="talk to the scheduler directly (e.g. https://127.0.0.1:10259 after kubectl port-forward), "
+        "with your kubeconfig's token or client certificate",
+    )
+    explain.add_argument(
+        "--insecure-skip-tls-verify",
+        action="store_true",
+        help="with --endpoint: do not verify the scheduler's (by default self-signed) certificate",
+    )
+    explain.add_argument(
+        "--certificate-authority", help="with --endpoint: the CA of the scheduler's certificate"
+    )
     explain.add_argument("--attempts", type=int, default=1, help="how many recent attempts to show")
     explain.add_argument("-o", "--output", choices=("table", "json"), default="table")
 
@@ -118,13 +134,16 @@ def proxy_path(service_namespace: str, service: str, port: str, pod_key: str, sc
 
 def explain(args: argparse.Namespace) -> int:
     key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-    status, body = _fetch_direct(args.endpoint, key) if args.endpoint else _fetch_via_proxy(args, key)
+    status, body = _fetch_direct(args, key) if args.endpoint else _fetch_via_proxy(args, key)
     try:
-        doc: dict[str, Any] = orjson.loads(body)
+        loaded: Any = orjson.loads(body)
     except orjson.JSONDecodeError:
-        doc = {"error": body.decode(errors="replace").strip()}
+        loaded = {"error": body.decode(errors="replace").strip()}
+    doc: dict[str, Any] = (
+        loaded if isinstance(loaded, dict) else {"error": f"unexpected answer: {body[:100]!r}"}
+    )
     if status != 200:
-        print(f"py-scheduler explain {key}: {doc.get('error') or f'HTTP {status}'}", file=sys.stderr)
+        print(f"py-scheduler explain {key}: {refusal(status, doc, args)}", file=sys.stderr)
         return 1
     if args.output == "json":
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -133,20 +152,80 @@ def explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fetch_direct(endpoint: str, key: str) -> tuple[int, bytes]:
+def refusal(status: int, doc: dict[str, Any], args: argparse.Namespace) -> str:
+    """One line for an answer that is not the record; for a refusal, the permission that is missing."""
+    message = str(doc.get("message") or doc.get("error") or f"HTTP {status}")
+    if status == 401:
+        return f"the scheduler did not accept your credentials ({message})"
+    if status != 403:
+        return message
+    details = doc.get("details") or {}
+    if details.get("kind") == "services" or "services/proxy" in message:
+        # The API server refused the proxy request itself.
+        target = f"{args.scheme}:{args.service}:{args.service_port}" if args.scheme else args.service
+        return (
+            f"missing permission: get services/proxy on {target} in namespace {args.service_namespace} "
+            f"(bind the ClusterRole py-scheduler:explain); the API server said: {message}"
+        )
+    path = (
+        message.rpartition(' path "')[2].rstrip('"').split('"')[0]
+        if ' path "' in message
+        else "/debug/pods/..."
+    )
+    return (
+        f"missing permission: get on the non-resource URL {path} (bind the ClusterRole py-scheduler:explain "
+        f"with a ClusterRoleBinding, or grant /debug/pods/<namespace>/*); the scheduler said: {message}"
+    )
+
+
+def _fetch_direct(args: argparse.Namespace, key: str) -> tuple[int, bytes]:
+    """Straight to the scheduler's HTTPS port with your own credentials: your kubeconfig's bearer token
+    or client certificate (the scheduler checks them with a TokenReview or against the client CA)."""
     namespace, _, name = key.partition("/")
-    url = f"{endpoint.rstrip('/')}/debug/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
-    response = urllib3.request("GET", url, timeout=10.0, retries=False)
+    url = f"{args.endpoint.rstrip('/')}/debug/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    headers: dict[str, str] = {}
+    kwargs: dict[str, Any] = {}
+    if url.startswith("https:"):
+        configuration = load_configuration(args.kubeconfig)
+        credential = RestClient(configuration).credentials.current()
+        if credential.authorization:
+            headers["Authorization"] = credential.authorization
+        # An exec plugin's certificate pair, else the kubeconfig's own.
+        cert = credential.cert or (
+            (configuration.cert_file, configuration.key_file) if configuration.cert_file else None
+        )
+        if cert:
+            kwargs["cert_file"], kwargs["key_file"] = cert
+        if args.insecure_skip_tls_verify:
+            kwargs["cert_reqs"] = "CERT_NONE"
+            # Asked for by name; urllib3's multi-line warning would bury the one-line answer.
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        elif args.certificate_authority:
+            kwargs["ca_certs"] = args.certificate_authority
+    pool = urllib3.PoolManager(**kwargs)
+    response = pool.request("GET", url, headers=headers, timeout=10.0, retries=False)
     return response.status, response.data
 
 
 def _fetch_via_proxy(args: argparse.Namespace, key: str) -> tuple[int, bytes]:
+    """Through the API server's service proxy. The API server consumes your Authorization header (it
+    never reaches the backend), so your bearer token rides in FORWARDED_AUTHORIZATION and the scheduler
+    reviews it like any token: its checks apply to you, not to the API server."""
     rest = RestClient(load_configuration(args.kubeconfig), qps=20, burst=LEADER_TRIES)
     path = proxy_path(args.service_namespace, args.service, args.service_port, key, args.scheme)
     try:
+        authorization = rest.credentials.current().authorization
+        if not authorization or not authorization.lower().startswith("bearer "):
+            raise OSError(
+                "your kubeconfig's user has no bearer token (a client certificate?), which the API server "
+                "proxy cannot pass on to the scheduler: kubectl port-forward -n py-scheduler "
+                "svc/py-scheduler-metrics 10259, then add --endpoint https://127.0.0.1:10259 "
+                "--insecure-skip-tls-verify"
+            )
+        forwarded = {FORWARDED_AUTHORIZATION: authorization}
         status, body = 0, b""
         for _ in range(LEADER_TRIES):
-            status, body = rest.request("GET", path, timeout=10.0)
+            status, body = rest.request("GET", path, timeout=10.0, headers=forwarded)
             if status != 503 or b'"leader":false' not in body:
                 break
         return status, body
@@ -177,9 +256,10 @@ def list_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
                 page = orjson.loads(body)
                 for item in page.get("items") or ():
                     item["kind"], item["apiVersion"] = spec.kind, spec.api_version
-                    (item.get("metadata") or {}).pop("managedFields", None)
+                    if isinstance(item.get("metadata"), dict):
+                        item["metadata"].pop("managedFields", None)
                     items.append(item)
-                token = (page.get("metadata") or {}).get("continue") or ""
+                token = list_continue(page)
                 if not token:
                     break
             out[spec.name] = items

@@ -24,7 +24,7 @@ from informers.resource import (
     STORAGE_CLASSES,
     ResourceSpec,
 )
-from scheduler.framework.objects import labels_of, object_meta, pod_spec
+from scheduler.framework.objects import labels_of, object_meta, pod_spec, pod_template_of, spec_of
 
 KubeObject = dict[str, Any]
 
@@ -83,7 +83,7 @@ def expand_pods(objects: Iterable[Mapping[str, Any]], default_namespace: str = "
         meta = object_meta(obj)
         namespace = meta.get("namespace") or default_namespace
         name = meta.get("name") or kind.lower()
-        spec = obj.get("spec") or {}
+        spec = spec_of(obj)
         if kind == "Pod":
             pod = copy.deepcopy(dict(obj))
             pod.setdefault("metadata", {})["namespace"] = namespace
@@ -103,7 +103,7 @@ def expand_pods(objects: Iterable[Mapping[str, Any]], default_namespace: str = "
 
 
 def _from_template(owner: Mapping[str, Any], namespace: str, name: str, kind: str, index: int) -> KubeObject:
-    template = (owner.get("spec") or {}).get("template") or {}
+    template = pod_template_of(owner)
     meta: dict[str, Any] = copy.deepcopy(dict(object_meta(template)))
     labels = dict(labels_of(template))
     if kind == "StatefulSet":

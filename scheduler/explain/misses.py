@@ -25,8 +25,7 @@ from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.taints import find_untolerated_taint, pod_tolerations, taint_fields
 from scheduler.plugins.noderesources.fit import REASON_TOO_MANY_PODS
-from scheduler.plugins.podtopologyspread.filtering import FilterState
-from scheduler.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_STATE_KEY
+from scheduler.plugins.podtopologyspread.plugin import describe_skew
 
 log = logging.getLogger(__name__)
 
@@ -164,24 +163,7 @@ def _taints(status: Status, pod: PodInfo, node: NodeInfo, state: CycleState) -> 
 
 
 def _spread(status: Status, pod: PodInfo, node: NodeInfo, state: CycleState) -> str:
-    spread: FilterState | None = state.get(SPREAD_STATE_KEY)
-    if spread is None:
-        return ""
-    labels = node.labels
-    for index, constraint in enumerate(spread.constraints):
-        key = constraint.topology_key
-        value = labels.get(key)
-        if value is None:
-            return f"node has no {key} label (topology spread)"
-        counts = spread.counts[index]
-        here = counts.get(value, 0)
-        skew = here + spread.self_match[index] - spread.min_counts[index]
-        if skew <= constraint.max_skew:
-            continue
-        smallest = min(counts, key=lambda domain: (counts[domain], domain), default="")
-        lowest = f"{smallest} has {spread.min_counts[index]}" if smallest else "an empty domain has 0"
-        return f"{key}={value} would exceed maxSkew {constraint.max_skew} ({lowest}, {value} {here})"
-    return ""
+    return describe_skew(state, node)
 
 
 def _affinity(status: Status, pod: PodInfo, node: NodeInfo, state: CycleState) -> str:

@@ -10,8 +10,8 @@ Unit tests give plugins a :class:`StaticLister` (or a ``FakeHandle`` built on it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from informers.resource import (
     CSI_DRIVERS,
@@ -19,6 +19,7 @@ from informers.resource import (
     CSI_STORAGE_CAPACITIES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
+    ELASTIC_QUOTAS,
     NAMESPACES,
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
@@ -47,6 +48,7 @@ __all__ = [
     "CSI_STORAGE_CAPACITIES",
     "DEVICE_CLASSES",
     "DEVICE_TAINT_RULES",
+    "ELASTIC_QUOTAS",
     "NAMESPACES",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",
@@ -65,8 +67,10 @@ __all__ = [
     "WORKLOAD_PODGROUPS",
     "KubeObject",
     "Lister",
+    "ListerEventHandler",
     "ResourceSpec",
     "StaticLister",
+    "WatchedLister",
     "lister_version",
     "object_key",
 ]
@@ -82,6 +86,29 @@ class Lister(Protocol):
     def get(self, name: str, namespace: str = "") -> KubeObject | None:
         """One object by name (and namespace, for namespaced kinds), or None."""
         ...
+
+
+class ListerEventHandler(Protocol):
+    """Changes of a listed kind, on the event loop, in the order the watch saw them (upstream's
+    ResourceEventHandler on a shared informer). A deleted object arrives as its last known state."""
+
+    def on_add(self, obj: KubeObject) -> None: ...
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None: ...
+
+    def on_delete(self, obj: KubeObject) -> None: ...
+
+
+@runtime_checkable
+class WatchedLister(Lister, Protocol):
+    """A Lister that also tells a plugin about changes, for a cache the plugin keeps incrementally (as
+    upstream plugins add handlers to the informer factory's informers). ``accept`` narrows what the
+    handler sees: an update moving an object out of it arrives as a delete, into it as an add. Objects
+    already listed when the handler is added arrive as adds."""
+
+    def add_event_handler(
+        self, handler: ListerEventHandler, accept: Callable[[KubeObject], bool] | None = None
+    ) -> None: ...
 
 
 def object_key(name: str, namespace: str = "") -> str:
@@ -104,18 +131,43 @@ class StaticLister:
 
     def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
         self._by_key: dict[str, KubeObject] = {}
+        self._handlers: list[tuple[ListerEventHandler, Callable[[KubeObject], bool] | None]] = []
         self.version = 0
         for obj in objects:
             self.add(obj)
 
     def add(self, obj: KubeObject) -> None:
+        """Adds or replaces ``obj``; handlers hear an add or an update."""
         meta = object_meta(obj)
-        self._by_key[object_key(meta.get("name", ""), meta.get("namespace", ""))] = obj
+        key = object_key(meta.get("name", ""), meta.get("namespace", ""))
+        old = self._by_key.get(key)
+        self._by_key[key] = obj
         self.version += 1
+        for handler, accept in self._handlers:
+            was = old is not None and (accept is None or accept(old))
+            now = accept is None or accept(obj)
+            if was and now and old is not None:
+                handler.on_update(old, obj)
+            elif now:
+                handler.on_add(obj)
+            elif was and old is not None:
+                handler.on_delete(old)
 
     def delete(self, name: str, namespace: str = "") -> None:
-        self._by_key.pop(object_key(name, namespace), None)
+        old = self._by_key.pop(object_key(name, namespace), None)
         self.version += 1
+        if old is not None:
+            for handler, accept in self._handlers:
+                if accept is None or accept(old):
+                    handler.on_delete(old)
+
+    def add_event_handler(
+        self, handler: ListerEventHandler, accept: Callable[[KubeObject], bool] | None = None
+    ) -> None:
+        self._handlers.append((handler, accept))
+        for obj in self._by_key.values():
+            if accept is None or accept(obj):
+                handler.on_add(obj)
 
     def list(self, namespace: str | None = None) -> Sequence[KubeObject]:
         if namespace is None:

@@ -198,6 +198,23 @@ def node_status(node: Mapping[str, Any]) -> NodeStatus:
     return node.get("status") or NodeStatus()
 
 
+def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Any object's ``spec`` (kinds without a view of their own), or ``{}`` when missing or null."""
+    return obj.get("spec") or {}
+
+
+def pod_template_of(workload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod template of a Deployment, ReplicaSet, StatefulSet or Job (``spec.template``), or ``{}``."""
+    spec = workload.get("spec") or {}
+    return spec.get("template") or {}
+
+
+def list_continue(page: Mapping[str, Any]) -> str:
+    """The ``metadata.continue`` token of a LIST page ("" on the last page)."""
+    meta = page.get("metadata") or {}
+    return str(meta.get("continue") or "")
+
+
 def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     """``metadata.labels``, or ``{}`` when metadata or labels are missing or null."""
     return (obj.get("metadata") or {}).get("labels") or {}

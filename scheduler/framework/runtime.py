@@ -668,48 +668,12 @@ class Framework:
                 if record:
                     observe(plugin.name, "Score", "Success", _perf() - began)
             else:
-                per_node: list[int] = []
-                # Timed as one loop: the loop stops at the first failure, so every call before it
-                # succeeded, and the cycle's sum per status is the same as timing each call.
-                began = _perf()
-                for node in nodes:
-                    value, status = plugin.score(state, pod, node)
-                    if status is not None and status.code is not Code.Success:
-                        if record:
-                            _add_seconds(
-                                state.plugin_seconds,
-                                (plugin.name, "Score", status.code.name),
-                                _perf() - began,
-                            )
-                        raise PluginError(status.with_plugin(plugin.name))
-                    per_node.append(value)
-                if record:
-                    _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
-                raw = per_node
-            normalizer = self._normalizers.get(plugin.name)
+                raw = _score_node_by_node(plugin, state, pod, nodes)
             # For the breakdown: a reference, not a copy (array normalizers return a new array; the
             # list path normalises NodeScore objects and leaves ``raw`` alone).
             given = raw
-            if normalizer is not None:
-                began = _perf()
-                array_normalizer = self._array_normalizers.get(plugin.name)
-                if array_normalizer is not None:
-                    raw = array_normalizer.normalize_score_array(
-                        state, pod, _checked_array(plugin.name, nodes, raw)
-                    )
-                    if record:
-                        observe(plugin.name, "ScoreExtensionNormalize", "Success", _perf() - began)
-                else:
-                    values = raw.tolist() if isinstance(raw, np.ndarray) else list(raw)
-                    scores = [NodeScore(node.name, value) for node, value in zip(nodes, values, strict=True)]
-                    status = normalizer.normalize_score(state, pod, scores)
-                    if record:
-                        observe(
-                            plugin.name, "ScoreExtensionNormalize", _status_label(status), _perf() - began
-                        )
-                    if status is not None and status.code is not Code.Success:
-                        raise PluginError(status.with_plugin(plugin.name))
-                    raw = [s.score for s in scores]
+            if plugin.name in self._normalizers:
+                raw = self._normalize(plugin.name, state, pod, nodes, raw)
             weight = self.score_weights.get(plugin.name, 1)
             values_array = _checked_array(plugin.name, nodes, raw)
             if len(values_array) and (
@@ -722,6 +686,34 @@ class Framework:
             if breakdown is not None:
                 breakdown.append((plugin.name, given, values_array, weight))
         return totals
+
+    def _normalize(
+        self,
+        name: str,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        raw: Sequence[int] | IntArray,
+    ) -> Sequence[int] | IntArray:
+        """A plugin's NormalizeScore: over the array when the plugin has one, else over NodeScores."""
+        began = _perf()
+        record = state.record_plugin_metrics
+        array_normalizer = self._array_normalizers.get(name)
+        if array_normalizer is not None:
+            normalized: IntArray = array_normalizer.normalize_score_array(
+                state, pod, _checked_array(name, nodes, raw)
+            )
+            if record:
+                self._observe_plugin(name, "ScoreExtensionNormalize", "Success", _perf() - began)
+            return normalized
+        values = raw.tolist() if isinstance(raw, np.ndarray) else list(raw)
+        scores = [NodeScore(node.name, value) for node, value in zip(nodes, values, strict=True)]
+        status = self._normalizers[name].normalize_score(state, pod, scores)
+        if record:
+            self._observe_plugin(name, "ScoreExtensionNormalize", _status_label(status), _perf() - began)
+        if status is not None and status.code is not Code.Success:
+            raise PluginError(status.with_plugin(name))
+        return [s.score for s in scores]
 
     def has_score_plugins(self) -> bool:
         return bool(self.plugins.score)
@@ -882,6 +874,26 @@ def _invalid_score(plugin: str, value: Any, node_name: str) -> PluginError:
             f"{node_name!r}; scores must be in [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]"
         ).with_plugin(plugin)
     )
+
+
+def _score_node_by_node(
+    plugin: ScorePlugin, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+) -> list[int]:
+    """A per-node Score plugin over the nodes. Timed as one loop: the loop stops at the first failure,
+    so every call before it succeeded, and the cycle's sum per status is the same as timing each call."""
+    record = state.record_plugin_metrics
+    per_node: list[int] = []
+    began = _perf()
+    for node in nodes:
+        value, status = plugin.score(state, pod, node)
+        if status is not None and status.code is not Code.Success:
+            if record:
+                _add_seconds(state.plugin_seconds, (plugin.name, "Score", status.code.name), _perf() - began)
+            raise PluginError(status.with_plugin(plugin.name))
+        per_node.append(value)
+    if record:
+        _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
+    return per_node
 
 
 def _checked_array(plugin: str, nodes: Sequence[NodeInfo], raw: Sequence[int] | IntArray) -> IntArray:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.framework import CycleState, Handle, PodInfo, Status
+from scheduler.framework import Code, CycleState, Handle, PodInfo, Status
+from scheduler.framework.api_error import ApiError
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 
@@ -31,5 +32,9 @@ class DefaultBinder:
             self._handle.bind_pod(pod.namespace, pod.name, pod.uid, node_name)
         except Exception as err:
             # The binding cycle inspects ``status.error`` (e.g. a conflict: the pod is already bound).
+            # The text is the API server's message when it answered one, as upstream's AsStatus(err)
+            # (client-go's StatusError): it is what FailedScheduling and PodScheduled=False say.
+            if isinstance(err, ApiError) and err.api_message:
+                return Status(Code.Error, [err.api_message], error=err)
             return Status.as_error(err)
         return None

@@ -60,10 +60,13 @@ class DefaultPreemptionArgs:
     min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
 
 
-def parse_args(raw: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
-    """Defaults (``SetDefaults_DefaultPreemptionArgs``), then ``ValidateDefaultPreemptionArgs``."""
-    reader = ArgsReader(names.DEFAULT_PREEMPTION)
-    args = reader.top(raw, ARGS_KIND, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
+def parse_args(
+    raw: Mapping[str, Any] | None, plugin: str = names.DEFAULT_PREEMPTION, kind: str = ARGS_KIND
+) -> DefaultPreemptionArgs:
+    """Defaults (``SetDefaults_DefaultPreemptionArgs``), then ``ValidateDefaultPreemptionArgs``.
+    ``plugin``/``kind``: PreemptionToleration reads the same fields as its own args."""
+    reader = ArgsReader(plugin)
+    args = reader.top(raw, kind, ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"))
     percentage = reader.integer(
         args.get("minCandidateNodesPercentage"),
         "minCandidateNodesPercentage",
@@ -98,6 +101,13 @@ def parse_args(raw: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
 
 class DefaultPreemption:
     name = names.DEFAULT_PREEMPTION
+    # v1.37.2: a successful preemption says "found a potential placement for pod on node N, preempting
+    # K victims" (scheduler-plugins' subclasses, built on v1.34, say nothing).
+    says_placement = True
+
+    def order_victims(self, pods: Sequence[PodInfo], created: Mapping[str, int]) -> list[PodInfo]:
+        """Most important first: v1.37.2's MoreImportantVictim (``by_importance``)."""
+        return by_importance(pods, created)
 
     def __init__(
         self,
@@ -106,7 +116,7 @@ class DefaultPreemption:
         *,
         rng: random.Random | None = None,
     ) -> None:
-        self.args = parse_args(args)
+        self.args = self.parse_args(args)
         if handle is None:
             raise ValueError(f"{self.name} needs a Handle")
         # The what-if Filter runs need the scheduler's handle (PreemptionHandle); a plain Handle (a
@@ -120,7 +130,12 @@ class DefaultPreemption:
             self,
             self._pdbs,
             lambda: self.handle.preemption_executor,
+            says_placement=self.says_placement,
         )
+
+    @staticmethod
+    def parse_args(args: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
+        return parse_args(args)
 
     def _pdbs(self) -> list[PodDisruptionBudget]:
         return parse_pdbs(self._pdb_lister.list())
@@ -225,7 +240,7 @@ class DefaultPreemption:
         if status is not None:
             return [], 0, status
 
-        potential = by_importance(potential, created)
+        potential = self.order_victims(potential, created)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
@@ -256,7 +271,7 @@ class DefaultPreemption:
                 return [], 0, error
         if violating and non_violating:
             # Both groups were appended in their own order: most important first overall.
-            victims = by_importance(victims, created)
+            victims = self.order_victims(victims, created)
         return victims, num_violating, None
 
 

@@ -24,3 +24,7 @@ NODE_VOLUME_LIMITS = "NodeVolumeLimits"
 COSCHEDULING = "Coscheduling"
 GANG_SCHEDULING = "GangScheduling"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
+# scheduler-plugins (out of tree upstream): registered, never in the default profile.
+NODE_RESOURCES_ALLOCATABLE = "NodeResourcesAllocatable"
+CAPACITY_SCHEDULING = "CapacityScheduling"
+PREEMPTION_TOLERATION = "PreemptionToleration"

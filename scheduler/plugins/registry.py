@@ -8,6 +8,7 @@ from functools import partial
 from scheduler.features import DEFAULT_FEATURE_GATES, GENERIC_WORKLOAD, NODE_DECLARED_FEATURES, FeatureGates
 from scheduler.framework import PluginFactory
 from scheduler.plugins import names
+from scheduler.plugins.capacityscheduling import CapacityScheduling
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
 from scheduler.plugins.defaultpreemption import DefaultPreemption
@@ -21,9 +22,11 @@ from scheduler.plugins.nodename import NodeName
 from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
+from scheduler.plugins.preemptiontoleration import PreemptionToleration
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
@@ -59,6 +62,9 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.GANG_SCHEDULING: GangScheduling,
     # Out of tree upstream (scheduler-plugins); registered but never in the default profile.
     names.COSCHEDULING: Coscheduling,
+    names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
+    names.CAPACITY_SCHEDULING: CapacityScheduling,
+    names.PREEMPTION_TOLERATION: PreemptionToleration,
 }
 
 

@@ -74,8 +74,13 @@ class Evaluator:
         interface: PreemptionInterface,
         pdbs: Callable[[], Sequence[PodDisruptionBudget]],
         actuator: Callable[[], Actuator | None],
+        *,
+        says_placement: bool = False,
     ) -> None:
         self.plugin_name = plugin_name
+        # v1.37's Evaluator.Preempt says what it found on success; scheduler-plugins v0.34.7 builds on
+        # v1.34's, which does not.
+        self.says_placement = says_placement
         self._snapshot = snapshot
         self.interface = interface
         self._pdbs = pdbs
@@ -129,11 +134,12 @@ class Evaluator:
             status = actuator.actuate(pod, best.name, best.victims, self.plugin_name)
             if status is not None:
                 return None, status
+        if not self.says_placement:
+            return best.name, None
         # v1.37: the success says what was found; DefaultPreemption prefixes it with "preemption: " and
         # it ends the FailedScheduling message.
-        found = (
-            f"found a potential placement for pod on node {best.name}, preempting {len(best.victims)} victims"
-        )
+        victims = len(best.victims)
+        found = f"found a potential placement for pod on node {best.name}, preempting {victims} victims"
         return best.name, Status(Code.Success, [found])
 
     def find_candidates(

@@ -56,6 +56,16 @@ def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = N
     return out
 
 
+def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
+    """Most important first, as ``sort.Slice(pods, util.MoreImportantPod)`` leaves them (kube-scheduler
+    up to v1.36, and scheduler-plugins v0.34.7's preemption, which builds on v1.34): Go's sort replayed
+    with ``more_important_as_go_sees_it``, so two unstarted pods of one priority come out as Go's
+    algorithm leaves them from the input order (up to 12 such pods: reversed)."""
+    out = list(pods)
+    sort_slice(out, more_important_as_go_sees_it)
+    return out
+
+
 def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -> bool:
     if a.priority != b.priority:
         return a.priority > b.priority
@@ -95,3 +105,19 @@ def terminating_by_preemption(pod: Mapping[str, Any]) -> bool:
                 and condition.get("reason") == REASON_PREEMPTION_BY_SCHEDULER
             )
     return False
+
+
+def more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
+    """``util.MoreImportantPod(a, b)`` (unchanged in v1.37) as Go evaluates it inside ``sort.Slice``, for
+    plugins that sort with it themselves (CapacityScheduling orders a node's pods least important
+    first): ``GetPodStartTime`` reads ``time.Now()`` for an unstarted pod, ``a``'s before ``b``'s, so of
+    two unstarted pods of one priority ``less`` holds both ways and Go's algorithm decides.
+    (DefaultPreemption's own order is v1.37's MoreImportantVictim: ``by_importance``.)"""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    started_a = _parse_time(pod_status(a.pod).get("startTime"))
+    started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    if started_a is None:
+        # now(a) is before now(b), and never before a start time already past.
+        return started_b is None
+    return True if started_b is None else started_a < started_b

@@ -16,7 +16,7 @@ import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
@@ -36,6 +36,8 @@ class Fault:
     ``status``: answer with this status and a ``Status`` body. ``forward_first``: send the request
     upstream first (the write lands), then answer ``status``. ``hang``: hold the request this many
     seconds without an answer, then drop the connection (with ``forward_first``, after it landed).
+    ``hold``: keep the request until the test sets this event (at most 120 s), then forward it and
+    pass the API server's answer on, so the test can change the world while a write is in flight.
     """
 
     status: int = 0
@@ -45,9 +47,12 @@ class Fault:
     # Answer ``status`` with this body instead of a Status (a garbled or ERROR watch stream).
     body: bytes | None = None
     name: str = ""
+    hold: threading.Event | None = field(default=None, compare=False)
 
     @property
     def label(self) -> str:
+        if self.hold is not None:
+            return self.name or "hold"
         kind = self.name or (f"hang{self.hang:g}s" if self.hang else str(self.status))
         return f"{kind}-after-forward" if self.forward_first else kind
 
@@ -169,6 +174,9 @@ class FaultProxy:
             if fault is not None:
                 self.injected[(kind, fault.label)] += 1
         body = await request.read()
+        if fault is not None and fault.hold is not None:
+            await asyncio.get_running_loop().run_in_executor(None, fault.hold.wait, 120.0)
+            return await self._forward(request, body)
         if fault is not None and not fault.forward_first:
             return await self._fail(request, fault)
         response = await self._forward(request, body)

@@ -1,8 +1,9 @@
 """Faults injected between py-scheduler and the real API server, request by request.
 
 A TLS-terminating proxy (``faultproxy``) answers each pod's first Binding POST with a different
-failure: 500, 429 with Retry-After, 409 and 404 the API server did not say, a hang past the client's
-timeout, and a 500 or a hang after the Binding did land. Event writes and pod status patches fail
+failure: 500 and 503 (retried at once, as v1.37's util.BindPod does), 429 with Retry-After, 409 and 404
+the API server did not say, a hang past the client's timeout, and a 500 or a hang after the Binding did
+land. Event writes and pod status patches fail
 with 500 or hang for a while, and watch streams are cut mid-stream every few seconds. Every pod must
 end bound exactly once with one Scheduled Event and a PodScheduled=True condition; the process must
 keep running without a traceback, and its queue metrics must come back to empty.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,12 @@ BINDING_FAULTS: list[Fault | None] = [
 ]
 # Pods whose first Binding landed although its answer was lost (a 500 after the write, a timeout).
 LANDED = {i for i, f in enumerate(BINDING_FAULTS) if f is not None and f.forward_first}
+# Pods whose first Binding got a 500 or 503 without landing: retried (v1.37's util.BindPod).
+RETRIED_BY_BIND_POD = {
+    i
+    for i, f in enumerate(BINDING_FAULTS)
+    if f is not None and not f.forward_first and f.status in (500, 503)
+}
 WRITE_FAULTS = [Fault(status=500), Fault(hang=12.0), Fault(status=503), Fault(status=429, retry_after=1)]
 
 
@@ -163,9 +171,10 @@ def test_binding_event_and_status_faults_and_cut_watches_lose_no_pod(
             if e["reason"] == "FailedScheduling"
         }
         assert {"big0", "big1"} <= failed
-        # A Binding answered 429 with Retry-After was sent again after the wait, as client-go does,
-        # and one that landed was read back: neither pod failed. Every other faulted one did.
-        fine = {1, *LANDED}
+        # A Binding answered 429 with Retry-After was sent again after the wait, as client-go does;
+        # one answered 500 or 503 was sent again at once, as v1.37's util.BindPod retries them; one
+        # that landed was read back: none of these pods failed. Every other faulted one did.
+        fine = {1, *RETRIED_BY_BIND_POD, *LANDED}
         failing = {i for i, f in enumerate(BINDING_FAULTS) if f is not None} - fine
         assert not {f"p{i}" for i in range(pods) if fault_of(i) in fine} & failed
         assert {f"p{i}" for i in range(pods) if fault_of(i) in failing} <= failed
@@ -359,3 +368,159 @@ def test_failing_lists_and_watches_delay_pods_and_lose_none(
         log = proc.log_path.read_text(errors="replace")
         assert "Traceback" not in log, log[-4000:]
         assert proc.stop() == 0, proc.log_tail()
+
+
+class HeldBindings:
+    """The proxy's chooser: holds each named pod's first Binding POST until the test releases it."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.lock = threading.Lock()
+        self.held = {name: threading.Event() for name in names}
+        self.seen: Counter[str] = Counter()
+
+    def __call__(self, method: str, path: str) -> Fault | None:
+        if FaultProxy.kind(method, path) != "POST binding":
+            return None
+        name = path.rsplit("/", 2)[-2]
+        with self.lock:
+            self.seen[name] += 1
+            if self.seen[name] > 1 or name not in self.held:
+                return None
+        return Fault(hold=self.held[name])
+
+    def bindings(self, name: str) -> int:
+        with self.lock:
+            return self.seen[name]
+
+
+def _events_of(core_v1: Any, namespace: str, name: str, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in list_events(core_v1, namespace)
+        if (e.get("involvedObject") or {}).get("name") == name and e.get("reason") == reason
+    ]
+
+
+def test_binding_conflicts_from_the_api_server_are_handled_as_kube_scheduler_does(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    """Real 409s from the real API server, each provoked while the pod's Binding is held by the proxy:
+
+    * ``being-deleted``: the pod (kept by a finalizer) is deleted meanwhile; the API server answers
+      "pod ... is being deleted, cannot be assigned to a host". As upstream's handleBindingCycleError ->
+      handleSchedulingFailure: the pod is requeued with backoff, a FailedScheduling Event carries the
+      API's message and PodScheduled=False says SchedulerError; the retry skips the deleting pod with
+      "skip schedule deleting pod" (skipPodSchedule) and binds nothing.
+    * ``recreated``: the pod is deleted and created again under its name; the Binding's uid
+      precondition fails ("Precondition failed: UID in precondition"). The old attempt is dropped
+      without a word (upstream: "Pod was recreated ... Skip requeueing and status updates"), and the new
+      pod is bound by a later attempt.
+    * ``already-bound``: someone else binds the pod meanwhile ("already assigned"): not requeued.
+    """
+    node = f"{run_id}-n0"
+    create_nodes(api_client, [make_node(node, labels={RUN_LABEL: run_id})])
+    names = ["being-deleted", "recreated", "already-bound"]
+    chooser = HeldBindings(names)
+    finalizer = "example.com/keep"
+    with fault_proxy(control_plane) as proxy:
+        proxy.chooser = chooser
+        proc = start_through(proxy, control_plane, tmp_path, scheduler_config(), processes)
+        pods = {name: make_pod(name, run_id) for name in names}
+        pods["being-deleted"]["metadata"]["finalizers"] = [finalizer]
+        create_pods(core_v1, namespace, pods.values())
+        for name in names:
+            wait_for(partial(chooser.bindings, name), 60, f"{name}'s Binding held by the proxy")
+        old_uid = core_v1.read_namespaced_pod("recreated", namespace).metadata.uid
+
+        # being-deleted: a finalizer keeps it, with deletionTimestamp set.
+        core_v1.delete_namespaced_pod("being-deleted", namespace, grace_period_seconds=0)
+        # recreated: gone, and a namesake with a new uid. Its own attempt meets the old one still
+        # binding ("a previous pod of this name is still being bound"): that Event proves the
+        # scheduler's watch has shown the delete before the held Binding is answered.
+        core_v1.delete_namespaced_pod("recreated", namespace, grace_period_seconds=0)
+        wait_for(lambda: _gone(core_v1, namespace, "recreated", old_uid), 30, "the old recreated pod deleted")
+        core_v1.create_namespaced_pod(namespace, make_pod("recreated", run_id))
+        wait_for(
+            lambda: any(
+                "still being bound" in str(e.get("message"))
+                for e in _events_of(core_v1, namespace, "recreated", "FailedScheduling")
+            ),
+            30,
+            "the namesake's attempt refused while the old pod binds",
+        )
+        # already-bound: someone else binds it.
+        core_v1.create_namespaced_binding(
+            namespace,
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "already-bound"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+            },
+            _preload_content=False,
+        )
+        for name in names:
+            chooser.held[name].set()
+
+        # being-deleted: requeued, reported with the API's message, then skipped as a deleting pod.
+        def skipped() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in _events_of(core_v1, namespace, "being-deleted", "FailedScheduling")
+                if "skip schedule deleting pod" in str(e.get("message"))
+            ]
+
+        wait_for(skipped, 60, "the retry of the deleting pod skipped with upstream's Event")
+        messages = [
+            str(e.get("message")) for e in _events_of(core_v1, namespace, "being-deleted", "FailedScheduling")
+        ]
+        # The API server's message, as kube-scheduler's FailedScheduling says it.
+        being_deleted = (
+            'Operation cannot be fulfilled on pods/binding "being-deleted": pod being-deleted is being '
+            "deleted, cannot be assigned to a host"
+        )
+        assert being_deleted in messages, messages
+        deleting = core_v1.read_namespaced_pod("being-deleted", namespace)
+        assert not deleting.spec.node_name and chooser.bindings("being-deleted") == 1
+        (scheduled,) = [c for c in deleting.status.conditions or () if c.type == "PodScheduled"]
+        assert (scheduled.status, scheduled.reason) == ("False", "SchedulerError")
+        assert scheduled.message == being_deleted
+
+        # recreated: the new pod bound (its second Binding, sent to the API server as is), the old
+        # attempt's 409 reported nowhere.
+        def new_bound() -> bool:
+            pod = core_v1.read_namespaced_pod("recreated", namespace)
+            return bool(pod.spec.node_name) and pod.metadata.uid != old_uid
+
+        wait_for(new_bound, 60, "the recreated pod bound")
+        assert chooser.bindings("recreated") == 2
+        recreated_failures = _events_of(core_v1, namespace, "recreated", "FailedScheduling")
+        assert not [e for e in recreated_failures if "Precondition" in str(e.get("message"))], (
+            recreated_failures
+        )
+        assert len(_events_of(core_v1, namespace, "recreated", "Scheduled")) == 1
+
+        # already-bound: bound to the node the test chose, one Binding from the scheduler, and no
+        # failure written onto it (the read after the 409 found it bound, whatever the watch had shown).
+        bound = core_v1.read_namespaced_pod("already-bound", namespace)
+        assert bound.spec.node_name == node and chooser.bindings("already-bound") == 1
+        assert _events_of(core_v1, namespace, "already-bound", "FailedScheduling") == []
+        assert [(c.type, c.status) for c in bound.status.conditions or () if c.type == "PodScheduled"] == [
+            ("PodScheduled", "True")
+        ]
+        proc.assert_running()
+
+        core_v1.patch_namespaced_pod("being-deleted", namespace, {"metadata": {"finalizers": None}})
+
+
+def _gone(core_v1: Any, namespace: str, name: str, uid: str) -> bool:
+    return all(
+        p["metadata"]["uid"] != uid for p in list_pods(core_v1, namespace) if p["metadata"]["name"] == name
+    )

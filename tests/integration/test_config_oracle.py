@@ -1,4 +1,4 @@
-"""The table of tests/unit/test_config_upstream_parity.py, checked against the real kube-scheduler.
+"""The table of tests/unit/config/test_config_upstream_parity.py, checked against the real kube-scheduler.
 
 A config kube-scheduler refuses makes it exit 1 within a fraction of a second, without any cluster;
 one it accepts keeps it running (trying to reach the unreachable API server of a dummy kubeconfig).
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from devcluster.binaries import binaries_dir
-from tests.unit.test_config_upstream_parity import CASES, HEADER
+from tests.unit.config.test_config_upstream_parity import CASES, HEADER
 
 # A refusal comes within a second even on a loaded machine; a process still running after this long
 # has accepted its config.

@@ -43,15 +43,15 @@ def apply_deploy(control_plane: Any) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def service_account_token(api_client: Any, seconds: int = 3600) -> str:
-    """A token for py-scheduler/py-scheduler from the TokenRequest API, as the kubelet would mount it."""
+def service_account_token(api_client: Any, seconds: int = 3600, name: str = SERVICE_ACCOUNT) -> str:
+    """A token for py-scheduler/<name> from the TokenRequest API, as the kubelet would mount it."""
     body = {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
         "spec": {"expirationSeconds": seconds},
     }
     status, data = raw(
-        api_client, "POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token", body
+        api_client, "POST", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{name}/token", body
     )
     assert status == 201, data
     token: str = data["status"]["token"]
@@ -188,6 +188,9 @@ ALLOWED = [
     ("create", "leases", {"group": "coordination.k8s.io", "namespace": "kube-system"}),
     ("get", "configmaps", {"namespace": "kube-system", "name": "extension-apiserver-authentication"}),
     ("update", "persistentvolumes", {}),  # system:volume-scheduler
+    # system:auth-delegator: delegated authentication and authorization of the HTTPS port.
+    ("create", "tokenreviews", {"group": "authentication.k8s.io"}),
+    ("create", "subjectaccessreviews", {"group": "authorization.k8s.io"}),
     ("list", "csinodes", {"group": "storage.k8s.io"}),
     # Inherited from system:kube-scheduler, which names kube-scheduler's Lease. Documented, not wanted:
     # it is the price of reusing the upstream role rather than copying it.

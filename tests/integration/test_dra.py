@@ -346,3 +346,164 @@ def test_post_filter_deallocates_an_idle_claim_allocated_where_the_pod_cannot_go
         and e.get("reason") == "FailedScheduling"
     ]
     assert any("deallocation of ResourceClaim completed" in m for m in messages), messages
+
+
+def test_post_filter_deallocates_a_claim_whose_device_binding_failed_or_timed_out(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+) -> None:
+    """Upstream's Filter marks an allocated claim unavailable on every node when its device binding
+    failed (a binding failure condition of the device is true) or its binding conditions are still
+    pending ``bindingTimeout`` (600 s) after ``allocationTimestamp`` (DRADeviceBindingConditions, beta and
+    on in v1.36); PostFilter deallocates it. Each claim is allocated through ``/status`` to a device with
+    binding conditions on the node the pod fits, as a driver's scheduler could have left it; py-scheduler
+    deallocates both, and the next attempts allocate the plain devices."""
+    class_name = _device_class(api_client, run_id)
+    (fits,) = _nodes(api_client, run_id, "b", 1, "py")
+    conditions = {"bindingConditions": ["attached"], "bindingFailureConditions": ["attach-failed"]}
+    devices = [{**_gpu(f"gpu-{i}", "a100"), **conditions} for i in range(2)]
+    devices += [_gpu(f"gpu-{i}", "a100") for i in range(2, 4)]
+    custom = _custom(api_client)
+    custom.create_cluster_custom_object(
+        GROUP,
+        VERSION,
+        "resourceslices",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{fits}-{DRIVER}", "labels": {RUN_LABEL: run_id}},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": fits,
+                "pool": {"name": fits, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        },
+    )
+
+    def condition(type_: str, status: str) -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": status,
+            "reason": "Test",
+            "message": "set by the test",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+
+    # name -> (device, allocationTimestamp, the device's conditions)
+    cases: dict[str, tuple[str, str | None, list[dict[str, Any]]]] = {
+        "failed": ("gpu-0", None, [condition("attached", "False"), condition("attach-failed", "True")]),
+        "timed-out": ("gpu-1", "2020-01-01T00:00:00Z", [condition("attached", "False")]),
+    }
+    for name, (device, stamp, device_conditions) in cases.items():
+        claim = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class_name}}]}},
+        }
+        created = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "resourceclaims", claim)
+        allocation: dict[str, Any] = {
+            "devices": {
+                "results": [
+                    {"request": "gpu", "driver": DRIVER, "pool": fits, "device": device, **conditions}
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [fits]}]}
+                ]
+            },
+        }
+        if stamp is not None:
+            allocation["allocationTimestamp"] = stamp
+        created["status"] = {
+            "allocation": allocation,
+            "devices": [{"driver": DRIVER, "pool": fits, "device": device, "conditions": device_conditions}],
+        }
+        written = custom.replace_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, "resourceclaims", name, created
+        )
+        # The API server keeps what the test wrote (the gates are on): otherwise the case proves nothing.
+        (kept,) = written["status"]["allocation"]["devices"]["results"]
+        assert kept.get("bindingConditions") == ["attached"], written["status"]
+        if stamp is not None:
+            assert written["status"]["allocation"].get("allocationTimestamp"), written["status"]
+        pod = make_pod(f"pod-{name}", run_id, scheduler_name="py-scheduler", node_selector={"pool": "py"})
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+        core_v1.create_namespaced_pod(namespace, pod)
+
+    def bound() -> dict[str, str] | None:
+        nodes = {
+            p["metadata"]["name"]: str(p["spec"].get("nodeName") or "") for p in list_pods(core_v1, namespace)
+        }
+        return nodes if all(nodes.get(f"pod-{n}") for n in cases) else None
+
+    nodes = wait_for(bound, 90, "both pods bound once their claims were deallocated and allocated again")
+    assert {nodes[f"pod-{n}"] for n in cases} == {fits}
+    got: dict[str, str] = {}
+    for after in _claims(api_client, namespace):
+        status = after["status"]
+        (result,) = status["allocation"]["devices"]["results"]
+        assert "bindingConditions" not in result
+        assert [r["name"] for r in status["reservedFor"]] == [f"pod-{after['metadata']['name']}"]
+        assert not status.get("devices"), "the deallocation cleared the old device's status"
+        got[after["metadata"]["name"]] = result["device"]
+    assert sorted(got) == sorted(cases) and sorted(got.values()) == ["gpu-2", "gpu-3"]
+
+    for name in cases:
+        messages = [
+            str(e.get("message"))
+            for e in list_events(core_v1, namespace)
+            if (e.get("involvedObject") or {}).get("name") == f"pod-{name}"
+            and e.get("reason") == "FailedScheduling"
+        ]
+        assert any("deallocation of ResourceClaim completed" in m for m in messages), (name, messages)
+
+
+def test_a_device_taint_rule_keeps_its_device_from_both_schedulers(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    kube_scheduler: Any,
+) -> None:
+    """DRADeviceTaintRules is GA in v1.37: a DeviceTaintRule's NoSchedule taint on gpu-0 of each node
+    counts as if the driver had published it, so both schedulers allocate gpu-1 instead."""
+    class_name = _device_class(api_client, run_id)
+    (ours,) = _nodes(api_client, run_id, "t", 1, "py")
+    (theirs,) = _nodes(api_client, run_id, "u", 1, "kube")
+    for node in (ours, theirs):
+        _publish(api_client, run_id, node, ["a100", "a100"])
+    rule = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": f"maintenance-{run_id}", "labels": {RUN_LABEL: run_id}},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "device": "gpu-0"},
+            "taint": {"key": "maintenance", "value": "yes", "effect": "NoSchedule"},
+        },
+    }
+    custom = _custom(api_client)
+    custom.create_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule)
+    try:
+        _template(api_client, namespace, "one", class_name)
+        core_v1.create_namespaced_pod(namespace, _claim_pod("py-one", run_id, "one", "py-scheduler", "py"))
+        core_v1.create_namespaced_pod(
+            namespace, _claim_pod("kube-one", run_id, "one", "default-scheduler", "kube")
+        )
+        allocations = wait_for(
+            lambda: (a := _allocations_by_pod(api_client, namespace)) and len(a) == 2 and a,
+            90,
+            "both claims allocated",
+        )
+        py, kube = allocations["py-one"], allocations["kube-one"]
+        assert [r["device"] for r in py["devices"]["results"]] == ["gpu-1"]
+        assert _normalized(py, ours) == _normalized(kube, theirs)
+    finally:
+        custom.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", f"maintenance-{run_id}")

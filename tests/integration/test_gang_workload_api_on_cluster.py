@@ -131,19 +131,32 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         }
 
     wait_for(lambda: len(big_messages()) >= 2, 60, "both kinds of FailedScheduling for the big gang")
-    waiting, *misfits = sorted(big_messages(), key=lambda m: not m.startswith("pod group"))
-    assert waiting == (
-        "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
-        "one or more plugins asked to wait and no plugin rejected pod"
-    ), big_messages()
-    assert misfits and all(
-        re.fullmatch(
-            r"0/\d+ nodes are available: \d+ Insufficient cpu\. .*preemption: 0/\d+ nodes are available: "
-            r"\d+ No preemption victims found for incoming pod\.",
-            m,
+    if scheduler == "default-scheduler":
+        # KNOWN DIVERGENCE (docs/kubernetes-1.37.md, open): v1.37.2's pod group cycle stops at
+        # PlacementFeasible ("minCount (4) cannot be satisfied: S scheduled, R remaining"), runs no
+        # per-member PostFilter and then its PodGroupPostFilter; py-scheduler still says what v1.36.3
+        # said (below). The outcome (nothing bound, nothing held) is the same.
+        assert any(
+            re.fullmatch(r"0/\d+ nodes are available: \d+ Insufficient cpu\.", m) for m in big_messages()
         )
-        for m in misfits
-    ), big_messages()
+        assert any(
+            re.fullmatch(r"minCount \(4\) cannot be satisfied: \d scheduled, \d remaining", m)
+            for m in big_messages()
+        ), big_messages()
+    else:
+        waiting, *misfits = sorted(big_messages(), key=lambda m: not m.startswith("pod group"))
+        assert waiting == (
+            "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, "
+            "one or more plugins asked to wait and no plugin rejected pod"
+        ), big_messages()
+        assert misfits and all(
+            re.fullmatch(
+                r"0/\d+ nodes are available: \d+ Insufficient cpu\. .*preemption: 0/\d+ nodes are available: "
+                r"\d+ No preemption victims found for incoming pod\.",
+                m,
+            )
+            for m in misfits
+        ), big_messages()
     # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
     # "fits") are placed while it keeps retrying.
     create(
@@ -152,6 +165,8 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         [make_pod(f"plain-{i}", run_id, cpu="1500m", scheduler_name=scheduler) for i in range(2)],
     )
     wait_for(lambda: bound(core_v1, namespace, "plain-") == 2, 60, "plain pods bound beside the failed gang")
+    # A bounded watch, not a barrier: the big gang keeps retrying with backoff, and each retry is a
+    # chance to bind part of it; 5 s spans several retries (no event marks "it has retried enough").
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         assert bound(core_v1, namespace, "big-") == 0
@@ -168,7 +183,15 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
     ):
         condition = scheduled_condition(api_client, namespace, name)
         assert condition is not None, name
-        assert (condition["status"], condition["reason"], condition.get("message", "")) == want, condition
+        got = (condition["status"], condition["reason"], condition.get("message", ""))
+        if scheduler == "default-scheduler" and name == "big":
+            # KNOWN DIVERGENCE (open, as above): v1.37.2 writes the pod group result's own message.
+            assert got[:2] == want[:2] and got[2].startswith("minCount (4) cannot be satisfied: "), condition
+            assert got[2].endswith(
+                ", pod group preemption: No preemption victims found for incoming preemptor"
+            )
+        else:
+            assert got == want, condition
         # PodGroups carry no metadata.generation here, so observedGeneration (omitempty) is absent.
         assert sorted(condition) == sorted(CONDITION_FIELDS), condition
 
@@ -239,8 +262,11 @@ def test_pods_created_before_their_pod_group_bind_once_it_is_created(
 ) -> None:
     nodes(api_client, run_id, 2)
     create(core_v1, namespace, [member(f"early-{i}", run_id, scheduler, "late", "100m") for i in range(3)])
-    wait_for(lambda: len(list_pods(core_v1, namespace)) == 3, 10, "the pods created")
-    time.sleep(2)
+    # The barrier: a plain pod created after them, for the same scheduler, bound. The scheduler sees
+    # pods in creation order on one watch and runs PreEnqueue as each arrives; a member let through
+    # would have been queued ahead of the witness (same priority, earlier), so attempted before it.
+    create(core_v1, namespace, [make_pod("witness", run_id, cpu="100m", scheduler_name=scheduler)])
+    wait_for(lambda: bound(core_v1, namespace, "witness") == 1, 60, "the witness pod bound")
     assert bound(core_v1, namespace, "early-") == 0  # held by PreEnqueue: no PodGroup yet
     pod_group(api_client, namespace, "late", 3)
     # Event-driven: the PodGroup's add wakes the held pods (no 5-minute flush needed).

@@ -222,6 +222,45 @@ def test_chart_service_account_permissions(
     assert not can(sa, "update", "leases", name="py-scheduler", **lease)  # only its own release's Lease
     assert not can(sa, "get", "secrets", namespace="kube-system")
     assert not can(sa, "create", "pods", namespace="default")
+    assert can(sa, "create", "tokenreviews", group="authentication.k8s.io")
+    assert can(sa, "create", "subjectaccessreviews", group="authorization.k8s.io")
+
+
+def prometheus_token(control_plane: Any, api_client: Any, tmp_path: Path) -> str:
+    """A ServiceAccount bound to the chart's metrics-reader role (rendered with the values that make
+    the binding), and its token."""
+    sa = {"serviceAccount": "prometheus-chart-test", "namespace": NAMESPACE}
+    created = kubectl(control_plane, "create", "serviceaccount", sa["serviceAccount"], "-n", NAMESPACE)
+    assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr
+    text = template_text(
+        RELEASE,
+        NAMESPACE,
+        set_values={
+            "metrics.readerRole.create": "true",
+            "metrics.serviceMonitor.prometheusServiceAccount.name": sa["serviceAccount"],
+            "metrics.serviceMonitor.prometheusServiceAccount.namespace": NAMESPACE,
+        },
+    )
+    docs = [d for d in yaml.safe_load_all(text) if d and d["metadata"]["name"].endswith(":metrics-reader")]
+    assert {d["kind"] for d in docs} == {"ClusterRole", "ClusterRoleBinding"}
+    path = tmp_path / "metrics-reader.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    applied = kubectl(control_plane, "apply", "--server-side", "-f", str(path))
+    assert applied.returncode == 0, applied.stderr
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 600},
+    }
+    status, data = raw(
+        api_client,
+        "POST",
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{sa['serviceAccount']}/token",
+        body,
+    )
+    assert status == 201, data
+    token: str = data["status"]["token"]
+    return token
 
 
 @pytest.fixture
@@ -251,9 +290,11 @@ def test_scheduler_runs_as_the_chart_service_account_and_binds_pods(
         chart_token(api_client),
     )
     create_nodes(core_v1, [make_node(f"chart-{run_id}-{i}", labels={RUN_LABEL: run_id}) for i in range(2)])
-    scheduler = SchedulerProcess(kubeconfig, tmp_path, config, name="chart-scheduler").start()
+    # Secure serving with the chart's ServiceAccount doing the reviews, as in the cluster.
+    scheduler = SchedulerProcess(kubeconfig, tmp_path, config, name="chart-scheduler", secure=True).start()
     try:
         scheduler.wait_ready(timeout=60)
+        assert scheduler.get("/metrics")[0] == 403  # anonymous
         pods = [make_pod(f"p-{i}", run_id, scheduler_name=SCHEDULER_NAME) for i in range(4)]
         create_pods(core_v1, namespace, pods)
 
@@ -270,6 +311,10 @@ def test_scheduler_runs_as_the_chart_service_account_and_binds_pods(
         )
         assert status == 200
         assert lease["spec"]["holderIdentity"]
+        # Scraped as Prometheus would: its ServiceAccount's token, bound to the chart's reader role.
+        status, text = scheduler.get("/metrics", token=prometheus_token(control_plane, api_client, tmp_path))
+        assert status == 200, text
+        assert "scheduler_schedule_attempts_total" in text
     finally:
         code = scheduler.stop()
     assert code == 0, f"py-scheduler exited with {code}:\n{scheduler.log_tail()}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import resource
 import shutil
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -182,7 +183,7 @@ def podman_run_args(docs: list[dict[str, Any]], kubelet: Kubelet, *, port: int) 
 
 def container_args(docs: list[dict[str, Any]], *, port: int) -> list[str]:
     args = list(only(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"])
-    return _with_value(_with_value(args, "--bind-address", "127.0.0.1"), "--port", str(port))
+    return _with_value(_with_value(args, "--bind-address", "127.0.0.1"), "--secure-port", str(port))
 
 
 # ----- fixtures -----
@@ -214,9 +215,15 @@ class Container:
     grace: int
     lease: tuple[str, str]
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """Over HTTPS, as the Deployment serves (self-signed: not verified), with ``token`` as a bearer."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", headers=headers)
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=5) as resp:
+            with urllib.request.urlopen(request, timeout=15, context=context) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()
@@ -300,6 +307,25 @@ def container(
 # ----- tests -----
 
 
+# Every path the server has, and some it has not: anonymous callers get only the health ones.
+PROBED_PATHS = ("/healthz", "/readyz", "/livez", "/metrics", "/debug/pods/default/x", "/configz", "/",
+                "/debug/pprof/", "/readyz/informer-sync", "/metrics/resources")  # fmt: skip
+
+
+def test_as_shipped_only_the_health_paths_answer_without_authentication(container: Container) -> None:
+    """The Deployment's own args (kustomize-rendered; the chart renders the same args, test_helm_deploy
+    checks) on the real image: no path but /healthz, /readyz and /livez answers an anonymous caller."""
+    container.wait_ready()
+    answers = {path: container.get(path)[0] for path in PROBED_PATHS}
+    assert {p for p, status in answers.items() if status not in (401, 403)} == {
+        "/healthz",
+        "/readyz",
+        "/livez",
+    }
+    assert all(answers[p] == 200 for p in ("/healthz", "/readyz", "/livez")), answers
+    assert container.get("/metrics", token="not-a-token")[0] == 401
+
+
 def test_image_has_no_installer_or_compiler_and_fits_the_budget(image: str) -> None:
     probe = (
         "import importlib.util, json, shutil;"
@@ -342,10 +368,28 @@ def test_schedules_a_pod(container: Container, core_v1: Any, namespace: str) -> 
         core_v1.delete_collection_node(label_selector=f"{RUN_LABEL}={run_id}", _preload_content=False)
 
 
-def test_serves_metrics(container: Container) -> None:
+def prometheus_token(control_plane: Any, api_client: Any) -> str:
+    """A token of a ServiceAccount bound to the servicemonitor component's metrics-reader ClusterRole,
+    as Prometheus scrapes with its own."""
+    role = DEPLOY / "components" / "servicemonitor" / "clusterrole.yaml"
+    applied = kubectl(control_plane, "apply", "--server-side", "-f", str(role))
+    assert applied.returncode == 0, applied.stderr
+    for args in (
+        ("create", "serviceaccount", "prometheus-test", "-n", NAMESPACE),
+        ("create", "clusterrolebinding", "prometheus-test:py-scheduler-metrics",
+         "--clusterrole=py-scheduler:metrics-reader", f"--serviceaccount={NAMESPACE}:prometheus-test"),
+    ):  # fmt: skip
+        result = kubectl(control_plane, *args)
+        assert result.returncode == 0 or "AlreadyExists" in result.stderr, result.stderr
+    return service_account_token(api_client, name="prometheus-test")
+
+
+def test_serves_metrics_over_https_to_a_token_allowed_get_on_metrics(
+    container: Container, control_plane: Any, api_client: Any
+) -> None:
     container.wait_ready()
-    status, text = container.get("/metrics")
-    assert status == 200
+    status, text = container.get("/metrics", token=prometheus_token(control_plane, api_client))
+    assert status == 200, text
     samples = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)

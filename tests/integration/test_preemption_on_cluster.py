@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,9 @@ from tests.integration.workload import (
     list_pods,
     make_pod,
     new_run_id,
+    no_preemption_running,
+    scrape,
+    scrape_kube_scheduler,
     sole_kube_scheduler,
 )
 
@@ -204,6 +207,23 @@ def _preempted_by(core_v1: Any, namespace: str) -> dict[str, list[tuple[str, str
     return out
 
 
+def _preemption_settled(samples: Callable[[], Any], what: str) -> None:
+    """Wait until the scheduler whose /metrics ``samples`` reads has no preemption in flight. Called once
+    its preemptors are bound: a bound pod gets no more scheduling cycles, so no round can start after
+    this, and every victim of every round (a late, redundant one included) has been deleted."""
+    wait_for(lambda: no_preemption_running(samples()), 60, f"{what}: no preemption in flight")
+
+
+def _events_of(core_v1: Any, namespace: str, victims: list[str]) -> None:
+    """Wait for the Preempted Event of every deleted victim (Events are written after the delete)."""
+
+    def written() -> bool:
+        named = {e["involvedObject"]["name"] for e in _events(core_v1, namespace, "Preempted")}
+        return set(victims) <= named
+
+    wait_for(written, 30, f"the Preempted events of {victims}")
+
+
 def test_two_preemptors_at_once_claim_different_rooms(
     core_v1: Any, api_client: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
 ) -> None:
@@ -225,8 +245,9 @@ def test_two_preemptors_at_once_claim_different_rooms(
 
     vips = wait_for(both_bound, 90, "both preemptors bound")
     assert vips["vip-a"]["spec"]["nodeName"] != vips["vip-b"]["spec"]["nodeName"]
-    time.sleep(2)  # any late, redundant round would show up here
+    _preemption_settled(lambda: scrape(scheduler), "py-scheduler")  # a late, redundant round included
     gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
+    _events_of(core_v1, namespace, gone)
     by_preemptor = _preempted_by(core_v1, namespace)
     history = sorted(
         (
@@ -314,7 +335,9 @@ def test_no_preemption_loop_when_the_victim_is_recreated(
         return bool(pod and pod["spec"].get("nodeName") == extra)
 
     wait_for(replacement_bound, 60, "the replacement bound on the new node")
-    # Stable: no new pods, no new Preempted events, for 5 s in a row (bounded at 30 s).
+    # Stable: no new pods, no new Preempted events, for 5 s in a row (bounded at 30 s). A bounded quiet
+    # window, not a barrier: an extra eviction would show first as a replacement the ReplicaSet
+    # controller creates on its own schedule, and no signal says that controller has nothing left to do.
     last: tuple[int, int] | None = None
     since = time.monotonic()
     deadline = since + 30
@@ -425,8 +448,10 @@ def test_preemption_across_schedulers_both_ways(
         return vips if all(v and v["spec"].get("nodeName") for v in vips.values()) else None  # type: ignore[return-value]
 
     vips = wait_for(vips_bound, 90, "both preemptors bound")
-    time.sleep(2)
+    _preemption_settled(lambda: scrape(scheduler), "py-scheduler")
+    _preemption_settled(lambda: scrape_kube_scheduler(kube_scheduler), "kube-scheduler")
     gone = sorted(set(before) - set(_by_name(core_v1, namespace)))
+    _events_of(core_v1, namespace, gone)
     by_pool = {pool: [g for g in gone if g.startswith(pool)] for pool in ("kube", "py")}
     # Each side evicts the minimal set: one pod, on its preemptor's node.
     assert len(by_pool["kube"]) == 1, gone
@@ -571,7 +596,12 @@ def test_side_by_side_preemption_matches_kube_scheduler(
                     return vip["spec"].get("nodeName") if vip else None
 
                 node = wait_for(bound, 90, f"seed {seed}: {pool}'s preemptor bound")
-                time.sleep(1)
+                if pool == "py":
+                    _preemption_settled(lambda: scrape(scheduler), f"seed {seed}: py-scheduler")
+                else:
+                    _preemption_settled(
+                        lambda: scrape_kube_scheduler(kube_scheduler), f"seed {seed}: kube-scheduler"
+                    )
                 remaining = set(_by_name(core_v1, ns))
                 gone = [
                     (cls, int(cpu))

@@ -343,6 +343,43 @@ def test_csinode_limit_leaves_the_third_volume_waiting(
     _wait_reason(core_v1, namespace, "p2", "node(s) exceed max volume count")
 
 
+def test_a_csi_driver_that_must_be_installed_keeps_the_pod_off_a_node_without_it(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
+) -> None:
+    """VolumeLimitScaling, beta and on in v1.37: a CSIDriver with preventPodSchedulingIfMissing makes a
+    node whose CSINode does not list it unschedulable for a pod with one of its volumes; the CSINode
+    that lists it (its add requeues the pod) lets the pod bind."""
+    from kubernetes.client import StorageV1Api
+
+    storage = StorageV1Api(api_client)
+    (node,) = _nodes(api_client, run_id, 1)
+    driver = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": CSI_DRIVER, "labels": {RUN_LABEL: run_id}},
+        "spec": {"attachRequired": True, "preventPodSchedulingIfMissing": True},
+    }
+    storage.create_csi_driver(body=driver, _preload_content=False)
+    try:
+        pv = _pv(core_v1, run_id, "needs-driver", csi_handle=f"h-{run_id}")
+        _pvc(core_v1, namespace, "c", volume_name=pv)
+        wait_for(
+            lambda: _pvcs(core_v1, namespace)["c"]["status"].get("phase") == "Bound", 60, "claim bound", 0.3
+        )
+        _create_pod(core_v1, namespace, _pod_with_claims("p", run_id, ["c"]))
+        _wait_reason(core_v1, namespace, "p", f"{CSI_DRIVER} CSI driver is not installed on the node")
+        csinode = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": node, "labels": {RUN_LABEL: run_id}},
+            "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node}]},
+        }
+        storage.create_csi_node(body=csinode, _preload_content=False)
+        _bound_pods(core_v1, namespace, 1)
+    finally:
+        storage.delete_csi_driver(CSI_DRIVER, _preload_content=False)
+
+
 def test_second_pod_of_a_read_write_once_pod_claim_waits(
     api_client: Any, core_v1: Any, namespace: str, run_id: str, scheduler: SchedulerProcess
 ) -> None:

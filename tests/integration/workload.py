@@ -120,14 +120,49 @@ def overcommitted_nodes(nodes: list[dict[str, Any]], pods: list[dict[str, Any]])
     return bad
 
 
-def scrape(proc: Any) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """A running py-scheduler's /metrics: (name, labels) -> value of every sample."""
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def _samples(text: str) -> Samples:
     from prometheus_client.parser import text_string_to_metric_families
 
-    status, text = proc.get("/metrics")
-    assert status == 200, text
     return {
         (s.name, frozenset(s.labels.items())): s.value
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
+
+
+def scrape(proc: Any) -> Samples:
+    """A running py-scheduler's /metrics: (name, labels) -> value of every sample."""
+    status, text = proc.get("/metrics")
+    assert status == 200, text
+    return _samples(text)
+
+
+def scrape_kube_scheduler(handle: Any) -> Samples:
+    """The /metrics of a kube-scheduler the control plane started (``start_kube_scheduler``'s handle)."""
+    from devcluster.probe import http_get, unverified_tls
+
+    port = next(a.split("=", 1)[1] for a in handle.argv if a.startswith("--secure-port="))
+    status, body = http_get(f"https://127.0.0.1:{port}/metrics", context=unverified_tls(), timeout=10)
+    assert status == 200, body[:200]
+    return _samples(body.decode())
+
+
+def no_preemption_running(samples: Samples) -> bool:
+    """No asynchronous preemption is in flight in the scheduler these samples come from, so every victim
+    it chose has been deleted (the barrier before checking that no more victims were taken).
+
+    py-scheduler counts running preemptions in ``scheduler_goroutines{operation="preemption"}``.
+    kube-scheduler has no such gauge: each preemption goroutine it starts observes
+    ``scheduler_preemption_victims`` once and, after its last delete, counts itself in
+    ``scheduler_preemption_goroutines_execution_total`` (SchedulerAsyncPreemption, on by default)."""
+    running = samples.get(("scheduler_goroutines", frozenset({("operation", "preemption")})))
+    if running is not None:
+        return running == 0
+    started = samples.get(("scheduler_preemption_victims_count", frozenset()), 0.0)
+    finished = sum(
+        v for (name, _), v in samples.items() if name == "scheduler_preemption_goroutines_execution_total"
+    )
+    return started == finished

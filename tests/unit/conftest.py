@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_core_fakes import CoreEnv
+from tests.unit.fakes import CoreEnv
 
 MakeEnv = Callable[..., CoreEnv]
 

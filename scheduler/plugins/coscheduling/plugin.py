@@ -58,6 +58,11 @@ PERMIT_STATE_KEY = "PermitCoscheduling"
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
 
 
+def is_gang_member(pod: Mapping[str, Any]) -> bool:
+    """Whether ``pod`` names a scheduler-plugins PodGroup (the pod-group label)."""
+    return bool(pod_group_name(pod))
+
+
 def pod_group_name(pod: Mapping[str, Any]) -> str:
     value = labels_of(pod).get(POD_GROUP_LABEL, "")
     return value if isinstance(value, str) else ""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,9 +13,11 @@ from scheduler.framework import Lister, PodInfo, object_meta, pod_status
 from scheduler.framework.objects import uid_of
 from scheduler.framework.objects_resource import (
     AllocationResult,
+    DeviceRequestAllocationResult,
     allocation_results,
     claim_allocation,
     claim_reserved_for,
+    claim_status,
 )
 from scheduler.plugins.dynamicresources.allocator import DeviceID
 
@@ -89,6 +92,86 @@ def is_reserved_for_pod(pod: PodInfo, claim: Obj) -> bool:
 
 def can_be_reserved(claim: Obj) -> bool:
     return len(claim_reserved_for(claim)) < RESERVED_FOR_MAX_SIZE
+
+
+class BindingFailed(Exception):
+    """A binding failure condition of an allocated device is true (upstream's ErrDeviceBindingFailed)."""
+
+
+def _device_status(claim: Obj, result: DeviceRequestAllocationResult) -> Mapping[str, Any] | None:
+    """``getAllocatedDeviceStatus``: the ``status.devices`` entry of the result's device."""
+    key = (result.get("device"), result.get("driver"), result.get("pool"))
+    for device in claim_status(claim).get("devices") or ():
+        if (device.get("device"), device.get("driver"), device.get("pool")) == key:
+            return device
+    return None
+
+
+def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == type_:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def is_claim_ready_for_binding(claim: Obj) -> bool:
+    """``isClaimReadyForBinding`` (DRADeviceBindingConditions, beta and on in v1.36): True when every
+    result with binding conditions has them all true; False while one is pending (a result whose device
+    has no status yet, or a binding condition not true), checked result by result and stopping at the
+    first pending one, as upstream. Raises BindingFailed when, before that, a binding failure condition
+    of a device is true. An unallocated claim is not ready."""
+    allocation = allocation_of(claim)
+    if allocation is None:
+        return False
+    for result in allocation_results(allocation):
+        if not result.get("bindingConditions"):
+            continue
+        status = _device_status(claim, result)
+        if status is None:
+            return False
+        for type_ in result.get("bindingFailureConditions") or ():
+            failed = _condition(status, type_)
+            if failed is not None and failed.get("status") == "True":
+                raise BindingFailed(
+                    f"claim={object_meta(claim).get('name', '')}, reason={failed.get('reason', '')}, "
+                    f'message="{failed.get("message", "")}"'
+                )
+        for type_ in result.get("bindingConditions") or ():
+            condition = _condition(status, type_)
+            if condition is None or condition.get("status") != "True":
+                return False
+    return True
+
+
+def is_claim_binding_timed_out(claim: Obj, binding_timeout: float, now: float) -> bool:
+    """``isClaimTimeout``: the claim was allocated (``allocationTimestamp``) more than
+    ``binding_timeout`` seconds before ``now`` and some result carries binding conditions."""
+    allocation = allocation_of(claim)
+    stamp = allocation.get("allocationTimestamp") if allocation is not None else None
+    if allocation is None or not stamp:
+        return False
+    if not any(r.get("bindingConditions") is not None for r in allocation_results(allocation)):
+        return False
+    try:
+        allocated = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return False
+    return allocated + binding_timeout < now
+
+
+def unusable_for_binding(claim: Obj, binding_timeout: float, now: float) -> str | None:
+    """Why an allocated claim cannot be used for binding the pod, or None: its device binding failed,
+    or its binding conditions are still pending after ``binding_timeout`` (upstream's Filter marks such
+    a claim unavailable on the node, so PostFilter may deallocate it)."""
+    if allocation_of(claim) is None:
+        return None
+    try:
+        ready = is_claim_ready_for_binding(claim)
+    except BindingFailed as err:
+        return f"device binding failed: {err}"
+    if not ready and is_claim_binding_timed_out(claim, binding_timeout, now):
+        return "timed out waiting for binding conditions"
+    return None
 
 
 def allocated_devices(allocation: Obj | AllocationResult) -> list[DeviceID]:

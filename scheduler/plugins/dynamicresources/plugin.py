@@ -19,12 +19,14 @@ device name) as if the driver had published the taint; their changes requeue pod
 Guarded (the pod is refused with a reason naming the feature, never placed as if it were absent):
 DRA-backed extended resources (DRAExtendedResource) and claims of a PodGroup (DRAWorkloadResourceClaims).
 
-PostFilter (before DefaultPreemption) deallocates one allocated claim of an unschedulable pod whose node
-selector ruled out a node at Filter and that no other pod has reserved: "deallocation of ResourceClaim
-completed", so the next attempt may allocate it where the pod fits. The status write runs in a worker
-thread while the cycle awaits it (``post_filter_call``, ``BlockingPostFilterPlugin``); an API error is
-the PostFilter's error status and the pod backs off. Not mirrored: claims whose device binding
-conditions failed or timed out (DRADeviceBindingConditions) are not deallocation candidates.
+PostFilter (before DefaultPreemption) deallocates one allocated claim of an unschedulable pod that ruled
+out a node at Filter (upstream's unavailableClaims: its node selector does not match the node, or its
+device binding failed or its binding conditions timed out, DRADeviceBindingConditions) and that no other
+pod has reserved: "deallocation of ResourceClaim completed", so the next attempt may allocate it where the
+pod fits. The status write runs in a worker thread while the cycle awaits it (``post_filter_call``,
+``BlockingPostFilterPlugin``); an API error is the PostFilter's error status and the pod backs off.
+Not mirrored: PreBind does not wait for pending binding conditions of an allocated claim (upstream polls
+them for up to ``bindingTimeout``); the allocator never selects devices with binding conditions.
 """
 
 from __future__ import annotations
@@ -101,6 +103,7 @@ from scheduler.plugins.dynamicresources.claims import (
     can_be_reserved,
     is_reserved_for_pod,
     pod_claims,
+    unusable_for_binding,
 )
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
@@ -139,9 +142,13 @@ class _State:
     unallocated: list[Obj] = field(default_factory=list)
     # Whether some request lists alternatives: only those score above 0.
     first_available: bool = False
-    # Indices of allocated claims whose node selector ruled out some node Filter reached (upstream's
-    # unavailableClaims): the claims PostFilter may deallocate.
+    # Indices of allocated claims whose node selector ruled out some node Filter reached, or that are
+    # unusable for binding on any node Filter reached (upstream's unavailableClaims): the claims
+    # PostFilter may deallocate.
     unavailable: set[int] = field(default_factory=set)
+    # Indices of allocated claims whose device binding failed or timed out (DRADeviceBindingConditions),
+    # judged once at PreFilter: the fact does not depend on the node.
+    unusable: list[int] = field(default_factory=list)
 
     def to_allocate(self) -> list[tuple[int, Obj]]:
         return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
@@ -264,11 +271,12 @@ class DynamicResources:
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None] | PostFilterCall:
         """Upstream's PostFilter, deciding on the loop: an allocated claim that ruled out some node at
-        Filter and is reserved for no pod (or for this pod alone) is deallocated, so the next attempt
-        may allocate it elsewhere. The write (``status`` with ``allocation``, ``reservedFor`` and
-        ``devices`` cleared, through the status subresource with the informer's resourceVersion, as
-        upstream's UpdateStatus) is returned as a call for a worker thread; the claim's update then
-        arrives through the informer and requeues the pod (``is_schedulable_after_claim_change``).
+        Filter (node selector, or device binding failed / timed out) and is reserved for no pod (or for
+        this pod alone) is deallocated, so the next attempt may allocate it elsewhere. The write
+        (``status`` with ``allocation``, ``reservedFor`` and ``devices`` cleared, through the status
+        subresource with the informer's resourceVersion, as upstream's UpdateStatus) is returned as a
+        call for a worker thread; the claim's update then arrives through the informer and requeues the
+        pod (``is_schedulable_after_claim_change``).
 
         Runs before DefaultPreemption. Since v1.37 only a deallocation gives a reason ("deallocation of
         ResourceClaim completed"); the other outcomes are Unschedulable without one, so they add nothing
@@ -364,6 +372,12 @@ class DynamicResources:
                         s.available_on[index] = parse_node_selector(selector, "nodeSelector")
                     except SelectorError as err:
                         return None, Status.as_error(err)
+                why = unusable_for_binding(claim, self.binding_timeout, self.handle.now())
+                if why is not None:
+                    log.debug(
+                        "resourceclaim %s unusable for pod %s: %s", namespaced_name(claim), pod.key, why
+                    )
+                    s.unusable.append(index)
                 continue
             to_allocate += 1
             if self.in_flight.get(uid_of(claim)) is not None:
@@ -478,14 +492,17 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None:
             return None
-        # As upstream: the claims this node rules out are noted first, the allocator still runs (its
-        # failure is the node's reason, and then nothing is remembered), and only then does an
+        # As upstream: the claims this node rules out are noted first (its node selector does not
+        # match, or, where it does, the claim's device binding failed or timed out), the allocator still
+        # runs (its failure is the node's reason, and then nothing is remembered), and only then does an
         # unavailable claim reject the node and become a candidate for PostFilter.
         unavailable = [
             index
             for index, selector in enumerate(s.available_on)
             if selector is not None and not selector.matches(node.labels, node.name)
         ]
+        if s.unusable:
+            unavailable.extend(i for i in s.unusable if i not in unavailable)
         results: list[dict[str, Any]] | None = None
         if s.allocator is not None:
             claims = s.unallocated

@@ -344,3 +344,26 @@ _node_labels = labels_of
 
 def _taints(node: Mapping[str, Any]) -> list[Any]:
     return list(node_spec(node).get("taints") or [])
+
+
+def describe_skew(state: CycleState, node: NodeInfo) -> str:
+    """Why ``node`` failed this cycle's spread constraints, in words (explain's nearest misses): the
+    first constraint whose skew the pod would push past maxSkew, with the counts that decide it."""
+    spread: FilterState | None = state.get(PRE_FILTER_STATE_KEY)
+    if spread is None:
+        return ""
+    labels = node.labels
+    for index, constraint in enumerate(spread.constraints):
+        key = constraint.topology_key
+        value = labels.get(key)
+        if value is None:
+            return f"node has no {key} label (topology spread)"
+        counts = spread.counts[index]
+        here = counts.get(value, 0)
+        skew = here + spread.self_match[index] - spread.min_counts[index]
+        if skew <= constraint.max_skew:
+            continue
+        smallest = min(counts, key=lambda domain: (counts[domain], domain), default="")
+        lowest = f"{smallest} has {spread.min_counts[index]}" if smallest else "an empty domain has 0"
+        return f"{key}={value} would exceed maxSkew {constraint.max_skew} ({lowest}, {value} {here})"
+    return ""

@@ -166,6 +166,8 @@ class FakeHandle:
         self.bound: list[tuple[str, str, str, str]] = []
         self.api_calls: list[tuple[str, str, Any]] = []
         self.updates: list[tuple[ResourceSpec, Mapping[str, Any]]] = []
+        # The handle's clock (wall seconds); a test moves it.
+        self.clock = 0.0
 
     @property
     def snapshot(self) -> FakeSnapshot:
@@ -176,7 +178,7 @@ class FakeHandle:
         return "py-scheduler"
 
     def now(self) -> float:
-        return 0.0
+        return self.clock
 
     def bind_pod(self, namespace: str, name: str, uid: str, node_name: str) -> None:
         if self._bind is not None:

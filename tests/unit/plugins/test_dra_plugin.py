@@ -290,17 +290,17 @@ def test_hints() -> None:
     assert (Resource.ResourceClaim, ActionType.Delete) in registered
 
 
-def test_post_filter_without_a_candidate_gives_no_reason() -> None:
-    """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption. Since v1.37 a pod
-    without claims, or whose claims are no candidate (available everywhere), gets Unschedulable without
-    a reason (v1.36.3: "no new claims to deallocate" / "still not schedulable", which led the PostFilter
-    part of the FailedScheduling message)."""
+def test_post_filter_reasons_lead_the_failed_scheduling_text() -> None:
+    """Upstream's PostFilter (dynamicresources.go) runs before DefaultPreemption; kube-scheduler v1.36.3
+    wrote "... 2 Insufficient cpu. no new claims to deallocate, preemption: ..." for a pod without
+    claims, and "still not schedulable" when no claim is a candidate; since v1.37 both are Unschedulable
+    without a reason (nothing in the FailedScheduling message)."""
     pl, _ = plugin([])
     state = CycleState()
     pl.pre_filter(state, pod(), NODES)
     nominated, status = pl.post_filter(state, pod(), {})
     assert nominated is None and status is not None
-    assert (status.code, status.reasons) == (Code.Unschedulable, [])
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
 
     c = claim(
         "done", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"), node=None)
@@ -310,7 +310,7 @@ def test_post_filter_without_a_candidate_gives_no_reason() -> None:
     state, _, _ = run_filter(pl, p)
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.reasons) == (Code.Unschedulable, [])
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
     assert handle.api_calls == []
 
     # An earlier PreFilter plugin rejected the pod: upstream's state read fails with ErrNotFound.
@@ -379,7 +379,7 @@ def test_post_filter_leaves_a_claim_reserved_for_another_pod() -> None:
         assert isinstance(outcome, tuple)
         _, status = outcome
         assert status is not None
-        assert (status.code, status.reasons) == (Code.Unschedulable, [])
+        assert (status.code, status.message()) == (Code.Unschedulable, "")
         assert handle.api_calls == []
 
 
@@ -395,7 +395,7 @@ def test_post_filter_without_claims_or_after_a_pre_filter_rejection() -> None:
     )
     _, status = pl.post_filter(state, p, {})
     assert status is not None
-    assert (status.code, status.reasons) == (Code.Unschedulable, [])
+    assert (status.code, status.message()) == (Code.Unschedulable, "")
     assert handle.api_calls == []
 
 
@@ -433,8 +433,151 @@ def test_filter_allocator_failure_wins_and_is_not_a_deallocation_candidate() -> 
     assert status is None
     assert filtered[NODE_2] is not None and filtered[NODE_2].message() == "cannot allocate all claims"
     _, status = pl.post_filter(state, p, {})
-    assert status is not None and (status.code, status.reasons) == (Code.Unschedulable, [])
+    assert status is not None and status.message() == ""
     assert handle.api_calls == []
+
+
+BINDING = {"bindingConditions": ["attached"], "bindingFailureConditions": ["attach-failed"]}
+# 2026-01-01T00:00:00Z
+ALLOCATED_AT, ALLOCATED_AT_SECONDS = "2026-01-01T00:00:00Z", 1767225600.0
+
+
+def binding_claim(
+    conditions: list[dict[str, Any]] | None, *, reserved: list[dict[str, Any]] | None = None
+) -> Any:
+    """Allocated, with no node selector (usable on every node), to a device with binding conditions;
+    ``conditions`` is the device's status (None: no ``status.devices`` entry yet)."""
+    alloc = allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0", **BINDING), node=None)
+    alloc["allocationTimestamp"] = ALLOCATED_AT
+    c = claim("bc", request(REQ_0), allocation=alloc)
+    c["metadata"]["finalizers"] = ["resource.kubernetes.io/delete-protection"]
+    if conditions is not None:
+        c["status"]["devices"] = [
+            {"driver": DRIVER_A, "pool": NODE_1, "device": "gpu-0", "conditions": conditions}
+        ]
+    if reserved is not None:
+        c["status"]["reservedFor"] = reserved
+    return c
+
+
+def cond(type_: str, status: str = "True") -> dict[str, Any]:
+    return {
+        "type": type_,
+        "status": status,
+        "reason": "R",
+        "message": "m",
+        "lastTransitionTime": ALLOCATED_AT,
+    }
+
+
+def test_post_filter_deallocates_a_claim_whose_device_binding_failed() -> None:
+    """dynamicresources_test.go "bound-claim-with-failed-binding": a binding failure condition of the
+    allocated device is true, so the claim is unavailable on every node (Filter), and PostFilter
+    deallocates it: allocation, reservedFor and devices cleared."""
+    c = binding_claim([cond("attached", "False"), cond("attach-failed")])
+    pl, handle = plugin([c])
+    p = pod({"name": "c", "resourceClaimName": "bc"})
+    state, status, filtered = run_filter(pl, p)
+    assert status is None
+    for node in (NODE_1, NODE_2):
+        got = filtered[node]
+        assert got is not None and (got.code, got.message()) == (
+            Code.UnschedulableAndUnresolvable,
+            "resourceclaim not available on the node",
+        )
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None
+    assert (status.code, status.message()) == (Code.Unschedulable, "deallocation of ResourceClaim completed")
+    ((method, path, body),) = handle.api_calls
+    assert (method, path) == ("PUT", "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/bc/status")
+    assert body["status"] == {}
+
+
+def test_post_filter_deallocates_a_claim_whose_binding_conditions_timed_out() -> None:
+    """ "bound-claim-with-timed-out-binding": binding conditions still pending bindingTimeout (600 s by
+    default) after allocationTimestamp. One second earlier the claim is still usable (PreBind's wait)."""
+    for conditions in (None, [cond("attached", "False")]):
+        c = binding_claim(conditions)
+        pl, handle = plugin([c])
+        p = pod({"name": "c", "resourceClaimName": "bc"})
+        handle.clock = ALLOCATED_AT_SECONDS + 600  # not yet: the timeout is "before now", strictly
+        state, status, filtered = run_filter(pl, p)
+        assert status is None and filtered == {NODE_1: None, NODE_2: None}
+        _, status = pl.post_filter(state, p, {})
+        assert status is not None and status.message() == ""
+
+        handle.clock = ALLOCATED_AT_SECONDS + 601
+        state, status, filtered = run_filter(pl, p)
+        assert status is None
+        assert {n: f.message() for n, f in filtered.items() if f is not None} == {
+            NODE_1: "resourceclaim not available on the node",
+            NODE_2: "resourceclaim not available on the node",
+        }
+        _, status = pl.post_filter(state, p, {})
+        assert status is not None and status.message() == "deallocation of ResourceClaim completed"
+        assert [call[2]["status"] for call in handle.api_calls] == [{}]
+
+
+def test_binding_conditions_met_or_absent_keep_the_claim() -> None:
+    """ "bound-claim-with-succeeded-binding-conditions" and "bound-claim-without-binding-conditions":
+    the claim is usable; long after the timeout too (met conditions never time out)."""
+    met = binding_claim([cond("attached"), cond("attach-failed", "False")])
+    plain = claim(
+        "bc", request(REQ_0), allocation=allocation(result(REQ_0, DRIVER_A, NODE_1, "gpu-0"), node=None)
+    )
+    plain["status"]["allocation"]["allocationTimestamp"] = ALLOCATED_AT
+    for c in (met, plain):
+        pl, handle = plugin([c])
+        handle.clock = ALLOCATED_AT_SECONDS + 3600
+        p = pod({"name": "c", "resourceClaimName": "bc"})
+        state, status, filtered = run_filter(pl, p)
+        assert status is None and filtered == {NODE_1: None, NODE_2: None}
+        _, status = pl.post_filter(state, p, {})
+        assert status is not None and status.message() == ""
+        assert handle.api_calls == []
+
+
+def test_failed_binding_stops_at_the_first_pending_result() -> None:
+    """isClaimReadyForBinding checks result by result and returns at the first pending one: a failure
+    condition of a later device is not looked at (nor, before the timeout, is the claim unusable)."""
+    alloc = allocation(
+        result(REQ_0, DRIVER_A, NODE_1, "gpu-0", **BINDING),
+        result(REQ_0, DRIVER_A, NODE_1, "gpu-1", **BINDING),
+        node=None,
+    )
+    alloc["allocationTimestamp"] = ALLOCATED_AT
+    c = claim("bc", request(REQ_0), allocation=alloc)
+    c["status"]["devices"] = [
+        {"driver": DRIVER_A, "pool": NODE_1, "device": "gpu-0", "conditions": [cond("attached", "False")]},
+        {"driver": DRIVER_A, "pool": NODE_1, "device": "gpu-1", "conditions": [cond("attach-failed")]},
+    ]
+    pl, handle = plugin([c])
+    handle.clock = ALLOCATED_AT_SECONDS + 1
+    p = pod({"name": "c", "resourceClaimName": "bc"})
+    _, status, filtered = run_filter(pl, p)
+    assert status is None and filtered == {NODE_1: None, NODE_2: None}
+    # The first device attached: now the second one's failure counts.
+    c["status"]["devices"][0]["conditions"] = [cond("attached")]
+    _, status, filtered = run_filter(pl, p)
+    assert status is None and all(f is not None for f in filtered.values())
+
+
+def test_failed_binding_claim_reserved_for_another_pod_is_left_alone() -> None:
+    """PostFilter deallocates only a claim reserved for nobody or for this pod alone."""
+    other = {"resource": "pods", "name": "other", "uid": "other-uid"}
+    mine = {"resource": "pods", "name": "p", "uid": POD_UID}
+    for reserved, expected in (
+        ([other], ""),  # v1.37: no reason (v1.36: "still not schedulable")
+        ([mine], "deallocation of ResourceClaim completed"),
+    ):
+        c = binding_claim([cond("attach-failed")], reserved=reserved)
+        pl, handle = plugin([c])
+        p = pod({"name": "c", "resourceClaimName": "bc"})
+        state, _, filtered = run_filter(pl, p)
+        assert all(f is not None for f in filtered.values())
+        _, status = pl.post_filter(state, p, {})
+        assert status is not None and status.message() == expected
+        assert len(handle.api_calls) == (expected != "")
 
 
 def test_device_taint_rules_taint_the_devices_they_select() -> None:

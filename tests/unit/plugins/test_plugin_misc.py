@@ -174,6 +174,16 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.NODE_VOLUME_LIMITS: (PreFilterPlugin, FilterPlugin, EnqueueExtensions),
     names.DEFAULT_BINDER: (BindPlugin,),
     names.DEFAULT_PREEMPTION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
+    # scheduler-plugins' policies: registered, never on by default.
+    names.CAPACITY_SCHEDULING: (
+        PreEnqueuePlugin,
+        PreFilterPlugin,
+        PostFilterPlugin,
+        ReservePlugin,
+        EnqueueExtensions,
+    ),
+    names.PREEMPTION_TOLERATION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
+    names.NODE_RESOURCES_ALLOCATABLE: (ScorePlugin, ScoreExtensions),
     names.GANG_SCHEDULING: (
         PreEnqueuePlugin,
         PreFilterPlugin,
@@ -245,10 +255,14 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
     ]
-    # Coscheduling is out of tree upstream (scheduler-plugins): registered, never on by default.
-    # GangScheduling (GenericWorkload, beta) and NodeDeclaredFeatures (GA) are appended by applyFeatureGates.
+    # Coscheduling, CapacityScheduling, PreemptionToleration and NodeResourcesAllocatable are out of
+    # tree upstream (scheduler-plugins): registered, never on by default. GangScheduling (GenericWorkload,
+    # beta) and NodeDeclaredFeatures (GA) are appended by applyFeatureGates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
+        names.CAPACITY_SCHEDULING,
+        names.PREEMPTION_TOLERATION,
+        names.NODE_RESOURCES_ALLOCATABLE,
         names.GANG_SCHEDULING,
         names.NODE_DECLARED_FEATURES,
     }

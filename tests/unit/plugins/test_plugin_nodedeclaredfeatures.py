@@ -24,8 +24,8 @@ from scheduler.plugins.nodedeclaredfeatures import (
     required_features,
 )
 from scheduling_queue.types import ActionType, QueueingHint
+from tests.unit.fakes import PROFILE, build_frameworks
 from tests.unit.plugins.plugin_testlib import node, node_info, pod, run_filter
-from tests.unit.test_core_fakes import PROFILE, build_frameworks
 
 RESTART_RULE = {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
 

@@ -1,0 +1,182 @@
+"""Which equal-priority victims a node gives up when no kubelet has started them (parity_fuzz seed 7
+against v1.36.3, seed 108 against v1.37.2).
+
+v1.37 sorts a node's potential victims with Go's ``sort.Slice`` and ``MoreImportantVictim``, whose tie
+break compares each victim's ``EarliestStartTime``: ``time.Now()`` for an unstarted pod, read when
+GetVictimsOnNode made the victims in the node's pod order (upstream's NodeInfo.Pods slice, where a
+removed pod's place goes to the last pod). So the earlier of two unstarted pods on the node is the more
+important one, reprieved first; the newest is the victim. (v1.36's ``MoreImportantPod`` read
+``time.Now()`` at every comparison and preempted the *oldest*.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.preemption.gosort import sort_slice
+from scheduler.preemption.pods import by_importance
+from tests.unit.plugins.plugin_testlib import node, pod
+from tests.unit.preemption.test_preemption import LOW, Env, mk, names_of
+
+
+def _always(_a: Any, _b: Any) -> bool:
+    return True
+
+
+def _by_hundreds(a: int, b: int) -> bool:
+    return a // 100 > b // 100 if a // 100 != b // 100 else True
+
+
+def test_sort_slice_replays_go() -> None:
+    """Outputs of Go 1.26's sort.Slice for the same inputs and comparators (insertion sort up to 12,
+    pdqsort with its pivot, partition and pattern breaking above)."""
+    cases: list[tuple[int, Any, list[int]]] = [
+        (5, _always, [4, 3, 2, 1, 0]),
+        (13, _always, [11, 10, 9, 8, 7, 0, 5, 4, 3, 2, 1, 12, 6]),
+        (13, _by_hundreds, [211, 208, 205, 202, 110, 107, 104, 101, 9, 0, 3, 12, 6]),
+        (
+            40,
+            _always,
+            [
+                37,
+                24,
+                10,
+                16,
+                26,
+                22,
+                0,
+                8,
+                19,
+                12,
+                32,
+                28,
+                7,
+                27,
+                3,
+                4,
+                9,
+                21,
+                1,
+                23,
+                11,
+                25,
+                5,
+                36,
+                18,
+                31,
+                29,
+                34,
+                33,
+                2,
+                6,
+                14,
+                30,
+                17,
+                35,
+                38,
+                39,
+                15,
+                13,
+                20,
+            ],
+        ),
+        (
+            40,
+            _by_hundreds,
+            [
+                211,
+                217,
+                235,
+                208,
+                229,
+                220,
+                205,
+                223,
+                238,
+                202,
+                226,
+                214,
+                232,
+                101,
+                104,
+                122,
+                128,
+                137,
+                119,
+                107,
+                134,
+                116,
+                131,
+                125,
+                113,
+                110,
+                6,
+                36,
+                9,
+                0,
+                33,
+                39,
+                15,
+                30,
+                18,
+                21,
+                27,
+                3,
+                24,
+                12,
+            ],
+        ),
+    ]
+    for n, less, want in cases:
+        xs = list(range(n)) if less is _always else [(i % 3) * 100 + i for i in range(n)]
+        sort_slice(xs, less)
+        assert xs == want, (n, less.__name__)
+
+
+def _pod(name: str, priority: int, start: str | None = None) -> PodInfo:
+    status = {"startTime": start} if start else None
+    return PodInfo(pod(name, uid=name, node_name="n", extra_spec={"priority": priority}, status=status))
+
+
+def test_by_importance_as_upstream_orders_unstarted_pods() -> None:
+    pods = [_pod("a", 0), _pod("b", 0), _pod("c", 5), _pod("d", 0), _pod("s", 0, "2026-01-01T00:00:00Z")]
+    # Higher priority first; a started pod before unstarted ones of its priority; the unstarted ones in
+    # the order their victims were made (the node's pod order).
+    assert [p.name for p in by_importance(pods)] == ["c", "s", "a", "b", "d"]
+    created = {p.key: i for i, p in enumerate(reversed(pods))}
+    assert [p.name for p in by_importance(pods, created)] == ["c", "s", "d", "b", "a"]
+
+
+def test_node_info_remove_moves_the_last_pod_into_the_gap() -> None:
+    info = NodeInfo(node("n"))
+    for name in ("a", "b", "c", "d"):
+        info.add_pod(_pod(name, 0))
+    info.remove_pod("default/b")
+    assert [p.name for p in info.pods.values()] == ["a", "d", "c"]
+    info.remove_pod("default/c")  # the last one: nothing moves
+    assert [p.name for p in info.pods.values()] == ["a", "d"]
+
+
+def test_newest_unstarted_pod_is_the_victim() -> None:
+    """Four unstarted 1-cpu pods fill a 4-cpu node; a higher-priority 1-cpu pod needs one gone. The
+    reprieve order is the node's pod order (v1.37), so the last-added pod is the one left out."""
+    pods = [mk(f"p{i}", LOW, {"cpu": "1"}, node_name="node1", start=None) for i in range(4)]
+    env = Env([node("node1", allocatable={"cpu": "4", "memory": "1Gi"})], pods)
+    [candidate] = env.dry_run(mk("preemptor", 100, {"cpu": "1"}))
+    assert names_of(candidate.victims) == ["p3"]
+
+
+def test_the_fuzzer_compares_messages_without_the_nominee() -> None:
+    """v1.37's successful preemption names its node; which of equally good candidates is nominated is
+    random (the fuzzer checks the nominee apart), so the message is compared with the node blanked."""
+    from bench.parity_fuzz import without_nominee
+
+    kube = "0/3 nodes are available: 3 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"  # noqa: E501
+    py = kube.replace("node n1,", "node n2,")
+    assert without_nominee(kube) == without_nominee(py)
+    assert without_nominee(kube) != without_nominee(kube.replace("1 victims", "2 victims"))
+    assert (
+        without_nominee("0/3 nodes are available: 3 Insufficient cpu.")
+        == "0/3 nodes are available: 3 Insufficient cpu."
+    )
