@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from informers.resource import (
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
+    ELASTIC_QUOTAS,
     PODGROUPS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
@@ -38,8 +39,8 @@ READABLE_VERSIONS: Mapping[ResourceSpec, tuple[str, ...]] = {
 }
 # Read as empty when no version at all is served (the API is off, so no such object exists).
 EMPTY_WHEN_UNSERVED = frozenset({DEVICE_TAINT_RULES})
-# CRDs, probed apart (scheduler.controllers.podgroup_status): one can be installed after start-up.
-PROBED_APART = frozenset({PODGROUPS})
+# CRDs, probed apart (scheduler.app.api_probes): one can be installed after start-up.
+PROBED_APART = frozenset({PODGROUPS, ELASTIC_QUOTAS})
 # What needs a kind, for the start-up line; other kinds are needed by the scheduler itself.
 NEEDED_BY: Mapping[ResourceSpec, str] = {
     WORKLOAD_PODGROUPS: "the GenericWorkload feature gate (GangScheduling)",

@@ -8,6 +8,7 @@ from typing import Any
 from informers import InformerFactory
 from informers.resource import (
     DEVICE_TAINT_RULES,
+    ELASTIC_QUOTAS,
     NODES,
     PODGROUPS,
     PODS,
@@ -114,7 +115,7 @@ def test_device_taint_rules_empty_where_no_version_is_served_refused_where_only_
 
 
 def test_crds_are_left_to_their_own_probe() -> None:
-    got = resolve([PODGROUPS], ServedApis("v1.37.2", {}))
+    got = resolve([PODGROUPS, ELASTIC_QUOTAS], ServedApis("v1.37.2", {}))
     assert got.refusal is None and got.unserved == set() and got.served == {}
 
 
