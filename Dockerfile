@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # py-scheduler image: `make image` (docker or podman), or by hand:
 #   docker build -t ghcr.io/py-scheduler/py-scheduler:0.1.0 .
-# Both stages use the same base, so the venv built in the first one (its interpreter symlink, its
-# ABI-tagged wheels) is valid as-is in the second. BASE_IMAGE is only overridden where the public
-# image cannot be pulled: CI builds on a Debian bookworm + python3 base it makes itself
+# The builder makes the venv on the base, then assembles a root filesystem of only what runs (the
+# interpreter, the stdlib parts, the linked libraries, the venv) that the final stage, FROM scratch,
+# copies: every path as it was in the builder, so the venv's interpreter link stays valid. BASE_IMAGE
+# is only overridden where the public image cannot be pulled: CI builds on a Debian bookworm + python3 base it makes itself
 # (devcluster/image.sh). Pin a digest as well where builds must be reproducible:
 #   --build-arg BASE_IMAGE=python:3.11.16-slim-bookworm@sha256:...
 ARG BASE_IMAGE=python:3.11.16-slim-bookworm
@@ -43,23 +44,22 @@ RUN /opt/py-scheduler/bin/pip wheel --no-deps --wheel-dir /wheels . \
  && /opt/py-scheduler/bin/python -m compileall -q /opt/py-scheduler/lib \
  && /opt/py-scheduler/bin/python -m pip uninstall --yes pip setuptools
 
-FROM ${BASE_IMAGE}
+# The runtime root filesystem, assembled from this stage (devcluster/image_rootfs.py): the interpreter,
+# its standard library without tests, IDLE, tkinter, ensurepip and the like, the shared libraries that it
+# and every extension module link (as ldd resolves them here), the venv without the wheels' test suites,
+# the CA bundle, passwd and group. No shell, no package manager, no pip.
+COPY devcluster/image_rootfs.py /tmp/image_rootfs.py
+RUN python3 /tmp/image_rootfs.py /rootfs /opt/py-scheduler
+
+FROM scratch
 
 LABEL org.opencontainers.image.title="py-scheduler" \
       org.opencontainers.image.description="A secondary Kubernetes scheduler in Python" \
       org.opencontainers.image.licenses="Apache-2.0"
 
-# A passwd entry for the non-root user, so tools that look up $HOME or the user name work. Nothing
-# in the runtime installs packages: the base's own pip and setuptools go (the public base has
-# them; the Debian base CI builds on has none), and so do the wheels ensurepip would install.
-RUN groupadd --gid 65532 nonroot \
- && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot \
- && if python3 -m pip --version >/dev/null 2>&1; then python3 -m pip uninstall --yes --no-cache-dir pip setuptools wheel; fi \
- && rm -rf /usr/share/python-wheels /usr/local/lib/python3.*/ensurepip/_bundled
+COPY --from=builder /rootfs /
 
-COPY --from=builder /opt/py-scheduler /opt/py-scheduler
-
-ENV PATH=/opt/py-scheduler/bin:$PATH \
+ENV PATH=/opt/py-scheduler/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
 

@@ -73,8 +73,10 @@ cluster: venv control-plane
 	$(PY) -m devcluster
 
 bench: venv control-plane
+	-$(PY) -m pip install --quiet -e '.[bench]' || echo "matplotlib not installed: the report's pictures will be skipped"
 	$(PY) -m bench.side_by_side
 	$(PY) -m bench.explain_bench
+	$(PY) -m bench.quota_bench
 
 bench-queue: venv
 	$(PY) -m bench.queue_bench

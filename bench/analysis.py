@@ -69,6 +69,13 @@ class RunResult:
     batching_misses: float | None = None
     # The huge workload's memory and startup probes (bench.scale.ScaleProbe.as_dict); empty otherwise.
     scale: dict[str, float] = field(default_factory=dict)
+    # Latency percentiles 0, 1, ..., 100 in ms (latency_cdf): the distribution the report draws.
+    latency_cdf_ms: list[float] = field(default_factory=list)
+    # /proc/loadavg (1, 5, 15 min) right before the contestant started and right after the run, and the
+    # machine's cores: bench.load refuses to call a result on a loaded machine. Empty: not recorded.
+    load_before: list[float] = field(default_factory=list)
+    load_after: list[float] = field(default_factory=list)
+    cores: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +122,15 @@ def timeline(record: RunRecord, step: float = 0.5) -> list[tuple[float, int, int
         out.append((round(t - record.create_start, 2), c, b))
         t += step
     return out
+
+
+def latency_cdf(latencies: Sequence[float]) -> list[float]:
+    """Nearest-rank percentiles 0 (the minimum), 1, ..., 100 of ``latencies``; empty without any."""
+    if not latencies:
+        return []
+    ordered = sorted(latencies)
+    return [ordered[0], *(ordered[min(len(ordered), max(1, math.ceil(q / 100 * len(ordered)))) - 1]
+                          for q in range(1, 101))]  # fmt: skip
 
 
 def latencies_ms(record: RunRecord) -> list[float]:

@@ -20,7 +20,14 @@ from typing import Any
 import orjson
 
 from bench.apiclient import BenchClient
-from bench.workloads import INIT_NAMESPACE, MEASURED_NAMESPACE, ApiObject, ExtenderSpec, Workload
+from bench.workloads import (
+    INIT_NAMESPACE,
+    MEASURED_NAMESPACE,
+    ZONE_LABEL,
+    ApiObject,
+    ExtenderSpec,
+    Workload,
+)
 from devcluster.cluster import ControlPlane
 
 log = logging.getLogger("bench")
@@ -146,6 +153,77 @@ async def _list_claims(cp: ControlPlane) -> list[dict[str, Any]]:
         return items
 
 
+def _expression_holds(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), list(expr.get("values") or ())
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    if op in ("Gt", "Lt") and key in labels and values:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def node_selection_holds(pod: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """The pod's nodeSelector and required node affinity (terms ORed, expressions ANDed) hold on a node
+    with ``labels``: NodeAffinity's Filter, restated independently of both schedulers."""
+    spec = pod.get("spec") or {}
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})  # fmt: skip
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    return any(
+        all(_expression_holds(labels, e) for e in term.get("matchExpressions") or ())
+        and (term.get("matchExpressions") or term.get("matchFields"))
+        for term in terms
+    )
+
+
+def _verify_node_selection(
+    pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    labels = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in nodes}
+    wrong = [
+        p["metadata"]["name"]
+        for p in pods
+        if (node := (p.get("spec") or {}).get("nodeName"))
+        and not node_selection_holds(p, labels.get(node, {}))
+    ]
+    return [f"{len(wrong)} pods on nodes their nodeSelector/required affinity excludes"] if wrong else []
+
+
+def spread_note(pods: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]) -> str:
+    """How the bound pods spread: pods per zone (skew = max - min over zones with nodes) and the
+    fewest and most pods on one node (over every node)."""
+    zone_of = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(ZONE_LABEL, "") for n in nodes}
+    per_zone = dict.fromkeys(sorted(set(zone_of.values())), 0)
+    per_node = dict.fromkeys(zone_of, 0)
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node in per_node:
+            per_node[node] += 1
+            per_zone[zone_of[node]] += 1
+    if not per_node:
+        return "spread: no nodes"
+    zones = ", ".join(f"{z or '(none)'} {n}" for z, n in per_zone.items())
+    return (
+        f"spread: pods per zone {zones} (skew {max(per_zone.values()) - min(per_zone.values())}); "
+        f"pods per node {min(per_node.values())}-{max(per_node.values())} "
+        f"(skew {max(per_node.values()) - min(per_node.values())})"
+    )
+
+
 def verify(
     cp: ControlPlane,
     workload: Workload,
@@ -153,7 +231,7 @@ def verify(
     nodes: Sequence[Mapping[str, Any]],
 ) -> list[str]:
     """Rules the resource check of ``analysis.check_placement`` does not see; each problem as a phrase."""
-    problems: list[str] = []
+    problems: list[str] = _verify_node_selection(pods, nodes)
     if workload.extender is not None:
         key, _, value = workload.extender.label.partition("=")
         labels = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}) for n in nodes}

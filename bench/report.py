@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import summary
+from bench import load, plots, summary
 from bench.analysis import RunResult
 from bench.scale import ScaleProbe
-from bench.schedulers import CEILING, KUBE, PY
+from bench.schedulers import KUBE, LIMITS, PY
 
 OPTIMISATION_LOG = Path(__file__).resolve().parent / "results" / "optimisation-log.md"
 
@@ -70,14 +70,15 @@ def _placement(result: RunResult) -> str:
 def workload_table(results: Sequence[RunResult]) -> list[str]:
     lines = [
         "| scheduler | bound | pods/s overall | pods/s steady (10-90%) | p50 ms | p90 ms | p99 ms "
-        "| CPU s | peak RSS MiB | apiserver CPU s | placement correct |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU s | peak RSS MiB | apiserver CPU s | placement correct | load 1 min before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.scheduler} | {r.bound}/{r.pods} | {_num(r.throughput)} | {_num(r.steady_throughput)} "
             f"| {_num(r.p50_ms, 0)} | {_num(r.p90_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} "
-            f"| {_num(r.peak_rss_mib, 0)} | {_num(r.apiserver_cpu_s)} | {_placement(r)} |"
+            f"| {_num(r.peak_rss_mib, 0)} | {_num(r.apiserver_cpu_s)} | {_placement(r)} "
+            f"| {load.load_text(r)} |"
         )
     return lines
 
@@ -124,13 +125,13 @@ def scale_table(results: Sequence[RunResult]) -> list[str]:
 def runs_table(rows: Sequence[RunResult]) -> list[str]:
     """Every run of a repeated workload, in the order they ran."""
     lines = [
-        "| run | scheduler | pods/s | steady pods/s | p50 ms | p99 ms | CPU s |",
-        "|---|---|---|---|---|---|---|",
+        "| run | scheduler | pods/s | steady pods/s | p50 ms | p99 ms | CPU s | load 1 min before → after |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for index, r in enumerate(rows, 1):
         lines.append(
             f"| {index} | {r.scheduler} | {_num(r.throughput)} | {_num(r.steady_throughput)} "
-            f"| {_num(r.p50_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} |"
+            f"| {_num(r.p50_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} | {load.load_text(r)} |"
         )
     return lines
 
@@ -141,7 +142,9 @@ def render(
     settings: Mapping[str, Any],
     descriptions: Mapping[str, str],
     skipped: Mapping[str, str],
+    pictures: plots.Pictures | None = None,
 ) -> str:
+    """``pictures``: what bench.plots drew (None: none were asked for, e.g. a unit test)."""
     info = machine_info()
     out = [
         "# py-scheduler vs kube-scheduler, side by side",
@@ -164,7 +167,9 @@ def render(
         "watch (`fieldSelector=spec.nodeName!=`) in the load generator. CPU: utime+stime of the "
         "scheduler process during the measured run; peak RSS: VmHWM over the process lifetime. "
         "Placement correct: no node over its allocatable cpu/memory/pods, every schedulable pod bound, "
-        "every unschedulable one pending.",
+        "every unschedulable one pending. Load: the 1-minute load average right before each contestant "
+        "started and right after its run; a workload's verdict is not called when any run of it began or "
+        "ended with the load above the core count.",
         "",
     ]
     workloads: dict[str, list[RunResult]] = {}
@@ -183,6 +188,11 @@ def render(
         same = _same_pending(medians)
         if same:
             out += ["", same]
+        if {r.scheduler for r in rows} >= {KUBE, PY}:
+            outcome, why = load.verdict(results, name)
+            out += ["", f"Verdict: **{outcome}** ({why})."]
+        if pictures is not None:
+            out += ["", *plots.links(pictures, name)]
         probed = [r for r in medians if r.scale]
         if probed:
             out += ["", "Memory and startup (definitions in `bench/scale.py`):", "", *scale_table(probed)]
@@ -208,7 +218,9 @@ def render(
         f"{settings.get('mode', '?')}; load average {settings.get('load average (1, 5, 15 min)', '?')}"
         + (f"; {settings['note']}" if settings.get("note") else "")
         + "). Ratios are py-scheduler's median over kube-scheduler's; the ceiling fraction is a "
-        "scheduler's median throughput over the trivial binder's on the same workload in this session.",
+        "scheduler's median throughput over the trivial binder's on the same workload in this session, "
+        "the honest limit fraction over the honest limit's (Binding + Scheduled Event per pod through "
+        "py-scheduler's client and client settings); a verdict is not called on a loaded machine.",
         "",
         *summary.lines(results),
     ]
@@ -222,16 +234,22 @@ def _machine_line(info: Mapping[str, str]) -> str:
 def _reading(results: Sequence[RunResult]) -> list[str]:
     """How far each scheduler got toward the binding ceiling, and what differs between them."""
     lines = ["## Reading the results", ""]
-    for name in dict.fromkeys(r.workload for r in results if r.scheduler == CEILING):
-        best = summary.median_of(results, name, CEILING, "throughput")
-        for scheduler in (KUBE, PY):
-            share = summary.ceiling_fraction(results, name, scheduler)
-            if not math.isnan(share):
-                lines.append(
-                    f"- {name}: {scheduler} reached {share:.0%} of the ceiling's {best:,.0f} pods/s "
-                    "(the apiserver's binding rate on this machine while this workload's pods are being "
-                    "created, measured in this session)."
-                )
+    what = {
+        LIMITS[0]: "the apiserver's binding rate on this machine while this workload's pods are being "
+        "created, measured in this session",
+        LIMITS[1]: "a Binding and a Scheduled Event per pod through py-scheduler's client with the "
+        "schedulers' qps/burst: the API work any scheduler must do, measured in this session",
+    }
+    for limit in LIMITS:
+        for name in dict.fromkeys(r.workload for r in results if r.scheduler == limit):
+            best = summary.median_of(results, name, limit, "throughput")
+            for scheduler in (KUBE, PY):
+                share = summary.ceiling_fraction(results, name, scheduler, limit)
+                if not math.isnan(share):
+                    lines.append(
+                        f"- {name}: {scheduler} reached {share:.0%} of the {summary.LIMIT_NAMES[limit]}'s "
+                        f"{best:,.0f} pods/s ({what[limit]})."
+                    )
     lines += [
         "- Both schedulers share two cores with etcd, the apiserver and the load generator, so a "
         "scheduler's own CPU is taken from the apiserver: throughput and latency follow CPU per pod.",

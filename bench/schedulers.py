@@ -4,7 +4,9 @@
   scheduler_perf does), default profile and plugins.
 * py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --secure-port 0 --port P
   --leader-elect false``, the same qps/burst, default profile and plugins. Optionally under a profiler.
-* ceiling: ``bench.trivial_binder`` (round-robin, no filtering).
+* ceiling: ``bench.trivial_binder`` (round-robin, no filtering): one Binding per pod.
+* honest limit: ``bench.trivial_binder --honest``: the Binding and the Scheduled Event per pod through
+  py-scheduler's own client, with the same qps/burst.
 """
 
 from __future__ import annotations
@@ -34,9 +36,13 @@ REPO = Path(__file__).resolve().parents[1]
 KUBE = "kube-scheduler"
 PY = "py-scheduler"
 CEILING = "ceiling"
+HONEST = "honest-limit"
+# The two limits a scheduler's throughput is a fraction of.
+LIMITS = (CEILING, HONEST)
 KUBE_SCHEDULER_NAME = "default-scheduler"
 PY_SCHEDULER_NAME = "py-scheduler"
 CEILING_SCHEDULER_NAME = "bench-binder"
+HONEST_SCHEDULER_NAME = "bench-honest-binder"
 
 # scheduler_perf raises the client limits to these; both schedulers get the same.
 CLIENT_QPS = 5000
@@ -279,21 +285,29 @@ class PyScheduler:
 
 
 class TrivialBinder:
-    label = CEILING
-    scheduler_name = CEILING_SCHEDULER_NAME
+    """The ceiling, or with ``honest`` the honest limit (Binding + Scheduled Event, py-scheduler's client)."""
 
-    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+    def __init__(self, cp: ControlPlane, workdir: Path, *, honest: bool = False) -> None:
         self._cp = cp
-        self.log_path = workdir / "trivial-binder.log"
-        self._ready_file = workdir / "trivial-binder.ready"
+        self.honest = honest
+        self.label = HONEST if honest else CEILING
+        self.scheduler_name = HONEST_SCHEDULER_NAME if honest else CEILING_SCHEDULER_NAME
+        self.log_path = workdir / f"{self.label}.log"
+        self._ready_file = workdir / f"{self.label}.ready"
         self._proc: subprocess.Popen[bytes] | None = None
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "bench.trivial_binder",
+                "--kubeconfig", str(self._cp.kubeconfig),
+                "--scheduler-name", self.scheduler_name,
+                "--ready-file", str(self._ready_file)]  # fmt: skip
+        if self.honest:
+            argv += ["--honest", "--qps", str(CLIENT_QPS), "--burst", str(CLIENT_BURST)]
+        return argv
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        argv = [sys.executable, "-m", "bench.trivial_binder",
-                "--kubeconfig", str(self._cp.kubeconfig),
-                "--scheduler-name", CEILING_SCHEDULER_NAME,
-                "--ready-file", str(self._ready_file)]  # fmt: skip
+        argv = self.argv()
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env, start_new_session=True
@@ -307,6 +321,11 @@ class TrivialBinder:
         return self._proc.pid
 
     def plugins(self) -> dict[str, Any]:
+        if self.honest:
+            return {
+                "multiPoint": ["(none: round-robin bind + Scheduled Event, no filtering or scoring)"],
+                "client": f"py-scheduler's RestClient, qps {CLIENT_QPS}, burst {CLIENT_BURST}",
+            }
         return {"multiPoint": ["(none: round-robin bind, no filtering or scoring)"]}
 
     def stop(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import analysis, prereqs, report, scale, schedulers, scrape, workloads
+from bench import analysis, load, plots, prereqs, report, scale, schedulers, scrape, summary, workloads
 from bench.apiclient import BenchClient
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
 from bench.procstat import sample
@@ -54,9 +55,14 @@ LARGE_MIN_FREE_GIB = 6.0
 # for the machine's other users.
 HUGE_MIN_FREE_GIB = 8.0
 MIN_FREE_GIB = {workloads.LARGE: LARGE_MIN_FREE_GIB, workloads.HUGE: HUGE_MIN_FREE_GIB}
-SCHEDULER_KEYS = {"kube": schedulers.KUBE, "py": schedulers.PY, "ceiling": schedulers.CEILING}
+SCHEDULER_KEYS = {
+    "kube": schedulers.KUBE,
+    "py": schedulers.PY,
+    "ceiling": schedulers.CEILING,
+    "limit": schedulers.HONEST,
+}
 # Workloads whose pods a round-robin binder places correctly (identical pods, roomy identical nodes):
-# the trivial binder runs on these, giving each its own ceiling.
+# the trivial binder and the honest limit run on these, giving each its own two limits.
 CEILING_WORKLOADS = (workloads.BASIC, workloads.LARGE)
 
 
@@ -88,7 +94,7 @@ def _contestant(
         return schedulers.PyScheduler(
             cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out, extenders=extenders
         )
-    return schedulers.TrivialBinder(cp, workdir)
+    return schedulers.TrivialBinder(cp, workdir, honest=kind == schedulers.HONEST)
 
 
 def _timeout(workload: workloads.Workload, base: float) -> float:
@@ -108,6 +114,46 @@ async def _warm_up(client: BenchClient, scheduler_name: str, timeout: float = 12
             return
         await asyncio.sleep(0.1)
     raise TimeoutError(f"{scheduler_name} did not bind the warm-up pod in {timeout:.0f}s")
+
+
+async def _recreate(
+    client: BenchClient, objects: Sequence[workloads.ApiObject], scheduler_name: str, interval: float
+) -> int:
+    """scheduler_perf's churn op, recreate mode: every ``interval`` seconds delete the previous copies of
+    ``objects`` and create new ones (names suffixed with the round), until cancelled; returns the
+    rounds. Failures are logged, not raised: the churn is background noise, not the measurement."""
+    await client.create_namespace(workloads.CHURN_NAMESPACE)
+    delete_body = orjson.dumps({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    live: list[str] = []
+    rounds = 0
+
+    async def delete(path: str) -> None:
+        try:
+            await client.request("DELETE", path, delete_body, ok=(200, 202, 404))
+        except Exception as err:
+            log.warning("churn: deleting %s failed: %s", path, err)
+
+    async def create(obj: workloads.ApiObject, suffix: str) -> None:
+        body = orjson.loads(orjson.dumps(obj.body))
+        body["metadata"]["name"] = f"{body['metadata']['name']}-{suffix}"
+        if body.get("kind") == "Pod":
+            body["spec"]["schedulerName"] = scheduler_name
+        try:
+            await client.request("POST", obj.path, orjson.dumps(body), ok=(201,))
+            live.append(f"{obj.path}/{body['metadata']['name']}")
+        except Exception as err:
+            log.warning("churn: creating %s failed: %s", body["metadata"]["name"], err)
+
+    try:
+        while True:
+            previous, live[:] = list(live), []
+            await asyncio.gather(*(delete(path) for path in previous))
+            await asyncio.gather(*(create(obj, str(rounds)) for obj in objects))
+            rounds += 1
+            await asyncio.sleep(interval)
+    except asyncio.CancelledError:
+        await asyncio.gather(*(delete(path) for path in live))
+        return rounds
 
 
 async def _place_init_pods(
@@ -159,6 +205,15 @@ async def _measure(
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
         metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
         on_started()
+        churning = (
+            asyncio.create_task(
+                _recreate(
+                    client, workload.background, contestant.scheduler_name, workload.background_interval_s
+                )
+            )
+            if workload.background
+            else None
+        )
         creating = asyncio.create_task(
             create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
         )
@@ -167,6 +222,11 @@ async def _measure(
         await creating
         record.timed_out = not done
         record.end = time.monotonic()
+        churn_rounds = None
+        if churning is not None:
+            churning.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                churn_rounds = await churning  # _recreate returns its rounds once cancelled
         after = {name: sample(pid) for name, pid in pids.items()}
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         await watch.stop()
@@ -179,6 +239,8 @@ async def _measure(
             "apiserver_peak_rss_mib": after["kube-apiserver"].peak_rss_mib,
             "etcd_peak_rss_mib": after["etcd"].peak_rss_mib,
         }
+        if churn_rounds is not None:
+            usage["churn_rounds"] = float(churn_rounds)
         batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
         for key, name in batching.items():
             if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
@@ -206,6 +268,7 @@ def run_one(
     profile_dir: Path,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
+    load_before = load.read_loadavg()
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-{workload.name}-{kind}-") as tmp,
         ControlPlane(
@@ -267,6 +330,13 @@ def run_one(
             )
             plugins = contestant.plugins()
             violations = prereqs.verify(cp, workload, pods, nodes)
+            if workload.report_spread:
+                notes.append(prereqs.spread_note(pods, nodes))
+            if "churn_rounds" in usage:
+                notes.append(
+                    f"churn: {int(usage['churn_rounds'])} rounds of {len(workload.background)} objects "
+                    f"recreated every {workload.background_interval_s:g}s"
+                )
             if extender is not None:
                 calls = ", ".join(f"{n} {verb}" for verb, n in sorted(extender.calls().items()))
                 notes.append(f"extender: {usage['extender_cpu_s']:.1f} CPU s; calls {calls}")
@@ -286,6 +356,7 @@ def run_one(
             probe.etcd_peak_rss_mib = peaks.get("etcd", math.nan)
             log.info("%s restarted on the full cluster: ready in %.1fs, RSS %.0f MiB", kind,
                      probe.sync_full_s, probe.rss_full_mib)  # fmt: skip
+    load_after = load.read_loadavg()
     tput, steady, duration = analysis.throughput(record, workload.expect_bound())
     lat = analysis.latencies_ms(record)
     placement = analysis.check_placement(workload, pods, nodes)
@@ -319,6 +390,10 @@ def run_one(
         batching_hits=usage.get("batching_hits"),
         batching_misses=usage.get("batching_misses"),
         scale=probe.as_dict() if probe is not None else {},
+        latency_cdf_ms=analysis.latency_cdf(lat),
+        load_before=load_before,
+        load_after=load_after,
+        cores=load.cores(),
     )
     event_counts = ", ".join(
         f"{int(count)} {key.removeprefix('events/')}"
@@ -358,8 +433,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--schedulers",
-        default="kube,py,ceiling",
-        help=f"kube,py,ceiling (the ceiling, a trivial binder, runs only on {','.join(CEILING_WORKLOADS)})",
+        default="kube,py,ceiling,limit",
+        help="kube,py,ceiling,limit (the ceiling, a trivial binder, and the honest limit, which also writes "
+        f"the Scheduled Event through py-scheduler's client, run only on {','.join(CEILING_WORKLOADS)})",
     )
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
@@ -383,17 +459,47 @@ def workload_names(requested: str | None, *, quick: bool) -> list[str]:
 
 
 def contestants_for(workload: str, kinds: Sequence[str]) -> list[str]:
-    """``kinds`` in order, the ceiling kept only where a round-robin binder places pods correctly."""
-    return [k for k in kinds if k != schedulers.CEILING or workload in CEILING_WORKLOADS]
+    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly."""
+    return [k for k in kinds if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS]
+
+
+def raw_json(
+    results: Sequence[analysis.RunResult],
+    *,
+    settings: dict[str, str],
+    descriptions: dict[str, str],
+    skipped: dict[str, str],
+    pictures: plots.Pictures,
+) -> dict[str, object]:
+    """The raw results file: every run, and the figures derived from them (both limits and each
+    scheduler's fraction of each, the verdicts with their load reasons, the pictures drawn)."""
+    verdicts = {}
+    for name in dict.fromkeys(r.workload for r in results):
+        outcome, why = load.verdict(results, name)
+        verdicts[name] = {"outcome": outcome, "why": why}
+    return {
+        "settings": settings,
+        "descriptions": descriptions,
+        "skipped": skipped,
+        "limits": summary.limits(results),
+        "verdicts": verdicts,
+        "pictures": plots.as_json(pictures),
+        "results": [r.to_json() for r in results],
+    }
 
 
 def render_only(raw: Path, out: Path) -> int:
-    """Re-render the markdown from a raw JSON file (after editing the optimisation log, say)."""
+    """Re-render the markdown (and redraw the pictures) from a raw JSON file."""
     data = json.loads(raw.read_text())
     results = [analysis.RunResult.from_json(r) for r in data["results"]]
+    pictures = plots.draw(results, out.parent, out.stem)
     out.write_text(
         report.render(
-            results, settings=data["settings"], descriptions=data["descriptions"], skipped=data["skipped"]
+            results,
+            settings=data["settings"],
+            descriptions=data["descriptions"],
+            skipped=data["skipped"],
+            pictures=pictures,
         )
     )
     print(out.read_text())
@@ -416,7 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     descriptions: dict[str, str] = {}
     skipped: dict[str, str] = {}
     started = time.monotonic()
-    load_before = _loadavg()
+    session_load = _loadavg()
     for name in names:
         workload = workloads.build(name, quick=args.quick)
         descriptions[name] = workload.description
@@ -445,7 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Kubernetes": f"{k8s_version()} (kube-apiserver, etcd, kube-scheduler built by devcluster)",
         "control plane": f"fresh per run; priority and fairness off; max-requests-inflight {MAX_INFLIGHT}, "
         f"max-mutating-requests-inflight {MAX_MUTATING_INFLIGHT}; etcd without fsync",
-        "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers",
+        "client limits": f"qps {schedulers.CLIENT_QPS}, burst {schedulers.CLIENT_BURST} for both schedulers "
+        "and the honest limit",
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
         "mode": ("quick" if args.quick else "full")
@@ -456,24 +563,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"; one run per contestant ({', '.join(kinds)})"
         ),
         "wall time": f"{time.monotonic() - started:.0f}s",
-        "load average (1, 5, 15 min)": f"{load_before} at the start, {_loadavg()} at the end",
+        "load average (1, 5, 15 min)": f"{session_load} at the start, {_loadavg()} at the end; "
+        f"{load.cores()} cores",
     }
     if args.note:
         settings["note"] = args.note
     out.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(
-        json.dumps(
-            {
-                "settings": settings,
-                "descriptions": descriptions,
-                "skipped": skipped,
-                "results": [r.to_json() for r in results],
-            },
-            indent=1,
-            default=str,
+    pictures = plots.draw(results, out.parent, out.stem)
+    data = raw_json(results, settings=settings, descriptions=descriptions, skipped=skipped, pictures=pictures)
+    raw.write_text(json.dumps(data, indent=1, default=str))
+    out.write_text(
+        report.render(
+            results, settings=settings, descriptions=descriptions, skipped=skipped, pictures=pictures
         )
     )
-    out.write_text(report.render(results, settings=settings, descriptions=descriptions, skipped=skipped))
     text = out.read_text()
     print(text)
     return 0 if all(r.placement.ok and not r.timed_out for r in results) else 1

@@ -11,9 +11,13 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from bench import load
 from bench.analysis import RunResult
 from bench.scale import ScaleProbe
-from bench.schedulers import CEILING, KUBE, PY
+from bench.schedulers import CEILING, HONEST, KUBE, LIMITS, PY
+
+# How the summary lines and the raw JSON name each limit.
+LIMIT_NAMES = {CEILING: "ceiling", HONEST: "honest limit"}
 
 
 def median_of(results: Sequence[RunResult], workload: str, scheduler: str, attr: str) -> float:
@@ -34,10 +38,30 @@ def peer_ratio(results: Sequence[RunResult], workload: str, attr: str) -> float:
     return quotient(median_of(results, workload, PY, attr), median_of(results, workload, KUBE, attr))
 
 
-def ceiling_fraction(results: Sequence[RunResult], workload: str, scheduler: str = PY) -> float:
-    """``scheduler``'s median throughput over the trivial binder's on the same workload, same session."""
-    ceiling = median_of(results, workload, CEILING, "throughput")
+def ceiling_fraction(
+    results: Sequence[RunResult], workload: str, scheduler: str = PY, limit: str = CEILING
+) -> float:
+    """``scheduler``'s median throughput over ``limit``'s (the trivial binder's, or the honest limit's)
+    on the same workload, same session."""
+    ceiling = median_of(results, workload, limit, "throughput")
     return quotient(median_of(results, workload, scheduler, "throughput"), ceiling)
+
+
+def limits(results: Sequence[RunResult]) -> dict[str, dict[str, dict[str, float | None]]]:
+    """workload -> limit -> {"pods_per_s": its median, scheduler: fraction}, for the raw JSON; only
+    the limits run on a workload, a scheduler's fraction None when it has no run there."""
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for name in dict.fromkeys(r.workload for r in results):
+        for limit in LIMITS:
+            rate = median_of(results, name, limit, "throughput")
+            if math.isnan(rate):
+                continue
+            entry: dict[str, float | None] = {"pods_per_s": rate}
+            for scheduler in (KUBE, PY):
+                fraction = ceiling_fraction(results, name, scheduler, limit)
+                entry[scheduler] = None if math.isnan(fraction) else fraction
+            out.setdefault(name, {})[LIMIT_NAMES[limit]] = entry
+    return out
 
 
 def batching_counts(results: Sequence[RunResult], workload: str) -> tuple[float, float] | None:
@@ -87,16 +111,20 @@ def lines(results: Sequence[RunResult]) -> list[str]:
     names = list(dict.fromkeys(r.workload for r in results))
     for name in names:
         schedulers = {r.scheduler for r in results if r.workload == name}
-        if CEILING in schedulers:
+        for limit in LIMITS:
+            if limit not in schedulers:
+                continue
             for scheduler in (PY, KUBE):
                 if scheduler in schedulers:
-                    fraction = ceiling_fraction(results, name, scheduler)
-                    out.append(f"ceiling fraction {scheduler} ({name}): {_fmt(fraction)}")
+                    fraction = ceiling_fraction(results, name, scheduler, limit)
+                    out.append(f"{LIMIT_NAMES[limit]} fraction {scheduler} ({name}): {_fmt(fraction)}")
         if {PY, KUBE} <= schedulers:
             peers = "py-scheduler/kube-scheduler"
             out.append(f"throughput ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'throughput'))}")
             out.append(f"p99 latency ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'p99_ms'))}")
             out.append(f"cpu ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'cpu_s'))}")
+            outcome, why = load.verdict(results, name)
+            out.append(f"verdict ({name}): {outcome} ({why})")
         if PY in schedulers:
             rate = batching_text(batching_counts(results, name))
             out.append(f"batching hit rate py-scheduler ({name}): {rate}")

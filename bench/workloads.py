@@ -44,10 +44,21 @@ VOLUMES = "volumes"
 DRA = "dra"
 EXTENDER = "extender"
 EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
-ALL_WORKLOADS = (BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, HUGE)
+# More of scheduler_perf's shapes (bench/README.md describes each).
+MIXED_CHURN = "SchedulingWithMixedChurn"
+UNSCHEDULABLE = "Unschedulable"
+GATED = "SchedulingWhileGated"
+NODE_AFFINITY = "NodeAffinity"
+DEFAULT_SPREADING = "DefaultTopologySpreading"
+SHAPE_WORKLOADS = (MIXED_CHURN, UNSCHEDULABLE, GATED, NODE_AFFINITY, DEFAULT_SPREADING)
+ALL_WORKLOADS = (
+    BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, *SHAPE_WORKLOADS, HUGE
+)  # fmt: skip
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench"
+# SchedulingWithMixedChurn's recreated objects live here, out of the measured namespace.
+CHURN_NAMESPACE = "bench-churn"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
@@ -97,6 +108,13 @@ class Workload:
     # PriorityClasses (name -> value) created before any pod: the Priority admission plugin refuses a
     # bare spec.priority, so pods name a class.
     priority_classes: dict[str, int] = field(default_factory=dict)
+    # scheduler_perf's churn op in recreate mode: while the pods are created and scheduled, every
+    # ``background_interval_s`` the previous copies of these objects are deleted and new ones (names
+    # suffixed with the round) created. Pods among them get the contestant's schedulerName.
+    background: list[ApiObject] = field(default_factory=list)
+    background_interval_s: float = 1.0
+    # Report how the bound pods spread over zones and nodes (bench.prereqs.spread_note).
+    report_spread: bool = False
 
     @property
     def pod_names(self) -> list[str]:
@@ -632,6 +650,196 @@ def extender(nodes: int, pods: int) -> Workload:
     )
 
 
+# ---- more of scheduler_perf's shapes (misc/performance-config.yaml) ----
+
+CHURN_TAINT = "bench.example.com/churn=true:NoSchedule"
+CHURN_PRIORITY_CLASS = "bench-churn-high"
+
+
+def mixed_churn(nodes: int, pods: int) -> Workload:
+    """SchedulingWithMixedChurn: basic's nodes and pods while, every second, a Node, a high-priority
+    pod too large for any node (9 CPU: a failed cycle and a PostFilter preemption attempt each time), a
+    Service, a PersistentVolume and a PersistentVolumeClaim are deleted and created again (upstream's
+    churn op, recreate mode). The churn Node carries a NoSchedule taint no pod tolerates, so a measured
+    pod never lands on a node that is deleted a second later (upstream's churn node takes pods)."""
+    big = pod("churn-pod", "9", "1Gi", labels={"app": "churn"})
+    big["spec"]["priorityClassName"] = CHURN_PRIORITY_CLASS
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "churn-svc"},
+        "spec": {"ports": [{"port": 80}], "selector": {"app": "churn"}},
+    }  # fmt: skip
+    pv = {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "churn-pv"},
+        "spec": {"accessModes": ["ReadOnlyMany"], "capacity": {"storage": "1Gi"},
+                 "csi": {"driver": CSI_DRIVER, "volumeHandle": "churn-pv"}},
+    }  # fmt: skip
+    pvc = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "churn-pvc"},
+        "spec": {"accessModes": ["ReadOnlyMany"], "resources": {"requests": {"storage": "1Gi"}}},
+    }  # fmt: skip
+    ns = f"/api/v1/namespaces/{CHURN_NAMESPACE}"
+    return Workload(
+        name=MIXED_CHURN,
+        description=(
+            f"scheduler_perf's SchedulingWithMixedChurn shape: {nodes} nodes (4 CPU, 16 GiB), {pods} pods "
+            "(100m CPU, 128 MiB) while every second a tainted Node, a 9-CPU high-priority pod that fits "
+            "nowhere, a Service, a PV and a PVC are deleted and created again"
+        ),
+        nodes=[make_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110) for i in range(nodes)],
+        pods=[pod(f"pod-{i:05d}") for i in range(pods)],
+        priority_classes={CHURN_PRIORITY_CLASS: 10},
+        background=[
+            ApiObject("/api/v1/nodes", make_node("churn-node", taints=[CHURN_TAINT])),
+            ApiObject(f"{ns}/pods", big),
+            ApiObject(f"{ns}/services", service),
+            ApiObject("/api/v1/persistentvolumes", pv),
+            ApiObject(f"{ns}/persistentvolumeclaims", pvc),
+        ],
+    )
+
+
+def unschedulable(nodes: int, stuck: int, pods: int) -> Workload:
+    """Unschedulable: ``stuck`` pods that never fit (9 CPU on 4-CPU nodes) created first, then a steady
+    stream of ``pods`` that do; the stuck ones must stay pending and must not hold the others up."""
+    stuck_pods = [pod(f"stuck-{i:05d}", "9", "1Gi", labels={"kind": "unschedulable"}) for i in range(stuck)]
+    return Workload(
+        name=UNSCHEDULABLE,
+        description=(
+            f"scheduler_perf's Unschedulable shape: {nodes} nodes (4 CPU, 16 GiB); {stuck} pods asking 9 CPU "
+            f"(fit nowhere) created first, then {pods} pods (100m CPU, 128 MiB) that fit"
+        ),
+        nodes=[make_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110) for i in range(nodes)],
+        pods=[*stuck_pods, *(pod(f"pod-{i:05d}") for i in range(pods))],
+        expect_unschedulable=frozenset(p["metadata"]["name"] for p in stuck_pods),
+    )
+
+
+GATE = "bench.example.com/not-yet"
+
+
+def gated(nodes: int, gated_count: int, pods: int) -> Workload:
+    """SchedulingWhileGated: ``gated_count`` pods with a scheduling gate nobody removes created first,
+    then ``pods`` ungated ones; the gated pods must stay pending (PreEnqueue keeps them out)."""
+    gated_pods = []
+    for i in range(gated_count):
+        body = pod(f"gated-{i:05d}", labels={"kind": "gated"})
+        body["spec"]["schedulingGates"] = [{"name": GATE}]
+        gated_pods.append(body)
+    return Workload(
+        name=GATED,
+        description=(
+            f"scheduler_perf's SchedulingWhileGated shape: {nodes} nodes (4 CPU, 16 GiB); {gated_count} pods "
+            f"with a scheduling gate that is never removed created first, then {pods} ungated pods "
+            "(100m CPU, 128 MiB)"
+        ),
+        nodes=[make_node(f"node-{i:05d}", cpu="4", memory="16Gi", pods=110) for i in range(nodes)],
+        pods=[*gated_pods, *(pod(f"pod-{i:05d}") for i in range(pods))],
+        expect_unschedulable=frozenset(p["metadata"]["name"] for p in gated_pods),
+    )
+
+
+AFFINITY_ZONES = ("zone1", "zone2")
+
+
+def node_affinity(nodes: int, init: int, measure: int) -> Workload:
+    """SchedulingNodeAffinity: pods requiring zone In [zone1, zone2] (pod-with-node-affinity.yaml). Half
+    the nodes are in zone1, the other half in zone3, so the affinity filters (upstream labels every
+    node zone1); bench.prereqs.verify checks each bound pod's node against its required affinity."""
+    node_list = [
+        make_node(f"node-{i:05d}", cpu="4", memory="32Gi", pods=110,
+                  labels={ZONE_LABEL: "zone1" if i % 2 == 0 else "zone3"})
+        for i in range(nodes)
+    ]  # fmt: skip
+    affinity = _required_zones(list(AFFINITY_ZONES))
+
+    def make(name: str) -> dict[str, Any]:
+        return _upstream_pod(name, {}, {"affinity": affinity})
+
+    return Workload(
+        name=NODE_AFFINITY,
+        description=(
+            f"scheduler_perf's SchedulingNodeAffinity shape: {nodes} nodes (4 CPU, 32 GiB), half in zone1, "
+            f"half in zone3; {init} init pods bound before the clock, then {measure} measured pods (100m "
+            "CPU, 500 MiB) requiring topology.kubernetes.io/zone In [zone1, zone2]"
+        ),
+        nodes=node_list,
+        pods=[make(f"pod-{i:05d}") for i in range(measure)],
+        init_pods=[make(f"init-{i:05d}") for i in range(init)],
+    )
+
+
+SPREAD_APP = "spread"
+SPREAD_OWNER_UID = "6d1f4c55-31a3-4b5e-9a8e-000000000031"
+
+
+def default_spreading(nodes: int, pods: int) -> Workload:
+    """Deployments' system-default spread: pods without constraints, owned by a ReplicaSet (controller
+    ownerReference) and selected by a Service, so PodTopologySpread's system defaults apply (hostname
+    maxSkew 3, zone maxSkew 5, both ScheduleAnyway: scoring only). The ReplicaSet (0 replicas, no
+    controller runs) and the Service are created before the clock. Correct: placement as always; the
+    spread over zones and nodes is reported for each contestant."""
+    labels = {"app": SPREAD_APP}
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "spread-rs", "uid": SPREAD_OWNER_UID,
+             "controller": True, "blockOwnerDeletion": False}  # fmt: skip
+    replica_set = {
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "spread-rs", "labels": labels},
+        "spec": {"replicas": 0, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels},
+                              "spec": {"containers": [{"name": "pause", "image": PAUSE_IMAGE}]}}},
+    }  # fmt: skip
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "spread-svc"},
+        "spec": {"ports": [{"port": 80}], "selector": labels},
+    }  # fmt: skip
+    pod_list = []
+    for i in range(pods):
+        body = _upstream_pod(f"pod-{i:05d}", labels, {})
+        body["metadata"]["ownerReferences"] = [owner]
+        pod_list.append(body)
+    return Workload(
+        name=DEFAULT_SPREADING,
+        description=(
+            f"Deployments' system-default topology spread: {nodes} nodes (4 CPU, 32 GiB) in 3 zones, {pods} "
+            "pods (100m CPU, 500 MiB) without constraints, owned by a ReplicaSet and selected by a Service "
+            "(so the defaults apply: hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)"
+        ),
+        nodes=[
+            make_node(f"node-{i:05d}", cpu="4", memory="32Gi", pods=110, labels={ZONE_LABEL: ZONES[i % 3]})
+            for i in range(nodes)
+        ],
+        pods=pod_list,
+        objects=[
+            ApiObject(f"/apis/apps/v1/namespaces/{MEASURED_NAMESPACE}/replicasets", replica_set),
+            ApiObject(f"/api/v1/namespaces/{MEASURED_NAMESPACE}/services", service),
+        ],
+        report_spread=True,
+    )
+
+
+# Full and quick sizes of the shapes above.
+MIXED_CHURN_SIZES = ((1000, 3000), (200, 500))  # nodes, pods
+UNSCHEDULABLE_SIZES = ((500, 500, 2000), (100, 100, 400))  # nodes, stuck pods, pods that fit
+GATED_SIZES = ((500, 5000, 1000), (100, 500, 300))  # nodes, gated pods, ungated pods
+NODE_AFFINITY_SIZES = ((500, 500, 1000), (100, 100, 300))  # nodes, init pods, measured pods
+DEFAULT_SPREADING_SIZES = ((1000, 2000), (300, 600))  # nodes, pods
+
+
+def build_shape(name: str, *, quick: bool = False) -> Workload | None:
+    """The scheduler_perf shapes above; None for any other name."""
+    size = 1 if quick else 0
+    if name == MIXED_CHURN:
+        return mixed_churn(*MIXED_CHURN_SIZES[size])
+    if name == UNSCHEDULABLE:
+        return unschedulable(*UNSCHEDULABLE_SIZES[size])
+    if name == GATED:
+        return gated(*GATED_SIZES[size])
+    if name == NODE_AFFINITY:
+        return node_affinity(*NODE_AFFINITY_SIZES[size])
+    if name == DEFAULT_SPREADING:
+        return default_spreading(*DEFAULT_SPREADING_SIZES[size])
+    return None
+
+
 # Full and quick sizes. volumes: upstream's 500Nodes case; dra: upstream's 2000pods_200nodes (10 devices
 # per node, filled up completely); extender has no upstream case.
 VOLUMES_SIZES = ((500, 500, 1000), (100, 100, 300))  # nodes, init pods, measured pods
@@ -653,7 +861,7 @@ def build_extra(name: str, *, quick: bool = False) -> Workload | None:
 
 
 def build(name: str, *, quick: bool = False) -> Workload:
-    extra = build_extra(name, quick=quick)
+    extra = build_extra(name, quick=quick) or build_shape(name, quick=quick)
     if extra is not None:
         return extra
     if name in CONSTRAINT_SIZES:

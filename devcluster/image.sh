@@ -8,6 +8,9 @@
 #                               mmdebstrap makes from Debian's packages, because no container
 #                               registry is reachable here. Prints the image ID last: other
 #                               checkouts on the machine share podman's storage and may retag.
+#   devcluster/image.sh ci-plugin DIR IMAGE_ID
+#                               the plugin package DIR's image (examples/plugin-template) FROM the
+#                               image IMAGE_ID that `ci` printed, its build stage on the same base.
 #
 # The ci base is a tarball cached under $PY_SCHEDULER_CACHE/image, keyed by its recipe, and imported
 # into podman's storage when that storage lacks it (storage may be gone on a fresh machine while the
@@ -99,6 +102,16 @@ ensure_base() {
   podman_ import --quiet "$BASE_TAR" "$BASE_REF" >/dev/null
 }
 
+# pip in a build trusts what the host trusts: a TLS-inspecting egress proxy's CA is in the host's
+# bundle, not in pip's own. Mounted for the RUN steps only, so nothing of it reaches a layer.
+trust_args() {
+  local host_ca=/etc/ssl/certs/ca-certificates.crt
+  if [[ -s "$host_ca" ]]; then
+    printf '[global]\ncert = /run/host-ca.crt\n' >"$CACHE/pip.conf"
+    printf '%s\n' --volume "$host_ca:/run/host-ca.crt:ro" --volume "$CACHE/pip.conf:/etc/pip.conf:ro"
+  fi
+}
+
 ci() {
   ensure_tools
   mkdir -p "$CACHE"
@@ -106,15 +119,9 @@ ci() {
   exec 9>"$CACHE/.lock"
   flock 9
   ensure_base
-  local started=$SECONDS ulimits
+  local started=$SECONDS ulimits trust
   mapfile -t ulimits < <(ulimit_args)
-  # pip in the build trusts what the host trusts: a TLS-inspecting egress proxy's CA is in the host's
-  # bundle, not in pip's own. Mounted for the RUN steps only, so nothing of it reaches a layer.
-  local host_ca=/etc/ssl/certs/ca-certificates.crt trust=()
-  if [[ -s "$host_ca" ]]; then
-    printf '[global]\ncert = /run/host-ca.crt\n' >"$CACHE/pip.conf"
-    trust=(--volume "$host_ca:/run/host-ca.crt:ro" --volume "$CACHE/pip.conf:/etc/pip.conf:ro")
-  fi
+  mapfile -t trust < <(trust_args)
   log "building $CI_IMAGE on $BASE_REF"
   # Host network: the build only needs to reach the package index, and no bridge/iptables setup
   # is required of the machine.
@@ -122,6 +129,28 @@ ci() {
   id="$(podman_ build --quiet --network host "${ulimits[@]}" "${trust[@]}" \
     --build-arg "BASE_IMAGE=$BASE_REF" --tag "$CI_IMAGE" --file "$REPO/Dockerfile" "$REPO" | tail -n1)"
   log "built $CI_IMAGE ($id) in $((SECONDS - started))s, $(podman_ image inspect --format '{{.Size}}' "$id") bytes"
+  printf '%s\n' "$id"
+}
+
+# A plugin package's image (examples/plugin-template's Dockerfile) FROM a py-scheduler image built by
+# `ci` (its ID: other checkouts may retag), its Python build stage on the same CI base. Prints the ID.
+ci_plugin() {
+  local context="$1" from="$2"
+  [[ -f "$context/Dockerfile" ]] || die "no Dockerfile in $context"
+  ensure_tools
+  mkdir -p "$CACHE"
+  exec 9>"$CACHE/.lock"
+  flock 9
+  ensure_base
+  local started=$SECONDS ulimits trust id
+  local tag="localhost/py-scheduler-plugin:ci-$(printf '%s' "$(cd "$context" && pwd)" | sha256sum | cut -c1-8)"
+  mapfile -t ulimits < <(ulimit_args)
+  mapfile -t trust < <(trust_args)
+  log "building $tag from $context on $from"
+  id="$(podman_ build --quiet --network host "${ulimits[@]}" "${trust[@]}" \
+    --build-arg "PY_SCHEDULER_IMAGE=$from" --build-arg "BUILD_IMAGE=$BASE_REF" \
+    --tag "$tag" --file "$context/Dockerfile" "$context" | tail -n1)"
+  log "built $tag ($id) in $((SECONDS - started))s, $(podman_ image inspect --format '{{.Size}}' "$id") bytes"
   printf '%s\n' "$id"
 }
 
@@ -146,5 +175,6 @@ build() {
 case "${1:-}" in
   build) build ;;
   ci) ci ;;
-  *) die "usage: $0 build|ci" ;;
+  ci-plugin) ci_plugin "${2:?ci-plugin DIR IMAGE_ID}" "${3:?ci-plugin DIR IMAGE_ID}" ;;
+  *) die "usage: $0 build|ci|ci-plugin DIR IMAGE_ID" ;;
 esac

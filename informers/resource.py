@@ -91,6 +91,9 @@ DEVICE_CLASSES = ResourceSpec(
 DEVICE_TAINT_RULES = ResourceSpec(
     group="resource.k8s.io", version="v1", plural="devicetaintrules", namespaced=False, kind="DeviceTaintRule"
 )
+RESOURCE_QUOTAS = ResourceSpec(
+    group="", version="v1", plural="resourcequotas", namespaced=True, kind="ResourceQuota"
+)
 PRIORITY_CLASSES = ResourceSpec(
     group="scheduling.k8s.io", version="v1", plural="priorityclasses", namespaced=False, kind="PriorityClass"
 )

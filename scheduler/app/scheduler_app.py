@@ -53,6 +53,7 @@ from scheduler.plugins.coscheduling.plugin import is_gang_member
 from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
+from scheduling_queue import metrics as queue_metrics
 from scheduling_queue.types import Pod
 
 log = logging.getLogger(__name__)
@@ -110,17 +111,10 @@ class SchedulerApp:
         # Plugins ask for listers while frameworks are built; their informers start with the others.
         self.listers = InformerListers()
         self.frameworks = self._build_frameworks()
-        first = next(iter(self.frameworks.values()))
-        self.queue = SchedulingQueue(
-            clock=_WallClock(),
-            less=first.queue_sort_less(),
-            pre_enqueue=self._pre_enqueue,
-            hints=with_extender_hints(queue_hints(self.frameworks), self.extenders),
-            initial_backoff=float(config.pod_initial_backoff_seconds),
-            max_backoff=float(config.pod_max_backoff_seconds),
-            pod_requests=pod_request_amounts,
-            generic_workload=features.generic_workload,
-        )
+        self.queue = self._build_queue()
+        # v1.37's entity metrics count every queued pod as a 'pod' entity: only true while no pod
+        # group is scheduled as one (scheduling_queue.metrics).
+        queue_metrics.entities_are_pods = not features.generic_workload
         # GenericWorkload: the pod group cycle finds a group's members in the pod informer's store.
         self._pod_lister = self.listers.lister(PODS) if features.generic_workload else None
         if features.generic_workload:
@@ -154,6 +148,21 @@ class SchedulerApp:
         self._on_leadership_lost: Callable[[int], None] = exit_now
 
     # --- construction -------------------------------------------------------------------------
+    def _build_queue(self) -> SchedulingQueue:
+        """One queue for every profile: the first profile's QueueSort (all profiles share it, checked
+        at config load), the union of the profiles' and extenders' hints, the config's backoffs."""
+        first = next(iter(self.frameworks.values()))
+        return SchedulingQueue(
+            clock=_WallClock(),
+            less=first.queue_sort_less(),
+            pre_enqueue=self._pre_enqueue,
+            hints=with_extender_hints(queue_hints(self.frameworks), self.extenders),
+            initial_backoff=float(self.config.pod_initial_backoff_seconds),
+            max_backoff=float(self.config.pod_max_backoff_seconds),
+            pod_requests=pod_request_amounts,
+            generic_workload=self.features.generic_workload,
+        )
+
     def _build_frameworks(self) -> dict[str, Framework]:
         def handle_for(profile_name: str) -> FrameworkHandle:
             return FrameworkHandle(

@@ -20,6 +20,10 @@ Writing one takes a few lines::
         def score(self, state, pod, node):
             return (100 if self.label in node.labels else 0), None
 
+A class is checked against the protocols when it is loaded (``scheduler.framework.conformance``): a
+misspelt extension-point method, a wrong arity or a coroutine where the loop needs a plain function
+stops start-up with one line naming the plugin and the method.
+
 A class becomes a factory ``(args, handle) -> plugin``: a classmethod/staticmethod ``new(args, handle)``
 is used when present; otherwise the class is called with ``(args, handle)``, ``(args)`` or ``()``
 depending on how many positional parameters its ``__init__`` takes. A non-class callable (a factory
@@ -37,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.config.errors import ConfigError
+from scheduler.framework.conformance import plugin_problems
 from scheduler.framework.handle import Handle
 from scheduler.framework.interface import Plugin, PluginFactory
 
@@ -96,6 +101,10 @@ def factory_for(obj: Any, label: str) -> PluginFactory:
                 f'plugin class {obj.__module__}.{obj.__qualname__} ("{label}") must declare a class '
                 'attribute `name` (a non-empty str), e.g. name = "MyPlugin"'
             )
+        problems = plugin_problems(obj)
+        if problems:
+            # The protocols' names and signatures (docs/plugins.md#compatibility): one line, every problem.
+            raise PluginLoadError(f"{obj.__module__}.{obj.__qualname__}: {'; '.join(problems)}")
         if isinstance(inspect.getattr_static(obj, "new", None), classmethod | staticmethod):
             return ClassFactory(obj, 2, use_new=True)
         return ClassFactory(obj, _positional_arity(obj))

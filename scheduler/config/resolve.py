@@ -29,6 +29,7 @@ from scheduler.config.types import (
     SchedulerConfig,
     SchedulerProfile,
 )
+from scheduler.framework.conformance import PluginCheckError
 from scheduler.framework.interface import PluginFactory
 
 DEFAULT_SCORE_WEIGHT = 1
@@ -103,6 +104,10 @@ class _PointsOf:
         if name not in self._cache:
             try:
                 self._cache[name] = frozenset(self._implements(name))
+            except PluginCheckError as exc:
+                # Already one line naming the plugin and its method (docs/plugins.md#compatibility).
+                self._errs.other(f"{self._path}: {exc}")
+                self._cache[name] = None
             except Exception as exc:
                 self._errs.other(f'{self._path}: initializing plugin "{name}": {type(exc).__name__}: {exc}')
                 self._cache[name] = None

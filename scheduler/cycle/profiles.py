@@ -12,6 +12,7 @@ from scheduler.client.api import SchedulerApi
 from scheduler.config import SchedulerConfig, resolve_profile
 from scheduler.cycle.schedule_one import POD_SPEC_PLUGIN
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
+from scheduler.framework.conformance import PluginCheckError, plugin_problems
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
@@ -165,7 +166,15 @@ class PluginInstances:
     def get(self, name: str) -> Plugin:
         plugin = self._instances.get(name)
         if plugin is None:
-            plugin = self._instances[name] = self._registry[name](self._args_for(name) or {}, self._handle)
+            plugin = self._registry[name](self._args_for(name) or {}, self._handle)
+            # Whatever built it (a class, a factory function, an in-tree plugin), the instance the
+            # framework will call must match the protocols: one line naming plugin and method.
+            problems = plugin_problems(plugin)
+            if problems:
+                own = getattr(plugin, "name", "")
+                label = f'plugin "{name}"' + (f' (name "{own}")' if own and own != name else "")
+                raise PluginCheckError(f"{label}: {'; '.join(problems)}")
+            self._instances[name] = plugin
         return plugin
 
     def implements(self, name: str) -> set[str]:

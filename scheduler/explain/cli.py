@@ -16,6 +16,7 @@ import urllib3
 
 from scheduler.client.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.config import ConfigError, load_config_with_plugins
+from scheduler.explain import reevaluate as reevaluate_mod
 from scheduler.explain.manifests import (
     DUMP_KIND,
     SNAPSHOT_KINDS,
@@ -23,6 +24,7 @@ from scheduler.explain.manifests import (
     expand_pods,
     load_documents,
     load_dump,
+    pending_pods,
 )
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
@@ -72,13 +74,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("--attempts", type=int, default=1, help="how many recent attempts to show")
     explain.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    explain.add_argument(
+        "--no-reevaluate",
+        action="store_true",
+        help="when the scheduler's record cannot be had, only say why (default: re-evaluate the pod now "
+        "on a read-only snapshot of the cluster, labelled as such)",
+    )
+    explain.add_argument(
+        "--config",
+        help="for a re-evaluation: the scheduler's KubeSchedulerConfiguration (default: the ConfigMap "
+        f"{reevaluate_mod.CONFIG_MAP} in --service-namespace, else the scheduler's /configz, else defaults)",
+    )
 
     simulate = sub.add_parser("simulate", help="place pods on a snapshot with a configuration; read-only")
     simulate.add_argument("--config", help="KubeSchedulerConfiguration (default: the built-in defaults)")
     source = simulate.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="read nodes and pods from this live cluster (never written)")
     source.add_argument("--cluster", help="a snapshot file (py-scheduler snapshot) or any node/pod manifests")
-    simulate.add_argument("--pods", help="Pod, Deployment, StatefulSet, ReplicaSet or Job manifests to place")
+    simulate.add_argument(
+        "--pods",
+        help="Pod, Deployment, StatefulSet, ReplicaSet or Job manifests to place (new pods); without it, "
+        "the snapshot's pending pods of the configurations' profiles",
+    )
     simulate.add_argument("--compare", help="a second configuration to run on the same snapshot")
     simulate.add_argument(
         "--scenario", help="a scenario file of steps and expectations (see examples/scenarios)"
@@ -134,7 +151,10 @@ def proxy_path(service_namespace: str, service: str, port: str, pod_key: str, sc
 
 def explain(args: argparse.Namespace) -> int:
     key = args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-    status, body = _fetch_direct(args, key) if args.endpoint else _fetch_via_proxy(args, key)
+    try:
+        status, body = _fetch_direct(args, key) if args.endpoint else _fetch_via_proxy(args, key)
+    except (OSError, urllib3.exceptions.HTTPError) as err:
+        status, body = 0, str(err).encode()
     try:
         loaded: Any = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -143,13 +163,122 @@ def explain(args: argparse.Namespace) -> int:
         loaded if isinstance(loaded, dict) else {"error": f"unexpected answer: {body[:100]!r}"}
     )
     if status != 200:
-        print(f"py-scheduler explain {key}: {refusal(status, doc, args)}", file=sys.stderr)
-        return 1
+        print(what_was_tried(status, doc, args, key), file=sys.stderr)
+        if args.no_reevaluate:
+            return 1
+        return reevaluate(args, key)
     if args.output == "json":
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(render_pod(doc, attempts=args.attempts))
     return 0
+
+
+def what_was_tried(status: int, doc: dict[str, Any], args: argparse.Namespace, key: str) -> str:
+    """What explain asked, of whom, what came back, and the permissions it takes: the user's next step."""
+    namespace, _, name = key.partition("/")
+    answer = refusal(status, doc, args) if status else f"no answer: {doc.get('error') or 'connection failed'}"
+    url_rbac = f"get on the non-resource URL /debug/pods/{namespace}/{name}"
+    if args.endpoint:
+        lines = [
+            f"py-scheduler explain {key}: no decision record from the scheduler at {args.endpoint}.",
+            f"  Tried:   GET {args.endpoint.rstrip('/')}/debug/pods/{namespace}/{name} with your "
+            "kubeconfig's credentials",
+            f"  Answer:  {_status_label(status)}: {answer}",
+            f"  Needs:   {url_rbac} (the ClusterRole py-scheduler:explain of "
+            "deploy/components/explain-access)",
+        ]
+    else:
+        target = f"{args.scheme}:{args.service}:{args.service_port}" if args.scheme else args.service
+        path = proxy_path(args.service_namespace, args.service, args.service_port, key, args.scheme)
+        lines = [
+            f"py-scheduler explain {key}: no decision record from the scheduler.",
+            f"  Tried:   the Service {args.service} (port {args.service_port}, {args.scheme or 'http'}) in "
+            f"namespace {args.service_namespace}, through the API server's service proxy:",
+            f"           GET {path}",
+            f"  Answer:  {_status_label(status)}: {answer}",
+            f"  Needs:   get on services/proxy for {target} in namespace {args.service_namespace}, and "
+            f"{url_rbac} (the ClusterRole py-scheduler:explain of deploy/components/explain-access)",
+            "  Elsewhere? --service-namespace/--service/--service-port name another Service; --endpoint "
+            "https://HOST:10259 talks to a scheduler directly (a process, or after kubectl port-forward).",
+        ]
+    if status == 404 and "debug/pods" not in str(doc):
+        lines.append(
+            "  A 404 from the scheduler itself means it has no record of the pod (not one of its profiles, "
+            "or it restarted since)."
+        )
+    return "\n".join(lines)
+
+
+def _status_label(status: int) -> str:
+    return f"HTTP {status}" if status else "no connection"
+
+
+def reevaluate(args: argparse.Namespace, key: str) -> int:
+    """The pod judged now on a read-only snapshot, with the scheduler's configuration where it can be
+    read (scheduler/explain/reevaluate.py); printed under a label that says it is no record."""
+    rest = RestClient(load_configuration(args.kubeconfig), qps=20, burst=20)
+    try:
+
+        def api_get(path: str) -> tuple[int, bytes]:
+            try:
+                return rest.request("GET", path, timeout=10.0)
+            except (OSError, urllib3.exceptions.HTTPError) as err:
+                return 0, str(err).encode()
+
+        configz_get = _configz_getter(args, rest)
+        source = reevaluate_mod.find_config(
+            config_path=args.config,
+            api_get=api_get,
+            config_map_namespace=args.service_namespace,
+            configz_get=configz_get,
+            registry=IN_TREE_REGISTRY,
+        )
+    finally:
+        rest.close()
+    try:
+        objects = list_cluster(args.kubeconfig)
+    except OSError as err:
+        print(
+            f"py-scheduler explain {key}: cannot re-evaluate: {err} (a re-evaluation needs list on nodes and "
+            "pods, and reads the other kinds plugins use when allowed)",
+            file=sys.stderr,
+        )
+        return 1
+    result = reevaluate_mod.reevaluate(key, objects, source, now=time.time())
+    if result is None:
+        print(f"py-scheduler explain {key}: cannot re-evaluate: no such pod in the cluster", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        sys.stdout.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(result.render())
+    return 0
+
+
+def _configz_getter(args: argparse.Namespace, rest: RestClient) -> reevaluate_mod.Getter:
+    """GET /configz by the same route the record was asked by (your credentials, the scheduler's check)."""
+
+    def via_endpoint(path: str) -> tuple[int, bytes]:
+        try:
+            return _get_direct(args, f"{args.endpoint.rstrip('/')}{path}")
+        except (OSError, urllib3.exceptions.HTTPError) as err:
+            return 0, str(err).encode()
+
+    def via_proxy(path: str) -> tuple[int, bytes]:
+        target = f"{args.scheme}:{args.service}:{args.service_port}" if args.scheme else args.service
+        full = (
+            f"/api/v1/namespaces/{quote(args.service_namespace, safe='')}/services/"
+            f"{quote(target, safe=':')}/proxy{path}"
+        )
+        try:
+            authorization = rest.credentials.current().authorization
+            headers = {FORWARDED_AUTHORIZATION: authorization} if authorization else {}
+            return rest.request("GET", full, timeout=10.0, headers=headers)
+        except (OSError, urllib3.exceptions.HTTPError) as err:
+            return 0, str(err).encode()
+
+    return via_endpoint if args.endpoint else via_proxy
 
 
 def refusal(status: int, doc: dict[str, Any], args: argparse.Namespace) -> str:
@@ -182,7 +311,12 @@ def _fetch_direct(args: argparse.Namespace, key: str) -> tuple[int, bytes]:
     """Straight to the scheduler's HTTPS port with your own credentials: your kubeconfig's bearer token
     or client certificate (the scheduler checks them with a TokenReview or against the client CA)."""
     namespace, _, name = key.partition("/")
-    url = f"{args.endpoint.rstrip('/')}/debug/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    return _get_direct(
+        args, f"{args.endpoint.rstrip('/')}/debug/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"
+    )
+
+
+def _get_direct(args: argparse.Namespace, url: str) -> tuple[int, bytes]:
     headers: dict[str, str] = {}
     kwargs: dict[str, Any] = {}
     if url.startswith("https:"):
@@ -296,18 +430,22 @@ def _simulation(config_path: str | None, objects: dict[str, list[dict[str, Any]]
 
 
 def simulate(args: argparse.Namespace) -> int:
-    if not args.pods:
-        print("py-scheduler simulate: --pods (or --scenario) is required", file=sys.stderr)
-        return 2
     objects = _objects(args)
-    pods = expand_pods(load_documents(args.pods))
     first = _simulation(args.config, objects, args.seed)
+    second_sim = _simulation(args.compare, objects, args.seed) if args.compare else None
+    # The snapshot's pending pods come first (they would be scheduled first), then the new ones.
+    profiles = set(first.frameworks) | set(second_sim.frameworks if second_sim is not None else ())
+    pods = pending_pods(objects, profiles) + (expand_pods(load_documents(args.pods)) if args.pods else [])
+    if not pods:
+        print(
+            "py-scheduler simulate: nothing to place: the snapshot has no pending pod of profiles "
+            f"{', '.join(sorted(profiles))}; pass --pods (or --scenario)",
+            file=sys.stderr,
+        )
+        return 2
     placements = first.place_all(pods)
-    second: Simulation | None = None
-    compared: list[Placement] = []
-    if args.compare:
-        second = _simulation(args.compare, objects, args.seed)
-        compared = second.place_all(pods)
+    second = second_sim
+    compared = second.place_all(pods) if second is not None else []
     if args.output == "json":
         doc: dict[str, Any] = {
             "placements": [_placement_json(p) for p in placements],
@@ -376,13 +514,48 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def format_differences(first: Sequence[Placement], second: Sequence[Placement]) -> str:
+    """The pods the two configurations place differently and, for each, why: every Score plugin's
+    weighted score at both nodes under each configuration (a node outside a record's top nodes shows
+    "-"), or the reason a pod stays pending."""
     rows = [("POD", "FIRST", "SECOND")]
+    why: list[str] = []
     for a, b in zip(first, second, strict=True):
         if a.node != b.node:
             rows.append((a.pod, a.node or "<pending>", b.node or "<pending>"))
+            why.extend(_why_different(a, b))
     if len(rows) == 1:
         return "No differences in placement."
-    return f"{len(rows) - 1} pod(s) placed differently:\n" + _table(rows)
+    return f"{len(rows) - 1} pod(s) placed differently:\n" + _table(rows) + "\n" + "\n".join(why)
+
+
+def plugin_scores(placement: Placement, node: str | None) -> dict[str, int] | None:
+    """Each Score plugin's weighted score at ``node`` in this placement's record (None: not among the
+    record's top nodes, or no record)."""
+    if placement.record is None or not node:
+        return None
+    for scored in placement.record.scores:
+        if scored.node == node:
+            return {name: weighted for name, (_, _, weighted) in scored.plugins.items()}
+    return None
+
+
+def _why_different(a: Placement, b: Placement) -> list[str]:
+    lines = [f"{a.pod}:"]
+    for label, placement in (("first", a), ("second", b)):
+        if placement.node is None:
+            lines.append(f"  {label}: pending: {placement.reason}")
+            continue
+        nodes = [n for n in dict.fromkeys((a.node, b.node)) if n]
+        cells = []
+        for node in nodes:
+            scores = plugin_scores(placement, node)
+            if scores is None:
+                cells.append(f"{node} -")
+            else:
+                parts = ", ".join(f"{name} {value}" for name, value in scores.items())
+                cells.append(f"{node} {sum(scores.values())} ({parts})")
+        lines.append(f"  {label}: " + "; ".join(cells))
+    return lines
 
 
 def format_summary_pair(a: dict[str, Any], b: dict[str, Any], name_a: str, name_b: str) -> str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,16 @@ from informers.resource import (
     STORAGE_CLASSES,
     ResourceSpec,
 )
-from scheduler.framework.objects import labels_of, object_meta, pod_spec, pod_template_of, spec_of
+from scheduler.framework import listers
+from scheduler.framework.objects import (
+    labels_of,
+    object_meta,
+    pod_spec,
+    pod_status,
+    pod_template_of,
+    scheduler_name_of,
+    spec_of,
+)
 
 KubeObject = dict[str, Any]
 
@@ -42,7 +52,15 @@ SNAPSHOT_KINDS: tuple[ResourceSpec, ...] = (
     CSI_NODES,
     POD_DISRUPTION_BUDGETS,
 )
-_BY_KIND = {spec.kind: spec.name for spec in SNAPSHOT_KINDS}
+# Every kind a manifest may bring into a simulation: the snapshot's, and what plugins list (DRA, quotas...).
+_BY_KIND = {
+    spec.kind: spec.name
+    for spec in (
+        *SNAPSHOT_KINDS,
+        *(getattr(listers, n) for n in listers.__all__ if isinstance(getattr(listers, n), ResourceSpec)),
+    )
+    if spec.group != "scheduling.x-k8s.io" and spec.version != "v1alpha2"
+}
 
 DUMP_KIND = "PySchedulerClusterSnapshot"
 
@@ -134,6 +152,12 @@ def _pending(pod: KubeObject) -> KubeObject:
     return pod
 
 
+def resource_of_kind(kind: str) -> str | None:
+    """The resource name (``nodes``...) a simulation keeps objects of ``kind`` under; None if it reads
+    no such kind."""
+    return _BY_KIND.get(kind)
+
+
 def dump_from_objects(objects: Iterable[Mapping[str, Any]]) -> dict[str, list[KubeObject]]:
     """Objects by resource name (``nodes``, ``pods``, ...), from a dump file's items or any manifests."""
     out: dict[str, list[KubeObject]] = {}
@@ -147,3 +171,70 @@ def dump_from_objects(objects: Iterable[Mapping[str, Any]]) -> dict[str, list[Ku
 
 def load_dump(path: str | Path) -> dict[str, list[KubeObject]]:
     return dump_from_objects(load_documents(path))
+
+
+def node_manifest(
+    name: str,
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: int | str = 110,
+    labels: Mapping[str, str] | None = None,
+    taints: Sequence[str | Mapping[str, str]] = (),
+    allocatable: Mapping[str, str] | None = None,
+    unschedulable: bool = False,
+) -> KubeObject:
+    """A Ready Node with this allocatable (capacity the same), ``kubernetes.io/hostname`` set and
+    taints given as ``key[=value]:Effect`` or as mappings. Raises ManifestError on a malformed taint."""
+    alloc = {"cpu": str(cpu), "memory": str(memory), "pods": str(pods),
+             **{k: str(v) for k, v in (allocatable or {}).items()}}  # fmt: skip
+    spec: dict[str, Any] = {"taints": [parse_taint(t) for t in taints]}
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"sim-node-{name}",
+            "resourceVersion": "1",
+            "labels": {"kubernetes.io/hostname": name, **{k: str(v) for k, v in (labels or {}).items()}},
+        },
+        "spec": spec,
+        "status": {
+            "allocatable": alloc,
+            "capacity": dict(alloc),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+_TAINT = re.compile(r"^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$")
+
+
+def parse_taint(text: str | Mapping[str, str]) -> dict[str, str]:
+    """``key[=value]:Effect`` (or a taint mapping, as is) as a taint."""
+    if isinstance(text, Mapping):
+        return {str(k): str(v) for k, v in text.items()}
+    match = _TAINT.match(str(text))
+    if match is None:
+        raise ManifestError(f"taint {text!r} is not key[=value]:Effect")
+    key, value, effect = match.groups()
+    return {"key": key, "value": value or "", "effect": effect}
+
+
+def pending_pods(
+    objects: Mapping[str, Sequence[KubeObject]], scheduler_names: Iterable[str]
+) -> list[KubeObject]:
+    """The snapshot's pods that wait for one of ``scheduler_names``: unbound, not finished, not being
+    deleted, oldest first (roughly the order a queue of equal priorities pops them)."""
+    names = set(scheduler_names)
+    waiting = [
+        pod
+        for pod in objects.get("pods", ())
+        if not pod_spec(pod).get("nodeName")
+        and scheduler_name_of(pod) in names
+        and pod_status(pod).get("phase") not in ("Succeeded", "Failed")
+        and object_meta(pod).get("deletionTimestamp") is None
+    ]
+    return sorted(waiting, key=lambda pod: str(object_meta(pod).get("creationTimestamp") or ""))

@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from scheduler.config import load_config_with_plugins
-from scheduler.explain.manifests import expand_pods, load_dump
+from scheduler.explain.manifests import ManifestError, expand_pods, load_dump, node_manifest
 from scheduler.explain.simulate import Placement, Simulation
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 
@@ -190,33 +190,18 @@ def _nodes(spec: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
     names = [str(spec["name"])] if "name" in spec else [
         f"{spec.get('namePrefix', 'node-')}{i}" for i in range(int(spec.get("count", 1)))
     ]  # fmt: skip
-    out = []
-    for name in names:
-        alloc = {"cpu": str(spec.get("cpu", "4")), "memory": str(spec.get("memory", "16Gi")),
-                 "pods": str(spec.get("pods", 110))}  # fmt: skip
-        labels = {
-            "kubernetes.io/hostname": name,
-            **{k: str(v) for k, v in (spec.get("labels") or {}).items()},
-        }
-        node: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": name, "uid": f"sim-node-{name}", "resourceVersion": "1", "labels": labels},
-            "spec": {"taints": [_taint(t, where) for t in spec.get("taints") or ()]},
-            "status": {"allocatable": alloc, "capacity": dict(alloc)},
-        }
-        out.append(node)
-    return out
-
-
-_TAINT = re.compile(r"^([^=:]+)(?:=([^:]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$")
-
-
-def _taint(text: Any, where: str) -> dict[str, str]:
-    if isinstance(text, Mapping):
-        return {str(k): str(v) for k, v in text.items()}
-    match = _TAINT.match(str(text))
-    if match is None:
-        raise ScenarioError(f"{where}: taint {text!r} is not key[=value]:Effect")
-    key, value, effect = match.groups()
-    return {"key": key, "value": value or "", "effect": effect}
+    labels = spec.get("labels") or {}
+    try:
+        return [
+            node_manifest(
+                name,
+                cpu=str(spec.get("cpu", "4")),
+                memory=str(spec.get("memory", "16Gi")),
+                pods=spec.get("pods", 110),
+                labels={str(k): str(v) for k, v in labels.items()},
+                taints=list(spec.get("taints") or ()),
+            )
+            for name in names
+        ]
+    except ManifestError as err:
+        raise ScenarioError(f"{where}: {err}") from None

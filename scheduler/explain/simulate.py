@@ -40,6 +40,8 @@ class Placement:
     node: str | None
     record: AttemptRecord | None
     reason: str = ""
+    # The plugins that rejected the pod (upstream's Diagnosis): what the queue's hints key on.
+    rejected_by: frozenset[str] = frozenset()
 
 
 class Simulation:
@@ -56,14 +58,7 @@ class Simulation:
         self.clock = clock
         self.cache = SchedulerCache()
         self._listers: dict[str, StaticLister] = {}
-        for resource, items in objects.items():
-            if resource not in (NODES.name, PODS.name):
-                self._listers[resource] = StaticLister(items)
-        for node in objects.get(NODES.name, ()):
-            self.cache.add_node(node)
-        for pod in objects.get(PODS.name, ()):
-            if pod_spec(pod).get("nodeName") and _active(pod):
-                self.cache.add_pod(pod)
+        self.add_objects(objects)
         self.frameworks: dict[str, Framework] = build_frameworks(config, registry, self._handle_for)
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
         self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
@@ -77,6 +72,20 @@ class Simulation:
         return self._listers.setdefault(resource.name, StaticLister())
 
     # --- cluster changes (scenarios) --------------------------------------------------------------
+    def add_objects(self, objects: Mapping[str, Sequence[KubeObject]]) -> None:
+        """Objects by resource name: nodes and bound, active pods go to the cache, the rest to the
+        listers plugins read through the Handle. Pending pods are ignored (``place`` takes them)."""
+        for resource, items in objects.items():
+            if resource not in (NODES.name, PODS.name):
+                lister = self._listers.setdefault(resource, StaticLister())
+                for item in items:
+                    lister.add(item)
+        for node in objects.get(NODES.name, ()):
+            self.cache.add_node(node)
+        for pod in objects.get(PODS.name, ()):
+            if pod_spec(pod).get("nodeName") and _active(pod):
+                self.cache.add_pod(pod)
+
     def add_node(self, node: KubeObject) -> None:
         self.cache.add_node(node)
 
@@ -123,7 +132,9 @@ class Simulation:
         except FitError as err:
             message = err.message()
             self.decisions.unschedulable(fwk, state, info, self.snapshot, err, None, message)
-            return self._note(Placement(info.key, None, self.decisions.store.latest(info.key), message))
+            rejected = frozenset(err.diagnosis.unschedulable_plugins | err.diagnosis.pending_plugins)
+            record = self.decisions.store.latest(info.key)
+            return self._note(Placement(info.key, None, record, message, rejected))
         except (SchedulingError, PluginError, PodSpecError) as err:
             self.decisions.failed(info.key, str(err), error=True)
             return self._note(Placement(info.key, None, self.decisions.store.latest(info.key), str(err)))

@@ -8,10 +8,14 @@ QueueingHint), the Handle and its listers, and the vectorised fast path: node co
 come from ``scheduler.framework.objects``; the views of storage, DRA and group objects from
 ``objects_storage``, ``objects_resource`` and ``objects_scheduling`` beside it.
 
+The surface is versioned (``PLUGIN_API_VERSION``, semver; docs/plugins.md states the compatibility
+promise and docs/plugin-api-changelog.md lists each version's changes).
+
 ``Resource`` is the kind of a cluster event (``Resource.Node``), as plugins register events far more
 often than they build resource vectors; the resource vector is ``ResourceVector``.
 """
 
+from scheduler.framework.api_version import PLUGIN_API_VERSION
 from scheduler.framework.columns import (
     NAME_KEY,
     BoolArray,
@@ -35,6 +39,7 @@ from scheduler.framework.interface import (
     BlockingPostFilterPlugin,
     ColumnarPlugin,
     EnqueueExtensions,
+    ExtenderPostFilterPlugin,
     FilterPlugin,
     PermitPlugin,
     Plugin,
@@ -52,6 +57,7 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.listers import (
     CSI_DRIVERS,
@@ -68,6 +74,7 @@ from scheduler.framework.listers import (
     REPLICATION_CONTROLLERS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
+    RESOURCE_QUOTAS,
     RESOURCE_SLICES,
     SERVICES,
     STATEFUL_SETS,
@@ -143,12 +150,14 @@ __all__ = [
     "NAME_KEY",
     "PERSISTENT_VOLUMES",
     "PERSISTENT_VOLUME_CLAIMS",
+    "PLUGIN_API_VERSION",
     "POD_DISRUPTION_BUDGETS",
     "PRIORITY_CLASSES",
     "REPLICATION_CONTROLLERS",
     "REPLICA_SETS",
     "RESOURCE_CLAIMS",
     "RESOURCE_CLAIM_TEMPLATES",
+    "RESOURCE_QUOTAS",
     "RESOURCE_SLICES",
     "SERVICES",
     "STATEFUL_SETS",
@@ -170,6 +179,7 @@ __all__ = [
     "CycleState",
     "Diagnosis",
     "EnqueueExtensions",
+    "ExtenderPostFilterPlugin",
     "FilterPlugin",
     "Handle",
     "HostPort",
@@ -188,7 +198,6 @@ __all__ = [
     "NodeSubset",
     "ObjectMeta",
     "OwnerReference",
-    "PausedPostFilter",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
@@ -219,6 +228,7 @@ __all__ = [
     "ResourceVector",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignPlugin",
     "SnapshotLister",
     "StaticLister",
     "Status",

@@ -33,12 +33,14 @@ __all__ = [
     "PodGroupTemplate",
     "PodGroupTemplateReference",
     "Workload",
+    "WorkloadReference",
     "WorkloadSpec",
     "coscheduling_pod_group_spec",
     "coscheduling_pod_group_status",
     "lease_spec",
     "pdb_spec",
     "pdb_status",
+    "pod_group_disruption_mode",
     "pod_group_scheduling_policy",
     "pod_group_spec",
     "pod_group_status",
@@ -64,29 +66,43 @@ class PodGroupSchedulingConstraints(TypedDict, total=False):
 
 
 class PodGroupTemplateReference(TypedDict, total=False):
-    """v1beta1's ``workloadRef`` (v1alpha2's ``podGroupTemplateRef.workload``)."""
+    """v1alpha2's ``podGroupTemplateRef`` (API servers up to v1.36)."""
+
+    workloadName: str
+    podGroupTemplateName: str
+
+
+class WorkloadReference(TypedDict, total=False):
+    """v1beta1's ``workloadRef`` (v1.37)."""
 
     workloadName: str
     templateName: str
 
 
 class DisruptionMode(TypedDict, total=False):
-    # A union: exactly one of single and all (both empty objects) is set.
+    """v1beta1's ``disruptionMode``: a union, exactly one of ``single`` and ``all`` (empty objects)."""
+
     single: dict[str, Any]
     all: dict[str, Any]
 
 
 class PodGroupSpec(TypedDict, total=False):
-    workloadRef: PodGroupTemplateReference
+    # v1alpha2 (API servers up to v1.36).
+    podGroupTemplateRef: PodGroupTemplateReference
+    # v1beta1 (v1.37).
+    workloadRef: WorkloadReference
     schedulingPolicy: PodGroupSchedulingPolicy
-    # Set by the API server's Priority admission plugin on every PodGroup (v1.37).
-    priorityClassName: str
-    priority: int
     # Fields py-scheduler does not implement (GangScheduling refuses a group using them).
-    parentCompositePodGroupName: str
     schedulingConstraints: PodGroupSchedulingConstraints
     resourceClaims: list[dict[str, Any]]
-    disruptionMode: DisruptionMode
+    # v1alpha2's string ("Pod" or "PodGroup"); v1beta1 sends a DisruptionMode object instead: read it
+    # with ``pod_group_disruption_mode``.
+    disruptionMode: str
+    # v1.37: set by the API server's Priority admission plugin on every PodGroup.
+    priorityClassName: str
+    priority: int
+    # v1beta1 fields py-scheduler does not implement (refused by name).
+    parentCompositePodGroupName: str
     preemptionPolicy: str
 
 
@@ -122,6 +138,19 @@ class Workload(TypedDict, total=False):
 def pod_group_spec(pod_group: Mapping[str, Any]) -> PodGroupSpec:
     """An upstream PodGroup's ``spec``, or ``{}`` when missing or null."""
     return pod_group.get("spec") or PodGroupSpec()
+
+
+def pod_group_disruption_mode(pod_group: Mapping[str, Any]) -> DisruptionMode | None:
+    """v1beta1's ``spec.disruptionMode`` object; None when missing, null or v1alpha2's string."""
+    mode = (pod_group.get("spec") or {}).get("disruptionMode")
+    if not isinstance(mode, Mapping):
+        return None
+    out = DisruptionMode()
+    if isinstance(mode.get("single"), Mapping):
+        out["single"] = dict(mode["single"])
+    if isinstance(mode.get("all"), Mapping):
+        out["all"] = dict(mode["all"])
+    return out
 
 
 def pod_group_status(pod_group: Mapping[str, Any]) -> PodGroupStatus:

@@ -42,7 +42,11 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
-from scheduler.framework.objects_scheduling import pod_group_scheduling_policy, pod_group_spec
+from scheduler.framework.objects_scheduling import (
+    pod_group_disruption_mode,
+    pod_group_scheduling_policy,
+    pod_group_spec,
+)
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 
@@ -98,8 +102,8 @@ def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str]
         return "preemptionPolicy", "PodGroupPreemptionPolicy"
     # v1beta1's disruptionMode is {single: {}} or {all: {}}; single (members preempted one by one) is
     # what py-scheduler does, all needs upstream's workload-aware preemption (PodGroupPostFilter).
-    mode = spec.get("disruptionMode")
-    if mode and mode.get("all") is not None:
+    mode = pod_group_disruption_mode(pod_group)
+    if mode is not None and mode.get("all") is not None:
         return "disruptionMode all", "GenericWorkload's workload-aware preemption"
     return None
 

@@ -110,7 +110,7 @@ class NodeAffinity:
     pod's own: its required part must match too (reason "scheduler-enforced"), its preferred terms
     add to the score.
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` (v1.37.2).
     """
 
     name = names.NODE_AFFINITY

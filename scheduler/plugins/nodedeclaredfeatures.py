@@ -1,16 +1,20 @@
 """NodeDeclaredFeatures (``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go``,
-v1.36.3, with the feature registry of ``k8s.io/component-helpers/nodedeclaredfeatures``).
+v1.37.2, with the feature registry of ``k8s.io/component-helpers/nodedeclaredfeatures`` v0.37.2).
 
-Beta and on by default in v1.36 (feature gate ``NodeDeclaredFeatures``): a node lists the features its
+GA and locked on since v1.37 (feature gate ``NodeDeclaredFeatures``): a node lists the features its
 kubelet supports in ``status.declaredFeatures``; a pod that needs one of them fits only nodes that
 declare it. What a pod needs is inferred from its spec by the registry's features:
 
 * ``RestartAllContainersOnContainerExits``: a container or init container has a ``restartPolicyRules``
   entry with action ``RestartAllContainers``;
-* ``UserNamespacesHostNetworkSupport``: ``hostNetwork: true`` with ``hostUsers: false``.
+* ``UserNamespacesHostNetworkSupport``: ``hostNetwork: true`` with ``hostUsers: false``;
+* ``VolumeBindMountOptions`` (v0.37): a container, init container or ephemeral container has a
+  ``volumeMounts`` entry with ``bindMountOptions`` (a field the API server keeps only with its alpha
+  gate on).
 
 The registry's other features (``ExtendWebSocketsToKubelet``, ``InPlacePodLevelResourcesVerticalScaling``,
-``InPlacePodVerticalScalingInitContainers``) are never required for scheduling, only for updates, but a
+``InPlacePodVerticalScalingInitContainers``, and v0.37's ``InPlacePodVerticalScalingMemoryBackedVolumes``,
+``DRANodeAllocatableResources``, ``DRAOptionalNodeOperations``) are never required for scheduling, but a
 node's declaration of them is read like any other. Names a node declares that the registry does not
 know are ignored, as upstream's ``TryMap`` does.
 """
@@ -42,14 +46,19 @@ ERR_REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required featu
 
 RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
-# The registry's features (features.AllFeatures), all without a MaxVersion.
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"
+# The registry's features (features.AllFeatures, v0.37.2), all without a MaxVersion.
 KNOWN_FEATURES = frozenset(
     {
         "ExtendWebSocketsToKubelet",
         "InPlacePodLevelResourcesVerticalScaling",
         "InPlacePodVerticalScalingInitContainers",
+        "InPlacePodVerticalScalingMemoryBackedVolumes",
+        "DRANodeAllocatableResources",
+        "DRAOptionalNodeOperations",
         RESTART_ALL_CONTAINERS,
         USER_NAMESPACES_HOST_NETWORK,
+        VOLUME_BIND_MOUNT_OPTIONS,
     }
 )
 
@@ -74,7 +83,20 @@ def required_features(spec: Mapping[str, Any]) -> frozenset[str]:
         needed.add(RESTART_ALL_CONTAINERS)
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
         needed.add(USER_NAMESPACES_HOST_NETWORK)
+    if _uses_bind_mount_options(spec):
+        needed.add(VOLUME_BIND_MOUNT_OPTIONS)
     return frozenset(needed)
+
+
+def _uses_bind_mount_options(spec: Mapping[str, Any]) -> bool:
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        for container in spec.get(key) or ():
+            if not isinstance(container, Mapping):
+                continue
+            for mount in container.get("volumeMounts") or ():
+                if isinstance(mount, Mapping) and mount.get("bindMountOptions"):
+                    return True
+    return False
 
 
 def declared_features(node: Mapping[str, Any] | None) -> frozenset[str]:
@@ -95,7 +117,7 @@ class NodeDeclaredFeatures:
     required features". PreFilter skips pods that need nothing (the common case), so the Filter runs
     only for the rare pod that does.
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go`` (v1.37.2).
     """
 
     name = names.NODE_DECLARED_FEATURES

@@ -26,11 +26,11 @@ ERR_REASON = "node(s) didn't match the requested node name"
 class NodeName:
     """Filter: a pod that names its node (``spec.nodeName``) fits only that node.
 
-    Upstream has only the Filter; the PreFilter here narrows the candidates to that one node (same
-    outcome, one Filter call instead of one per node) and skips the Filter for the usual pod that
-    names no node.
+    Since v1.37 upstream has a PreFilter too, narrowing the candidates to that one node; the one here
+    also skips the Filter for the usual pod that names no node (upstream's returns no result and runs
+    the Filter, which passes every node: the same outcome).
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodename/node_name.go`` (v1.37.2).
     """
 
     name = names.NODE_NAME

@@ -44,7 +44,7 @@ def fits_ports(wanted: Sequence[HostPort], in_use: Collection[HostPort]) -> bool
 class NodePorts:
     """Filter: the pod's host ports (containers and sidecars) must be free on the node.
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodeports/node_ports.go`` (v1.37.2).
     """
 
     name = names.NODE_PORTS

@@ -62,7 +62,7 @@ class NodeUnschedulable:
     """Filter: a cordoned node (``spec.unschedulable``) admits only pods tolerating
     ``node.kubernetes.io/unschedulable:NoSchedule``.
 
-    Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go`` (v1.37.2).
     """
 
     name = names.NODE_UNSCHEDULABLE

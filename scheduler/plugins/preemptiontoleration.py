@@ -31,7 +31,7 @@ from typing import Any
 from informers.resource import PRIORITY_CLASSES
 from scheduler import metrics
 from scheduler.framework import CycleState, Handle, NodeInfo, PodInfo, Status
-from scheduler.framework.objects import object_meta, pod_status
+from scheduler.framework.objects import annotations_of, object_meta, pod_status
 from scheduler.framework.status import Code
 from scheduler.plugins import names
 from scheduler.plugins.defaultpreemption import (
@@ -75,7 +75,7 @@ def _parse_int(text: Any, bounds: tuple[int, int]) -> int:
 
 def parse_policy(priority_class: Mapping[str, Any]) -> tuple[int, int]:
     """(minimumPreemptablePriority, tolerationSeconds) of a PriorityClass. Raises PolicyError."""
-    annotations = object_meta(priority_class).get("annotations") or {}
+    annotations = annotations_of(priority_class)
     value = priority_class.get("value")
     class_value = value if isinstance(value, int) else 0
     if ANNOTATION_MINIMUM_PREEMPTABLE_PRIORITY in annotations:

@@ -14,7 +14,7 @@ from scheduling_queue.types import priority_sort_less
 class PrioritySort:
     """QueueSort: higher ``spec.priority`` first, then the pod that entered the queue earlier.
 
-    Upstream: ``pkg/scheduler/framework/plugins/queuesort/priority_sort.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/queuesort/priority_sort.go`` (v1.37.2).
     """
 
     name = names.PRIORITY_SORT

@@ -23,7 +23,7 @@ from scheduler.plugins.helper.hints import safe_hint, uid_of
 class SchedulingGates:
     """PreEnqueue: a pod with ``spec.schedulingGates`` stays out of activeQ until they are all removed.
 
-    Upstream: ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go`` (v1.37.2).
     """
 
     name = names.SCHEDULING_GATES

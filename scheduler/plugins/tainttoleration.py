@@ -104,7 +104,7 @@ class TaintToleration:
     Score: the number of PreferNoSchedule taints the pod does not tolerate, normalised reversed, so
     the node with the fewest scores 100.
 
-    Upstream: ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go`` (v1.37.2).
     """
 
     name = names.TAINT_TOLERATION

@@ -1,5 +1,5 @@
 """VolumeRestrictions (``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go``,
-v1.36)."""
+v1.37.2)."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ class PreFilterState:
 class VolumeRestrictions:
     """Filter: legacy disk conflicts on the node, and ReadWriteOncePod claims in use anywhere.
 
-    Upstream: ``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go`` (v1.37.2).
     """
 
     name = names.VOLUME_RESTRICTIONS

@@ -1,4 +1,4 @@
-"""VolumeZone (``pkg/scheduler/framework/plugins/volumezone/volume_zone.go``, v1.36)."""
+"""VolumeZone (``pkg/scheduler/framework/plugins/volumezone/volume_zone.go``, v1.37.2)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def _unresolvable(message: str) -> Status:
 class VolumeZone:
     """Filter: the zone and region labels of the pod's bound PVs must match the node's.
 
-    Upstream: ``pkg/scheduler/framework/plugins/volumezone/volume_zone.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/volumezone/volume_zone.go`` (v1.37.2).
     """
 
     name = names.VOLUME_ZONE

@@ -17,6 +17,7 @@ from devcluster.py_scheduler import REPO, SchedulerProcess, wait_for
 from tests.integration.workload import (
     RUN_LABEL,
     create_pods,
+    list_events,
     list_pods,
     make_pod,
     new_run_id,
@@ -64,7 +65,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     endpoint = scheduler.url("")
 
     def pending_explained() -> dict[str, Any] | None:
-        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
         if done.returncode != 0:
             return None
         doc: dict[str, Any] = orjson.loads(done.stdout)
@@ -75,7 +76,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     assert attempt["filter"]["NodeResourcesFit"]["reasons"] == {"Insufficient cpu": 2}
     misses = {m["node"]: m["detail"] for m in attempt["nearestMisses"]}
     assert misses == {f"small-{run_id}-{i}": "Insufficient cpu (requests 1.5, free 1)" for i in range(2)}
-    table = cli("explain", key, "--endpoint", endpoint)
+    table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
     assert table.returncode == 0, table.stderr
     assert "NodeResourcesFit" in table.stdout and "Insufficient cpu (requests 1.5, free 1)" in table.stdout
     print(table.stdout)  # the example output in docs/explain.md
@@ -83,7 +84,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     create_nodes(api_client, [make_node(f"big-{run_id}", cpu="4", memory="8Gi", labels=labels)])
 
     def bound_explained() -> dict[str, Any] | None:
-        done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+        done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
         doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
         attempts = doc.get("attempts") or [{}]
         return doc if attempts[-1].get("outcome") == "Bound" else None
@@ -94,7 +95,7 @@ def test_explain_names_the_blocker_then_why_the_new_node_won(
     assert attempt["scores"][0] == {"node": f"big-{run_id}", "total": 0, "chosen": True, "plugins": {}}
     assert attempt["filter"]["NodeResourcesFit"]["rejected"] == 2
     assert [p["spec"].get("nodeName") for p in list_pods(core_v1, namespace)] == [f"big-{run_id}"]
-    table = cli("explain", key, "--endpoint", endpoint)
+    table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
     assert "the only feasible node" in table.stdout
     print(table.stdout)
 
@@ -120,7 +121,7 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
         key = f"{namespace}/web"
 
         def bound_explained() -> dict[str, Any] | None:
-            done = cli("explain", key, "--endpoint", endpoint, "-o", "json")
+            done = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint, "-o", "json")
             doc: dict[str, Any] = orjson.loads(done.stdout) if done.returncode == 0 else {}
             attempts = doc.get("attempts") or [{}]
             return doc if attempts[-1].get("outcome") == "Bound" else None
@@ -139,7 +140,7 @@ def test_explain_shows_why_the_winner_beat_the_runner_up_and_annotates_the_pod(
         assert fit[winner]["raw"] > fit[names[0]]["raw"]
         for s in scores:
             assert s["total"] == sum(v["weighted"] for v in s["plugins"].values())
-        table = cli("explain", key, "--endpoint", endpoint)
+        table = cli("explain", key, "--no-reevaluate", "--endpoint", endpoint)
         assert table.returncode == 0, table.stderr
         assert "Why this node" in table.stdout and f"{winner} (chosen)" in table.stdout
         assert names[0] in table.stdout and "NodeResourcesFit" in table.stdout
@@ -222,3 +223,102 @@ def test_simulate_matches_kube_scheduler_and_compares_packing(
                "--compare", str(configs / "most-allocated.yaml"))  # fmt: skip
     assert "placed differently" in text.stdout
     print(text.stdout)
+
+
+def _first_sentence(message: str) -> str:
+    """``0/N nodes are available: <the Filter reasons>``: what precedes PostFilter's (preemption) part."""
+    return message.split(". ", 1)[0].rstrip(".")
+
+
+def test_explain_as_a_new_user_says_what_it_tried_then_re_evaluates(
+    core_v1: Any, api_client: Any, control_plane: Any, namespace: str, run_id: str, tmp_path: Path
+) -> None:
+    """The issue's new user: py-scheduler runs as a process (HTTPS, delegated auth), not behind the
+    Service of deploy/, and the user may list nodes and pods but has no services/proxy permission.
+    explain says what it asked and of whom, the answer and the RBAC it needs, then prints a labelled
+    re-evaluation whose Filter reasons are the scheduler's FailedScheduling Event's."""
+    from tests.integration.test_auth import kubeconfig as write_kubeconfig
+    from tests.integration.test_deploy import raw
+
+    labels = {RUN_LABEL: run_id}
+    create_nodes(api_client, [make_node(f"tiny-{run_id}-{i}", cpu="1", memory="4Gi", labels=labels)
+                              for i in range(2)])  # fmt: skip
+    user = f"explain-user-{run_id}"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": user},
+        "rules": [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": user},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+        "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": namespace}],
+    }
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": user}}
+    assert raw(api_client, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts", sa)[0] == 201
+    assert raw(api_client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role)[0] == 201
+    assert (
+        raw(api_client, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)[0] == 201
+    )
+    proc = SchedulerProcess(control_plane.kubeconfig, tmp_path, secure=True).start()
+    try:
+        token_request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+        status, issued = raw(
+            api_client, "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{user}/token", token_request
+        )
+        assert status == 201, issued
+        user_kubeconfig = write_kubeconfig(control_plane, tmp_path / "user.kubeconfig",
+                                           {"token": issued["status"]["token"]})  # fmt: skip
+        proc.wait_ready()
+        create_pods(core_v1, namespace, [make_pod("huge", run_id, cpu="64")])
+
+        def failed_scheduling() -> str | None:
+            for event in list_events(core_v1, namespace):
+                if event.get("reason") == "FailedScheduling" and event["involvedObject"]["name"] == "huge":
+                    return str(event["message"])
+            return None
+
+        event_message = wait_for(failed_scheduling, 60, "the FailedScheduling Event of huge")
+        key = f"{namespace}/huge"
+        table = cli("explain", key, "--kubeconfig", str(user_kubeconfig))
+        assert table.returncode == 0, table.stderr
+        print(table.stderr + table.stdout)  # the example output in docs/explain.md
+        tried = table.stderr
+        assert "no decision record from the scheduler" in tried
+        assert "the Service py-scheduler-metrics (port metrics, https) in namespace py-scheduler" in tried
+        assert (
+            "/api/v1/namespaces/py-scheduler/services/https:py-scheduler-metrics:metrics/proxy/debug/pods/"
+            in tried
+        )
+        assert "HTTP 403" in tried
+        assert (
+            "get on services/proxy for https:py-scheduler-metrics:metrics in namespace py-scheduler" in tried
+        )
+        assert f"get on the non-resource URL /debug/pods/{namespace}/huge" in tried
+        assert "--endpoint" in tried
+        out = table.stdout
+        assert out.startswith(f"Pod {key}: RE-EVALUATION NOW (not the scheduler's recorded decision)")
+        message_line = next(line for line in out.splitlines() if line.strip().startswith("Message:"))
+        reevaluated = message_line.split("Message:", 1)[1].strip()
+        assert _first_sentence(reevaluated) == _first_sentence(event_message), (reevaluated, event_message)
+        assert "Insufficient cpu" in reevaluated
+        assert "Configuration not read from ConfigMap py-scheduler/py-scheduler-config: HTTP 403" in out
+
+        as_json = cli("explain", key, "--kubeconfig", str(user_kubeconfig), "-o", "json")
+        assert as_json.returncode == 0, as_json.stderr
+        doc = orjson.loads(as_json.stdout)
+        assert doc["reevaluation"] is True and doc["attempts"][0]["outcome"] == "Unschedulable"
+        assert doc["attempts"][0]["filter"]["NodeResourcesFit"]["reasons"]["Insufficient cpu"] >= 2
+
+        refused = cli("explain", key, "--kubeconfig", str(user_kubeconfig), "--no-reevaluate")
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert "HTTP 403" in refused.stderr
+    finally:
+        code = proc.stop()
+        for path in (f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{user}",
+                     f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{user}"):  # fmt: skip
+            raw(api_client, "DELETE", path)
+        assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.objects import namespace_of, pod_spec
+from scheduler.framework.objects import name_of, namespace_of, pod_spec, resources_of, uid_of
 from scheduler.framework.quantity import QuantityError, milli_value, value
 from scheduler.framework.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from scheduler.util.resource_names import is_scalar_resource_name
@@ -118,9 +118,9 @@ def pod_request(pod: Mapping[str, Any]) -> Amounts:
     spec = pod_spec(pod)
     out = Amounts()
     for container in spec.get("containers") or ():
-        _add_list(out, ((container.get("resources") or {}).get("requests")) or {})
+        _add_list(out, resources_of(container).get("requests") or {})
     for container in spec.get("initContainers") or ():
-        _add_list(out, ((container.get("resources") or {}).get("requests")) or {}, take_max=True)
+        _add_list(out, resources_of(container).get("requests") or {}, take_max=True)
     overhead = spec.get("overhead")
     if overhead:
         _add_list(out, overhead)
@@ -217,12 +217,7 @@ class ElasticQuotaInfos(dict[str, ElasticQuotaInfo]):
 
 def pod_key(pod: Mapping[str, Any]) -> str:
     """Upstream's ``GetPodKey``: the pod's uid."""
-    uid = (pod.get("metadata") or {}).get("uid")
-    return (
-        uid
-        if isinstance(uid, str) and uid
-        else f"{namespace_of(pod)}/{(pod.get('metadata') or {}).get('name')}"
-    )
+    return uid_of(pod) or f"{namespace_of(pod)}/{name_of(pod)}"
 
 
 def readable_quota(spec: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:

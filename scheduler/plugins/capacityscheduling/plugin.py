@@ -27,7 +27,7 @@ The quota cache (``quota_cache.py``) follows ElasticQuotas and assigned pods thr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -49,7 +49,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.handle import PreemptionHandle
 from scheduler.framework.listers import WatchedLister
-from scheduler.framework.objects import namespace_of, object_meta
+from scheduler.framework.objects import namespace_of, object_meta, pod_status
 from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling.elasticquota import (
     Amounts,
@@ -286,6 +286,65 @@ class CapacityScheduling:
         return QueueingHint.Queue
 
 
+def _remove_potential_victims(
+    pod: PodInfo,
+    node: NodeInfo,
+    infos: ElasticQuotaInfos,
+    pre_filter: PreFilterState,
+    remove: Callable[[PodInfo], Status | None],
+) -> tuple[list[PodInfo], Status | None]:
+    """Upstream's first pass of SelectVictimsOnNode: the node's pods that quota rules let this pod
+    preempt, least important first, each removed from the node (and the quota snapshot) as it is chosen
+    (a later pod's eligibility reads the quotas with the earlier ones gone)."""
+    preemptor_eq = infos.get(pod.namespace)
+    # The node's pods, least important first (upstream sorts them in place with !MoreImportantPod).
+    ordered = list(node.pods.values())
+    sort_slice(ordered, lambda a, b: not more_important_as_go_sees_it(a, b))
+    more_than_min = preemptor_eq is not None and preemptor_eq.used_over_min_with(
+        pre_filter.nominated_in_eq_with_pod_req
+    )
+    potential: list[PodInfo] = []
+    for other in ordered:
+        other_eq = infos.get(other.namespace)
+        if preemptor_eq is None:
+            # A preemptor without a quota: lower-priority pods of namespaces without one.
+            chosen = other_eq is None and other.priority < pod.priority
+        elif other_eq is None:
+            chosen = False
+        elif more_than_min:
+            # Over its min with this pod: only lower-priority pods of its own quota.
+            chosen = other.namespace == pod.namespace and other.priority < pod.priority
+        else:
+            # Within its min: pods of quotas that borrow (use more than their min), any priority.
+            chosen = other.namespace != pod.namespace and other_eq.used_over_min()
+        if chosen:
+            potential.append(other)
+            if (error := remove(other)) is not None:
+                return [], error
+    return potential, None
+
+
+def _reprieve_in_order(
+    violating: Sequence[PodInfo],
+    non_violating: Sequence[PodInfo],
+    reprieve: Callable[[PodInfo], tuple[bool, Status | None]],
+) -> tuple[int, Status | None]:
+    """Try to keep the PDB-violating candidates first, then the others (upstream's order); returns how
+    many violating ones could not be kept."""
+    num_violating = 0
+    for victim in violating:
+        fits, error = reprieve(victim)
+        if error is not None:
+            return 0, error
+        if not fits:
+            num_violating += 1
+    for victim in non_violating:
+        _, error = reprieve(victim)
+        if error is not None:
+            return 0, error
+    return num_violating, None
+
+
 class QuotaPreemptor:
     """Upstream's ``preemptor`` (``preemption.Interface``) for one PostFilter call: the Evaluator's
     search with quota-aware eligibility and victims."""
@@ -305,7 +364,7 @@ class QuotaPreemptor:
         pre_filter = _pre_filter_state(self.state)
         if pre_filter is None:
             return False, NOT_ELIGIBLE_STATE_MSG
-        nominated = (pod.pod.get("status") or {}).get("nominatedNodeName") or ""
+        nominated = pod_status(pod.pod).get("nominatedNodeName") or ""
         if not nominated:
             return True, ""
         if (
@@ -370,34 +429,9 @@ class QuotaPreemptor:
             return None if status is None else Status.as_error(status.message())
 
         preemptor_eq = infos.get(pod.namespace)
-        # The node's pods, least important first (upstream sorts them in place with !MoreImportantPod).
-        ordered = list(node.pods.values())
-        sort_slice(ordered, lambda a, b: not more_important_as_go_sees_it(a, b))
-        potential: list[PodInfo] = []
-        if preemptor_eq is not None:
-            more_than_min = preemptor_eq.used_over_min_with(pre_filter.nominated_in_eq_with_pod_req)
-            for other in ordered:
-                other_eq = infos.get(other.namespace)
-                if other_eq is None:
-                    continue
-                if more_than_min:
-                    # Over its min with this pod: only lower-priority pods of its own quota.
-                    chosen = other.namespace == pod.namespace and other.priority < pod.priority
-                else:
-                    # Within its min: pods of quotas that borrow (use more than their min), any priority.
-                    chosen = other.namespace != pod.namespace and other_eq.used_over_min()
-                if chosen:
-                    potential.append(other)
-                    if (error := remove(other)) is not None:
-                        return [], 0, error
-        else:
-            for other in ordered:
-                if other.namespace in infos:
-                    continue
-                if other.priority < pod.priority:
-                    potential.append(other)
-                    if (error := remove(other)) is not None:
-                        return [], 0, error
+        potential, error = _remove_potential_victims(pod, node, infos, pre_filter, remove)
+        if error is not None:
+            return [], 0, error
         if not potential:
             message = f"No victims found on node {node.name} for preemptor pod {pod.name}"
             return [], 0, Status(Code.UnschedulableAndUnresolvable, [message])
@@ -432,17 +466,9 @@ class QuotaPreemptor:
                 victims.append(victim)
             return fits, None
 
-        num_violating = 0
-        for victim in violating:
-            fits, error = reprieve(victim)
-            if error is not None:
-                return [], 0, error
-            if not fits:
-                num_violating += 1
-        for victim in non_violating:
-            _, error = reprieve(victim)
-            if error is not None:
-                return [], 0, error
+        num_violating, error = _reprieve_in_order(violating, non_violating, reprieve)
+        if error is not None:
+            return [], 0, error
         if violating and non_violating:
             victims = by_pod_importance(victims)
         return victims, num_violating, None

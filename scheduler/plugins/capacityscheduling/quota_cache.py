@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import KubeObject
-from scheduler.framework.objects import namespace_of, pod_spec, pod_status
+from scheduler.framework.objects import namespace_of, pod_spec, pod_status, spec_of
 from scheduler.plugins.capacityscheduling.elasticquota import (
     ElasticQuotaInfo,
     ElasticQuotaInfos,
@@ -37,7 +37,7 @@ def assigned(pod: KubeObject) -> bool:
 
 
 def quota_lists(eq: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]:
-    spec = eq.get("spec") or {}
+    spec = spec_of(eq)
     try:
         return readable_quota(spec if isinstance(spec, Mapping) else {})
     except QuantityError as err:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.objects import meta_namespace_key, name_of, object_meta
+from scheduler.framework.objects import meta_namespace_key, name_of, object_meta, spec_of
 from scheduler.framework.objects_resource import (
     claim_devices,
     device_class_spec,
@@ -204,10 +204,10 @@ def apply_taint_rules(slice_: Obj, rules: Sequence[Obj]) -> Obj:
     taint to the devices of ``slice_`` its selector matches (driver, pool and device name; all unset
     matches every device, no selector none). The slice is copied only when a rule applies."""
     spec = slice_spec(slice_)
-    pool = (spec.get("pool") or {}).get("name", "")
+    pool = slice_pool(slice_).get("name", "")
     devices: list[Any] | None = None
     for rule in rules:
-        rule_spec = rule.get("spec") or {}
+        rule_spec = spec_of(rule)
         selector = rule_spec.get("deviceSelector")
         if not isinstance(selector, Mapping):
             continue

@@ -12,7 +12,14 @@ from typing import Any
 from cachetools import LRUCache
 
 from informers.objects import resource_version
-from scheduler.framework.objects import annotations_of, labels_of, name_of, namespaced_name, object_meta
+from scheduler.framework.objects import (
+    annotations_of,
+    labels_of,
+    name_of,
+    namespaced_name,
+    object_meta,
+    spec_of,
+)
 from scheduler.framework.objects_storage import (
     pv_claim_ref,
     pv_node_affinity,
@@ -40,10 +47,9 @@ WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 meta = object_meta
 
 
-def spec(obj: KubeObject) -> Mapping[str, Any]:
-    """The ``spec`` of any object these helpers read (pod, PV, PVC, CSINode, CSIDriver), untyped; the
-    typed views are ``pv_spec``/``pvc_spec``... of ``scheduler.framework.objects_storage``."""
-    return obj.get("spec") or {}
+# The ``spec`` of any object these helpers read (pod, PV, PVC, CSINode, CSIDriver), untyped; the typed
+# views are ``pv_spec``/``pvc_spec``... of ``scheduler.framework.objects_storage``.
+spec = spec_of
 
 
 def claim_name(pod_name: str, volume: Mapping[str, Any]) -> tuple[str, bool] | None:

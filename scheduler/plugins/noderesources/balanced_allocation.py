@@ -1,4 +1,4 @@
-"""NodeResourcesBalancedAllocation (``noderesources/balanced_allocation.go``, v1.36)."""
+"""NodeResourcesBalancedAllocation (``noderesources/balanced_allocation.go``, v1.37.2)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class NodeResourcesBalancedAllocation:
     Counts plain (not non-zero) requests. Best-effort pods (no requests of the configured resources)
     are not scored at all, so they do not pile onto one node (kubernetes#129138).
 
-    Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go`` (v1.37.2).
     """
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION

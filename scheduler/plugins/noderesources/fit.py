@@ -1,4 +1,4 @@
-"""NodeResourcesFit (``pkg/scheduler/framework/plugins/noderesources/fit.go``, v1.36)."""
+"""NodeResourcesFit (``pkg/scheduler/framework/plugins/noderesources/fit.go``, v1.37.2)."""
 
 from __future__ import annotations
 
@@ -249,7 +249,7 @@ class NodeResourcesFit:
     preemption does not try it. Score: the configured strategy (LeastAllocated by default) over
     ``scoringStrategy.resources`` (cpu and memory, weight 1), counting non-zero cpu/memory requests.
 
-    Upstream: ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.36).
+    Upstream: ``pkg/scheduler/framework/plugins/noderesources/fit.go`` (v1.37.2).
     """
 
     name = names.NODE_RESOURCES_FIT

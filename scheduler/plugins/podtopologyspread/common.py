@@ -201,7 +201,7 @@ def count_matching(pods: Iterable[PodInfo], selector: LabelSelector, namespace: 
         # Terminating pods are about to leave their domain (kubernetes#87621).
         if meta.get("deletionTimestamp") is not None:
             continue
-        labels = meta.get("labels") or {}
+        labels = labels_of(pod.pod)
         for requirement in requirements:
             if not requirement.matches(labels):
                 break

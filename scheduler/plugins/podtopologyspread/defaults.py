@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.listers import Lister, lister_version
-from scheduler.framework.objects import labels_of, object_meta
+from scheduler.framework.objects import labels_of, object_meta, spec_of
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
@@ -65,7 +65,7 @@ def _controller_of(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def _spec_selector(obj: Mapping[str, Any] | None) -> Any:
-    return (obj.get("spec") or {}).get("selector") if obj else None
+    return spec_of(obj).get("selector") if obj else None
 
 
 def default_selector(pod: PodInfo, listers: ControllerListers) -> LabelSelector:

@@ -1,7 +1,7 @@
 """PodTopologySpread (``pkg/scheduler/framework/plugins/podtopologyspread/plugin.go``, with
-``filtering.go``, ``scoring.go`` and ``common.go``; v1.36).
+``filtering.go``, ``scoring.go`` and ``common.go``; v1.37.2).
 
-Feature gates as in v1.36: NodeInclusionPolicyInPodTopologySpread is GA (policies honoured),
+Feature gates as in v1.36 and v1.37: NodeInclusionPolicyInPodTopologySpread is GA (policies honoured),
 MatchLabelKeysInPodTopologySpread is on (the scheduler merges matchLabelKeys into the selector),
 SchedulerQueueingHints is GA (pods also wake on a toleration change of their own).
 """

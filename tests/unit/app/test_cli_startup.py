@@ -50,6 +50,12 @@ def write(tmp: Path, name: str, text: str | bytes) -> str:
     return str(path)
 
 
+def plugin_profile(attr: str) -> str:
+    """A profile enabling one of the plugins of tests/unit/framework/oot_bad_plugins.py."""
+    name = f"tests.unit.framework.oot_bad_plugins:{attr}"
+    return f"profiles: [{{schedulerName: x, plugins: {{multiPoint: {{enabled: [{{name: '{name}'}}]}}}}}}]\n"
+
+
 # (case, argv builder, words the one line must contain)
 Case = tuple[str, Callable[[Path, int], list[str]], tuple[str, ...]]
 
@@ -291,6 +297,21 @@ CASES: list[Case] = [
         ],
         ("invalid configuration", "extenders[0].tlsConfig", "insecure"),
     ),
+    (
+        "plugin with a misspelt method",
+        lambda t, p: [*kc(t), *cfg(t, HEADER + plugin_profile("Misspelt"))],
+        ("invalid configuration", "oot_bad_plugins:Misspelt", "method scroe", "did you mean score?"),
+    ),
+    (
+        "plugin method of the wrong arity",
+        lambda t, p: [*kc(t), *cfg(t, HEADER + plugin_profile("WrongArity"))],
+        ("oot_bad_plugins:WrongArity", "score(self, state, pod) takes 2", "called with 3"),
+    ),
+    (
+        "plugin factory returning a coroutine filter",
+        lambda t, p: [*kc(t), *free(), *cfg(t, HEADER + plugin_profile("async_filter_factory"))],
+        ("oot_bad_plugins:async_filter_factory", 'name "AsyncFilter"', "method filter is a coroutine"),
+    ),
     ("unknown flag", lambda t, p: ["--no-such-flag"], ("unrecognized arguments", "--no-such-flag")),
     (
         "annotate an unknown profile",
@@ -345,6 +366,28 @@ def test_an_unforeseen_exception_before_the_loop_is_one_line(
     assert cli.main(kc(tmp_path)) == 1
     err = capsys.readouterr().err
     assert err == "py-scheduler: start-up failed: RuntimeError: boom second line\n"
+
+
+def test_a_misspelt_plugin_method_stops_the_real_process_with_one_line(tmp_path: Path) -> None:
+    """issue 28: a plugin with a misspelt method stops start-up with one line naming both."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scheduler",
+            *kc(tmp_path),
+            *cfg(tmp_path, HEADER + plugin_profile("Misspelt")),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "oot_bad_plugins:Misspelt" in result.stderr and "method scroe" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
 
 
 def test_the_real_entry_point_prints_one_line(tmp_path: Path) -> None:

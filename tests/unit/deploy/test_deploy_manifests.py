@@ -287,3 +287,47 @@ def test_shipped_configs_load_with_the_products_own_loader(path: Path) -> None:
     assert (election.lease_duration, election.renew_deadline, election.retry_period) == (15.0, 10.0, 2.0)
     assert (election.resource_namespace, election.resource_name) == ("kube-system", "py-scheduler")
     assert [profile.scheduler_name for profile in config.profiles] == ["py-scheduler"]
+
+
+def test_capacity_scheduling_overlay_references_exist_and_its_config_loads() -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    directory = DEPLOY / "overlays" / "capacity-scheduling"
+    k = kustomization(directory)
+    assert k["resources"] == ["../../base"] and "namespace" not in k
+    for entry in k["resources"] + k["components"]:
+        assert (directory / entry).exists(), entry
+    for component in k["components"]:
+        assert kustomization(directory / component)["kind"] == "Component"
+        for resource in kustomization(directory / component)["resources"]:
+            assert (directory / component / resource).is_file()
+    config = load_config(directory / "config.yaml", registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in config.profiles] == [
+        "py-scheduler",
+        "py-scheduler-capacity",
+        "py-scheduler-toleration",
+        "py-scheduler-allocatable",
+    ]
+
+
+def test_controller_rbac_component_matches_the_charts(tmp_path: Path) -> None:
+    from devcluster.helm import template
+
+    component = load_yaml_docs(DEPLOY / "components" / "scheduler-plugins-controller-rbac" / "rbac.yaml")
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"elasticQuota": {"controllerRbac": {"create": True}}}))
+    rendered = template(values_files=[values])
+    chart_role = next(
+        o
+        for o in rendered
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith("scheduler-plugins-controller")
+    )
+    chart_binding = next(
+        o
+        for o in rendered
+        if o["kind"] == "ClusterRoleBinding"
+        and o["metadata"]["name"].endswith("scheduler-plugins-controller")
+    )
+    assert component[0]["rules"] == chart_role["rules"]
+    assert component[1]["subjects"] == chart_binding["subjects"]

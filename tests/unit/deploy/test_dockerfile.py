@@ -65,7 +65,7 @@ def global_args() -> dict[str, str]:
     return defaults
 
 
-def test_two_stages_on_the_same_pinned_slim_base() -> None:
+def test_a_builder_on_the_pinned_slim_base_and_a_runtime_from_scratch() -> None:
     froms = [args for keyword, args in instructions() if keyword == "FROM"]
     assert len(froms) == 2
     builder_image, _, builder_name = froms[0].partition(" AS ")
@@ -73,19 +73,22 @@ def test_two_stages_on_the_same_pinned_slim_base() -> None:
     # The base is a build argument (CI builds on a local Debian base); its default is the public image.
     assert builder_image == "${BASE_IMAGE}"
     assert PINNED_BASE.match(global_args()["BASE_IMAGE"]), global_args()
-    assert froms[1] == builder_image  # the runtime stage: same base, so the copied venv just works
+    # The runtime holds only the root filesystem the builder assembled (devcluster/image_rootfs.py).
+    assert froms[1] == "scratch"
 
 
-def test_runtime_stage_removes_any_installer_the_base_brings() -> None:
-    runs = " ".join(args for keyword, args in stages()[-1] if keyword == "RUN")
-    assert "pip uninstall --yes" in runs
-    assert "/usr/share/python-wheels" in runs  # Debian's ensurepip wheels
+def test_the_builder_drops_the_installer_and_assembles_the_runtime_tree() -> None:
+    runs = " ".join(args for keyword, args in stages()[0] if keyword == "RUN")
+    assert "pip uninstall --yes pip setuptools" in runs
+    assert "python3 /tmp/image_rootfs.py /rootfs /opt/py-scheduler" in runs
+    assert "!devcluster/image_rootfs.py" in (ROOT / ".dockerignore").read_text().splitlines()
 
 
-def test_final_stage_copies_only_the_venv_from_the_builder() -> None:
+def test_final_stage_copies_only_the_assembled_tree_and_runs_nothing() -> None:
     final = stages()[-1]
     copies = [args for keyword, args in final if keyword in {"COPY", "ADD"}]
-    assert copies == ["--from=builder /opt/py-scheduler /opt/py-scheduler"]
+    assert copies == ["--from=builder /rootfs /"]
+    assert not [args for keyword, args in final if keyword == "RUN"]  # no shell to run it with
 
 
 def test_final_stage_has_no_build_tools() -> None:
@@ -135,6 +138,7 @@ def test_every_packaged_module_is_copied_and_allowed_by_dockerignore() -> None:
 def test_dockerignore_keeps_tests_and_local_state_out() -> None:
     ignore = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in ignore  # allow-list: .git, .venv, tests, bench, devcluster are never sent
+    # devcluster/ is not sent: only its image_rootfs.py, by name.
     for allowed in ("!tests/", "!.venv/", "!.git/", "!devcluster/", "!bench/"):
         assert allowed not in ignore
 

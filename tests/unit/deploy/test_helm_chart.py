@@ -244,9 +244,11 @@ def test_rbac_subjects_are_the_service_account(default: list[dict[str, Any]]) ->
 def test_all_values_objects(everything: list[dict[str, Any]]) -> None:
     assert kinds(everything) == [
         ("ClusterRole", "pysched-all:metrics-reader"),
+        ("ClusterRole", "pysched-all:scheduler-plugins-controller"),
         ("ClusterRoleBinding", "pysched-all:auth-delegator"),
         ("ClusterRoleBinding", "pysched-all:kube-scheduler"),
         ("ClusterRoleBinding", "pysched-all:metrics-reader"),
+        ("ClusterRoleBinding", "pysched-all:scheduler-plugins-controller"),
         ("ClusterRoleBinding", "pysched-all:volume-scheduler"),
         ("ConfigMap", "pysched-all-config"),
         ("ConfigMap", "pysched-all-dashboard"),
@@ -313,7 +315,7 @@ def test_all_values_container(everything: list[dict[str, Any]]) -> None:
 def test_all_values_scheduler_config(everything: list[dict[str, Any]]) -> None:
     config = scheduler_config(everything)
     all_values = yaml.safe_load(ALL_VALUES.read_text())
-    assert config["profiles"] == all_values["profiles"]
+    assert config["profiles"] == all_values["profiles"] + POLICY_PROFILES
     assert config["extenders"] == all_values["extenders"]
     assert config["leaderElection"] == {
         "leaderElect": True,
@@ -329,6 +331,82 @@ def test_all_values_scheduler_config(everything: list[dict[str, Any]]) -> None:
     assert config["clientConnection"] == {"qps": 100, "burst": 200}
 
 
+# What ci/all-values.yaml's `policies` render to, after its own profiles.
+POLICY_PROFILES: list[dict[str, Any]] = [
+    {
+        "schedulerName": "pysched-quota",
+        "plugins": {
+            "multiPoint": {"enabled": [{"name": "CapacityScheduling"}]},
+            "postFilter": {"enabled": [{"name": "CapacityScheduling"}], "disabled": [{"name": "*"}]},
+        },
+    },
+    {
+        "schedulerName": "pysched-toleration",
+        "plugins": {
+            "postFilter": {
+                "enabled": [{"name": "PreemptionToleration"}],
+                "disabled": [{"name": "DefaultPreemption"}],
+            }
+        },
+        "pluginConfig": [
+            {
+                "name": "PreemptionToleration",
+                "args": {"minCandidateNodesPercentage": 20, "minCandidateNodesAbsolute": 50},
+            }
+        ],
+    },
+    {
+        "schedulerName": "pysched-allocatable",
+        "plugins": {"score": {"enabled": [{"name": "NodeResourcesAllocatable", "weight": 3}]}},
+        "pluginConfig": [
+            {
+                "name": "NodeResourcesAllocatable",
+                "args": {
+                    "mode": "Most",
+                    "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
+                },
+            }
+        ],
+    },
+]
+
+
+def test_policies_are_off_by_default(default: list[dict[str, Any]]) -> None:
+    assert [p["schedulerName"] for p in scheduler_config(default)["profiles"]] == ["py-scheduler"]
+    assert not [o for o in default if "scheduler-plugins-controller" in o["metadata"]["name"]]
+
+
+def test_each_policy_alone_renders_its_profile_and_its_args_reach_the_plugin(tmp_path: Path) -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    policies = {"capacityScheduling": 0, "preemptionToleration": 1, "nodeResourcesAllocatable": 2}
+    for policy, index in policies.items():
+        values = tmp_path / f"{policy}.yaml"
+        all_policies = yaml.safe_load(ALL_VALUES.read_text())["policies"]
+        values.write_text(yaml.safe_dump({"policies": {policy: all_policies[policy]}}))
+        config = scheduler_config(template(values_files=[values]))
+        assert config["profiles"][1:] == [POLICY_PROFILES[index]], policy
+        path = tmp_path / f"{policy}-config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        loaded = load_config(path, registry=IN_TREE_REGISTRY)
+        assert [p.scheduler_name for p in loaded.profiles] == [
+            "py-scheduler",
+            POLICY_PROFILES[index]["schedulerName"],
+        ]
+
+
+def test_bad_policy_args_are_refused_by_the_schema(tmp_path: Path) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {"policies": {"nodeResourcesAllocatable": {"enabled": True, "args": {"mode": "Lest"}}}}
+        )
+    )
+    with pytest.raises(HelmError, match="mode"):
+        template(values_files=[values])
+
+
 def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, Any]], tmp_path: Path) -> None:
     """The config the chart renders from every value (extenders included) is a valid configuration."""
     from scheduler.config import load_config
@@ -339,7 +417,13 @@ def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, A
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     loaded = load_config(path, registry=IN_TREE_REGISTRY)
-    assert [p.scheduler_name for p in loaded.profiles] == ["py-scheduler", "py-scheduler-binpack"]
+    assert [p.scheduler_name for p in loaded.profiles] == [
+        "py-scheduler",
+        "py-scheduler-binpack",
+        "pysched-quota",
+        "pysched-toleration",
+        "pysched-allocatable",
+    ]
     assert loaded.leader_election.resource_name == "pysched-lease"
     assert len(loaded.extenders) == len(config["extenders"])
 
@@ -355,8 +439,20 @@ def test_all_values_rbac_and_namespace(everything: list[dict[str, Any]]) -> None
     assert only(everything, "ClusterRole", "pysched-all:metrics-reader")["rules"] == [
         {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
     ]
+    controller = only(everything, "ClusterRoleBinding", "pysched-all:scheduler-plugins-controller")
+    assert controller["subjects"] == [
+        {"kind": "ServiceAccount", "name": "sp-controller", "namespace": "sp-system"}
+    ]
+    rules = only(everything, "ClusterRole", "pysched-all:scheduler-plugins-controller")["rules"]
+    assert {
+        "apiGroups": ["scheduling.x-k8s.io"],
+        "resources": ["elasticquotas/status", "podgroups/status"],
+        "verbs": ["get", "update", "patch"],
+    } in rules
     bindings = (
-        o for o in everything if o["kind"] in {"ClusterRoleBinding", "RoleBinding"} and o is not reader
+        o
+        for o in everything
+        if o["kind"] in {"ClusterRoleBinding", "RoleBinding"} and o is not reader and o is not controller
     )
     for binding in bindings:
         assert binding["subjects"] == [

@@ -402,21 +402,24 @@ def test_explain_through_the_proxy_carries_the_callers_token_and_names_what_is_m
                       'get resource "services/proxy" in API group "" in the namespace "py-scheduler"',
                       {"name": "https:py-scheduler-metrics:metrics", "kind": "services"})),
     ]  # fmt: skip
-    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig]) == 1
+    no_reevaluation = ["--no-reevaluate"]
+    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig, *no_reevaluation]) == 1
     path, authorization, forwarded = handler.seen[0]
     service = "/api/v1/namespaces/py-scheduler/services/https:py-scheduler-metrics:metrics"
     assert path == f"{service}/proxy/debug/pods/team-a/web"
     # The API server consumes Authorization; the scheduler reviews the forwarded copy.
     assert authorization == forwarded == "Bearer my-token"
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [
-        "py-scheduler explain team-a/web: missing permission: get on the non-resource URL "
+    assert err[0] == "py-scheduler explain team-a/web: no decision record from the scheduler."
+    assert err[2] == f"           GET {service}/proxy/debug/pods/team-a/web"
+    assert err[3] == (
+        "  Answer:  HTTP 403: missing permission: get on the non-resource URL "
         "/debug/pods/team-a/web (bind the ClusterRole py-scheduler:explain with a ClusterRoleBinding, or "
         'grant /debug/pods/<namespace>/*); the scheduler said: forbidden: User "ann" cannot get path '
         '"/debug/pods/team-a/web"'
-    ]
-    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig]) == 1
-    [line] = capsys.readouterr().err.strip().splitlines()
+    )
+    assert explain_cli.main(["explain", "team-a/web", "--kubeconfig", kubeconfig, *no_reevaluation]) == 1
+    [line] = [ln for ln in capsys.readouterr().err.strip().splitlines() if ln.startswith("  Answer:")]
     assert (
         "missing permission: get services/proxy on https:py-scheduler-metrics:metrics in namespace "
         "py-scheduler" in line
@@ -432,9 +435,9 @@ def test_explain_through_the_proxy_needs_a_bearer_token(
         "users: [{name: u, user: {username: a, password: b}}]\n"
         "contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"
     )
-    assert explain_cli.main(["explain", "ns/p", "--kubeconfig", str(kubeconfig)]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
-    assert "no bearer token" in line and "--endpoint" in line
+    assert explain_cli.main(["explain", "ns/p", "--kubeconfig", str(kubeconfig), "--no-reevaluate"]) == 1
+    [line] = [ln for ln in capsys.readouterr().err.strip().splitlines() if ln.startswith("  Answer:")]
+    assert "no connection" in line and "no bearer token" in line and "--endpoint" in line
 
 
 @pytest.mark.parametrize("command", [["explain", "ns/pod"], ["snapshot", "-f", "out.yaml"]])
@@ -445,3 +448,126 @@ def test_a_bad_kubeconfig_is_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "kubeconfig" in err and "no such file" in err, err
+
+
+def _fit_config(path: Path, strategy: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "schedulerName": "py-scheduler",
+                        "pluginConfig": [
+                            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": strategy}}}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    return path
+
+
+def _dump(tmp_path: Path, pods: list[dict[str, Any]]) -> Path:
+    # n-busy has 3 of its 4 cpus taken: MostAllocated packs onto it, LeastAllocated avoids it.
+    nodes = [make_node("n-busy", cpu="4"), make_node("n-idle", cpu="4")]
+    bound = make_pod("resident", cpu="3", node_name="n-busy")
+    path = tmp_path / "cluster.json"
+    items = [{"kind": "Node", **n} for n in nodes] + [{"kind": "Pod", **p} for p in (bound, *pods)]
+    path.write_bytes(orjson.dumps({"kind": "List", "items": items}))
+    return path
+
+
+def test_simulate_without_pods_places_the_snapshots_pending_pods_of_its_profiles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pending = make_pod("waiting", cpu="500m")
+    other = make_pod("for-kube-scheduler", cpu="500m", scheduler_name="default-scheduler")
+    cluster = _dump(tmp_path, [pending, other])
+    assert explain_cli.main(["simulate", "--cluster", str(cluster), "-o", "json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert [p["pod"] for p in doc["placements"]] == ["default/waiting"]
+
+
+def test_simulate_with_nothing_to_place_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert explain_cli.main(["simulate", "--cluster", str(_dump(tmp_path, []))]) == 2
+    assert "nothing to place" in capsys.readouterr().err
+
+
+def test_compare_explains_each_difference_by_plugin_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = _dump(tmp_path, [make_pod("web", cpu="500m")])
+    least = _fit_config(tmp_path / "least.yaml", "LeastAllocated")
+    most = _fit_config(tmp_path / "most.yaml", "MostAllocated")
+    argv = ["simulate", "--cluster", str(cluster), "--config", str(least), "--compare", str(most)]
+    assert explain_cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 pod(s) placed differently" in out
+    lines = out.splitlines()
+    first = next(line for line in lines if line.startswith("  first: "))
+    second = next(line for line in lines if line.startswith("  second: "))
+    # Each side scores both nodes, plugin by plugin; NodeResourcesFit is what tips them apart.
+    assert first.startswith("  first: n-idle ") and "; n-busy " in first and "NodeResourcesFit" in first
+    assert second.startswith("  second: n-idle ") and "; n-busy " in second
+    fit = {
+        side: [int(part.split("NodeResourcesFit ")[1].split(",")[0].rstrip(")")) for part in line.split("; ")]
+        for side, line in (("least", first), ("most", second))
+    }
+    assert fit["least"][0] > fit["least"][1]  # LeastAllocated prefers the idle node
+    assert fit["most"][0] < fit["most"][1]  # MostAllocated the busy one
+
+
+def test_capacity_scheduling_rejection_and_allocatable_scores_are_recorded() -> None:
+    """Issue 26: explain shows CapacityScheduling's PreFilter verdict and NodeResourcesAllocatable's
+    per-node score."""
+    from informers.resource import ELASTIC_QUOTAS
+    from scheduler.config import parse_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "default-scheduler",
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "CapacityScheduling"}]},
+                        "postFilter": {
+                            "enabled": [{"name": "CapacityScheduling"}],
+                            "disabled": [{"name": "*"}],
+                        },
+                        "score": {"enabled": [{"name": "NodeResourcesAllocatable", "weight": 1}]},
+                    },
+                    "pluginConfig": [{"name": "NodeResourcesAllocatable", "args": {"mode": "Most"}}],
+                }
+            ],
+        }
+    )
+    quota = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "ElasticQuota",
+        "metadata": {"name": "q", "namespace": "team", "uid": "q", "resourceVersion": "1"},
+        "spec": {"min": {"cpu": "1"}, "max": {"cpu": "1"}},
+    }
+    nodes = [make_node("small", cpu="2"), make_node("large", cpu="8")]
+    sim = Simulation(config, IN_TREE_REGISTRY, {"nodes": nodes, ELASTIC_QUOTAS.name: [quota]})
+    over = make_pod("over", namespace="team", cpu="2")
+    fits = make_pod("fits", cpu="1")
+    rejected, placed = sim.place_all([over, fits])
+
+    assert rejected.node is None and rejected.record is not None
+    message = "Pod team/over is rejected in PreFilter because ElasticQuota team is more than Max"
+    assert rejected.record.pre_filter == message
+    assert message in rejected.reason
+    assert rejected.record.to_json()["preFilter"] == message
+
+    assert placed.node == "large" and placed.record is not None
+    scores = {s.node: s.plugins["NodeResourcesAllocatable"] for s in placed.record.scores}
+    assert scores["large"][1] == 100 and scores["small"][1] == 0  # normalised: Most prefers large
+    assert scores["large"][0] > scores["small"][0]  # raw
+    as_json = placed.record.to_json()["scores"]
+    assert any("NodeResourcesAllocatable" in str(entry) for entry in as_json)

@@ -1,4 +1,4 @@
-"""NodeDeclaredFeatures: cases of upstream's nodedeclaredfeatures_test.go (v1.36.3) with the registry's
+"""NodeDeclaredFeatures: cases of upstream's nodedeclaredfeatures_test.go (v1.37.2) with the registry's
 real features, plus the plugin inside a whole default profile."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from scheduler.plugins.nodedeclaredfeatures import (
     ERR_REASON_UNSATISFIED_REQUIREMENTS,
     RESTART_ALL_CONTAINERS,
     USER_NAMESPACES_HOST_NETWORK,
+    VOLUME_BIND_MOUNT_OPTIONS,
     NodeDeclaredFeatures,
     required_features,
 )
@@ -61,6 +62,13 @@ def test_requirements_are_inferred_from_the_spec() -> None:
     assert required_features({"hostUsers": False, "containers": []}) == frozenset()
     both = {**restart_all_pod()["spec"], "hostNetwork": True, "hostUsers": False}
     assert required_features(both) == {RESTART_ALL_CONTAINERS, USER_NAMESPACES_HOST_NETWORK}
+    # v0.37's registry: a volume mount with bindMountOptions needs VolumeBindMountOptions.
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        mounts = [{"name": "v", "mountPath": "/v", "bindMountOptions": ["nosuid"]}]
+        spec = {"containers": [], key: [{"name": "c", "volumeMounts": mounts}]}
+        assert required_features(spec) == {VOLUME_BIND_MOUNT_OPTIONS}, key
+    plain_mount = {"containers": [{"name": "c", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}]}
+    assert required_features(plain_mount) == frozenset()
 
 
 @pytest.mark.parametrize(

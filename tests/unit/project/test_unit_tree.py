@@ -24,6 +24,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "preemption": ("scheduler/preemption",),
     "serving": ("scheduler/serving",),
     "util": ("scheduler/util",),
+    "testing": ("scheduler/testing",),
     "scheduling_queue": ("scheduling_queue",),
     "informers": ("informers",),
     # Not Python: the manifests, the Helm chart, the Dockerfile and the Grafana dashboard.

@@ -88,3 +88,29 @@ def test_incoming_and_pending_metrics() -> None:
     del q
     gc.collect()
     assert pending() == base_pending
+
+
+def test_entity_metrics_mirror_the_pod_metrics_while_every_entity_is_a_pod() -> None:
+    """v1.37's scheduler_queued_entities and scheduler_queue_incoming_entities_total (type="pod"):
+    without GenericWorkload every queued pod is an individual pod; with it they are not served."""
+    from scheduling_queue import metrics as queue_metrics
+
+    gc.collect()
+    q = SchedulingQueue(clock=FakeClock(start=0.0), pre_enqueue=scheduling_gates_pre_enqueue)
+    q.add(make_pod("e1"))
+    q.add(make_pod("e2", scheduling_gates=["g"]))
+    for queue in QUEUES:
+        entities = REGISTRY.get_sample_value("scheduler_queued_entities", {"queue": queue, "type": "pod"})
+        assert entities == pending()[queue], queue
+    labels = {"queue": "active", "event": "UnscheduledPodAdd"}
+    assert REGISTRY.get_sample_value(
+        "scheduler_queue_incoming_entities_total", {**labels, "type": "pod"}
+    ) == incoming("active", "UnscheduledPodAdd")
+    queue_metrics.entities_are_pods = False
+    try:
+        assert (
+            REGISTRY.get_sample_value("scheduler_queued_entities", {"queue": "active", "type": "pod"}) is None
+        )
+    finally:
+        queue_metrics.entities_are_pods = True
+    del q

@@ -80,9 +80,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- else }}
 {{- $_ := set $cfg "leaderElection" (dict "leaderElect" false) }}
 {{- end }}
-{{- $_ := set $cfg "profiles" .Values.profiles }}
+{{- $_ := set $cfg "profiles" (include "py-scheduler.profiles" . | fromYamlArray) }}
 {{- if .Values.extenders }}
 {{- $_ := set $cfg "extenders" .Values.extenders }}
 {{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* The profiles: .Values.profiles, then one per enabled policy (docs/capacity-scheduling.md). */}}
+{{- define "py-scheduler.profiles" -}}
+{{- $profiles := list }}
+{{- range .Values.profiles }}
+{{- $profiles = append $profiles . }}
+{{- end }}
+{{- $p := .Values.policies }}
+{{- with $p.capacityScheduling }}
+{{- if .enabled }}
+{{- $only := list (dict "name" "CapacityScheduling") }}
+{{- $plugins := dict "multiPoint" (dict "enabled" $only) "postFilter" (dict "enabled" $only "disabled" (list (dict "name" "*"))) }}
+{{- $profiles = append $profiles (dict "schedulerName" .schedulerName "plugins" $plugins) }}
+{{- end }}
+{{- end }}
+{{- with $p.preemptionToleration }}
+{{- if .enabled }}
+{{- $plugins := dict "postFilter" (dict "enabled" (list (dict "name" "PreemptionToleration")) "disabled" (list (dict "name" "DefaultPreemption"))) }}
+{{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
+{{- if .args }}
+{{- $_ := set $profile "pluginConfig" (list (dict "name" "PreemptionToleration" "args" .args)) }}
+{{- end }}
+{{- $profiles = append $profiles $profile }}
+{{- end }}
+{{- end }}
+{{- with $p.nodeResourcesAllocatable }}
+{{- if .enabled }}
+{{- $plugins := dict "score" (dict "enabled" (list (dict "name" "NodeResourcesAllocatable" "weight" .weight))) }}
+{{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
+{{- if .args }}
+{{- $_ := set $profile "pluginConfig" (list (dict "name" "NodeResourcesAllocatable" "args" .args)) }}
+{{- end }}
+{{- $profiles = append $profiles $profile }}
+{{- end }}
+{{- end }}
+{{- toYaml $profiles }}
 {{- end }}

@@ -1,0 +1,88 @@
+"""explain's re-evaluation when the record cannot be had: where the configuration comes from, and the
+pod judged on the listed cluster (the integration test runs it as a new user on the control plane)."""
+
+from __future__ import annotations
+
+import orjson
+import yaml
+
+from scheduler.explain.reevaluate import CONFIG_MAP, LABEL, find_config, reevaluate
+from scheduler.plugins.registry import IN_TREE_REGISTRY
+from tests.unit.fakes import make_node, make_pod
+
+MOST_ALLOCATED = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "packer",
+            "pluginConfig": [
+                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}
+            ],
+        }
+    ],
+}
+
+
+def refused(path: str) -> tuple[int, bytes]:
+    return 403, orjson.dumps({"message": f"forbidden: {path}"})
+
+
+def test_the_config_map_is_read_first_then_configz_then_the_defaults() -> None:
+    def api_get(path: str) -> tuple[int, bytes]:
+        assert path == f"/api/v1/namespaces/py-scheduler/configmaps/{CONFIG_MAP}"
+        return 200, orjson.dumps({"data": {"config.yaml": yaml.safe_dump(MOST_ALLOCATED)}})
+
+    source = find_config(
+        config_path=None, api_get=api_get, config_map_namespace="py-scheduler", configz_get=refused,
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+    assert source.source == f"ConfigMap py-scheduler/{CONFIG_MAP} (key config.yaml)"
+    assert [p.scheduler_name for p in source.loaded.config.profiles] == ["packer"]
+
+    def configz(path: str) -> tuple[int, bytes]:
+        assert path == "/configz"
+        return 200, orjson.dumps({"componentconfig": MOST_ALLOCATED})
+
+    source = find_config(
+        config_path=None, api_get=refused, config_map_namespace="ns", configz_get=configz,
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+    assert source.source == "the scheduler's /configz"
+    assert source.tried == [
+        f"ConfigMap ns/{CONFIG_MAP}: HTTP 403 (forbidden: /api/v1/namespaces/ns/configmaps/{CONFIG_MAP})"
+    ]
+
+    source = find_config(
+        config_path=None, api_get=refused, config_map_namespace="ns", configz_get=lambda _p: (0, b"refused"),
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+    assert source.source.startswith("the built-in defaults")
+    assert source.tried[1] == "/configz: no answer (refused)"
+    assert [p.scheduler_name for p in source.loaded.config.profiles] == ["py-scheduler"]
+
+
+def test_a_pending_pod_is_judged_and_a_bound_one_as_if_pending_again() -> None:
+    nodes = [make_node("small", cpu="1"), make_node("big", cpu="8")]
+    pending = make_pod("web", cpu="3")
+    bound = make_pod("db", cpu="6", node_name="big")
+    objects = {"nodes": nodes, "pods": [pending, bound]}
+    source = find_config(
+        config_path=None, api_get=refused, config_map_namespace="ns", configz_get=None,
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+
+    web = reevaluate("default/web", objects, source, now=1000.0)
+    assert web is not None and web.record is not None
+    # db holds 6 of big's 8 CPUs: web fits nowhere.
+    assert web.record["outcome"] == "Unschedulable"
+    assert web.record["filter"]["NodeResourcesFit"]["reasons"] == {"Insufficient cpu": 2}
+    text = web.render()
+    assert text.startswith(f"Pod default/web: {LABEL}")
+    assert "2 nodes, 2 pods" in text and "Configuration not read from ConfigMap ns/" in text
+    assert web.to_json()["reevaluation"] is True
+
+    db = reevaluate("default/db", objects, source, now=1000.0)
+    assert db is not None and db.record is not None
+    assert db.record["node"] == "big" and "bound to big" in db.note
+    assert reevaluate("default/missing", objects, source, now=1000.0) is None
