@@ -1,4 +1,4 @@
-"""Which version of each API kind to watch, from what the API server serves (issue 25: one build for API
+"""Which version of each API kind to watch, from what the API server serves (one build for API
 servers v1.35 to v1.37).
 
 Plugins ask for a kind by its canonical spec (``informers.resource``); at start-up discovery tells which

@@ -1,4 +1,4 @@
-"""The compatibility subset (issue 25): the same py-scheduler against the kube-apiserver of each older
+"""The compatibility subset: the same py-scheduler against the kube-apiserver of each older
 release of the support window (devcluster/COMPAT_VERSIONS), on the pinned release's etcd.
 
 ``control_plane`` is parametrized over those releases, so every test here runs once per release. The

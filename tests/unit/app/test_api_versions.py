@@ -1,4 +1,4 @@
-"""Discovery and the version of each kind py-scheduler watches (issue 25: API servers v1.35 to v1.37)."""
+"""Discovery and the version of each kind py-scheduler watches (API servers v1.35 to v1.37)."""
 
 from __future__ import annotations
 
