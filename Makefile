@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PY_SCHEDULER_CACHE ?= $(HOME)/.cache/py-scheduler
 
-.PHONY: all venv control-plane helm image image-ci test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
+.PHONY: all venv control-plane compat-control-planes test-compat helm image image-ci test test-unit test-integration lint demo cluster bench bench-queue bench-informers clean
 
 all: test
 
@@ -23,6 +23,11 @@ venv: $(STAMP)
 control-plane:
 	bash devcluster/build.sh
 
+# The kube-apiserver of each older release of the support window (devcluster/COMPAT_VERSIONS), one cache
+# per release, each built only when missing; they run on the pinned release's etcd.
+compat-control-planes:
+	for v in $$(cat devcluster/COMPAT_VERSIONS); do bash devcluster/build.sh $$v || exit 1; done
+
 # The helm CLI (devcluster/HELM_VERSION), built the same way; `make lint` and the chart tests use it.
 HELM := $(PY_SCHEDULER_CACHE)/helm-$(shell cat devcluster/HELM_VERSION)/helm
 CHART := deploy/helm/py-scheduler
@@ -37,13 +42,17 @@ image:
 image-ci:
 	bash devcluster/image.sh ci
 
-test: venv control-plane helm
+test: venv control-plane compat-control-planes helm
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The compatibility subset alone (tests/integration/compat), against every release of COMPAT_VERSIONS.
+test-compat: venv control-plane compat-control-planes
+	$(PY) -m pytest -q -p no:cacheprovider tests/integration/compat
 
 test-unit: venv helm
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
-test-integration: venv control-plane helm
+test-integration: venv control-plane compat-control-planes helm
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
 lint: venv helm

@@ -6,8 +6,13 @@ import os
 from pathlib import Path
 
 VERSION_FILE = Path(__file__).resolve().parent / "K8S_VERSION"
+# The older releases of the support window whose kube-apiserver the compatibility tests run against.
+COMPAT_FILE = Path(__file__).resolve().parent / "COMPAT_VERSIONS"
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd")
-BUILD_HINT = "run `make control-plane` (or `bash devcluster/build.sh`) to build them"
+BUILD_HINT = (
+    "run `make control-plane` (or `bash devcluster/build.sh`; an older release: "
+    "`bash devcluster/build.sh <version>` or `make test-compat`) to build them"
+)
 
 
 class BinariesMissingError(RuntimeError):
@@ -17,6 +22,16 @@ class BinariesMissingError(RuntimeError):
 def k8s_version() -> str:
     """The pinned Kubernetes release, e.g. ``v1.36.3``."""
     return VERSION_FILE.read_text().strip()
+
+
+def compat_versions() -> list[str]:
+    """The older releases of the support window, e.g. ``["v1.35.4", "v1.36.3"]``."""
+    return [line.strip() for line in COMPAT_FILE.read_text().splitlines() if line.strip()]
+
+
+def minor_of(version: str) -> int:
+    """35 for ``v1.35.4``."""
+    return int(version.lstrip("v").split(".")[1])
 
 
 def cache_root() -> Path:

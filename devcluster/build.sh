@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and etcd at the pinned release
-# from the Go module proxy into a cache outside the repo. Each binary is built only when it is missing, so
-# adding a component to the list costs one build, not a rebuild of the rest.
+# Builds a Kubernetes release's control plane from the Go module proxy into a cache outside the repo, one
+# cache per release (~/.cache/py-scheduler/k8s-<version>). Each binary is built only when it is missing.
+#   devcluster/build.sh            the pinned release (K8S_VERSION): kube-apiserver, kube-controller-manager,
+#                                  kube-scheduler, kubectl and the etcd it pins, from gowrapper/
+#   devcluster/build.sh v1.35.4    an older release of the support window (devcluster/COMPAT_VERSIONS):
+#                                  kube-apiserver only, from gowrapper-<minor>/; its API server runs on the
+#                                  pinned release's etcd (see docs/compatibility.md)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-version="$(cat "$here/K8S_VERSION")"
+pinned="$(cat "$here/K8S_VERSION")"
+version="${1:-$pinned}"
 cache="${PY_SCHEDULER_CACHE:-$HOME/.cache/py-scheduler}/k8s-$version"
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+if [ "$version" = "$pinned" ]; then
+  wrapper="$here/gowrapper"
+  bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd)
+else
+  minor="${version#v}"; minor="${minor%.*}"
+  wrapper="$here/gowrapper-$minor"
+  grep -qx "$version" "$here/COMPAT_VERSIONS" || { echo "devcluster: $version is neither K8S_VERSION nor in COMPAT_VERSIONS" >&2; exit 1; }
+  grep -q "k8s.io/kubernetes $version" "$wrapper/go.mod" 2>/dev/null \
+    || { echo "devcluster: $wrapper does not pin $version; run devcluster/gen_gowrapper.sh $version" >&2; exit 1; }
+  bins=(kube-apiserver)
+fi
 missing=()
 for b in "${bins[@]}"; do [ -x "$cache/$b" ] || missing+=("$b"); done
 if [ "${#missing[@]}" = 0 ]; then
@@ -15,7 +30,7 @@ if [ "${#missing[@]}" = 0 ]; then
 fi
 command -v go >/dev/null || { echo "devcluster: Go toolchain not found; install Go >= 1.26" >&2; exit 1; }
 mkdir -p "$cache"
-cd "$here/gowrapper"
+cd "$wrapper"
 # Same stamping as hack/lib/version.sh, so `kube-apiserver --version` prints the real release.
 pkg=k8s.io/component-base/version
 minor="${version#v*.}"; minor="${minor%%.*}"

@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from devcluster.binaries import binaries_dir as default_binaries_dir
-from devcluster.binaries import k8s_version, require_binaries
+from devcluster.binaries import k8s_version, minor_of, require_binaries
 from devcluster.credentials import (
     TokenUser,
     generate_service_account_key,
@@ -98,6 +98,18 @@ def _check_reusable(run_dir: Path) -> None:
 # py-scheduler that should use it (``--feature-gates``).
 WORKLOAD_RUNTIME_CONFIG = "--runtime-config=scheduling.k8s.io/v1beta1=true"
 WORKLOAD_FEATURE_GATES = "--feature-gates=GenericWorkload=true"
+# Each older minor's own gang API (compatibility tests): v1.35 Workload v1alpha1 (pods' spec.workloadRef),
+# v1.36 Workload/PodGroup v1alpha2 (pods' spec.schedulingGroup), both behind GangScheduling too.
+OLDER_WORKLOAD_ARGS = {
+    35: (
+        "--runtime-config=scheduling.k8s.io/v1alpha1=true",
+        "--feature-gates=GenericWorkload=true,GangScheduling=true",
+    ),
+    36: (
+        "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+        "--feature-gates=GenericWorkload=true,GangScheduling=true",
+    ),
+}
 
 
 class ControlPlane:
@@ -115,11 +127,18 @@ class ControlPlane:
         etcd_fsync: bool = False,
         apiserver_args: Sequence[str] = (),
         workload_api: bool = False,
+        release: str | None = None,
         start_timeout: float = 120.0,
         keep_logs: bool | None = None,
     ) -> None:
         self.binaries_dir = Path(binaries_dir) if binaries_dir is not None else default_binaries_dir()
-        self.version = k8s_version()
+        # ``release``: the kube-apiserver of an older release of the support window (COMPAT_VERSIONS,
+        # built by ``devcluster/build.sh <release>``) on the pinned release's etcd; the pinned
+        # kube-scheduler and kube-controller-manager are not started against it (version skew).
+        pinned = k8s_version()
+        self.version = release or pinned
+        self.older_release = self.version != pinned
+        self.apiserver_dir = default_binaries_dir(self.version) if self.older_release else self.binaries_dir
         self.max_requests_inflight = max_requests_inflight
         self.max_mutating_requests_inflight = max_mutating_requests_inflight
         self.priority_and_fairness = priority_and_fairness
@@ -128,7 +147,9 @@ class ControlPlane:
         self.apiserver_args = list(apiserver_args)
         # Upstream's gang API (scheduling.k8s.io/v1beta1 Workload/PodGroup, spec.schedulingGroup).
         self.workload_api = workload_api
-        if workload_api:
+        if workload_api and self.older_release:
+            self.apiserver_args += list(OLDER_WORKLOAD_ARGS[minor_of(self.version)])
+        elif workload_api:
             self.apiserver_args += [WORKLOAD_RUNTIME_CONFIG, WORKLOAD_FEATURE_GATES]
         self.start_timeout = start_timeout
         env_keep = os.environ.get(KEEP_LOGS_ENV, "").lower() not in ("", "0", "false")
@@ -221,7 +242,11 @@ class ControlPlane:
             raise RuntimeError("a stopped ControlPlane cannot be started again; create a new one")
         if self._started:
             return self
-        require_binaries(self.binaries_dir)
+        if self.older_release:
+            require_binaries(self.binaries_dir, ("etcd",))
+            require_binaries(self.apiserver_dir, ("kube-apiserver",))
+        else:
+            require_binaries(self.binaries_dir)
         self._started = True
         try:
             self._prepare_run_dir()
@@ -390,7 +415,9 @@ class ControlPlane:
         """Run the real kube-controller-manager with ``controllers`` (idempotent while it runs).
 
         Started on demand: tests that create Deployments, StatefulSets, PVCs or PDBs need it, the rest
-        do not pay for it.
+        do not pay for it. Against an older release's API server (``release``) the pinned
+        kube-controller-manager runs: a newer controller manager is outside Kubernetes' skew policy,
+        and serves only as the tests' workload controllers (Deployments, PV binder, PDB status).
         """
         self._require_running_etcd()
         current = self._procs.get(CONTROLLER_MANAGER)
@@ -556,7 +583,7 @@ class ControlPlane:
         key = run / "service-account.key"
         pf = "true" if self.priority_and_fairness else "false"
         return [
-            str(self.binaries_dir / "kube-apiserver"),
+            str(self.apiserver_dir / "kube-apiserver"),
             f"--etcd-servers={self.etcd_endpoint}",
             "--bind-address=127.0.0.1",
             # The default would be the host's primary interface, which may not exist in a sandbox.

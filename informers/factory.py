@@ -41,8 +41,12 @@ class InformerFactory:
         backoff_policy: BackoffPolicy | None = None,
         clock: Clock = REAL_CLOCK,
         rng: random.Random | None = None,
+        served: Mapping[ResourceSpec, ResourceSpec] | None = None,
     ) -> None:
         self.transport = transport
+        # The version the API server serves in place of a spec's own (discovery): informers are keyed by
+        # the spec callers name, and list and watch the served one.
+        self.served = dict(served or {})
         self.namespace = namespace
         self.resync_period = resync_period
         self.transform = transform
@@ -73,7 +77,7 @@ class InformerFactory:
         if informer is None:
             informer = SharedInformer(
                 self.transport,
-                spec,
+                self.served.get(spec, spec),
                 namespace=key.namespace,
                 field_selector=field_selector,
                 label_selector=label_selector,

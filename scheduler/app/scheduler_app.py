@@ -8,6 +8,7 @@ hold the lease. A standby keeps its informers warm.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -22,12 +23,14 @@ import orjson
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
 from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
+from scheduler.app import api_versions
 from scheduler.app.api_probes import ELASTIC_QUOTA_MISSING, WORKLOAD_API_MISSING, api_missing
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
+from scheduler.client.discovery import discover
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.config import SchedulerConfig, config_to_dict
@@ -60,6 +63,8 @@ LOOP_STALL_LIMIT = 30.0
 # SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
+# Between discovery attempts while the API server cannot answer at start-up.
+DISCOVERY_RETRY_SECONDS = 1.0
 
 
 class LeadershipLost(SystemExit):
@@ -250,7 +255,15 @@ class SchedulerApp:
         self.start_serving()
         self.extenders.start(loop)
         scheduler = self._build_scheduler(loop)
-        self._start_informers(scheduler)
+        # Which version of each kind the API server serves (one build for v1.35 to v1.37 servers).
+        resolution = await self._resolve_api_versions()
+        if resolution is None or resolution.refusal is not None:
+            if resolution is not None:
+                log.error("%s", resolution.refusal)
+            self._exit_code = 1
+            await self._shutdown([])
+            return self._exit_code
+        self._start_informers(scheduler, resolution)
         background = [
             loop.create_task(self._heartbeat(), name="heartbeat"),
             loop.create_task(self.queue.run(), name="queue-flush"),
@@ -296,13 +309,16 @@ class SchedulerApp:
         )
         return self.scheduler
 
-    def _start_informers(self, scheduler: Scheduler) -> None:
+    def _start_informers(self, scheduler: Scheduler, resolution: api_versions.Resolution) -> None:
         """Watches feed the cache and the queue through the event handlers; listers for the other kinds
-        the plugins read; the PodGroup status controller when Coscheduling is on."""
+        the plugins read, at the versions the server serves (``resolution``); the PodGroup status
+        controller when Coscheduling is on."""
         conn = self.config.client_connection
         self.transport = AsyncTransport(self.configuration, qps=conn.qps, burst=conn.burst)
         # managedFields are never read by a scheduler; dropping them halves the memory per pod.
-        self.factory = InformerFactory(self.transport, transform=strip_managed_fields)
+        self.factory = InformerFactory(
+            self.transport, transform=strip_managed_fields, served=resolution.served
+        )
         handlers = EventHandlers(
             queue=self.queue,
             cache=self.cache,
@@ -320,7 +336,8 @@ class SchedulerApp:
         )
         # A deleted pod's Events and condition patch waiting for a retry are dropped, not kept.
         pods.add_event_handler(on_delete=self._forget_pod_writes)
-        for spec, informer in self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}).items():
+        started = self.listers.start(self.factory, {PODS: ACTIVE_POD_SELECTOR}, unserved=resolution.unserved)
+        for spec, informer in started.items():
             handlers.watch_other_kind(spec, informer)
         # Coscheduling on: PodGroup status is kept current by the leader.
         pod_groups = self.listers.lister(PODGROUPS) if PODGROUPS in self.listers.kinds else None
@@ -341,6 +358,28 @@ class SchedulerApp:
         await asyncio.wait({scheduling}, timeout=1)
         stop_wait.cancel()
         return self._exit_code
+
+    async def _resolve_api_versions(self) -> api_versions.Resolution | None:
+        """Discovery of the kinds plugins asked for, retried while the API server cannot answer (as
+        the informers would retry); None when stopped first."""
+        loop = asyncio.get_running_loop()
+        kinds = [NODES, PODS, *self.listers.kinds]
+        groups = api_versions.groups_of(kinds)
+        while not self._stop.is_set():
+            try:
+                served = await loop.run_in_executor(None, discover, self.api, groups)
+            except Exception as err:
+                log.warning("API discovery: %s; retrying", err)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), DISCOVERY_RETRY_SECONDS)
+                continue
+            resolution = api_versions.resolve(kinds, served)
+            moved = ", ".join(f"{s.name} {s.version}" for s in resolution.served.values())
+            log.info("API server %s; watching %s", served.server_version, moved or "each kind at its version")
+            for spec in resolution.unserved:
+                log.info("%s is not served at any version: read as empty", spec.name)
+            return resolution
+        return None
 
     async def _wait_synced(self) -> bool:
         assert self.factory is not None

@@ -8,7 +8,7 @@ informer has synced, so plugins never see the empty store of the promise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from informers import (
@@ -109,15 +109,21 @@ class InformerListers:
         return list(self._listers)
 
     def start(
-        self, factory: InformerFactory, field_selectors: Mapping[ResourceSpec, str] | None = None
+        self,
+        factory: InformerFactory,
+        field_selectors: Mapping[ResourceSpec, str] | None = None,
+        unserved: Collection[ResourceSpec] = (),
     ) -> dict[ResourceSpec, SharedInformer]:
         """Creates the informer of every requested kind and binds its lister; the caller starts them.
 
         ``field_selectors``: the selector of an informer the scheduler already runs (pods), so that a
-        plugin's lister shares it rather than watching the kind a second time.
+        plugin's lister shares it rather than watching the kind a second time. ``unserved``: kinds the
+        API server serves at no version (discovery); their listers stay unbound and read as empty.
         """
         informers: dict[ResourceSpec, SharedInformer] = {}
         for spec, lister in self._listers.items():
+            if spec in unserved:
+                continue
             indexers = {NAMESPACE_INDEX: index_by_namespace} if spec.namespaced else None
             selector = (field_selectors or {}).get(spec)
             informer = factory.informer_for(spec, field_selector=selector, indexers=indexers)

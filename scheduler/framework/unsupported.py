@@ -49,6 +49,9 @@ class GuardedField:
 # not ported: NodeVolumeLimits would under-count them, so they stay refused (no plugin has this name).
 IN_TREE_TRANSLATION = "NodeVolumeLimits in-tree to CSI translation"
 
+# No plugin has this name: v1.35's Workload API is not ported.
+V1ALPHA1_GANG = "GangScheduling on scheduling.k8s.io/v1alpha1"
+
 GUARDED_FIELDS: tuple[GuardedField, ...] = (
     GuardedField("persistentVolumeClaim volumes", "VolumeBinding", _volumes_with("persistentVolumeClaim")),
     GuardedField("ephemeral volumes", "VolumeBinding", _volumes_with("ephemeral")),
@@ -79,6 +82,14 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
         "GangScheduling",
         lambda spec: bool(spec.get("schedulingGroup")),
         needs="--feature-gates=GenericWorkload=true",
+    ),
+    # Kubernetes v1.35's gang field (scheduling.k8s.io/v1alpha1 Workload), dropped in v1.36: a v1.35 API
+    # server with GenericWorkload on carries it; py-scheduler reads only the v1beta1 gang API, so the pod
+    # is refused rather than scheduled as if it were alone (docs/compatibility.md).
+    GuardedField(
+        "workloadRef (the scheduling.k8s.io/v1alpha1 gang API of Kubernetes v1.35)",
+        V1ALPHA1_GANG,
+        lambda spec: bool(spec.get("workloadRef")),
     ),
 )
 
