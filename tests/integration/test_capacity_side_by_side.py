@@ -187,6 +187,30 @@ def quota(sides: tuple[Side, Side], ns: str, min_: dict[str, str], max_: dict[st
         side.custom.create_namespaced_custom_object(
             "scheduling.x-k8s.io", "v1alpha1", ns, "elasticquotas", body
         )
+    if "cpu" in max_:
+        quota_seen(sides, ns, int(max_["cpu"]))
+
+
+PROBE = "quota-probe"
+
+
+def quota_seen(sides: tuple[Side, Side], ns: str, max_cpu: int) -> None:
+    """Waits until each scheduler has the new quota in its cache, so no case depends on which informer
+    is faster: a probe pod asking one CPU more than the quota's max is refused by CapacityScheduling's
+    PreFilter ("is more than Max") on both sides, then deleted."""
+    probe = pod(PROBE, str(max_cpu + 1))
+    for side in sides:
+        side.core.create_namespaced_pod(ns, body=probe, _preload_content=False)
+
+    def refused(side: Side) -> bool:
+        got = outcome(side, ns, PROBE)
+        return got is not None and got[0] == "pending" and "is more than Max" in got[1]
+
+    for side in sides:
+        wait_for(lambda side=side: refused(side), 60, f"{side.label} to refuse the quota probe")  # type: ignore[misc]
+        side.core.delete_namespaced_pod(PROBE, ns, grace_period_seconds=0, _preload_content=False)
+    for side in sides:
+        wait_for(lambda side=side: outcome(side, ns, PROBE) == ("gone", ""), 60, f"{side.label}: probe gone")  # type: ignore[misc]
 
 
 def nodes(sides: tuple[Side, Side], prefix: str, sizes: list[tuple[str, str]]) -> None:
