@@ -16,18 +16,13 @@ if TYPE_CHECKING:
     from devcluster.py_scheduler import SchedulerProcess
 
 INTEGRATION_DIR = Path(__file__).parent / "integration"
-COMPAT_DIR = INTEGRATION_DIR / "compat"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Everything under tests/integration is an integration test, marked or not. The compatibility
-    subset (tests/integration/compat, older API servers) runs after everything else: its control planes
-    live until the session ends, and the fault-injection tests that ran after them timed out in a full
-    run (they pass alone and before them)."""
+    """Everything under tests/integration is an integration test, marked or not."""
     for item in items:
         if INTEGRATION_DIR in Path(str(item.path)).parents:
             item.add_marker(pytest.mark.integration)
-    items.sort(key=lambda item: COMPAT_DIR in Path(str(item.path)).parents)
 
 
 @pytest.fixture(scope="session")
