@@ -252,9 +252,9 @@ def nodes(sides: tuple[Side, Side], case: str, count: int, cpu: str = "16", **ex
 
 
 def container(
-    name: str, cpu: str, memory: str = "1Gi", *, limits: bool = True, **extra: str
+    name: str, cpu: str, memory: str = "1Gi", *, limits: bool = True, extra: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    requests = {"cpu": cpu, "memory": memory, **extra}
+    requests = {"cpu": cpu, "memory": memory, **(extra or {})}
     resources: dict[str, Any] = {"requests": requests}
     if limits:
         resources["limits"] = dict(requests)
@@ -299,9 +299,10 @@ def submit(
     name = body["metadata"]["name"]
     for side in sides:
         side.core.create_namespaced_pod(NS, body=body, _preload_content=False)
-    results = []
+    results: list[tuple[str, str]] = []
     for side in sides:
-        results.append(wait_for(lambda side=side: outcome(side, name), 60, f"{side.label} to decide {name}"))  # type: ignore[misc]
+        decided = wait_for(lambda side=side: outcome(side, name), 60, f"{side.label} to decide {name}")  # type: ignore[misc]
+        results.append(decided)
     peer, ours = results
     assert ours == peer, f"{name}: scheduler-plugins {peer}, py-scheduler {ours}"
     if peer[0] == "pending":
@@ -388,10 +389,10 @@ def test_extended_resource_per_numa_node(sides: tuple[Side, Side]) -> None:
     )
     nodes(sides, "gpu", 1, extra_allocatable={gpu: "2"})
     pending_with(
-        submit(sides, guaranteed("g-two", containers=[container("c", "1", **{gpu: "2"})]), "gpu"),
+        submit(sides, guaranteed("g-two", containers=[container("c", "1", extra={gpu: "2"})]), "gpu"),
         "cannot align container",
     )
-    assert submit(sides, guaranteed("g-one", containers=[container("c", "1", **{gpu: "1"})]), "gpu") == (
+    assert submit(sides, guaranteed("g-one", containers=[container("c", "1", extra={gpu: "1"})]), "gpu") == (
         "bound",
         "gpu-0",
     )
@@ -440,9 +441,11 @@ def test_stale_nrt(sides: tuple[Side, Side]) -> None:
     pending_with(submit(sides, guaranteed("s-six", "6"), "stale"), "cannot align container")
     publish(sides, nrt("stale-0", [zone(0, "0", "13Gi"), zone(1, "8", "16Gi")]))
     for side in sides:
-        wait_for(
-            lambda side=side: outcome(side, "s-six") == ("bound", "stale-0"), 60, f"{side.label}: s-six woken"
-        )  # type: ignore[misc]
+
+        def woken(side: Side = side) -> bool:
+            return outcome(side, "s-six") == ("bound", "stale-0")
+
+        wait_for(woken, 60, f"{side.label}: s-six woken")
 
 
 # Two nodes per strategy whose scores differ, so the best is unique: "-a" has NUMA nodes of 4 cpu and
