@@ -157,7 +157,7 @@ def judge(
     if conf.scope == SCOPE_POD:
         fit = fit_in_one_numa_node(pod.qos, node_resources, numa, pod.effective)
         if not fit.fits:
-            return Misfit(CANNOT_ALIGN_POD, _short(fit.resource, pod.effective, numa, "pod"))
+            return Misfit(CANNOT_ALIGN_POD, _short(fit.resource, pod.effective, numa, "pod", node_resources))
         return Placement((fit.numa_id,))
     if conf.scope != SCOPE_CONTAINER:
         return None
@@ -166,14 +166,18 @@ def judge(
         if not fit.fits:
             who = f"{container.kind} container {container.name}"
             return Misfit(
-                cannot_align_container(container.kind), _short(fit.resource, container.requests, numa, who)
+                cannot_align_container(container.kind),
+                _short(fit.resource, container.requests, numa, who, node_resources),
             )
     placed: list[int] = []
     for container in pod.containers:
         fit = fit_in_one_numa_node(pod.qos, node_resources, numa, container.requests)
         if not fit.fits:
             who = f"container {container.name}"
-            return Misfit(cannot_align_container(APP), _short(fit.resource, container.requests, numa, who))
+            return Misfit(
+                cannot_align_container(APP),
+                _short(fit.resource, container.requests, numa, who, node_resources),
+            )
         error = _charge(numa, fit.numa_id, pod.qos, container.requests)
         if error:
             return Misfit("inconsistent resource accounting", error, error=True)
@@ -181,8 +185,12 @@ def judge(
     return Placement(tuple(placed))
 
 
-def _short(resource: str, requests: Mapping[str, Fraction], numa: list[NUMANode], who: str) -> str:
+def _short(
+    resource: str, requests: Mapping[str, Fraction], numa: list[NUMANode], who: str, node_resources: list[str]
+) -> str:
     wanted = _fmt(requests.get(resource, Fraction(0)))
+    if resource not in node_resources:
+        return f"{who}: {resource} {wanted}: the node has no {resource}"
     cells = [f"node-{c.numa_id} has {_fmt(c.resources[resource])}" for c in numa if resource in c.resources]
     where = ", ".join(cells) if cells else "no NUMA node reports it"
     return f"{who}: {resource} {wanted} fits no single NUMA node ({where})"

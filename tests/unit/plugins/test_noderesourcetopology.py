@@ -766,3 +766,29 @@ def test_reserve_and_post_bind_keep_nothing() -> None:
     assert p.reserve(CycleState(), pod, "n") is None
     p.unreserve(CycleState(), pod, "n")
     p.post_bind(CycleState(), pod, "n")
+
+
+def test_zone_ids_upstream_crashes_on_are_read_without_crashing() -> None:
+    """node-64 is skipped (as ids above 64 are); zone ids that are not 0..n-1 score like any others."""
+    with_64 = nrt(
+        "n64",
+        [
+            zone("node-64", [res(CPU, "8"), res(MEMORY, "8Gi")]),
+            zone("node-0", [res(CPU, "2"), res(MEMORY, "8Gi")]),
+        ],
+        ["SingleNUMANodePodLevel"],
+    )
+    pod = limited({CPU: "4", MEMORY: "1Gi"})
+    status = plugin([with_64]).filter(CycleState(), PodInfo(pod), node_info(node_of(with_64)))
+    assert status is not None and status.reasons == [ALIGN_POD]
+    sparse = nrt(
+        "sparse",
+        [
+            zone("node-0", [res(CPU, "4"), res(MEMORY, "500Mi")]),
+            zone("node-2", [res(CPU, "4"), res(MEMORY, "500Mi")]),
+        ],
+        ["SingleNUMANodeContainerLevel"],
+    )
+    assert scores(plugin([sparse]), [sparse], POD1) == {"sparse": 73}
+    least_numa = plugin([sparse], {"scoringStrategy": {"type": "LeastNUMANodes"}})
+    assert scores(least_numa, [sparse], limited({CPU: "6", MEMORY: "50Mi"})) == {"sparse": 82}
