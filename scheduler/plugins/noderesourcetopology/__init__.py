@@ -4,15 +4,19 @@
 from scheduler.plugins.noderesourcetopology.args import NAME, NodeResourceTopologyMatchArgs, parse_args
 from scheduler.plugins.noderesourcetopology.plugin import (
     MISFITS_KEY,
+    PLACEMENTS_KEY,
     NodeResourceTopologyMatch,
     misfit_detail,
+    placement_detail,
 )
 
 __all__ = [
     "MISFITS_KEY",
     "NAME",
+    "PLACEMENTS_KEY",
     "NodeResourceTopologyMatch",
     "NodeResourceTopologyMatchArgs",
     "misfit_detail",
     "parse_args",
+    "placement_detail",
 ]

@@ -132,9 +132,12 @@ class Misfit:
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where the pod (pod scope) or each app container (container scope) would go."""
+    """Where the pod (pod scope) or each app container (container scope) would go: (who, NUMA id)."""
 
-    numa_ids: tuple[int, ...]
+    numa_ids: tuple[tuple[str, int], ...]
+
+    def __str__(self) -> str:
+        return ", ".join(f"{who} on NUMA node-{numa_id}" for who, numa_id in self.numa_ids)
 
 
 def node_resource_names(allocatable_scalar: Iterable[str]) -> list[str]:
@@ -158,7 +161,7 @@ def judge(
         fit = fit_in_one_numa_node(pod.qos, node_resources, numa, pod.effective)
         if not fit.fits:
             return Misfit(CANNOT_ALIGN_POD, _short(fit.resource, pod.effective, numa, "pod", node_resources))
-        return Placement((fit.numa_id,))
+        return Placement((("pod", fit.numa_id),))
     if conf.scope != SCOPE_CONTAINER:
         return None
     for container in pod.init_containers:
@@ -169,7 +172,7 @@ def judge(
                 cannot_align_container(container.kind),
                 _short(fit.resource, container.requests, numa, who, node_resources),
             )
-    placed: list[int] = []
+    placed: list[tuple[str, int]] = []
     for container in pod.containers:
         fit = fit_in_one_numa_node(pod.qos, node_resources, numa, container.requests)
         if not fit.fits:
@@ -181,7 +184,7 @@ def judge(
         error = _charge(numa, fit.numa_id, pod.qos, container.requests)
         if error:
             return Misfit("inconsistent resource accounting", error, error=True)
-        placed.append(fit.numa_id)
+        placed.append((f"container {container.name}", fit.numa_id))
     return Placement(tuple(placed))
 
 

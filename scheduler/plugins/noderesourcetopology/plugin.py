@@ -53,8 +53,10 @@ from scheduler.plugins.noderesourcetopology.topology import (
 )
 from scheduler.util.resource_names import is_scalar_resource_name
 
-# CycleState key: node name -> what explain says of this plugin's verdict there (rejections only).
+# CycleState keys: node name -> what explain says of this plugin's verdict there: the rejections, and
+# where the pod (or each container) would go on the nodes it passed.
 MISFITS_KEY = NAME + "/misfits"
+PLACEMENTS_KEY = NAME + "/placements"
 
 Topology = tuple[TopologyManagerConfig, list[NUMANode]]
 
@@ -116,7 +118,14 @@ class NodeResourceTopologyMatch:
         if requests.qos == BEST_EFFORT and not requests.includes_non_native:
             return None
         verdict = self.verdict(requests, node)
-        if not isinstance(verdict, Misfit):
+        if isinstance(verdict, Placement):
+            placements = state.get(PLACEMENTS_KEY)
+            if placements is None:
+                placements = {}
+                state.write(PLACEMENTS_KEY, placements)
+            placements[node.name] = verdict
+            return None
+        if verdict is None:
             return None
         misfits = state.get(MISFITS_KEY)
         if misfits is None:
@@ -169,6 +178,16 @@ class NodeResourceTopologyMatch:
                 ClusterEvent(Resource.NodeResourceTopology, ActionType.Add | ActionType.Update)
             ),
         ]
+
+
+def placement_detail(state: CycleState, node_name: str) -> str:
+    """Where the pod's containers (or the pod) fit on ``node_name`` in the cycle of ``state``: ''
+    when this plugin placed nothing there (no NodeResourceTopology, or a policy other than
+    single-numa-node)."""
+    placements = state.get(PLACEMENTS_KEY)
+    if not isinstance(placements, dict) or node_name not in placements:
+        return ""
+    return str(placements[node_name])
 
 
 def misfit_detail(state: CycleState, node_name: str) -> str:

@@ -405,7 +405,7 @@ def test_filter_picks_lowest_numa_id_and_explains_misfits() -> None:
     from scheduler.plugins.noderesourcetopology.filter import Placement
     from scheduler.plugins.noderesourcetopology.requests import pod_requests
 
-    assert p.verdict(pod_requests(requests.pod), info) == Placement((0,))
+    assert p.verdict(pod_requests(requests.pod), info) == Placement((("pod", 0),))
     state = CycleState()
     status = p.filter(state, PodInfo(limited({CPU: "6", MEMORY: "1Gi"})), info)
     assert status is not None and status.reasons == [ALIGN_POD]
