@@ -15,6 +15,7 @@ schedules nothing; py-scheduler stops at start-up saying so.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -74,6 +75,7 @@ V134_DRA_PREFIX = "no new claims to deallocate, "
 
 class Side:
     def __init__(self, cp: Any, label: str) -> None:
+        self.proc: SchedulerProcess | None = None
         self.cp = cp
         self.label = label
         self.api = cp.api_client()
@@ -155,6 +157,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         ).start()
         stops.append(proc.stop)
         proc.wait_ready(90)
+        ours.proc = proc
         for side in (peer, ours):
             side.core.create_namespace({"metadata": {"name": NS}}, _preload_content=False)
             wait_for(
@@ -354,6 +357,29 @@ def test_single_numa_container_scope(sides: tuple[Side, Side]) -> None:
     # A BestEffort pod is not judged.
     best_effort = guaranteed("c-be", containers=[{"name": "c", "image": "busybox"}])
     assert submit(sides, best_effort, "cont") == ("bound", "cont-0")
+    # py-scheduler's explain: where each container went, and why the big one fits no NUMA node.
+    placed = debug_record(sides[1], "c-two")
+    assert placed["nodeNotes"] == [
+        "NodeResourceTopologyMatch: container a on NUMA node-0, container b on NUMA node-1"
+    ]
+    pending = debug_record(sides[1], "c-big")
+    assert pending["nearestMisses"] == [
+        {
+            "node": "cont-0",
+            "plugin": "NodeResourceTopologyMatch",
+            "detail": "cannot align container: container c: cpu 6 fits no single NUMA node "
+            "(node-0 has 4, node-1 has 4)",
+        }
+    ]
+
+
+def debug_record(side: Side, name: str) -> dict[str, Any]:
+    """The last attempt py-scheduler recorded for the pod (its /debug/pods, what explain reads)."""
+    assert side.proc is not None
+    code, body = side.proc.get(f"/debug/pods/{NS}/{name}")
+    assert code == 200, body
+    attempts: list[dict[str, Any]] = json.loads(body)["attempts"]
+    return attempts[-1]
 
 
 def test_single_numa_pod_scope(sides: tuple[Side, Side]) -> None:
