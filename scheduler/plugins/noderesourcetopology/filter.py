@@ -153,8 +153,8 @@ def judge(
     node_resources: list[str],
 ) -> Misfit | Placement | None:
     """Upstream's Filter body once it has the NRT: None when no handler applies (the policy is not
-    single-numa-node), a Placement when the pod fits, a Misfit when it does not. ``numa`` is consumed
-    (container scope charges it)."""
+    single-numa-node), a Placement when the pod fits, a Misfit when it does not. ``numa`` is left as it
+    was (container scope charges a copy)."""
     if conf.policy != POLICY_SINGLE_NUMA_NODE:
         return None
     if conf.scope == SCOPE_POD:
@@ -172,6 +172,7 @@ def judge(
                 cannot_align_container(container.kind),
                 _short(fit.resource, container.requests, numa, who, node_resources),
             )
+    numa = [cell.copy() for cell in numa]
     placed: list[tuple[str, int]] = []
     for container in pod.containers:
         fit = fit_in_one_numa_node(pod.qos, node_resources, numa, container.requests)

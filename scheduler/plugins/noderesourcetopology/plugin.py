@@ -73,8 +73,9 @@ class TopologyReader:
         self._parsed: dict[str, tuple[object, Topology | None]] = {}
 
     def topology(self, node_name: str) -> Topology | None:
-        """(configuration, a fresh copy of the NUMA nodes), or None when the node has no readable
-        object."""
+        """(configuration, NUMA nodes), or None when the node has no readable object. The NUMA nodes
+        are shared by every cycle: whoever charges them works on a copy (``filter.judge``,
+        ``score.least_numa_container_scope``)."""
         nrt = self._lister.get(node_name)
         if nrt is None:
             self._parsed.pop(node_name, None)
@@ -87,8 +88,7 @@ class TopologyReader:
         parsed = cached[1]
         if parsed is None:
             return None
-        conf, numa = parsed
-        return conf, [cell.copy() for cell in numa]
+        return parsed
 
 
 def _parse(nrt: Mapping[str, Any]) -> Topology | None:

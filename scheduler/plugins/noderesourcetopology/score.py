@@ -258,6 +258,7 @@ def _take_from(numa: list[NUMANode], requested: Requests, numa_ids: Sequence[int
 
 
 def least_numa_container_scope(conf: TopologyManagerConfig, numa: list[NUMANode], pod: PodRequests) -> int:
+    numa = [cell.copy() for cell in numa]  # charged container by container; the caller's stays as it was
     largest = 0
     all_closest = True
     for container in pod.all_containers:

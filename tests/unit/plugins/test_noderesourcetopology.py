@@ -792,3 +792,22 @@ def test_zone_ids_upstream_crashes_on_are_read_without_crashing() -> None:
     assert scores(plugin([sparse]), [sparse], POD1) == {"sparse": 73}
     least_numa = plugin([sparse], {"scoringStrategy": {"type": "LeastNUMANodes"}})
     assert scores(least_numa, [sparse], limited({CPU: "6", MEMORY: "50Mi"})) == {"sparse": 82}
+
+
+def test_charging_containers_never_changes_the_published_numa_nodes() -> None:
+    """Container scope and LeastNUMANodes charge containers to NUMA nodes on a copy: the same pod gets
+    the same verdict and score on every cycle (passthrough: only the agent's next publish changes them)."""
+    topology = nrt(
+        "n",
+        [
+            zone("node-0", [res(CPU, "4"), res(MEMORY, "8Gi")]),
+            zone("node-1", [res(CPU, "4"), res(MEMORY, "8Gi")]),
+        ],
+        ["SingleNUMANodeContainerLevel"],
+    )
+    info = node_info(node_of(topology))
+    two = limited({CPU: "3", MEMORY: "1Gi"}, {CPU: "3", MEMORY: "1Gi"})
+    p = plugin([topology], {"scoringStrategy": {"type": "LeastNUMANodes"}})
+    verdicts = [p.filter(CycleState(), PodInfo(two), info) for _ in range(3)]
+    assert verdicts == [None, None, None]
+    assert [p.score(CycleState(), PodInfo(two), info)[0] for _ in range(3)] == [94, 94, 94]
