@@ -536,3 +536,64 @@ def test_crd_removed_while_running(sides: tuple[Side, Side]) -> None:
         wait_for(lambda side=side: not side.served(), 60, f"{side.label}: CRD gone")  # type: ignore[misc]
     time.sleep(1.0)
     assert submit(sides, guaranteed("gone-after", "6"), "gone") == ("bound", "gone-0")
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [{"type": "Foo"}, {"resources": [{"name": "cpu", "weight": 1}]}],
+    ids=["unknown type", "no type"],
+)
+def test_bad_args_stop_both_at_start_up(tmp_path: Path, strategy: dict[str, Any]) -> None:
+    """Both refuse the same args with the same field error (no cluster needed: both fail building the
+    profile, before they would talk to an API server)."""
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+                "users": [{"name": "u", "user": {"token": "x"}}],
+            }
+        )
+    )
+    profile = {
+        "schedulerName": "numa",
+        "plugins": {"filter": {"enabled": [{"name": PLUGIN}]}},
+        "pluginConfig": [{"name": PLUGIN, "args": {"scoringStrategy": strategy}}],
+    }
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "profiles": [profile],
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    peer = subprocess.run(
+        [str(PEER_SCHEDULER), "--config", str(path), "--secure-port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    ours = subprocess.run(
+        [sys.executable, "-m", "scheduler", "--config", str(path), "--kubeconfig", str(kubeconfig)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    value = strategy.get("type", "")
+    error = f'scoringStrategy.type: Invalid value: "{value}": invalid ScoringStrategyType'
+    assert peer.returncode != 0 and error.replace('"', '\\"') in peer.stderr
+    assert ours.returncode != 0
+    lines = ours.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(f"NodeResourceTopologyMatch: {error}"), ours.stderr
