@@ -37,6 +37,7 @@ from scheduler.framework import (
     Resource,
     Status,
 )
+from scheduler.framework.listers import WatchedLister
 from scheduler.framework.objects import object_meta
 from scheduler.framework.quantity import QuantityError
 from scheduler.plugins.helper.qos import BEST_EFFORT, GUARANTEED
@@ -71,6 +72,18 @@ class TopologyReader:
     def __init__(self, handle: Handle) -> None:
         self._lister = handle.lister(NODE_RESOURCE_TOPOLOGIES)
         self._parsed: dict[str, tuple[object, Topology | None]] = {}
+        if isinstance(self._lister, WatchedLister):
+            # A deleted object's parse is dropped at once (a node that goes with it is never asked again).
+            self._lister.add_event_handler(self)
+
+    def on_add(self, obj: Mapping[str, Any]) -> None:
+        return None
+
+    def on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        return None
+
+    def on_delete(self, obj: Mapping[str, Any]) -> None:
+        self._parsed.pop(str(object_meta(obj).get("name", "")), None)
 
     def topology(self, node_name: str) -> Topology | None:
         """(configuration, NUMA nodes), or None when the node has no readable object. The NUMA nodes

@@ -811,3 +811,25 @@ def test_charging_containers_never_changes_the_published_numa_nodes() -> None:
     verdicts = [p.filter(CycleState(), PodInfo(two), info) for _ in range(3)]
     assert verdicts == [None, None, None]
     assert [p.score(CycleState(), PodInfo(two), info)[0] for _ in range(3)] == [94, 94, 94]
+
+
+def test_a_deleted_nrt_is_forgotten_and_a_new_version_is_read_again() -> None:
+    handle = FakeHandle(
+        objects={
+            NODE_RESOURCE_TOPOLOGIES: [
+                nrt("n", [zone("node-0", [res(CPU, "2"), res(MEMORY, "8Gi")])], ["SingleNUMANodePodLevel"])
+            ]
+        }
+    )
+    p = NodeResourceTopologyMatch(None, handle)
+    info = node_info(node("n", allocatable={CPU: "8", MEMORY: "8Gi"}))
+    pod = PodInfo(limited({CPU: "4", MEMORY: "1Gi"}))
+    status = p.filter(CycleState(), pod, info)
+    assert status is not None and status.reasons == [ALIGN_POD]
+    bigger = nrt("n", [zone("node-0", [res(CPU, "4"), res(MEMORY, "8Gi")])], ["SingleNUMANodePodLevel"])
+    bigger["metadata"]["resourceVersion"] = "2"
+    handle.lister(NODE_RESOURCE_TOPOLOGIES).add(bigger)
+    assert p.filter(CycleState(), pod, info) is None
+    handle.lister(NODE_RESOURCE_TOPOLOGIES).delete("n")
+    assert "n" not in p.reader._parsed
+    assert p.filter(CycleState(), pod, info) is None
