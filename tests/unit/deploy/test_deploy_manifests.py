@@ -366,3 +366,16 @@ def test_noderesourcetopology_component_is_upstreams_crd_and_the_charts_rbac(tmp
     )
     component_role = next(o for o in load_yaml_docs(component / "rbac.yaml") if o["kind"] == "ClusterRole")
     assert chart_role["rules"] == component_role["rules"]
+
+
+def test_numa_aware_overlay_references_exist_and_its_config_loads() -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    directory = DEPLOY / "overlays" / "numa-aware"
+    k = kustomization(directory)
+    assert k["resources"] == ["../../base"] and "namespace" not in k
+    for entry in k["resources"] + k["components"]:
+        assert (directory / entry).exists(), entry
+    config = load_config(directory / "config.yaml", registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in config.profiles] == ["py-scheduler", "py-scheduler-numa"]
