@@ -23,6 +23,7 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
+from scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -65,6 +66,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
     names.CAPACITY_SCHEDULING: CapacityScheduling,
     names.PREEMPTION_TOLERATION: PreemptionToleration,
+    names.NODE_RESOURCE_TOPOLOGY_MATCH: NodeResourceTopologyMatch,
 }
 
 
