@@ -9,6 +9,6 @@ import pytest
 from devcluster.peers import SchedulerPlugins, ensure_scheduler_plugins
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def scheduler_plugins() -> SchedulerPlugins:
     return ensure_scheduler_plugins()

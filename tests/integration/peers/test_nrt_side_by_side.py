@@ -16,7 +16,6 @@ schedules nothing; py-scheduler stops at start-up saying so.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,14 +25,14 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from devcluster.binaries import cache_root
 from devcluster.cluster import ControlPlaneError
 from devcluster.nodes import create_nodes, make_node
+from devcluster.peers import scheduler_plugins
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
-PEER_SCHEDULER = cache_root() / f"scheduler-plugins-{VERSION}" / "scheduler-plugins-scheduler"
+REPO = Path(__file__).resolve().parents[3]
+# Built before the first test by the peers session (tests/integration/peers/conftest.py).
+PEER_SCHEDULER = scheduler_plugins().scheduler
 CRD = REPO / "deploy/components/noderesourcetopology-crd/crd.yaml"
 GROUP, VERSION_NRT, PLURAL = "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies"
 PLUGIN = "NodeResourceTopologyMatch"
@@ -62,11 +61,6 @@ def nrt_profile(name: str, strategy: str) -> dict[str, Any]:
 
 PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()]
 NS = "numa"
-
-pytestmark = pytest.mark.skipif(
-    not os.access(PEER_SCHEDULER, os.X_OK),
-    reason="scheduler-plugins scheduler not built: run devcluster/build_scheduler_plugins.sh",
-)
 
 # scheduler-plugins v0.34.7 embeds kube-scheduler v1.34's DynamicResources, whose PostFilter begins most
 # messages with this; py-scheduler follows kube-scheduler v1.37.2, which dropped it. Compared without it.
