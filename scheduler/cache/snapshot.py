@@ -7,13 +7,18 @@ re-cloning only the nodes changed since ``generation``, through the operations u
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.cache.columns import NodeColumns
 from scheduler.framework.columns import ColumnSpec, merge_column_specs
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.types import NodeInfo, PodInfo
 
 _NO_IMAGES: Mapping[str, int] = {}
+# Generations of nodes changed inside a snapshot (``add_pod``/``remove_pod``): negative, so they never
+# equal a cache generation, and what caches keyed by generation (batching) learnt of a changed node
+# is never taken for the node as the cache has it.
+_mutation_generations = itertools.count(-1, -1)
 
 
 class Snapshot:
@@ -31,6 +36,7 @@ class Snapshot:
         "_index",
         "_list",
         "_map",
+        "_originals",
         "_tree_version",
         "_with_affinity",
         "_with_required_anti_affinity",
@@ -54,6 +60,8 @@ class Snapshot:
         # Nodes hosting pods with pod (anti-)affinity, by name; see have_pods_with_affinity_list().
         self._with_affinity: dict[str, NodeInfo] = {}
         self._with_required_anti_affinity: dict[str, NodeInfo] = {}
+        # The cache's clones of the nodes changed by ``add_pod``/``remove_pod`` since ``restore``.
+        self._originals: dict[str, NodeInfo] = {}
 
     # -- SnapshotLister ------------------------------------------------------------------------------
 
@@ -123,6 +131,11 @@ class Snapshot:
 
     def put(self, info: NodeInfo) -> None:
         """Stores a fresh clone; if the node is already listed, it takes over the same position."""
+        # A fresh clone from the cache supersedes the changes made inside the snapshot.
+        self._originals.pop(info.name, None)
+        self._replace(info)
+
+    def _replace(self, info: NodeInfo) -> None:
         self._map[info.name] = info
         self._track_pod_affinity(info)
         position = self._index.get(info.name)
@@ -160,3 +173,41 @@ class Snapshot:
         change)."""
         self._image_num_nodes = counts
         self._image_sizes = sizes
+
+    # -- changes inside the snapshot (upstream's snapshot AssumePod/ForgetPod and mutable snapshot) ----
+
+    def add_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Counts ``pod`` on ``node_name`` in this snapshot only (the cache is not told): a pod group
+        cycle's trial placements, and preemption's what-if runs over many nodes. ``restore`` undoes it."""
+        changed = self._changed_copy(node_name)
+        if changed is not None:
+            changed.add_pod(pod)
+            self._replace(changed)
+
+    def remove_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Takes ``pod`` off ``node_name`` in this snapshot only; ``restore`` undoes it."""
+        changed = self._changed_copy(node_name)
+        if changed is not None:
+            changed.remove_pod(pod.key)
+            self._replace(changed)
+
+    def restore(self) -> None:
+        """Puts back the cache's view of every node changed by ``add_pod``/``remove_pod``."""
+        originals, self._originals = self._originals, {}
+        for name, info in originals.items():
+            if name in self._map:  # a node dropped by ``relist`` meanwhile stays dropped
+                self._replace(info)
+
+    @property
+    def mutated(self) -> bool:
+        return bool(self._originals)
+
+    def _changed_copy(self, node_name: str) -> NodeInfo | None:
+        current = self._map.get(node_name)
+        if current is None:
+            return None
+        self._originals.setdefault(node_name, current)
+        # A copy per change: plugins may hold the NodeInfo of before (a cycle state's view of a node).
+        changed = current.clone()
+        changed.generation = next(_mutation_generations)
+        return changed

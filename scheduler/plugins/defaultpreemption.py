@@ -17,22 +17,28 @@ max(percentage of the potential nodes, absolute) nodes, from a random offset.
 With extenders configured, ``post_filter_with_extenders`` asks those with a ``preemptVerb`` about the
 candidates between the dry run and the choice (upstream's ``callExtenders``), awaited on the event loop.
 
-Pod groups (workload-aware preemption) are alpha upstream and not implemented.
+With GenericWorkload (beta, off by default) the plugin is ``WorkloadAwareDefaultPreemption``: it also
+preempts for a whole pod group (PodGroupPostFilter, ``scheduler.preemption.podgroup``), and its
+PreEnqueue holds a group's members while the group's preemption runs.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import Extenders
 from scheduler.framework.handle import Handle, PreemptionHandle
 from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
-from scheduler.framework.objects import pod_status
+from scheduler.framework.objects import namespace_of, pod_status
+from scheduler.framework.objects_scheduling import scheduling_group_name
+from scheduler.framework.podgroup import POD_KEY_TYPE, PodGroupInfo, PodGroupSchedulingFunc
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
@@ -40,6 +46,7 @@ from scheduler.plugins.helper.args import ArgsReader
 from scheduler.preemption.evaluator import Evaluator, calculate_num_candidates, random_offset
 from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
+from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
@@ -51,6 +58,7 @@ NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER_MSG = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING_MSG = "not eligible due to a terminating pod on the nominated node."
 WAITING_MSG = "waiting for the preemption for this pod to be finished"
+WAITING_GROUP_MSG = "waiting for the preemption for this pod group to be finished"
 PREEMPT_NEVER = "Never"
 
 
@@ -273,6 +281,63 @@ class DefaultPreemption:
             # Both groups were appended in their own order: most important first overall.
             victims = self.order_victims(victims, created)
         return victims, num_violating, None
+
+
+class WorkloadAwareDefaultPreemption(DefaultPreemption):
+    """DefaultPreemption under GenericWorkload (upstream's plugin with ``EnableGenericWorkload``)."""
+
+    def __init__(
+        self,
+        args: Mapping[str, Any] | None = None,
+        handle: Handle | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        super().__init__(args, handle, rng=rng)
+        assert handle is not None  # the parent refuses a missing handle
+        self._pod_groups = handle.lister(WORKLOAD_PODGROUPS)
+        self.pod_group_evaluator = PodGroupEvaluator(
+            self.name, self.handle, self._pdbs, self._pod_group_of, self._group_actuator
+        )
+
+    def _pod_group_of(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        name = scheduling_group_name(pod)
+        return self._pod_groups.get(name, namespace_of(pod)) if name else None
+
+    def _group_actuator(self) -> GroupActuator | None:
+        executor = self.handle.preemption_executor
+        return executor if isinstance(executor, GroupActuator) else None
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        start = time.perf_counter()
+        nominated, status = super().post_filter(state, pod, node_statuses)
+        # Upstream's evaluation time of a pod's preemption (registered with GenericWorkload).
+        code = "Success" if status is None else status.code.name
+        metrics.PREEMPTION_EVALUATION_DURATION.labels(POD_KEY_TYPE, code).observe(time.perf_counter() - start)
+        return nominated, status
+
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[Mapping[str, str] | None, Status | None]:
+        """Workload-aware preemption of the whole group (``PodGroupPostFilter``)."""
+        nominations, status = self.pod_group_evaluator.preempt(group, schedule)
+        metrics.WORKLOAD_PREEMPTION_ATTEMPTS.labels(status.code.name).inc()
+        if status.message():
+            status = Status(status.code, [f"pod group preemption: {status.message()}"], error=status.error)
+        return nominations, status
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        """A pod group's members wait while the group's preemption runs (keyed by the PodGroup); a pod
+        of a group whose PodGroup is unknown is not this plugin's to hold."""
+        if not scheduling_group_name(pod.pod):
+            return super().pre_enqueue(pod)
+        pod_group = self._pod_group_of(pod.pod)
+        executor = self.handle.preemption_executor
+        if pod_group is not None and executor is not None and executor.is_pod_running_preemption(pod_group):
+            return Status(Code.UnschedulableAndUnresolvable, [WAITING_GROUP_MSG])
+        return None
 
 
 def _prefixed(nominated: str | None, status: Status | None) -> tuple[str | None, Status | None]:

@@ -40,7 +40,11 @@ def pod_start_time(pod: PodInfo) -> float:
     return time.time() if started is None else started
 
 
-def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = None) -> list[PodInfo]:
+def by_importance(
+    pods: Sequence[PodInfo],
+    created: Mapping[str, int] | None = None,
+    rank: Mapping[str, int] | None = None,
+) -> list[PodInfo]:
     """Most important first, as upstream's ``sort.Slice(victims, MoreImportantVictim)`` (v1.37) leaves
     them, Go's sort replayed (``scheduler.preemption.gosort``).
 
@@ -49,10 +53,16 @@ def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = N
     or ``time.Now()`` then for a pod no kubelet started. Those readings follow the node's pod order,
     so of two unstarted pods of one priority the one earlier on the node (``created``: pod key -> its
     index there; the input order by default) is the more important. (v1.36 read ``time.Now()`` at each
-    comparison, so ``less`` held both ways and Go's algorithm decided.)"""
+    comparison, so ``less`` held both ways and Go's algorithm decided.)
+
+    ``rank`` (pod key -> rank; absent is 1): with GenericWorkload, MoreImportantVictim ranks a victim of
+    one priority by its type before its start: a pod of a pod group (2) before a lone pod (1)."""
     order = created if created is not None else {p.key: i for i, p in enumerate(pods)}
     out = list(pods)
-    sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
+    if rank:
+        sort_slice(out, lambda a, b: _more_important_ranked(a, b, order, rank))
+    else:
+        sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
     return out
 
 
@@ -64,6 +74,16 @@ def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
     out = list(pods)
     sort_slice(out, more_important_as_go_sees_it)
     return out
+
+
+def _more_important_ranked(
+    a: PodInfo, b: PodInfo, created: Mapping[str, int], rank: Mapping[str, int]
+) -> bool:
+    if a.priority == b.priority:
+        rank_a, rank_b = rank.get(a.key, 1), rank.get(b.key, 1)
+        if rank_a != rank_b:
+            return rank_a > rank_b
+    return _more_important_victim(a, b, created)
 
 
 def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -> bool:
