@@ -198,8 +198,8 @@ class Snapshot:
             if name in self._map:  # a node dropped by ``relist`` meanwhile stays dropped
                 self._replace(info)
 
-    @property
-    def mutated(self) -> bool:
+    def has_changes(self) -> bool:
+        """Whether ``add_pod``/``remove_pod`` changed a node since the last ``restore``."""
         return bool(self._originals)
 
     def _changed_copy(self, node_name: str) -> NodeInfo | None:

@@ -137,7 +137,7 @@ async def test_a_gang_that_cannot_reach_min_count_stops_at_placement_feasible_an
     assert counted(metrics.POD_GROUP_UNSCHEDULABLE) == before + 1
     # Nothing is held: no pod assumed, and the snapshot is the cache's again.
     assert gang.env.cache.assumed_count() == 0
-    assert not gang.env.sched.snapshot.mutated
+    assert not gang.env.sched.snapshot.has_changes()
     assert all(not node.pods for node in gang.env.sched.snapshot.node_infos())
     assert gang.env.rest.bindings() == {}
 
