@@ -318,6 +318,14 @@ class WorkloadAwareDefaultPreemption(DefaultPreemption):
         metrics.PREEMPTION_EVALUATION_DURATION.labels(POD_KEY_TYPE, code).observe(time.perf_counter() - start)
         return nominated, status
 
+    # A pod's own preemption, as upstream's with GenericWorkload: a pod group member's priority is its
+    # PodGroup's, and of victims of one priority a pod group's member is the more important.
+    def is_preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return self.pod_group_evaluator.victim_priority(victim) < preemptor.priority
+
+    def order_victims(self, pods: Sequence[PodInfo], created: Mapping[str, int]) -> list[PodInfo]:
+        return by_importance(pods, created, {p.key: 2 for p in pods if scheduling_group_name(p.pod)})
+
     def pod_group_post_filter(
         self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
     ) -> tuple[Mapping[str, str] | None, Status | None]:

@@ -132,7 +132,7 @@ class PodGroupEvaluator:
             if node is None:
                 continue
             for pod in node.pods.values():
-                if self._priority(pod) < priority and terminating_by_preemption(pod.pod):
+                if self.victim_priority(pod) < priority and terminating_by_preemption(pod.pod):
                     return True
         return False
 
@@ -150,7 +150,9 @@ class PodGroupEvaluator:
         for node in snapshot.node_infos():
             for pod in node.pods.values():
                 created.setdefault(pod.key, len(created))
-                victim = _Victim(pod, node.name, self._priority(pod), bool(scheduling_group_name(pod.pod)))
+                victim = _Victim(
+                    pod, node.name, self.victim_priority(pod), bool(scheduling_group_name(pod.pod))
+                )
                 if victim.priority < priority:
                     potential.append(victim)
         if not potential:
@@ -226,7 +228,7 @@ class PodGroupEvaluator:
             nominations={a.pod.key: a.node_name for a in placed},
         )
 
-    def _priority(self, pod: PodInfo) -> int:
+    def victim_priority(self, pod: PodInfo) -> int:
         """Upstream's GetPodPriority: a pod group member's is its PodGroup's, when the PodGroup is known."""
         if scheduling_group_name(pod.pod):
             pod_group = self._pod_group_of(pod.pod)

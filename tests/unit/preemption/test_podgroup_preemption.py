@@ -16,7 +16,8 @@ from scheduler.framework.types import PodInfo
 from scheduler.plugins.defaultpreemption import WorkloadAwareDefaultPreemption
 from tests.unit.cycle.test_schedule_one_podgroup import Gang, low, member, pod_group
 from tests.unit.fakes import PROFILE, CoreEnv, make_node, wait_for
-from tests.unit.preemption.test_preemption_cycle import deletes
+from tests.unit.fakes import make_pod as make_pod_named
+from tests.unit.preemption.test_preemption_cycle import deletes, with_priority
 
 MakeEnv = Callable[..., CoreEnv]
 
@@ -182,3 +183,24 @@ async def test_a_preemption_still_under_way_on_the_nominated_nodes_is_not_repeat
     assert nominations == {"default/vip-0": "n1", "default/vip-1": ""}
     await wait_for(lambda: env.sched.preemption.in_flight == 0)
     assert deletes(env) == []
+
+
+async def test_a_pods_own_preemption_ranks_pod_group_members_above_lone_pods(make_env: MakeEnv) -> None:
+    """With GenericWorkload, MoreImportantVictim ranks a victim's type after its priority: of two pods
+    of one priority started together, the lone pod goes before the pod group's member; and a member's
+    priority is its PodGroup's (GetPodPriority)."""
+    gang, _ = setup(make_env)
+    plugin = plugin_of(gang)
+    lone = PodInfo(low("lone", "n1", "2024-01-01T00:00:00Z"))
+    grouped = member("grouped", "vips", "1", 10)
+    grouped["spec"]["nodeName"] = "n1"
+    grouped["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    in_group = PodInfo(grouped)
+    created = {"default/lone": 0, "default/grouped": 1}
+    assert [p.name for p in plugin.order_victims([lone, in_group], created)] == ["grouped", "lone"]
+    node = gang.env.sched.snapshot.get("n1")
+    assert node is not None
+    preemptor = PodInfo(with_priority(make_pod_named("preemptor"), 500))
+    # "grouped" says priority 10, but its PodGroup "vips" has 1000: not below the preemptor's 500.
+    assert plugin.is_preemption_allowed(node, lone, preemptor)
+    assert not plugin.is_preemption_allowed(node, in_group, preemptor)
