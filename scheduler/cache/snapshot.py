@@ -37,6 +37,7 @@ class Snapshot:
         "_list",
         "_map",
         "_originals",
+        "_stale_rows",
         "_tree_version",
         "_with_affinity",
         "_with_required_anti_affinity",
@@ -62,6 +63,9 @@ class Snapshot:
         self._with_required_anti_affinity: dict[str, NodeInfo] = {}
         # The cache's clones of the nodes changed by ``add_pod``/``remove_pod`` since ``restore``.
         self._originals: dict[str, NodeInfo] = {}
+        # Column rows of nodes changed inside the snapshot, brought up to date when the columns are next
+        # read: a what-if run changes thousands of nodes and reads no column in between.
+        self._stale_rows: dict[int, NodeInfo] = {}
 
     # -- SnapshotLister ------------------------------------------------------------------------------
 
@@ -89,6 +93,11 @@ class Snapshot:
         snapshot's own specs plus ``required`` (a profile's columns; built once, then kept)."""
         if self._columns is None:
             self._columns = NodeColumns(self._list, self._column_specs)
+            self._stale_rows.clear()
+        elif self._stale_rows:
+            for position, info in self._stale_rows.items():
+                self._columns.set(position, info)
+            self._stale_rows.clear()
         if required:
             self._columns.require(required)
         return self._columns
@@ -135,14 +144,18 @@ class Snapshot:
         self._originals.pop(info.name, None)
         self._replace(info)
 
-    def _replace(self, info: NodeInfo) -> None:
+    def _replace(self, info: NodeInfo, *, defer_columns: bool = False) -> None:
         self._map[info.name] = info
         self._track_pod_affinity(info)
         position = self._index.get(info.name)
         if position is not None:
             self._list[position] = info
             if self._columns is not None:
-                self._columns.set(position, info)
+                if defer_columns:
+                    self._stale_rows[position] = info
+                else:
+                    self._stale_rows.pop(position, None)
+                    self._columns.set(position, info)
 
     def relist(self, names: Sequence[str], tree_version: int) -> list[str]:
         """Rebuilds the list in ``names`` order (the cache's tree at ``tree_version``), dropping nodes
@@ -166,6 +179,7 @@ class Snapshot:
             # Rows moved: rebuild on next use, keeping every column asked for so far.
             self._column_specs = self._columns.specs
             self._columns = None
+            self._stale_rows.clear()
         return missing
 
     def share_image_counts(self, counts: Mapping[str, int], sizes: Mapping[str, int]) -> None:
@@ -182,32 +196,34 @@ class Snapshot:
         changed = self._changed_copy(node_name)
         if changed is not None:
             changed.add_pod(pod)
-            self._replace(changed)
+            self._replace(changed, defer_columns=True)
 
     def remove_pod(self, pod: PodInfo, node_name: str) -> None:
         """Takes ``pod`` off ``node_name`` in this snapshot only; ``restore`` undoes it."""
         changed = self._changed_copy(node_name)
         if changed is not None:
             changed.remove_pod(pod.key)
-            self._replace(changed)
+            self._replace(changed, defer_columns=True)
 
     def restore(self) -> None:
         """Puts back the cache's view of every node changed by ``add_pod``/``remove_pod``."""
         originals, self._originals = self._originals, {}
         for name, info in originals.items():
             if name in self._map:  # a node dropped by ``relist`` meanwhile stays dropped
-                self._replace(info)
+                self._replace(info, defer_columns=True)
 
     def has_changes(self) -> bool:
         """Whether ``add_pod``/``remove_pod`` changed a node since the last ``restore``."""
         return bool(self._originals)
 
     def _changed_copy(self, node_name: str) -> NodeInfo | None:
+        """The node's own copy for changes (made on its first change since ``restore``; the cache's
+        clone stays as it was, to be put back), with a new generation for every change."""
         current = self._map.get(node_name)
         if current is None:
             return None
-        self._originals.setdefault(node_name, current)
-        # A copy per change: plugins may hold the NodeInfo of before (a cycle state's view of a node).
-        changed = current.clone()
-        changed.generation = next(_mutation_generations)
-        return changed
+        if node_name not in self._originals:
+            self._originals[node_name] = current
+            current = current.clone()
+        current.generation = next(_mutation_generations)
+        return current

@@ -488,8 +488,14 @@ def test_pods_counted_in_the_snapshot_only_until_restore() -> None:
     # The cache never heard of it, nor of the removal.
     assert cache.node_info("n1").pods == {}  # type: ignore[union-attr]
     assert list(cache.node_info("n2").pods) == ["ns/running"]  # type: ignore[union-attr]
-    # The node held by a caller before the change is not changed under it.
+    # The NodeInfo of before the first change (the cache's clone) is kept as it was, to be put back.
     assert before["n1"].pods == {}
+    # Every change is a new generation (caches keyed by generation see each one).
+    first = n1.generation
+    snapshot.remove_pod(trial, "n1")
+    again = snapshot.get("n1")
+    assert again is not None and again.generation < first and not again.pods
+    snapshot.add_pod(trial, "n1")
 
     snapshot.restore()
     assert {info.name: info for info in snapshot.node_infos()} == before
