@@ -157,6 +157,17 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
 
     wait_for(lambda: seen() == set(wanted), 60, "each kind of FailedScheduling for the big gang")
     assert all(any(re.fullmatch(rx, m) for rx in wanted.values()) for m in big_messages()), big_messages()
+
+    # The pending gang is one queued "podgroup" entity (v1.37's queued_entities), for both schedulers.
+    def podgroup_entities() -> float:
+        samples = schedulers.metrics(scheduler)
+        return sum(
+            v
+            for (name, labels), v in samples.items()
+            if name == "scheduler_queued_entities" and dict(labels).get("type") == "podgroup"
+        )
+
+    wait_for(lambda: podgroup_entities() >= 1, 30, "the pending gang counted as a podgroup entity")
     # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
     # "fits") are placed while it keeps retrying.
     create(
