@@ -510,10 +510,11 @@ def leader_slowpath(name: str) -> None:
 
 
 def observe_preemption_disruptions(preemptor: str, disruptions: int, pdb_violations: int) -> None:
-    """Part of upstream's executor ``observeVictims``: how many victims of one preemption were pod group
-    members (units of a workload), and how many budgets they break, by who preempted (``pod`` or
-    ``podgroup``). The victim count itself is ``scheduler_preemption_victims`` for a pod and
-    ``scheduler_workload_preemption_victims`` for a pod group."""
+    """Part of upstream's executor ``observeVictims``: the workload units one preemption evicts (a pod
+    group's member, or a whole PodGroup in disruption mode all; a pod's preemption counts none, as
+    upstream's candidates of a pod carry none) and the budgets its victims break, by who preempted
+    (``pod`` or ``podgroup``). The victim count itself is ``scheduler_preemption_victims`` for a pod
+    and ``scheduler_workload_preemption_victims`` for a pod group."""
     if disruptions > 0:
         PREEMPTION_WORKLOAD_DISRUPTIONS.labels(preemptor).observe(disruptions)
     if pdb_violations > 0:

@@ -48,6 +48,8 @@ from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
+from scheduler.preemption.victims import Victim, split_by_budgets, victims_on
+from scheduler.preemption.victims import by_importance as victims_by_importance
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 ARGS_KIND = "DefaultPreemptionArgs"
@@ -319,12 +321,73 @@ class WorkloadAwareDefaultPreemption(DefaultPreemption):
         return nominated, status
 
     # A pod's own preemption, as upstream's with GenericWorkload: a pod group member's priority is its
-    # PodGroup's, and of victims of one priority a pod group's member is the more important.
+    # PodGroup's, of victims of one priority a pod group's is the more important, and the members of a
+    # PodGroup in disruptionMode all are one victim, wherever they run.
     def is_preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
         return self.pod_group_evaluator.victim_priority(victim) < preemptor.priority
 
-    def order_victims(self, pods: Sequence[PodInfo], created: Mapping[str, int]) -> list[PodInfo]:
-        return by_importance(pods, created, {p.key: 2 for p in pods if scheduling_group_name(p.pod)})
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status | None]:
+        """Upstream's SelectVictimsOnNode with the node's victims (``victims_on``): only this node (a
+        copy) changes; the pods of a victim on other nodes are taken off and given back through the
+        PreFilter extensions only, with those nodes as the snapshot has them. Returns every pod of the
+        chosen victims (those on other nodes too), most important victim first."""
+        handle = self.handle
+        snapshot = handle.snapshot
+        main = node.name
+
+        def move(victim: Victim, back: bool) -> Status | None:
+            for member in victim.pods:
+                target = node if member.node_name == main else snapshot.get(member.node_name)
+                if target is None:
+                    continue
+                if member.node_name == main:
+                    if back:
+                        node.add_pod(member)
+                    else:
+                        node.remove_pod(member.key)
+                extension = (
+                    handle.run_pre_filter_extension_add_pod
+                    if back
+                    else handle.run_pre_filter_extension_remove_pod
+                )
+                status = extension(state, pod, member, target)
+                if status is not None:
+                    return status
+            return None
+
+        potential = [v for v in victims_on([node], snapshot, self._pod_group_of) if v.priority < pod.priority]
+        if not potential:
+            return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
+        for victim in potential:
+            status = move(victim, back=False)
+            if status is not None:
+                return [], 0, status
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if status is not None:
+            return [], 0, status
+        violating, non_violating = split_by_budgets(victims_by_importance(potential), pdbs)
+        chosen: list[Victim] = []
+        num_violating = 0
+        for victim, count in [*violating, *((v, 0) for v in non_violating)]:
+            status = move(victim, back=True)
+            if status is not None:
+                return [], 0, status
+            if handle.run_filter_plugins_with_nominated_pods(state, pod, node) is None:
+                continue
+            status = move(victim, back=False)
+            if status is not None:
+                return [], 0, status
+            chosen.append(victim)
+            num_violating += count
+        if violating and non_violating:
+            chosen = victims_by_importance(chosen)
+        return [member for victim in chosen for member in victim.pods], num_violating, None
 
     def pod_group_post_filter(
         self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc

@@ -11,9 +11,10 @@ hierarchies (CompositePodGroup, alpha: refused). A pod joins a group with
   ``minCount`` wake it through queueing hints.
 * PreFilter (py-scheduler's): refuses, naming the field, a PodGroup that uses a field py-scheduler does
   not implement (topology constraints, PodGroup resource claims, a composite parent, a preemption
-  policy, disruption mode ``all``, which makes the group one preemption victim). Upstream has no such
-  check because it implements them. ``priority`` (set by the API server's Priority admission on every
-  PodGroup since v1.37) is accepted; the pod group cycle checks the members agree with it.
+  policy). Upstream has no such check because it implements them. ``disruptionMode`` is honoured by
+  preemption (``scheduler.preemption.victims``). ``priority`` (set by the API server's Priority
+  admission on every PodGroup since v1.37) is accepted; the pod group cycle checks the members agree
+  with it.
 * PlacementFeasible, asked by the pod group cycle before and after each member it tries: Unschedulable
   "minCount (N) cannot be satisfied: S scheduled, R remaining" once too few members are left, Wait
   "minCount (N) is not yet satisfied: ..." until ``minCount`` are placed, then Success.
@@ -45,7 +46,6 @@ from scheduler.framework import (
 )
 from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
 from scheduler.framework.objects_scheduling import (
-    pod_group_disruption_mode,
     pod_group_scheduling_policy,
     pod_group_spec,
     scheduling_group_name,
@@ -98,11 +98,6 @@ def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str]
         return "parentCompositePodGroupName", "CompositePodGroup"
     if spec.get("preemptionPolicy"):
         return "preemptionPolicy", "PodGroupPreemptionPolicy"
-    # v1beta1's disruptionMode is {single: {}} or {all: {}}; single (members preempted one by one) is
-    # what py-scheduler does, all needs upstream's workload-aware preemption (PodGroupPostFilter).
-    mode = pod_group_disruption_mode(pod_group)
-    if mode is not None and mode.get("all") is not None:
-        return "disruptionMode all", "GenericWorkload's preemption of whole pod groups"
     return None
 
 

@@ -21,7 +21,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.objects import pod_status
-from scheduler.framework.objects_scheduling import scheduling_group_name
 from scheduler.framework.podgroup import POD_KEY_TYPE
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
@@ -134,9 +133,9 @@ class Evaluator:
             return None, Status(Code.Unschedulable, ["no candidate node for preemption"])
         actuator = self._actuator()
         if actuator is not None:
-            # Upstream's observeVictims (the victim count is the executor's): registered with GenericWorkload.
-            in_groups = sum(1 for victim in best.victims if scheduling_group_name(victim.pod))
-            metrics.observe_preemption_disruptions(POD_KEY_TYPE, in_groups, best.num_pdb_violations)
+            # Upstream's observeVictims (the victim count is the executor's; a pod's candidate counts no
+            # workload disruption): registered with GenericWorkload.
+            metrics.observe_preemption_disruptions(POD_KEY_TYPE, 0, best.num_pdb_violations)
             status = actuator.actuate(pod, best.name, best.victims, self.plugin_name)
             if status is not None:
                 return None, status

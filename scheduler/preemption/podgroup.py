@@ -10,9 +10,9 @@ before the others), each kept only if every member still passes Filter where the
 earlier members counted there. What could not be given back is evicted by the Executor, and the
 members are nominated where the run put them.
 
-Victims are single pods: a PodGroup with ``disruptionMode: {all: {}}`` (its members evicted together)
-is refused by GangScheduling, naming the field. PodGroupPreemptionPolicy (alpha) is off: a group may not
-preempt when any member says ``preemptionPolicy: Never``.
+A victim is one pod, or every scheduled member of a PodGroup in ``disruptionMode: {all: {}}`` on any
+nodes, given back or evicted as one (``scheduler.preemption.victims``). PodGroupPreemptionPolicy (alpha)
+is off: a group may not preempt when any member says ``preemptionPolicy: Never``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from scheduler import metrics
 from scheduler.framework.handle import PreemptionHandle
 from scheduler.framework.objects import pod_status
-from scheduler.framework.objects_scheduling import pod_group_priority, scheduling_group_name
+from scheduler.framework.objects_scheduling import pod_group_priority
 from scheduler.framework.podgroup import (
     POD_GROUP_KEY_TYPE,
     MutableSnapshot,
@@ -35,15 +35,21 @@ from scheduler.framework.podgroup import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
-from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation
-from scheduler.preemption.pods import by_importance, terminating_by_preemption
+from scheduler.preemption.pdb import PodDisruptionBudget
+from scheduler.preemption.pods import terminating_by_preemption
+from scheduler.preemption.victims import (
+    RANK_POD_GROUP,
+    Victim,
+    by_importance,
+    split_by_budgets,
+    victim_priority,
+    victims_on,
+)
 
 NO_VICTIMS_MSG = "No preemption victims found for incoming preemptor"
 NOT_ELIGIBLE_NEVER_MSG = "not eligible due to preemptionPolicy=Never."
 ONGOING_MSG = "ongoing preemption on nominated nodes"
 PREEMPT_NEVER = "Never"
-# MoreImportantVictim's rank of a victim's type: a pod group's pod above a lone pod.
-_RANK_POD_GROUP = 2
 
 
 @runtime_checkable
@@ -57,14 +63,6 @@ class GroupActuator(Protocol):
         victims: Sequence[PodInfo],
         plugin: str,
     ) -> Status | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Victim:
-    pod: PodInfo
-    node_name: str
-    priority: int
-    in_group: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,52 +143,45 @@ class PodGroupEvaluator:
         if not isinstance(snapshot, MutableSnapshot):
             return Status.as_error("pod group preemption needs a snapshot it can change")
         handle = self._handle
-        potential: list[_Victim] = []
-        created: dict[str, int] = {}
-        for node in snapshot.node_infos():
-            for pod in node.pods.values():
-                created.setdefault(pod.key, len(created))
-                victim = _Victim(
-                    pod, node.name, self.victim_priority(pod), bool(scheduling_group_name(pod.pod))
-                )
-                if victim.priority < priority:
-                    potential.append(victim)
+        potential = [
+            v
+            for v in victims_on(snapshot.node_infos(), snapshot, self._pod_group_of)
+            if v.priority < priority
+        ]
         if not potential:
             return Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
         for victim in potential:
-            snapshot.remove_pod(victim.pod, victim.node_name)
+            for pod in victim.pods:
+                snapshot.remove_pod(pod, pod.node_name)
         assignments, status = schedule()
         if status is not None and status.code is not Code.Success:
             return status
-        by_key = {v.pod.key: v for v in potential}
-        rank = {v.pod.key: _RANK_POD_GROUP for v in potential if v.in_group}
-        ordered = by_importance([v.pod for v in potential], created, rank)
-        violating, non_violating = filter_pods_with_pdb_violation(ordered, self._pdbs())
+        violating, non_violating = split_by_budgets(by_importance(potential), self._pdbs())
         placed = [a for a in assignments if a.node_name]
 
-        def add_back(victim: _Victim) -> Status | None:
-            snapshot.add_pod(victim.pod, victim.node_name)
-            node = snapshot.get(victim.node_name)
-            for a in placed:
-                if node is not None and (
-                    error := handle.run_pre_filter_extension_add_pod(a.state, a.pod, victim.pod, node)
-                ):
-                    return error
+        def move(victim: Victim, back: bool) -> Status | None:
+            """Every pod of ``victim`` back on (or off) its node, with the members' PreFilter state."""
+            for pod in victim.pods:
+                if back:
+                    snapshot.add_pod(pod, pod.node_name)
+                else:
+                    snapshot.remove_pod(pod, pod.node_name)
+                node = snapshot.get(pod.node_name)
+                if node is None:
+                    continue
+                for a in placed:
+                    error = (
+                        handle.run_pre_filter_extension_add_pod(a.state, a.pod, pod, node)
+                        if back
+                        else handle.run_pre_filter_extension_remove_pod(a.state, a.pod, pod, node)
+                    )
+                    if error is not None:
+                        return error
             return None
 
-        def take_off(victim: _Victim) -> Status | None:
-            snapshot.remove_pod(victim.pod, victim.node_name)
-            node = snapshot.get(victim.node_name)
-            for a in placed:
-                if node is not None and (
-                    error := handle.run_pre_filter_extension_remove_pod(a.state, a.pod, victim.pod, node)
-                ):
-                    return error
-            return None
-
-        def reprieve(victim: _Victim) -> bool | Status:
+        def reprieve(victim: Victim) -> bool | Status:
             """Give ``victim`` back; True when every member still fits where the run put it."""
-            error = add_back(victim)
+            error = move(victim, back=True)
             if error is not None:
                 return error
             assumed: list[ProposedAssignment] = []
@@ -200,7 +191,7 @@ class PodGroupEvaluator:
                     if node is None or (
                         handle.run_filter_plugins_with_nominated_pods(a.state, a.pod, node) is not None
                     ):
-                        error = take_off(victim)
+                        error = move(victim, back=False)
                         return error if error is not None else False
                     # The earlier members count where they go for the later ones' Filter.
                     a.assume()
@@ -210,28 +201,23 @@ class PodGroupEvaluator:
                 for a in reversed(assumed):
                     a.forget()
 
-        to_preempt: list[PodInfo] = []
+        to_preempt: list[Victim] = []
         num_violating = 0
-        for pods, violates in ((violating, True), (non_violating, False)):
-            for pod in pods:
-                kept = reprieve(by_key[pod.key])
-                if isinstance(kept, Status):
-                    return kept
-                if not kept:
-                    to_preempt.append(pod)
-                    num_violating += int(violates)
-        to_preempt = by_importance(to_preempt, created, rank)
+        for victim, count in [*violating, *((v, 0) for v in non_violating)]:
+            kept = reprieve(victim)
+            if isinstance(kept, Status):
+                return kept
+            if not kept:
+                to_preempt.append(victim)
+                num_violating += count
+        to_preempt = by_importance(to_preempt)
         return PodGroupPreemption(
-            victims=tuple(to_preempt),
+            victims=tuple(pod for victim in to_preempt for pod in victim.pods),
             num_pdb_violations=num_violating,
-            num_pod_group_disruptions=sum(1 for p in to_preempt if by_key[p.key].in_group),
+            num_pod_group_disruptions=sum(1 for v in to_preempt if v.rank >= RANK_POD_GROUP),
             nominations={a.pod.key: a.node_name for a in placed},
         )
 
     def victim_priority(self, pod: PodInfo) -> int:
         """Upstream's GetPodPriority: a pod group member's is its PodGroup's, when the PodGroup is known."""
-        if scheduling_group_name(pod.pod):
-            pod_group = self._pod_group_of(pod.pod)
-            if pod_group is not None:
-                return pod_group_priority(pod_group)
-        return pod.priority
+        return victim_priority(pod, self._pod_group_of)

@@ -34,17 +34,18 @@ def _parse_rfc3339(value: str) -> float | None:
         return None
 
 
+def started_at(pod: PodInfo) -> float | None:
+    """``status.startTime``, or None for a pod no kubelet has started."""
+    return _parse_time(pod_status(pod.pod).get("startTime"))
+
+
 def pod_start_time(pod: PodInfo) -> float:
     """``GetPodStartTime``: ``status.startTime``, or now for a pod the kubelet has not started."""
     started = _parse_time(pod_status(pod.pod).get("startTime"))
     return time.time() if started is None else started
 
 
-def by_importance(
-    pods: Sequence[PodInfo],
-    created: Mapping[str, int] | None = None,
-    rank: Mapping[str, int] | None = None,
-) -> list[PodInfo]:
+def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = None) -> list[PodInfo]:
     """Most important first, as upstream's ``sort.Slice(victims, MoreImportantVictim)`` (v1.37) leaves
     them, Go's sort replayed (``scheduler.preemption.gosort``).
 
@@ -53,16 +54,11 @@ def by_importance(
     or ``time.Now()`` then for a pod no kubelet started. Those readings follow the node's pod order,
     so of two unstarted pods of one priority the one earlier on the node (``created``: pod key -> its
     index there; the input order by default) is the more important. (v1.36 read ``time.Now()`` at each
-    comparison, so ``less`` held both ways and Go's algorithm decided.)
-
-    ``rank`` (pod key -> rank; absent is 1): with GenericWorkload, MoreImportantVictim ranks a victim of
-    one priority by its type before its start: a pod of a pod group (2) before a lone pod (1)."""
+    comparison, so ``less`` held both ways and Go's algorithm decided.) With GenericWorkload the
+    victims are ``scheduler.preemption.victims``'s."""
     order = created if created is not None else {p.key: i for i, p in enumerate(pods)}
     out = list(pods)
-    if rank:
-        sort_slice(out, lambda a, b: _more_important_ranked(a, b, order, rank))
-    else:
-        sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
+    sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
     return out
 
 
@@ -74,16 +70,6 @@ def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
     out = list(pods)
     sort_slice(out, more_important_as_go_sees_it)
     return out
-
-
-def _more_important_ranked(
-    a: PodInfo, b: PodInfo, created: Mapping[str, int], rank: Mapping[str, int]
-) -> bool:
-    if a.priority == b.priority:
-        rank_a, rank_b = rank.get(a.key, 1), rank.get(b.key, 1)
-        if rank_a != rank_b:
-            return rank_a > rank_b
-    return _more_important_victim(a, b, created)
 
 
 def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -> bool:

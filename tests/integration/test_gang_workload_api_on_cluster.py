@@ -65,8 +65,17 @@ SCHEDULERS = ["py-scheduler", "default-scheduler"]
 CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 
-def pod_group(api_client: Any, namespace: str, name: str, min_count: int, priority_class: str = "") -> None:
+def pod_group(
+    api_client: Any,
+    namespace: str,
+    name: str,
+    min_count: int,
+    priority_class: str = "",
+    disruption_mode: str = "",
+) -> None:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if disruption_mode:
+        spec["disruptionMode"] = {disruption_mode: {}}
     if priority_class:
         # v1.37: the members must have the PodGroup's priority (kube-scheduler's validatePodGroup).
         spec["priorityClassName"] = priority_class
@@ -314,6 +323,70 @@ def test_a_gang_preempts_one_victim_on_each_node_and_binds_once_they_are_gone(
                     frozenset({("result", result), ("profile", "py-scheduler")}),
                 )
                 assert samples.get(key, 0) >= 1, (result, sorted(k for k in samples if "podgroup" in k[0]))
+    finally:
+        for cls in classes:
+            scheduling.delete_priority_class(f"{cls}-{run_id}", _preload_content=False)
+
+
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
+def test_a_pod_group_in_disruption_mode_all_is_evicted_whole_across_nodes(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: Schedulers, scheduler: str
+) -> None:
+    """A pod's own preemption with GenericWorkload: the members of a PodGroup in ``disruptionMode: {all:
+    {}}`` are one victim, wherever they run. w0 holds one member and a plain pod, w1 the other member;
+    a 2-CPU pod preempts on w1, where evicting the group is enough, and the group's member on w0 goes
+    too; the plain pod stays. The same for both schedulers."""
+    scheduling: Any = k8s.SchedulingV1Api(api_client)
+    classes = {"low": 10, "high": 1000}
+    for cls, value in classes.items():
+        scheduling.create_priority_class(
+            body={"metadata": {"name": f"{cls}-{run_id}"}, "value": value}, _preload_content=False
+        )
+    try:
+        nodes(api_client, run_id, 2, cpu="2")
+        pod_group(api_client, namespace, "whole", 2, priority_class=f"low-{run_id}", disruption_mode="all")
+        running = [
+            member("whole-0", run_id, scheduler, "whole", "1"),
+            member("whole-1", run_id, scheduler, "whole", "1"),
+            make_pod("plain-0", run_id, cpu="1"),
+        ]
+        for pod, node in zip(running, (0, 1, 0), strict=True):
+            pod["spec"]["nodeName"] = f"w{node}-{run_id}"
+            pod["spec"]["priorityClassName"] = f"low-{run_id}"
+        create(core_v1, namespace, running)
+        for pod in running:
+            core_v1.patch_namespaced_pod_status(
+                pod["metadata"]["name"],
+                namespace,
+                {"status": {"startTime": "2024-01-01T00:00:00Z"}},
+                _preload_content=False,
+            )
+        wait_for(
+            lambda: all(p["status"].get("startTime") for p in list_pods(core_v1, namespace)),
+            30,
+            "the running pods' start times",
+        )
+        preemptor = make_pod("preemptor", run_id, cpu="2", scheduler_name=scheduler)
+        preemptor["spec"]["priorityClassName"] = f"high-{run_id}"
+        create(core_v1, namespace, [preemptor])
+        wait_for(lambda: bound(core_v1, namespace, "preemptor") == 1, 90, "the preemptor bound")
+        pods = {p["metadata"]["name"]: p for p in list_pods(core_v1, namespace)}
+        assert pods["preemptor"]["spec"]["nodeName"] == f"w1-{run_id}"
+        assert sorted(name for name in pods if name != "preemptor") == ["plain-0"]
+        evicted = {
+            e["involvedObject"]["name"]
+            for e in list_events(core_v1, namespace)
+            if e.get("reason") == "Preempted"
+        }
+        assert evicted == {"whole-0", "whole-1"}, evicted
+        # As upstream: a pod's candidate counts no workload disruption (only a pod group's preemption
+        # observes scheduler_preemption_workload_disruptions).
+        samples = schedulers.metrics(scheduler)
+        disruptions = (
+            "scheduler_preemption_workload_disruptions_count",
+            frozenset({("preemptor", "pod")}),
+        )
+        assert samples.get(disruptions, 0) == 0, sorted(k for k in samples if "disruption" in k[0])
     finally:
         for cls in classes:
             scheduling.delete_priority_class(f"{cls}-{run_id}", _preload_content=False)

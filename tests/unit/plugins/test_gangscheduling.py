@@ -223,8 +223,6 @@ async def test_permit_errors_when_the_pod_group_is_gone() -> None:
          "TopologyAwareWorkloadScheduling"),
         ({"resourceClaims": [{"name": "c", "resourceClaimName": "x"}]}, "resourceClaims",
          "DRAWorkloadResourceClaims"),
-        ({"disruptionMode": {"all": {}}}, "disruptionMode all",
-         "GenericWorkload's preemption of whole pod groups"),
         ({"parentCompositePodGroupName": "top"}, "parentCompositePodGroupName", "CompositePodGroup"),
         ({"preemptionPolicy": "Never"}, "preemptionPolicy", "PodGroupPreemptionPolicy"),
     ],
@@ -240,13 +238,14 @@ async def test_pre_filter_refuses_unsupported_pod_group_fields_by_name(
     )
 
 
-async def test_pre_filter_accepts_what_the_api_server_defaults() -> None:
-    # v1beta1: the Priority admission plugin sets spec.priority on every PodGroup (since v1.37); a
-    # single disruption mode is what py-scheduler does; constraints may be serialised as null.
+@pytest.mark.parametrize("mode", [{"single": {}}, {"all": {}}], ids=["single", "all"])
+async def test_pre_filter_accepts_what_the_api_server_defaults(mode: dict[str, Any]) -> None:
+    # v1beta1: the Priority admission plugin sets spec.priority on every PodGroup (since v1.37); either
+    # disruption mode is honoured (by preemption); constraints may be serialised as null.
     group = pod_group(
         "pg1",
         1,
-        disruptionMode={"single": {}},
+        disruptionMode=mode,
         schedulingConstraints=None,
         priorityClassName="high",
         priority=1000,

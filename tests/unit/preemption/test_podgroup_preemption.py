@@ -185,22 +185,75 @@ async def test_a_preemption_still_under_way_on_the_nominated_nodes_is_not_repeat
     assert deletes(env) == []
 
 
-async def test_a_pods_own_preemption_ranks_pod_group_members_above_lone_pods(make_env: MakeEnv) -> None:
-    """With GenericWorkload, MoreImportantVictim ranks a victim's type after its priority: of two pods
-    of one priority started together, the lone pod goes before the pod group's member; and a member's
-    priority is its PodGroup's (GetPodPriority)."""
-    gang, _ = setup(make_env)
-    plugin = plugin_of(gang)
-    lone = PodInfo(low("lone", "n1", "2024-01-01T00:00:00Z"))
-    grouped = member("grouped", "vips", "1", 10)
-    grouped["spec"]["nodeName"] = "n1"
-    grouped["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
-    in_group = PodInfo(grouped)
-    created = {"default/lone": 0, "default/grouped": 1}
-    assert [p.name for p in plugin.order_victims([lone, in_group], created)] == ["grouped", "lone"]
-    node = gang.env.sched.snapshot.get("n1")
+def running_member(name: str, group: str, node: str, priority: int = 10) -> dict[str, Any]:
+    pod = member(name, group, "1", priority)
+    pod["spec"]["nodeName"] = node
+    pod["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    return pod
+
+
+def whole_group(name: str, priority: int = 10) -> dict[str, Any]:
+    group = pod_group(name, 1, priority=priority)
+    group["spec"]["disruptionMode"] = {"all": {}}
+    return group
+
+
+def single_pod_victims(gang: Gang, preemptor: PodInfo, node_name: str) -> list[str]:
+    """What a pod's own preemption (DefaultPreemption's PostFilter dry run) would evict for it there."""
+    env = gang.env
+    env.cache.update_snapshot(env.sched.snapshot)
+    state = env.fwk.new_cycle_state()
+    env.fwk.run_pre_filter(state, preemptor, env.sched.snapshot.node_infos())
+    node = env.sched.snapshot.get(node_name)
     assert node is not None
-    preemptor = PodInfo(with_priority(make_pod_named("preemptor"), 500))
-    # "grouped" says priority 10, but its PodGroup "vips" has 1000: not below the preemptor's 500.
-    assert plugin.is_preemption_allowed(node, lone, preemptor)
-    assert not plugin.is_preemption_allowed(node, in_group, preemptor)
+    victims, _, status = plugin_of(gang).select_victims_on_node(state, preemptor, node.clone(), [])
+    assert status is None, status
+    return [v.name for v in victims]
+
+
+async def test_a_pods_own_preemption_with_pod_groups_as_victims(make_env: MakeEnv) -> None:
+    """GenericWorkload, a pod's own preemption: of two victims of one priority started together, the
+    lone pod goes before a pod group's member (MoreImportantVictim's rank); a member counts at its
+    PodGroup's priority (GetPodPriority); and the members of a PodGroup in ``disruptionMode: {all: {}}``
+    are one victim: evicting it for room on one node evicts its member on the other node too."""
+    groups = [pod_group("others", 1, priority=10), pod_group("vip", 1, priority=1000), whole_group("whole")]
+    gang = Gang(make_env, [make_node(f"n{i}", cpu="2") for i in (1, 2, 3)], groups, [])
+    handlers = EventHandlers(queue=gang.env.queue, cache=gang.env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(low("lone", "n1", "2024-01-01T00:00:00Z"))
+    handlers.on_pod_add(running_member("grouped", "others", "n1"))
+    handlers.on_pod_add(running_member("says-10", "vip", "n2"))  # its PodGroup says 1000
+    handlers.on_pod_add(low("filler", "n2", "2024-01-01T00:00:00Z"))
+    handlers.on_pod_add(running_member("whole-3", "whole", "n3"))
+    handlers.on_pod_add(running_member("whole-1", "whole", "n3"))
+    preemptor = PodInfo(with_priority(make_pod_named("preemptor", cpu="1"), 500))
+    assert single_pod_victims(gang, preemptor, "n1") == ["lone"]
+    assert single_pod_victims(gang, preemptor, "n2") == ["filler"]
+    node = gang.env.sched.snapshot.get("n2")
+    assert node is not None
+    assert not plugin_of(gang).is_preemption_allowed(node, node.pods["default/says-10"], preemptor)
+    gang.env.close()
+
+
+async def test_a_pod_group_in_disruption_mode_all_is_evicted_whole_across_nodes(make_env: MakeEnv) -> None:
+    gang = Gang(make_env, [make_node(f"n{i}", cpu="1") for i in (1, 2)], [whole_group("whole")], [])
+    handlers = EventHandlers(queue=gang.env.queue, cache=gang.env.cache, profiles=[PROFILE])
+    handlers.on_pod_add(running_member("whole-a", "whole", "n1"))
+    handlers.on_pod_add(running_member("whole-b", "whole", "n2"))
+    preemptor = PodInfo(with_priority(make_pod_named("preemptor", cpu="1"), 500))
+    assert sorted(single_pod_victims(gang, preemptor, "n1")) == ["whole-a", "whole-b"]
+    # A pod group's preemption takes it whole too, and counts one workload disruption.
+    members = (PodInfo(member("vip-0", "vips", "1", 1000)),)
+    gang.groups.add(pod_group("vips", 1, priority=1000))
+    placements: list[Placement] = []
+
+    def schedule() -> tuple[list[ProposedAssignment], Status | None]:
+        placements.append(Placement(gang, members[0], "n2"))
+        return list(placements), None
+
+    group = PodGroupInfo(pod_group("vips", 1, priority=1000), members)
+    decided = plugin_of(gang).pod_group_evaluator.evaluate(group, 1000, schedule)
+    gang.env.sched.snapshot.restore()
+    assert not isinstance(decided, Status), decided
+    assert sorted(v.name for v in decided.victims) == ["whole-a", "whole-b"]
+    assert decided.num_pod_group_disruptions == 1
+    gang.env.close()
