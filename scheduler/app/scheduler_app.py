@@ -51,11 +51,11 @@ from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.objects import object_meta, scheduler_name_of
+from scheduler.framework.objects_scheduling import scheduling_group_name
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.plugins.coscheduling.plugin import is_gang_member
-from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
 from scheduling_queue import metrics as queue_metrics

@@ -11,7 +11,7 @@ from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling import CapacityScheduling
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
-from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.defaultpreemption import DefaultPreemption, WorkloadAwareDefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.gangscheduling import GangScheduling
 from scheduler.plugins.imagelocality import ImageLocality
@@ -78,6 +78,9 @@ def in_tree_registry(features: FeatureGates = DEFAULT_FEATURE_GATES) -> dict[str
         registry[names.VOLUME_BINDING] = partial(VolumeBinding, storage_capacity_scoring=False)
     if not features.volume_limit_scaling:
         registry[names.NODE_VOLUME_LIMITS] = partial(NodeVolumeLimits, volume_limit_scaling=False)
+    if features.generic_workload:
+        # Upstream's DefaultPreemption with EnableGenericWorkload: PodGroupPostFilter too.
+        registry[names.DEFAULT_PREEMPTION] = WorkloadAwareDefaultPreemption
     return registry
 
 
