@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import KubeObject, Lister, ResourceSpec
+from scheduler.framework.load_metrics import LoadMetricsSource, TrimaranSpec
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -83,6 +84,13 @@ class Handle(Protocol):
         Blocking: for PreBind and other binding-thread code (VolumeBinding writes PVs and PVCs).
         Raises ``scheduler.framework.api_error.ApiError`` on failure (409 when someone else changed
         the object)."""
+
+    def load_metrics(self, spec: TrimaranSpec) -> LoadMetricsSource:
+        """The measured node load of ``spec``'s source (a metric provider or a load-watcher service).
+        Ask for it in the plugin's factory: the scheduler fetches it off the event loop on a timer
+        (plugins asking for the same spec share one source) and takes a first sample before the first
+        cycle; a plugin reads ``latest()`` in its cycle and never waits for the network."""
+        ...
 
 
 class PreemptionExecutorHandle(Protocol):

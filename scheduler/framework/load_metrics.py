@@ -1,0 +1,112 @@
+"""Measured node load for load-aware plugins (the Trimaran family): the data, where it comes from, and
+the seam a plugin reads it through.
+
+The shapes are load-watcher v0.2.4's (``pkg/watcher/watcher.go``: ``WatcherMetrics``, ``Window``,
+``Metric``), because that is what both of upstream's sources produce: the library client querying a
+metric provider, and the load-watcher service's JSON API. A plugin asks its Handle for the source of
+its ``TrimaranSpec`` (``handle.load_metrics(spec)``) in its factory; the scheduler fetches off the event
+loop on a timer and the plugin only reads the latest copy during a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# Metric types and operators, as load-watcher names them.
+CPU = "CPU"
+MEMORY = "Memory"
+BANDWIDTH = "Bandwidth"
+STORAGE = "Storage"
+ENERGY = "Energy"
+UNKNOWN = "Unknown"
+AVERAGE = "AVG"
+STD = "STD"
+LATEST = "Latest"
+UNKNOWN_OPERATOR = "Unknown"
+
+# metricProvider.type values (scheduler-plugins ``apis/config/types.go``).
+KUBERNETES_METRICS_SERVER = "KubernetesMetricsServer"
+PROMETHEUS = "Prometheus"
+SIGNAL_FX = "SignalFx"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricProviderSpec:
+    type: str = ""
+    address: str = ""
+    token: str = ""
+    insecure_skip_verify: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrimaranSpec:
+    """Where load comes from: a metric provider queried by py-scheduler itself (load-watcher as a
+    library), or a load-watcher service at ``watcher_address`` (which wins when set)."""
+
+    metric_provider: MetricProviderSpec = field(default_factory=MetricProviderSpec)
+    watcher_address: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    name: str
+    type: str
+    operator: str
+    value: float
+    rollup: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    duration: str = ""
+    start: int = 0
+    end: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WatcherMetrics:
+    """One sample of every node's load. ``nodes`` None: no sample was ever taken (upstream's nil
+    ``NodeMetricsMap``), which is not the same as a sample that lists no node."""
+
+    timestamp: int = 0
+    window: Window = field(default_factory=Window)
+    source: str = ""
+    nodes: Mapping[str, Sequence[Metric]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """How fresh the plugin's copy is, for explain and the metrics: when it was last replaced, and the
+    error of the last refresh that failed (empty when the last refresh worked)."""
+
+    source: str
+    updated_at: float | None
+    last_error: str
+
+
+class LoadMetricsSource(Protocol):
+    """The latest sample of one TrimaranSpec's source; cheap to call in every Score."""
+
+    def latest(self) -> WatcherMetrics: ...
+
+    def status(self) -> SourceStatus: ...
+
+
+class NoLoadMetrics:
+    """A source that never has a sample (a Handle without a scheduler behind it: unit tests, simulate)."""
+
+    def __init__(self, source: str = "none") -> None:
+        self._source = source
+
+    def latest(self) -> WatcherMetrics:
+        return WatcherMetrics()
+
+    def status(self) -> SourceStatus:
+        return SourceStatus(self._source, None, "no metrics source in this process")
+
+
+# CycleState key of the per-node measured load an attempt being recorded for explain collects
+# (node name -> what the plugin read); absent when the attempt is not recorded.
+MEASURED_LOAD_KEY = "explain/measuredLoad"
