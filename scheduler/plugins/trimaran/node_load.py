@@ -64,7 +64,7 @@ class NodeLoad:
 
     def fallback(self, state: CycleState, node_name: str, reason: str, sample: WatcherMetrics) -> None:
         metrics.load_metrics_fallback(self.plugin, reason)
-        self.note(state, node_name, sample, (), reason)
+        self.note(state, node_name, sample, (sample.nodes or {}).get(node_name, ()), reason)
 
     def note(
         self,
