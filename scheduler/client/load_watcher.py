@@ -379,6 +379,7 @@ class Collector:
             # The executor was shut down while the scheduler stops.
             return None
         metrics.LOAD_METRICS_FETCHES.labels(self.label, "success").inc()
+        self._last_error = ""
         return sample
 
     async def _fetch_window(self, duration: str) -> None:
@@ -403,9 +404,9 @@ class Collector:
         self._replace(sample)
 
     def _replace(self, sample: WatcherMetrics) -> None:
+        # The last fetch's error stays visible: a copy of an older sample is not a fresh one.
         self._sample = sample
         self._updated_at = self._clock()
-        self._last_error = ""
 
     def _failed(self, message: str) -> None:
         log.error("load metrics from %s: %s (keeping the previous sample)", self.label, message)

@@ -78,8 +78,8 @@ class WatcherMetrics:
 
 @dataclass(frozen=True, slots=True)
 class SourceStatus:
-    """How fresh the plugin's copy is, for explain and the metrics: when it was last replaced, and the
-    error of the last refresh that failed (empty when the last refresh worked)."""
+    """Where the plugin's copy stands, for explain: when it was last replaced (the sample itself may be
+    older: see ``WatcherMetrics.timestamp``), and the error of the last fetch when it failed."""
 
     source: str
     updated_at: float | None
