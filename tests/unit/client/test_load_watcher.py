@@ -28,6 +28,7 @@ from scheduler.framework.load_metrics import (
     STD,
     Metric,
     MetricProviderSpec,
+    SourceStatus,
     TrimaranSpec,
     WatcherMetrics,
     Window,
@@ -46,6 +47,12 @@ def vector(*series: tuple[str, str]) -> bytes:
     ).encode()
 
 
+def form_of(request: urllib.request.Request) -> dict[str, list[str]]:
+    data = request.data
+    assert isinstance(data, bytes)
+    return urllib.parse.parse_qs(data.decode())
+
+
 class FakeHTTP:
     def __init__(self, answer: Any) -> None:
         self.answer = answer
@@ -53,11 +60,13 @@ class FakeHTTP:
 
     def __call__(self, request: urllib.request.Request, timeout: float, context: Any) -> tuple[int, bytes]:
         self.requests.append(request)
-        form = urllib.parse.parse_qs((request.data or b"").decode())
-        return self.answer(form["query"][0]) if callable(self.answer) else self.answer
+        if callable(self.answer):
+            answer: tuple[int, bytes] = self.answer(form_of(request)["query"][0])
+            return answer
+        return self.answer  # type: ignore[no-any-return]
 
     def queries(self) -> list[str]:
-        return [urllib.parse.parse_qs((r.data or b"").decode())["query"][0] for r in self.requests]
+        return [form_of(r)["query"][0] for r in self.requests]
 
 
 def answer_by_metric(query: str) -> tuple[int, bytes]:
@@ -84,7 +93,7 @@ def test_prometheus_queries_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
     request = fake.requests[0]
     assert request.full_url == "http://prom:9090/api/v1/query"
     assert request.get_method() == "POST"
-    assert urllib.parse.parse_qs((request.data or b"").decode())["time"] == ["1700000000.5"]
+    assert form_of(request)["time"] == ["1700000000.5"]
     assert request.get_header("Authorization") is None
     assert hosts["node-a"] == [
         Metric("instance:node_cpu:ratio", CPU, AVERAGE, 25.0, "15m"),
@@ -220,7 +229,7 @@ def test_collector_keeps_the_last_good_sample_and_says_why() -> None:
         collector.refresh_from_library()
         latest = collector.latest()
         assert latest.nodes is not None and latest.nodes["n"][0].value == 20.0
-        assert collector.status() == load_watcher.SourceStatus(collector.label, 1060.0, "")
+        assert collector.status() == SourceStatus(collector.label, 1060.0, "")
         collector.stop()
 
     asyncio.run(run())

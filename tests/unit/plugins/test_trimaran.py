@@ -557,7 +557,7 @@ def test_target_load_packing_args_defaults_and_refusals() -> None:
             parse_target_load_packing(given, "T")
     with pytest.raises(PluginArgsError, match="unknown field"):
         parse_target_load_packing({**WATCHER, "targetUtilisation": 50}, "T")
-    with pytest.raises(PluginArgsError, match="defaultRequests.cpu"):
+    with pytest.raises(PluginArgsError, match=r"defaultRequests\.cpu"):
         parse_target_load_packing({**WATCHER, "defaultRequests": {"cpu": "lots"}}, "T")
 
 
