@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from scheduler import metrics
-from scheduler.framework import CycleState, Handle
+from scheduler.framework import CycleState
+from scheduler.framework.handle import LoadMetricsHandle
 from scheduler.framework.load_metrics import (
     CPU,
     MEASURED_LOAD_KEY,
@@ -34,10 +35,11 @@ NO_NODE_METRICS = "no_node_metrics"
 NO_CPU_METRIC = "no_cpu_metric"
 
 
-def source_for(handle: Handle | None, spec: TrimaranSpec) -> LoadMetricsSource:
-    if handle is None:
-        return NoLoadMetrics()
-    return handle.load_metrics(spec)
+def source_for(handle: object, spec: TrimaranSpec) -> LoadMetricsSource:
+    """The scheduler's source for ``spec``; none (every node falls back) from a handle without one."""
+    if isinstance(handle, LoadMetricsHandle):
+        return handle.load_metrics(spec)
+    return NoLoadMetrics()
 
 
 class NodeLoad:
