@@ -145,6 +145,7 @@ class SchedulerApp:
         self._exit_code = 0
         self._loop_heartbeat = time.monotonic()
         self._synced = False
+        self._first_load_sample_done = False
         self.lease_rest: RestClient | None = None
         # Controllers beside the scheduler (PodGroup status when Coscheduling is on); they write only
         # while this instance leads.
@@ -227,6 +228,9 @@ class SchedulerApp:
     def readiness(self) -> tuple[bool, str]:
         if not self._synced:
             return False, "informer caches not synced"
+        if not self._first_load_sample_done:
+            # Upstream builds its load-aware plugins, first sample included, before it serves health.
+            return False, "waiting for the first load sample"
         if self.elector is not None and not self.elector.is_leader():
             ok, why = self.elector.healthy(self.config.leader_election.lease_duration * 2)
             return ok, "standby" if ok else why
@@ -273,6 +277,7 @@ class SchedulerApp:
         # The first load sample is taken while the informers sync (upstream takes it while the plugin
         # is built); its timers refresh it from then on.
         first_load_sample = loop.create_task(self.load_collectors.start(loop), name="load-metrics")
+        first_load_sample.add_done_callback(self._first_load_sample_taken)
         background = [
             loop.create_task(self._heartbeat(), name="heartbeat"),
             loop.create_task(self.queue.run(), name="queue-flush"),
@@ -291,6 +296,9 @@ class SchedulerApp:
             return await self._schedule_until_stopped(loop, scheduler)
         finally:
             await self._shutdown(background)
+
+    def _first_load_sample_taken(self, _: asyncio.Task[None]) -> None:
+        self._first_load_sample_done = True
 
     async def _wait_first_load_sample(self, first: asyncio.Task[None]) -> None:
         """Load-aware plugins start with a sample when their source answers (each query has its own

@@ -373,7 +373,9 @@ class Collector:
         try:
             sample = await self._loop.run_in_executor(self._executor, work)
         except FetchError as err:
-            self._failed(str(err))
+            log.error("load metrics from %s: %s (keeping the previous sample)", self.label, err)
+            metrics.LOAD_METRICS_FETCHES.labels(self.label, "error").inc()
+            self._last_error = str(err)
             return None
         except RuntimeError:
             # The executor was shut down while the scheduler stops.
@@ -399,7 +401,8 @@ class Collector:
         assert self.library is not None
         sample = self.library.latest()
         if sample is None:
-            self._failed("unable to get any latest metrics")
+            # Nothing fetched yet: the fetch's own error (kept in _last_error) says why.
+            log.error("load metrics from %s: unable to get any latest metrics", self.label)
             return
         self._replace(sample)
 
@@ -407,11 +410,6 @@ class Collector:
         # The last fetch's error stays visible: a copy of an older sample is not a fresh one.
         self._sample = sample
         self._updated_at = self._clock()
-
-    def _failed(self, message: str) -> None:
-        log.error("load metrics from %s: %s (keeping the previous sample)", self.label, message)
-        metrics.LOAD_METRICS_FETCHES.labels(self.label, "error").inc()
-        self._last_error = message
 
 
 class Collectors:
