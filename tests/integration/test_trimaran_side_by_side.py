@@ -72,6 +72,11 @@ NODES: dict[str, list[tuple[str, str, str, float | None, float | None]]] = {
         ("down-b", "4", "8Gi", 0.33, 0.3),
         ("down-c", "4", "8Gi", 0.80, 0.3),
     ],
+    "svc": [
+        ("svc-a", "4", "8Gi", 0.12, 0.3),
+        ("svc-b", "4", "8Gi", 0.33, 0.3),
+        ("svc-c", "4", "8Gi", 0.80, 0.3),
+    ],
     "mid": [
         ("mid-a", "4", "8Gi", 0.12, 0.3),
         ("mid-b", "4", "8Gi", 0.33, 0.3),
@@ -210,14 +215,17 @@ def profile(name: str, plugin: str, address: str) -> dict[str, Any]:
 
 
 @contextmanager
-def schedulers(world: World, prof: dict[str, Any]) -> Iterator[SchedulerProcess]:
-    """The scheduler-plugins scheduler and py-scheduler, each with ``prof``, started together."""
+def schedulers(
+    world: World, prof: dict[str, Any], ours: dict[str, Any] | None = None
+) -> Iterator[SchedulerProcess]:
+    """The scheduler-plugins scheduler and py-scheduler, each with ``prof`` (py-scheduler with ``ours``
+    when given), started together."""
     config = world.peer.plane.write_kube_scheduler_config(profiles=[prof])
     handle = world.peer.plane.start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER)
     proc = SchedulerProcess(
         world.ours.plane.kubeconfig,
         world.workdir,
-        config=scheduler_config(scheduler_name=prof["schedulerName"], extra={"profiles": [prof]}),
+        config=scheduler_config(scheduler_name=prof["schedulerName"], extra={"profiles": [ours or prof]}),
         name=f"py-scheduler-{prof['schedulerName']}-{free_port()}",
     ).start()
     try:
@@ -358,6 +366,33 @@ def test_target_load_packing_side_by_side(world: World) -> None:
         load = measured_load(debug_record(proc, ns, "p2"))
         assert load["tlp-a"]["cpu"]["avgPercent"] == pytest.approx(12.0)
         assert load["tlp-a"]["window"] == "15m"
+        assert "fallback" not in load["tlp-a"]
+        assert metric_value(proc, "py_scheduler_load_metrics_age_seconds") >= 0
+        assert metric_value(proc, "py_scheduler_load_metrics_fetches_total", result="success") >= 3
+
+
+def test_load_watcher_service_side_by_side(world: World) -> None:
+    """py-scheduler reading a load-watcher service (``watcherAddress``) places as the scheduler-plugins
+    scheduler reading Prometheus does. The service is a real one: the load-watcher v0.2.4 library inside
+    the scheduler-plugins scheduler serves its JSON API on port 2020 while its plugin is in library mode."""
+    import socket
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 2020)) == 0:
+            pytest.skip("port 2020 is taken: the peer's load-watcher could not serve there")
+    ns = namespace(world, "watcher")
+    peer_profile = profile("tlp-watcher", "TargetLoadPacking", world.prometheus.url)
+    ours = {
+        **peer_profile,
+        "pluginConfig": [{"name": "TargetLoadPacking", "args": {"watcherAddress": "http://127.0.0.1:2020"}}],
+    }
+    with schedulers(world, peer_profile, ours) as proc:
+        bodies = [pod(f"p{i}", "tlp-watcher", "svc", limits={"cpu": "500m"}) for i in range(4)]
+        got = run_sequence(world, ns, bodies)
+        assert [node for _, node in got] == ["svc-a", "svc-a", "svc-b", "svc-a"]
+        load = measured_load(debug_record(proc, ns, "p0"))
+        assert load["svc-a"]["source"] == "watcher:http://127.0.0.1:2020"
+        assert load["svc-a"]["cpu"]["avgPercent"] == pytest.approx(12.0)
 
 
 def test_load_variation_risk_balancing_side_by_side(world: World) -> None:
