@@ -81,6 +81,7 @@ bench: venv control-plane
 	$(PY) -m bench.side_by_side
 	$(PY) -m bench.explain_bench
 	$(PY) -m bench.quota_bench
+	$(PY) -m bench.load_aware_bench
 
 bench-queue: venv
 	$(PY) -m bench.queue_bench

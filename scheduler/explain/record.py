@@ -20,7 +20,7 @@ import orjson
 from scheduler.cycle.algorithm import TRACE_KEY
 from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.load_metrics import MEASURED_LOAD_KEY
+from scheduler.framework.load_metrics import MEASURED_LOAD_KEY, LoadNote
 from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY
 from scheduler.framework.status import Status
 from scheduler.framework.types import Diagnosis, NodeInfo
@@ -142,7 +142,7 @@ class AttemptRecord:
     nearest_misses: list[Miss] = field(default_factory=list)
     misses_probed: int = 0
     # Node -> the measured load a load-aware plugin read for it (the top scored nodes only).
-    measured_load: dict[str, Any] = field(default_factory=dict)
+    measured_load: dict[str, LoadNote] = field(default_factory=dict)
 
     @property
     def scores(self) -> list[NodeScores]:
@@ -184,7 +184,7 @@ class AttemptRecord:
             "nominatedNode": self.nominated_node,
             "nearestMisses": [m.to_json() for m in self.nearest_misses],
             "nearestMissesProbed": self.misses_probed,
-            "measuredLoad": dict(self.measured_load),
+            "measuredLoad": {node: note.to_json() for node, note in self.measured_load.items()},
         }
 
 
@@ -202,7 +202,7 @@ class Trace(AttemptRecord):
         self.best = -1
         self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
         # Filled by load-aware plugins during Score (every scored node); cut to the top nodes on record.
-        self.load_notes: dict[str, Any] = {}
+        self.load_notes: dict[str, LoadNote] = {}
 
     def attach(self, state: CycleState) -> None:
         state.write(TRACE_KEY, self)

@@ -10,9 +10,9 @@ loop on a timer and the plugin only reads the latest copy during a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 # Metric types and operators, as load-watcher names them.
 CPU = "CPU"
@@ -108,5 +108,56 @@ class NoLoadMetrics:
 
 
 # CycleState key of the per-node measured load an attempt being recorded for explain collects
-# (node name -> what the plugin read); absent when the attempt is not recorded.
+# (node name -> a LoadNote); absent when the attempt is not recorded.
 MEASURED_LOAD_KEY = "explain/measuredLoad"
+
+
+def resource_data(metrics: Iterable[Metric], metric_type: str) -> tuple[float, float, bool]:
+    """Average and standard deviation of ``metric_type`` in a node's metrics (scheduler-plugins'
+    ``GetResourceData``): an AVG wins over a value without operator or a Latest one, the last of each
+    counts; valid when any metric of that type is there."""
+    avg = std = 0.0
+    avg_found = valid = False
+    for metric in metrics:
+        if metric.type != metric_type:
+            continue
+        if metric.operator == AVERAGE:
+            avg = metric.value
+            avg_found = True
+        elif metric.operator == STD:
+            std = metric.value
+        elif metric.operator in ("", LATEST) and not avg_found:
+            avg = metric.value
+        valid = True
+    return avg, std, valid
+
+
+@dataclass(frozen=True, slots=True)
+class LoadNote:
+    """What a load-aware plugin read for one node in one attempt; kept as references (cheap in every
+    Score) and turned into explain's JSON only for the nodes a record keeps."""
+
+    plugin: str
+    sample: WatcherMetrics
+    node_metrics: Sequence[Metric]
+    fallback: str
+    status: SourceStatus
+    now: float
+
+    def to_json(self) -> dict[str, Any]:
+        sample = self.sample
+        entry: dict[str, Any] = {
+            "plugin": self.plugin,
+            "source": self.status.source,
+            "window": sample.window.duration,
+            "sampleAgeSeconds": None if sample.nodes is None else round(self.now - sample.timestamp, 1),
+        }
+        for key, metric_type in (("cpu", CPU), ("memory", MEMORY)):
+            avg, std, found = resource_data(self.node_metrics, metric_type)
+            if found:
+                entry[key] = {"avgPercent": avg, "stdPercent": std}
+        if self.fallback:
+            entry["fallback"] = self.fallback
+        if self.status.last_error:
+            entry["lastError"] = self.status.last_error
+        return entry

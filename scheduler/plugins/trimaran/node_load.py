@@ -18,16 +18,14 @@ from scheduler import metrics
 from scheduler.framework import CycleState
 from scheduler.framework.handle import LoadMetricsHandle
 from scheduler.framework.load_metrics import (
-    CPU,
     MEASURED_LOAD_KEY,
-    MEMORY,
     LoadMetricsSource,
+    LoadNote,
     Metric,
     NoLoadMetrics,
     TrimaranSpec,
     WatcherMetrics,
 )
-from scheduler.plugins.trimaran.resourcestats import resource_data
 
 # Fallback reasons (the ``reason`` label and explain's ``fallback``).
 NO_SAMPLE = "no_sample"
@@ -78,25 +76,7 @@ class NodeLoad:
     ) -> None:
         """What explain shows for this node (only when this attempt is being recorded)."""
         notes = state.get(MEASURED_LOAD_KEY)
-        if notes is None:
-            return
-        cpu_avg, cpu_std, cpu_found = resource_data(node_metrics, CPU)
-        mem_avg, mem_std, mem_found = resource_data(node_metrics, MEMORY)
-        status = self.source.status()
-        entry: dict[str, Any] = {
-            "plugin": self.plugin,
-            "source": status.source,
-            "window": sample.window.duration,
-            "sampleAgeSeconds": None
-            if status.updated_at is None
-            else round(self._clock() - status.updated_at, 1),
-        }
-        if cpu_found:
-            entry["cpu"] = {"avgPercent": cpu_avg, "stdPercent": cpu_std}
-        if mem_found:
-            entry["memory"] = {"avgPercent": mem_avg, "stdPercent": mem_std}
-        if reason:
-            entry["fallback"] = reason
-        if status.last_error:
-            entry["lastError"] = status.last_error
-        notes[node_name] = entry
+        if notes is not None:
+            notes[node_name] = LoadNote(
+                self.plugin, sample, node_metrics, reason, self.source.status(), self._clock()
+            )

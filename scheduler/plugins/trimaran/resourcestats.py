@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework.load_metrics import AVERAGE, LATEST, STD, Metric
+from scheduler.framework.load_metrics import Metric, resource_data
 from scheduler.framework.objects import pod_spec
 from scheduler.framework.quantity import milli_value, value
 from scheduler.framework.resources import CPU, MEMORY
@@ -66,26 +66,6 @@ def requests_and_limits(pod: Mapping[str, Any]) -> tuple[CpuMemory, CpuMemory]:
     limits.milli_cpu = max(limits.milli_cpu, requests.milli_cpu)
     limits.memory = max(limits.memory, requests.memory)
     return requests, limits
-
-
-def resource_data(metrics: Iterable[Metric], metric_type: str) -> tuple[float, float, bool]:
-    """Average and standard deviation of ``metric_type`` in a node's metrics (``GetResourceData``): an
-    AVG wins over a value without operator or a Latest one, the last of each counts; valid when any
-    metric of that type is there."""
-    avg = std = 0.0
-    avg_found = valid = False
-    for metric in metrics:
-        if metric.type != metric_type:
-            continue
-        if metric.operator == AVERAGE:
-            avg = metric.value
-            avg_found = True
-        elif metric.operator == STD:
-            std = metric.value
-        elif metric.operator in ("", LATEST) and not avg_found:
-            avg = metric.value
-        valid = True
-    return avg, std, valid
 
 
 @dataclass(slots=True)

@@ -252,9 +252,9 @@ def test_target_load_packing_falls_back_visibly() -> None:
     assert plugin.score(state, PodInfo(make_pod()), make_node("missing")) == (0, None)
     after = metrics.LOAD_METRICS_FALLBACK.labels("TargetLoadPacking", "no_cpu_metric")._value.get()
     assert after == before + 1
-    assert notes["n"]["fallback"] == "no_cpu_metric"
-    assert notes["n"]["memory"] == {"avgPercent": 10.0, "stdPercent": 0.0}
-    assert notes["missing"]["fallback"] == "no_node_metrics"
+    assert notes["n"].to_json()["fallback"] == "no_cpu_metric"
+    assert notes["n"].to_json()["memory"] == {"avgPercent": 10.0, "stdPercent": 0.0}
+    assert notes["missing"].to_json()["fallback"] == "no_node_metrics"
 
 
 # --- LoadVariationRiskBalancing ------------------------------------------------------------------------
