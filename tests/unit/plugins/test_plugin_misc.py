@@ -273,8 +273,9 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("DefaultBinder", 0),
     ]
     # Coscheduling, CapacityScheduling, PreemptionToleration, NodeResourcesAllocatable and the Trimaran
-    # plugins are out of tree upstream (scheduler-plugins): registered, never on by default. GangScheduling (GenericWorkload,
-    # beta) and NodeDeclaredFeatures (GA) are appended by applyFeatureGates.
+    # plugins are out of tree upstream (scheduler-plugins): registered, never on by default.
+    # GangScheduling (GenericWorkload, beta) and NodeDeclaredFeatures (GA) are appended by
+    # applyFeatureGates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
         names.CAPACITY_SCHEDULING,
