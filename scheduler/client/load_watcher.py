@@ -373,16 +373,25 @@ class Collector:
         try:
             sample = await self._loop.run_in_executor(self._executor, work)
         except FetchError as err:
-            log.error("load metrics from %s: %s (keeping the previous sample)", self.label, err)
-            metrics.LOAD_METRICS_FETCHES.labels(self.label, "error").inc()
-            self._last_error = str(err)
+            self._fetch_failed(str(err))
             return None
-        except RuntimeError:
-            # The executor was shut down while the scheduler stops.
+        except RuntimeError as err:
+            if not self._stopped:  # else the executor was shut down while the scheduler stops
+                self._fetch_failed(f"{type(err).__name__}: {err}")
+            return None
+        except Exception as err:
+            # A source answering in a way nobody foresaw must not take the scheduler down.
+            log.exception("load metrics from %s: unexpected failure", self.label)
+            self._fetch_failed(f"{type(err).__name__}: {err}")
             return None
         metrics.LOAD_METRICS_FETCHES.labels(self.label, "success").inc()
         self._last_error = ""
         return sample
+
+    def _fetch_failed(self, message: str) -> None:
+        log.error("load metrics from %s: %s (keeping the previous sample)", self.label, message)
+        metrics.LOAD_METRICS_FETCHES.labels(self.label, "error").inc()
+        self._last_error = message
 
     async def _fetch_window(self, duration: str) -> None:
         assert self.library is not None

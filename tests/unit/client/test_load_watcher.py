@@ -248,3 +248,19 @@ def test_collector_without_any_sample() -> None:
         collector.stop()
 
     asyncio.run(run())
+
+
+def test_collector_survives_an_unforeseen_failure() -> None:
+    class Broken(FakeProvider):
+        def fetch_all_hosts(self, window: Window) -> dict[str, list[Metric]]:
+            raise KeyError("surprise")
+
+    collector = Collector(TrimaranSpec(MetricProviderSpec("Prometheus", "http://r")), provider=Broken())
+
+    async def run() -> None:
+        await collector.start(asyncio.get_running_loop())
+        assert collector.latest().nodes is None
+        assert collector.status().last_error == "KeyError: 'surprise'"
+        collector.stop()
+
+    asyncio.run(run())
