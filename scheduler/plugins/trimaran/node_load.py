@@ -11,8 +11,7 @@ explain record carries the node's measured load, the sample's age and the fallba
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from scheduler import metrics
 from scheduler.framework import CycleState
@@ -43,7 +42,7 @@ def source_for(handle: object, spec: TrimaranSpec) -> LoadMetricsSource:
 class NodeLoad:
     """The node metrics one plugin reads, with the bookkeeping of fallbacks and explain notes."""
 
-    def __init__(self, plugin: str, source: LoadMetricsSource, clock: Any) -> None:
+    def __init__(self, plugin: str, source: LoadMetricsSource, clock: Callable[[], float]) -> None:
         self.plugin = plugin
         self.source = source
         self._clock = clock
