@@ -386,6 +386,72 @@ POLICY_PROFILES: list[dict[str, Any]] = [
             }
         ],
     },
+    # The load-aware policies, in the order of their keys.
+    {
+        "schedulerName": "pysched-load-variation",
+        "plugins": {"score": {"enabled": [{"name": "LoadVariationRiskBalancing", "weight": 3}]}},
+        "pluginConfig": [
+            {
+                "name": "LoadVariationRiskBalancing",
+                "args": {
+                    # The watcher service wins over the metric provider when both are set.
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "http://prometheus.monitoring:9090",
+                        "token": "t2",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "safeVarianceMargin": 2,
+                    "safeVarianceSensitivity": 0.5,
+                },
+            }
+        ],
+    },
+    {
+        "schedulerName": "pysched-low-risk",
+        "plugins": {
+            "score": {"enabled": [{"name": "LowRiskOverCommitment", "weight": 4}]},
+            "preScore": {"enabled": [{"name": "LowRiskOverCommitment"}]},
+        },
+        "pluginConfig": [
+            {
+                "name": "LowRiskOverCommitment",
+                "args": {
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "https://prometheus.monitoring:9091",
+                        "token": "t0ken",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "smoothingWindowSize": 3,
+                    "riskLimitWeights": {"cpu": 0.3, "memory": 0.7},
+                },
+            }
+        ],
+    },
+    {
+        "schedulerName": "pysched-target-load",
+        "plugins": {"score": {"enabled": [{"name": "TargetLoadPacking", "weight": 2}]}},
+        "pluginConfig": [
+            {
+                "name": "TargetLoadPacking",
+                "args": {
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "http://prometheus.monitoring:9090",
+                        "token": "t1",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "targetUtilization": 60,
+                    "defaultRequests": {"cpu": "500m"},
+                    "defaultRequestsMultiplier": "2",
+                },
+            }
+        ],
+    },
 ]
 
 
@@ -398,7 +464,15 @@ def test_each_policy_alone_renders_its_profile_and_its_args_reach_the_plugin(tmp
     from scheduler.config import load_config
     from scheduler.plugins.registry import IN_TREE_REGISTRY
 
-    policies = {"capacityScheduling": 0, "preemptionToleration": 1, "nodeResourcesAllocatable": 2}
+    policies = {
+        "capacityScheduling": 0,
+        "preemptionToleration": 1,
+        "nodeResourcesAllocatable": 2,
+        "nodeResourceTopologyMatch": 3,
+        "loadVariationRiskBalancing": 4,
+        "lowRiskOverCommitment": 5,
+        "targetLoadPacking": 6,
+    }
     for policy, index in policies.items():
         values = tmp_path / f"{policy}.yaml"
         all_policies = yaml.safe_load(ALL_VALUES.read_text())["policies"]
@@ -412,6 +486,21 @@ def test_each_policy_alone_renders_its_profile_and_its_args_reach_the_plugin(tmp
             "py-scheduler",
             POLICY_PROFILES[index]["schedulerName"],
         ]
+
+
+def test_load_aware_policy_refuses_providers_it_cannot_read(tmp_path: Path) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "policies": {
+                    "targetLoadPacking": {"enabled": True, "args": {"metricProvider": {"type": "SignalFx"}}}
+                }
+            }
+        )
+    )
+    with pytest.raises(HelmError, match="type"):
+        template(values_files=[values])
 
 
 def test_bad_policy_args_are_refused_by_the_schema(tmp_path: Path) -> None:
@@ -442,6 +531,9 @@ def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, A
         "pysched-toleration",
         "pysched-allocatable",
         "pysched-numa",
+        "pysched-load-variation",
+        "pysched-low-risk",
+        "pysched-target-load",
     ]
     assert loaded.leader_election.resource_name == "pysched-lease"
     assert len(loaded.extenders) == len(config["extenders"])

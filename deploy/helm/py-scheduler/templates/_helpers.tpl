@@ -132,5 +132,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $profiles = append $profiles $profile }}
 {{- end }}
 {{- end }}
+{{- range $key, $plugin := dict "targetLoadPacking" "TargetLoadPacking" "loadVariationRiskBalancing" "LoadVariationRiskBalancing" "lowRiskOverCommitment" "LowRiskOverCommitment" }}
+{{- with index $p $key }}
+{{- if .enabled }}
+{{- $plugins := dict "score" (dict "enabled" (list (dict "name" $plugin "weight" .weight))) }}
+{{- if eq $plugin "LowRiskOverCommitment" }}
+{{- $_ := set $plugins "preScore" (dict "enabled" (list (dict "name" $plugin))) }}
+{{- end }}
+{{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
+{{- if .args }}
+{{- $_ := set $profile "pluginConfig" (list (dict "name" $plugin "args" .args)) }}
+{{- end }}
+{{- $profiles = append $profiles $profile }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- toYaml $profiles }}
 {{- end }}
