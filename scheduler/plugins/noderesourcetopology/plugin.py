@@ -268,10 +268,10 @@ class NodeResourceTopologyMatch:
     def _distrust_detail(self, node_name: str) -> str:
         if self.discard is not None:
             pods = ", ".join(self.discard.reserved(node_name))
-            return f"{INVALID_TOPOLOGY}: discardReservedNodes: pod {pods} reserved here and not yet bound"
+            return f"discardReservedNodes: pod {pods} reserved here and not yet bound"
         return (
-            f"{INVALID_TOPOLOGY}: pods of other schedulers were bound here since the agent last "
-            "published (dirty until the cache resyncs)"
+            "pods of other schedulers were bound here since the agent last published (dirty until the "
+            "cache resyncs)"
         )
 
     # --- Score ----------------------------------------------------------------------------------

@@ -59,7 +59,20 @@ def nrt_profile(name: str, strategy: str) -> dict[str, Any]:
     }
 
 
-PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()]
+# The overreserve cache: a resync every 2 s. Its profile's cache lists the NodeResourceTopologies when
+# the scheduler starts (upstream's does, and keeps no object created later), so the burst case's
+# object is published before both schedulers start.
+CACHED = "nrt-cache"
+RESYNC_SECONDS = 2
+
+
+def cached_profile() -> dict[str, Any]:
+    profile = nrt_profile(CACHED, "LeastAllocated")
+    profile["pluginConfig"][0]["args"]["cacheResyncPeriodSeconds"] = RESYNC_SECONDS
+    return profile
+
+
+PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()] + [cached_profile()]
 NS = "numa"
 
 # scheduler-plugins v0.34.7 embeds kube-scheduler v1.34's DynamicResources, whose PostFilter begins most
@@ -141,6 +154,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         check_without_crd(peer, ours, tmp_path_factory.mktemp("no-crd"))
         for side in (peer, ours):
             side.install_crd()
+        publish((peer, ours), nrt("burst-0", [zone(0, "8", "16Gi"), zone(1, "8", "16Gi")]))
         config = planes[0].write_kube_scheduler_config(profiles=PROFILES)
         handle = planes[0].start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER)
         stops.append(lambda: handle.stop(grace=5.0))
@@ -466,6 +480,62 @@ def test_stale_nrt(sides: tuple[Side, Side]) -> None:
             return outcome(side, "s-six") == ("bound", "stale-0")
 
         wait_for(woken, 60, f"{side.label}: s-six woken")
+
+
+def set_running(sides: tuple[Side, Side], names: list[str]) -> None:
+    """What the kubelet would report of the pods once started (there is no kubelet here)."""
+    for side in sides:
+        for name in names:
+            side.core.patch_namespaced_pod_status(name, NS, {"status": {"phase": "Running"}})
+
+
+def delete_pod(sides: tuple[Side, Side], name: str) -> None:
+    for side in sides:
+        side.core.delete_namespaced_pod(name, NS, grace_period_seconds=0, _preload_content=False)
+    for side in sides:
+        wait_for(lambda side=side: outcome(side, name) == ("gone", ""), 30, f"{side.label}: {name} gone")  # type: ignore[misc]
+
+
+def test_overreserve_burst_and_resync(sides: tuple[Side, Side]) -> None:
+    """cacheResyncPeriodSeconds > 0: pods bound before the agent republishes are charged to every NUMA
+    zone, so the third 4-cpu pod onto two zones of 8 is refused (the passthrough cache admits a fourth
+    onto zone 0, test_stale_nrt). The agent then publishes what is left with the pods' fingerprint: a
+    wrong one keeps the node's charges (an 8-cpu pod is refused), the right one (computed by
+    py-scheduler's own podfingerprint, so accepted by both only if it is the Go library's) resyncs
+    both caches, and the 8-cpu pod fits zone 1."""
+    from scheduler.plugins.noderesourcetopology import podfingerprint
+
+    nodes(sides, "burst", 1, cpu="32")
+    for i in range(2):
+        assert submit(sides, guaranteed(f"b{i}", "4"), "burst", CACHED) == ("bound", "burst-0")
+    pending_with(submit(sides, guaranteed("b2", "4"), "burst", CACHED), "cannot align container")
+    refused = debug_record(sides[1], "b2")
+    assert refused["nearestMisses"] == [
+        {
+            "node": "burst-0",
+            "plugin": "NodeResourceTopologyMatch",
+            "detail": "cannot align container: container c: cpu 4 fits no single NUMA node (node-0 has 0, "
+            "node-1 has 0) (NUMA view reserved-over: numa/b0, numa/b1 charged to every NUMA zone since the agent last published)",
+        }
+    ]
+    delete_pod(sides, "b2")
+    set_running(sides, ["b0", "b1"])
+    left = [zone(0, "0", "14Gi"), zone(1, "8", "16Gi")]
+
+    def with_fingerprint(pods: list[tuple[str, str]]) -> dict[str, Any]:
+        attr = {"name": podfingerprint.ATTRIBUTE, "value": podfingerprint.sign(pods)}
+        return nrt("burst-0", left, attributes=[attr])
+
+    publish(sides, with_fingerprint([(NS, "b0")]))
+    time.sleep(3 * RESYNC_SECONDS)
+    pending_with(submit(sides, guaranteed("b-wrong", "8"), "burst", CACHED), "cannot align container")
+    delete_pod(sides, "b-wrong")
+    publish(sides, with_fingerprint([(NS, "b0"), (NS, "b1")]))
+    time.sleep(3 * RESYNC_SECONDS)
+    assert submit(sides, guaranteed("b-eight", "8"), "burst", CACHED) == ("bound", "burst-0")
+    assert debug_record(sides[1], "b-eight")["nodeNotes"] == [
+        "NodeResourceTopologyMatch: container c on NUMA node-1"
+    ]
 
 
 # Two nodes per strategy whose scores differ, so the best is unique: "-a" has NUMA nodes of 4 cpu and

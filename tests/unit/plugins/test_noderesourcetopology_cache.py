@@ -6,6 +6,7 @@ args, and the plugin with the cache: Reserve charging, the resync timer, what ex
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -23,7 +24,6 @@ from scheduler.plugins.noderesourcetopology import (
     placement_detail,
     podfingerprint,
 )
-from scheduler.plugins.noderesourcetopology import plugin as plugin_module
 from scheduler.plugins.noderesourcetopology.args import CacheSettings
 from scheduler.plugins.noderesourcetopology.foreign_pods import ForeignPodsRegistry
 from scheduler.plugins.noderesourcetopology.overreserve import (
@@ -529,7 +529,7 @@ def test_burst_is_charged_to_every_zone_until_the_agent_publishes(monkeypatch: p
     refused (passthrough would admit four onto zone 0); the resync takes the agent's object once its
     fingerprint names the two pods, and the node takes pods again."""
     loop = FakeLoop()
-    monkeypatch.setattr(plugin_module.asyncio, "get_running_loop", lambda: loop)
+    monkeypatch.setattr(asyncio, "get_running_loop", lambda: loop)
     p, handle, _ = burst_plugin()
     first = [pod(f"b{i}", "numa", cpu="4", memory="1Gi") for i in range(2)]
     for obj in first:
@@ -581,8 +581,8 @@ def test_pods_of_other_schedulers_make_the_node_untrusted() -> None:
     status = p.filter(state, PodInfo(pod("p", cpu="1", memory="1Gi")), BURST_NODE)
     assert status is not None and status.reasons == ["invalid node topology data"]
     assert misfit_detail(state, "burst-0") == (
-        "invalid node topology data: pods of other schedulers were bound here since the agent last "
-        "published (dirty until the cache resyncs)"
+        "pods of other schedulers were bound here since the agent last published (dirty until the "
+        "cache resyncs)"
     )
     assert p.score(CycleState(), PodInfo(pod("p", cpu="1", memory="1Gi")), BURST_NODE) == (0, None)
 
@@ -617,7 +617,7 @@ def test_discard_reserved_nodes_distrusts_a_node_until_its_pod_is_bound() -> Non
     status = p.filter(state, PodInfo(pod("second", cpu="1", memory="1Gi")), BURST_NODE)
     assert status is not None and status.reasons == ["invalid node topology data"]
     assert misfit_detail(state, "burst-0") == (
-        "invalid node topology data: discardReservedNodes: pod uid-first reserved here and not yet bound"
+        "discardReservedNodes: pod uid-first reserved here and not yet bound"
     )
     p.post_bind(CycleState(), PodInfo(first), "burst-0")
     assert p.filter(CycleState(), PodInfo(pod("second", cpu="1", memory="1Gi")), BURST_NODE) is None
