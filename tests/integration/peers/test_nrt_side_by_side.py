@@ -68,11 +68,15 @@ RESYNC_SECONDS = 2
 
 def cached_profile() -> dict[str, Any]:
     profile = nrt_profile(CACHED, "LeastAllocated")
+    # The cache hears of placements at Reserve (and Unreserve): the plugin is enabled there too.
+    profile["plugins"]["reserve"] = {"enabled": [{"name": PLUGIN}]}
+    profile["plugins"]["postBind"] = {"enabled": [{"name": PLUGIN}]}
     profile["pluginConfig"][0]["args"]["cacheResyncPeriodSeconds"] = RESYNC_SECONDS
     return profile
 
 
-PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()] + [cached_profile()]
+PASSTHROUGH_PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()]
+PROFILES = [*PASSTHROUGH_PROFILES, cached_profile()]
 NS = "numa"
 
 # scheduler-plugins v0.34.7 embeds kube-scheduler v1.34's DynamicResources, whose PostFilter begins most
@@ -107,7 +111,8 @@ class Side:
 def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
     """Without the CRD: scheduler-plugins' scheduler waits for its NodeResourceTopology informer to sync
     before scheduling anything (kube-scheduler waits on its dynamic informers), so it never gets ready
-    and a pending pod of its own stays pending; py-scheduler exits at start-up naming the CRD."""
+    and a pending pod of its own stays pending; py-scheduler exits at start-up naming the CRD. (With
+    the overreserve cache, scheduler-plugins' exits too: the cache lists the objects when made.)"""
     peer.core.create_namespace({"metadata": {"name": "no-crd"}}, _preload_content=False)
     wait_for(
         lambda: peer.core.list_namespaced_service_account("no-crd", _preload_content=False).status == 200,
@@ -118,7 +123,7 @@ def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
     body["spec"]["schedulerName"] = LEAST
     create_nodes(peer.api, [make_node("no-crd-0", cpu="8", memory="32Gi")])
     peer.core.create_namespaced_pod("no-crd", body=body, _preload_content=False)
-    config = peer.cp.write_kube_scheduler_config(profiles=PROFILES)
+    config = peer.cp.write_kube_scheduler_config(profiles=PASSTHROUGH_PROFILES)
     with pytest.raises(ControlPlaneError) as failed:
         peer.cp.start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER, timeout=15)
     assert "exited before" not in str(failed.value), f"scheduler-plugins exited: {failed.value}"
@@ -130,7 +135,7 @@ def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
         ours.cp.kubeconfig,
         workdir,
         name="py-scheduler-no-crd",
-        config=scheduler_config(scheduler_name=LEAST, extra={"profiles": PROFILES}),
+        config=scheduler_config(scheduler_name=LEAST, extra={"profiles": PASSTHROUGH_PROFILES}),
     ).start()
     assert proc.proc is not None
     try:
