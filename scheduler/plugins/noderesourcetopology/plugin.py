@@ -182,6 +182,8 @@ class NodeResourceTopologyMatch:
         self.discard = DiscardReservedCache() if settings.kind == DISCARD_RESERVED else None
         self.overreserve: OverReserveCache | None = None
         self._resync_armed = False
+        # The loop Reserve ran on (discardReservedNodes): PostBind, in a binding thread, defers to it.
+        self._loop: asyncio.AbstractEventLoop | None = None
         if settings.kind != OVERRESERVE:
             return
         nrts, pods = handle.lister(NODE_RESOURCE_TOPOLOGIES), handle.lister(PODS)
@@ -298,6 +300,10 @@ class NodeResourceTopologyMatch:
             self.arm_resync()
         elif self.discard is not None:
             self.discard.reserve(node_name, _uid(pod))
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None
         return None
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
@@ -307,8 +313,13 @@ class NodeResourceTopologyMatch:
             self.discard.release(node_name, _uid(pod))
 
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
-        if self.discard is not None:
+        """Runs in a binding thread: the release is handed to the loop that owns the cache."""
+        if self.discard is None:
+            return
+        if self._loop is None:
             self.discard.release(node_name, _uid(pod))
+        else:
+            self._loop.call_soon_threadsafe(self.discard.release, node_name, _uid(pod))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [

@@ -503,8 +503,8 @@ def delete_pod(sides: tuple[Side, Side], name: str) -> None:
 
 def test_overreserve_burst_and_resync(sides: tuple[Side, Side]) -> None:
     """cacheResyncPeriodSeconds > 0: pods bound before the agent republishes are charged to every NUMA
-    zone, so the third 4-cpu pod onto two zones of 8 is refused (the passthrough cache admits a fourth
-    onto zone 0, test_stale_nrt). The agent then publishes what is left with the pods' fingerprint: a
+    zone, so the third 4-cpu pod onto two zones of 8 is refused (the passthrough cache admits three onto
+    one zone, test_stale_nrt). The agent then publishes what is left with the pods' fingerprint: a
     wrong one keeps the node's charges (an 8-cpu pod is refused), the right one (computed by
     py-scheduler's own podfingerprint, so accepted by both only if it is the Go library's) resyncs
     both caches, and the 8-cpu pod fits zone 1."""
@@ -520,7 +520,8 @@ def test_overreserve_burst_and_resync(sides: tuple[Side, Side]) -> None:
             "node": "burst-0",
             "plugin": "NodeResourceTopologyMatch",
             "detail": "cannot align container: container c: cpu 4 fits no single NUMA node (node-0 has 0, "
-            "node-1 has 0) (NUMA view reserved-over: numa/b0, numa/b1 charged to every NUMA zone since the agent last published)",
+            "node-1 has 0) (NUMA view reserved-over: numa/b0, numa/b1 charged to every NUMA zone since "
+            "the agent last published)",
         }
     ]
     delete_pod(sides, "b2")

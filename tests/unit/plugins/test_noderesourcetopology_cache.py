@@ -7,6 +7,7 @@ args, and the plugin with the cache: Reserve charging, the resync timer, what ex
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
@@ -624,3 +625,22 @@ def test_discard_reserved_nodes_distrusts_a_node_until_its_pod_is_bound() -> Non
     assert schedule(p, pod("third", cpu="1", memory="1Gi"))[1] is None
     p.unreserve(CycleState(), PodInfo(pod("third")), "burst-0")
     assert p.filter(CycleState(), PodInfo(pod("fourth", cpu="1", memory="1Gi")), BURST_NODE) is None
+
+
+async def test_discard_reserved_post_bind_from_a_binding_thread_releases_on_the_loop() -> None:
+    p, _, _ = burst_plugin({"discardReservedNodes": True})
+    first = pod("first", cpu="1", memory="1Gi")
+    assert schedule(p, first)[1] is None
+    assert p.discard is not None
+    release, threads = p.discard.release, []
+
+    def recording_release(node_name: str, pod_uid: str) -> None:
+        threads.append(threading.get_ident())
+        release(node_name, pod_uid)
+
+    p.discard.release = recording_release  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, p.post_bind, CycleState(), PodInfo(first), "burst-0")
+    await asyncio.sleep(0)
+    assert threads == [threading.get_ident()], "released on the loop's thread, not the binding thread"
+    assert not p.discard.is_reserved("burst-0")
