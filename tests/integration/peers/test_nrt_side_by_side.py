@@ -159,7 +159,8 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         check_without_crd(peer, ours, tmp_path_factory.mktemp("no-crd"))
         for side in (peer, ours):
             side.install_crd()
-        publish((peer, ours), nrt("burst-0", [zone(0, "8", "16Gi"), zone(1, "8", "16Gi")]))
+        for cached_node in ("burst-0", "foreign-0"):
+            publish((peer, ours), nrt(cached_node, [zone(0, "8", "16Gi"), zone(1, "8", "16Gi")]))
         config = planes[0].write_kube_scheduler_config(profiles=PROFILES)
         handle = planes[0].start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER)
         stops.append(lambda: handle.stop(grace=5.0))
@@ -542,6 +543,32 @@ def test_overreserve_burst_and_resync(sides: tuple[Side, Side]) -> None:
     assert debug_record(sides[1], "b-eight")["nodeNotes"] == [
         "NodeResourceTopologyMatch: container c on NUMA node-1"
     ]
+
+
+def test_overreserve_foreign_pod_until_resync(sides: tuple[Side, Side]) -> None:
+    """A pod placed by no profile with the overreserve cache (here: bound by its spec.nodeName) makes
+    its node untrusted by that profile's cache on both schedulers (`invalid node topology data`) until
+    the agent publishes with a fingerprint that counts it; then the node takes pods again."""
+    from scheduler.plugins.noderesourcetopology import podfingerprint
+
+    nodes(sides, "foreign", 1, cpu="32")
+    intruder = guaranteed("intruder", "1")
+    intruder["spec"]["nodeName"] = "foreign-0"
+    for side in sides:
+        side.core.create_namespaced_pod(NS, body=intruder, _preload_content=False)
+    set_running(sides, ["intruder"])
+    time.sleep(1.0)
+    pending_with(submit(sides, guaranteed("f-one", "1"), "foreign", CACHED), "invalid node topology data")
+    refused = debug_record(sides[1], "f-one")
+    assert [m["detail"] for m in refused["nearestMisses"] if m["plugin"] == PLUGIN] == [
+        "invalid node topology data: pods of other schedulers were bound here since the agent last "
+        "published (dirty until the cache resyncs)"
+    ]
+    delete_pod(sides, "f-one")
+    attr = {"name": podfingerprint.ATTRIBUTE, "value": podfingerprint.sign([(NS, "intruder")])}
+    publish(sides, nrt("foreign-0", [zone(0, "7", "15Gi"), zone(1, "8", "16Gi")], attributes=[attr]))
+    time.sleep(3 * RESYNC_SECONDS)
+    assert submit(sides, guaranteed("f-two", "1"), "foreign", CACHED) == ("bound", "foreign-0")
 
 
 # Two nodes per strategy whose scores differ, so the best is unique: "-a" has NUMA nodes of 4 cpu and
