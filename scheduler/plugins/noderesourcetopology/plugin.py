@@ -44,7 +44,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.listers import WatchedLister
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import object_meta, pod_spec
 from scheduler.framework.quantity import QuantityError
 from scheduler.plugins.helper.qos import BEST_EFFORT, GUARANTEED
 from scheduler.plugins.noderesourcetopology.args import DISCARD_RESERVED, NAME, OVERRESERVE, parse_args
@@ -141,7 +141,7 @@ class _ForeignPodsWatcher:
     def _seen(self, pod: Mapping[str, Any]) -> None:
         cache = self._plugin.overreserve
         if cache is not None and self._registry.is_foreign(pod):
-            cache.node_has_foreign_pods(str(pod.get("spec", {}).get("nodeName", "")))
+            cache.node_has_foreign_pods(str(pod_spec(pod).get("nodeName", "")))
             self._plugin.arm_resync()
 
     def on_add(self, obj: Mapping[str, Any]) -> None:
