@@ -373,6 +373,8 @@ POLICY_PROFILES: list[dict[str, Any]] = [
         "plugins": {
             "filter": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
             "score": {"enabled": [{"name": "NodeResourceTopologyMatch", "weight": 2}]},
+            "reserve": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
+            "postBind": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
         },
         "pluginConfig": [
             {
@@ -381,7 +383,15 @@ POLICY_PROFILES: list[dict[str, Any]] = [
                     "scoringStrategy": {
                         "type": "LeastNUMANodes",
                         "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
-                    }
+                    },
+                    "cacheResyncPeriodSeconds": 5,
+                    "discardReservedNodes": False,
+                    "cache": {
+                        "foreignPodsDetect": "OnlyExclusiveResources",
+                        "resyncMethod": "OnlyExclusiveResources",
+                        "informerMode": "Shared",
+                        "resyncScope": "OnlyResources",
+                    },
                 },
             }
         ],
@@ -718,8 +728,12 @@ def test_numa_policy_renders_its_profile_and_its_args_reach_the_plugin(tmp_path:
 
 @pytest.mark.parametrize(
     "args",
-    [{"scoringStrategy": {"type": "MostAlocated"}}, {"cacheResyncPeriodSeconds": 5}],
-    ids=["unknown strategy", "cache setting"],
+    [
+        {"scoringStrategy": {"type": "MostAlocated"}},
+        {"cacheResyncPeriodSeconds": 5, "cache": {"resyncMethod": "Sometimes"}},
+        {"cache": {"bogus": "All"}},
+    ],
+    ids=["unknown strategy", "unknown cache value", "unknown cache field"],
 )
 def test_bad_numa_args_are_refused_by_the_schema(tmp_path: Path, args: dict[str, Any]) -> None:
     values = tmp_path / "bad.yaml"
@@ -728,6 +742,38 @@ def test_bad_numa_args_are_refused_by_the_schema(tmp_path: Path, args: dict[str,
     )
     with pytest.raises(HelmError):
         template(values_files=[values])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"cacheResyncPeriodSeconds": 5, "cache": {"informerMode": "Shared", "foreignPodsDetect": "None"}},
+        {"discardReservedNodes": True},
+    ],
+    ids=["overreserve", "discard reserved"],
+)
+def test_numa_reserve_side_cache_enables_reserve_and_post_bind(tmp_path: Path, args: dict[str, Any]) -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    values = tmp_path / "cache.yaml"
+    values.write_text(
+        yaml.safe_dump({"policies": {"nodeResourceTopologyMatch": {"enabled": True, "args": args}}})
+    )
+    profile = scheduler_config(template(values_files=[values]))["profiles"][-1]
+    numa = [{"name": "NodeResourceTopologyMatch"}]
+    assert profile["plugins"]["reserve"] == {"enabled": numa}
+    assert profile["plugins"]["postBind"] == {"enabled": numa}
+    rendered = profile["pluginConfig"][0]["args"]
+    for key, value in args.items():
+        if isinstance(value, dict):
+            assert {k: rendered[key][k] for k in value} == value
+        else:
+            assert rendered[key] == value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(scheduler_config(template(values_files=[values]))))
+    loaded = load_config(path, registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in loaded.profiles][-1] == "py-scheduler-numa"
 
 
 def test_numa_crd_and_read_access(tmp_path: Path, default: list[dict[str, Any]]) -> None:

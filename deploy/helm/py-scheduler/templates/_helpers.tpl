@@ -125,6 +125,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .enabled }}
 {{- $name := "NodeResourceTopologyMatch" }}
 {{- $plugins := dict "filter" (dict "enabled" (list (dict "name" $name))) "score" (dict "enabled" (list (dict "name" $name "weight" .weight))) }}
+{{- /* The reserve-side caches hear of placements at Reserve, Unreserve and PostBind. */}}
+{{- $args := .args | default dict }}
+{{- if or (gt (int (default 0 $args.cacheResyncPeriodSeconds)) 0) $args.discardReservedNodes }}
+{{- $_ := set $plugins "reserve" (dict "enabled" (list (dict "name" $name))) }}
+{{- $_ := set $plugins "postBind" (dict "enabled" (list (dict "name" $name))) }}
+{{- end }}
 {{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
 {{- if .args }}
 {{- $_ := set $profile "pluginConfig" (list (dict "name" $name "args" .args)) }}
