@@ -221,20 +221,27 @@ class InFlightClaims:
         with self._lock:
             return self._pending.pop(uid, None) is not None
 
-    def prune(self, claims: Lister) -> None:
-        """Drops entries the informer caught up with (allocated there, or at the written version or
-        later) or whose claim is gone."""
+    def prune(self, claims: Lister, tracker: AllocatedDevicesTracker | None = None) -> None:
+        """Drops entries the claims' state caught up with (allocated there, or at the written version or
+        later) or whose claim is gone. With ``tracker``, its view decides, so an entry leaves only once
+        the devices it holds are counted there (the tracker hears the informer's events after its store
+        has changed); a claim the tracker does not know is judged gone by the store."""
         with self._lock:
             items = list(self._pending.items())
         for uid, (claim, _, version) in items:
-            meta = object_meta(claim)
-            current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
-            if (
-                current is None
-                or uid_of(current) != uid
-                or allocation_of(current) is not None
-                or _reached(current, version)
-            ):
+            known = tracker.seen(uid) if tracker is not None else None
+            if known is not None:
+                allocated, seen_version = known
+                drop = allocated or (
+                    version is not None and seen_version is not None and seen_version >= version
+                )
+            else:
+                meta = object_meta(claim)
+                current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
+                drop = current is None or uid_of(current) != uid
+                if not drop and tracker is None:
+                    drop = allocation_of(current) is not None or _reached(current, version)
+            if drop:
                 with self._lock:
                     if self._pending.get(uid, (None,))[0] is claim:
                         del self._pending[uid]
@@ -256,10 +263,15 @@ def _reached(current: Obj, version: int | None) -> bool:
 
 
 def all_allocated_devices(
-    claims: Sequence[Obj], in_flight: InFlightClaims, memo: AllocatedDevicesMemo | None = None
+    claims: Sequence[Obj] | AllocatedDevicesTracker,
+    in_flight: InFlightClaims,
+    memo: AllocatedDevicesMemo | None = None,
 ) -> set[DeviceID]:
-    """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
-    if memo is not None:
+    """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight.
+    ``claims``: the listed claims, or a tracker that follows them."""
+    if isinstance(claims, AllocatedDevicesTracker):
+        taken = claims.devices()
+    elif memo is not None:
         taken = memo.devices(claims)
     else:
         taken = set()
@@ -306,3 +318,95 @@ class AllocatedDevicesMemo:
                 for device in devices:
                     holders[device] = holders.get(device, 0) + 1
         return set(holders)
+
+
+class AllocatedDevicesTracker:
+    """The devices held by allocated claims, followed from the claim informer's events (upstream's
+    allocatedDevices tracker, fed by the claims' assume cache): a pod reads them without walking every
+    claim. Handlers run on the event loop after the informer's store has changed, so this view may lag
+    the store; ``InFlightClaims.prune`` asks it (``seen``) so that an allocation leaves the in-flight
+    set only once it is counted here."""
+
+    LOG_MAX = 65536
+
+    def __init__(self) -> None:
+        # claim uid -> (allocated, resourceVersion seen, devices its allocation holds exclusively)
+        self._claims: dict[str, tuple[bool, int | None, tuple[DeviceID, ...]]] = {}
+        self._holders: dict[DeviceID, int] = {}
+        self._held: set[DeviceID] = set()
+        # Every change of ``_held`` in order (device, held now), for readers that follow it
+        # incrementally (``changes``); cut when long, which ``epoch`` counts.
+        self._log: list[tuple[DeviceID, bool]] = []
+        self.epoch = 0
+
+    def on_add(self, obj: Obj) -> None:
+        self._set(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if uid_of(old) != uid_of(new):
+            self._drop(uid_of(old))
+        self._set(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._drop(uid_of(obj))
+
+    def _set(self, claim: Obj) -> None:
+        uid = uid_of(claim)
+        self._drop(uid)
+        allocation = allocation_of(claim)
+        devices = tuple(allocated_devices(allocation)) if allocation is not None else ()
+        self._claims[uid] = (allocation is not None, revision(claim), devices)
+        holders = self._holders
+        for device in devices:
+            count = holders.get(device, 0)
+            holders[device] = count + 1
+            if not count:
+                self._held.add(device)
+                self._note(device, True)
+
+    def _drop(self, uid: str) -> None:
+        entry = self._claims.pop(uid, None)
+        if entry is None:
+            return
+        holders = self._holders
+        for device in entry[2]:
+            left = holders[device] - 1
+            if left:
+                holders[device] = left
+            else:
+                del holders[device]
+                self._held.discard(device)
+                self._note(device, False)
+
+    def _note(self, device: DeviceID, held: bool) -> None:
+        if len(self._log) >= self.LOG_MAX:
+            self._log.clear()
+            self.epoch += 1
+        self._log.append((device, held))
+
+    def changes(self, epoch: int, cursor: int) -> tuple[Sequence[tuple[DeviceID, bool]], int] | None:
+        """The changes since ``cursor`` of ``epoch`` and the cursor to pass next; None when the log was
+        cut since (read ``held`` whole, then follow from ``cursor()``)."""
+        if epoch != self.epoch:
+            return None
+        return self._log[cursor:], len(self._log)
+
+    def cursor(self) -> tuple[int, int]:
+        return self.epoch, len(self._log)
+
+    @property
+    def held(self) -> set[DeviceID]:
+        """The devices held now (read-only: the tracker's own set)."""
+        return self._held
+
+    def seen(self, uid: str) -> tuple[bool, int | None] | None:
+        """Whether the claim is allocated here and the resourceVersion seen; None: not known (never
+        seen, or deleted)."""
+        entry = self._claims.get(uid)
+        if entry is None:
+            return None
+        return entry[0], entry[1]
+
+    def devices(self) -> set[DeviceID]:
+        """Every device an allocated claim takes exclusively (a new set)."""
+        return set(self._held)
