@@ -239,7 +239,7 @@ class InFlightClaims:
                 meta = object_meta(claim)
                 current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
                 drop = current is None or uid_of(current) != uid
-                if not drop and tracker is None:
+                if current is not None and not drop and tracker is None:
                     drop = allocation_of(current) is not None or _reached(current, version)
             if drop:
                 with self._lock:
