@@ -88,12 +88,21 @@ def _contestant(
     profiler: str | None,
     profile_out: Path | None,
     extenders: list[dict[str, object]] | None = None,
+    profile: dict[str, object] | None = None,
 ) -> schedulers.Contestant:
     if kind == schedulers.KUBE:
         return schedulers.KubeScheduler(cp, extenders=extenders)
+    if kind == schedulers.SCHED_PLUGINS:
+        assert profile is not None, "the scheduler-plugins peer runs a workload's own profile"
+        return schedulers.SchedulerPluginsScheduler(cp, profile)
     if kind == schedulers.PY:
         return schedulers.PyScheduler(
-            cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out, extenders=extenders
+            cp,
+            workdir,
+            profiler if profiler == "pyinstrument" else None,
+            profile_out,
+            extenders=extenders,
+            profile=profile,
         )
     return schedulers.TrivialBinder(cp, workdir, honest=kind == schedulers.HONEST)
 
@@ -307,6 +316,7 @@ def run_one(
         started = time.monotonic()
         create_nodes(cp.api_client(), workload.nodes, concurrency=32)
         log.info("%d nodes in %.1fs", len(workload.nodes), time.monotonic() - started)
+        prereqs.install_crds(cp, workload)
         prereqs.create_objects(cp, workload)
         if workload.controllers:
             cp.start_controller_manager(controllers=workload.controllers)
@@ -316,7 +326,13 @@ def run_one(
             extender.start()
         profile_out = profile_dir / f"{workload.name}-{kind}.pyinstrument.txt"
         contestant = _contestant(
-            kind, cp, workdir, profiler, profile_out, extender.config() if extender is not None else None
+            kind,
+            cp,
+            workdir,
+            profiler,
+            profile_out,
+            extender.config() if extender is not None else None,
+            workload.profile,
         )
         try:
             sync_s = scale.timed_start(contestant)
@@ -479,9 +495,14 @@ def workload_names(requested: str | None, *, quick: bool) -> list[str]:
     return [w.strip() for w in requested.split(",") if w.strip()]
 
 
-def contestants_for(workload: str, kinds: Sequence[str]) -> list[str]:
-    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly."""
-    return [k for k in kinds if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS]
+def contestants_for(workload: str, kinds: Sequence[str], peer: str = schedulers.KUBE) -> list[str]:
+    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly,
+    kube-scheduler replaced by the workload's ``peer`` (scheduler-plugins' for the gang workload)."""
+    return [
+        peer if k == schedulers.KUBE else k
+        for k in kinds
+        if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS
+    ]
 
 
 def raw_json(
@@ -553,7 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 skipped[name] = f"this machine has {free:.1f} GiB free; {name} needs {needed}"
                 continue
             descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
-        run_kinds = contestants_for(name, kinds)
+        run_kinds = contestants_for(name, kinds, workload.peer)
         repeat = args.repeat if name == workloads.BASIC else 1
         # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
         for _ in range(repeat):

@@ -9,11 +9,15 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bench.schedulers import KUBE, SCHED_PLUGINS
 from devcluster.nodes import make_node
+
+REPO = Path(__file__).resolve().parents[1]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -53,8 +57,10 @@ GATED = "SchedulingWhileGated"
 NODE_AFFINITY = "NodeAffinity"
 DEFAULT_SPREADING = "DefaultTopologySpreading"
 SHAPE_WORKLOADS = (MIXED_CHURN, UNSCHEDULABLE, GATED, NODE_AFFINITY, DEFAULT_SPREADING)
+# Coscheduling gangs, against the scheduler-plugins scheduler instead of kube-scheduler.
+GANG = "gang"
 ALL_WORKLOADS = (
-    BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, *SHAPE_WORKLOADS, HUGE
+    BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, *SHAPE_WORKLOADS, GANG, HUGE
 )  # fmt: skip
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
@@ -124,6 +130,11 @@ class Workload:
     controllers: tuple[str, ...] = ()
     # Watch every ResourceClaim through the run (bench.claim_watch): no device twice at any time.
     watch_claims: bool = False
+    # The scheduler py-scheduler is compared with (bench.schedulers.PEERS), and the profile (plugins,
+    # pluginConfig) both run instead of the default one; CRDs installed before any object.
+    peer: str = KUBE
+    profile: dict[str, Any] | None = None
+    crds: tuple[Path, ...] = ()
 
     @property
     def pod_names(self) -> list[str]:
@@ -918,6 +929,8 @@ DRA_SIZES = ((200, 10, 1000, 1000), (50, 10, 200, 300))  # nodes, devices per no
 EXTENDER_SIZES = ((500, 1000), (100, 300))  # nodes, pods
 # upstream's half_200nodes (half the devices taken), a fixed pod count instead of its 10 s; 10 in flight.
 DRA_STEADY_SIZES = ((200, 10, 1000, 1000, 10), (50, 10, 250, 300, 10))
+# gang_bench's sizes: nodes (4 CPU), complete gangs, pods per gang, incomplete gangs.
+GANG_SIZES = ((50, 40, 8, 5), (20, 16, 8, 3))
 # huge's quick size only smoke-tests its probes; --quick runs huge only when named.
 HUGE_SIZES = ((15000, 30000), (1500, 3000))  # nodes, pods
 
@@ -952,12 +965,23 @@ def build(name: str, *, quick: bool = False) -> Workload:
         return mixed(300, 1000, churn_lag=100) if quick else mixed()
     if name == HUGE:
         return basic(*HUGE_SIZES[1 if quick else 0], name=HUGE)
+    if name == GANG:
+        return gang_side_by_side(*GANG_SIZES[1 if quick else 0])
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(ALL_WORKLOADS)}")
 
 
-# --- gang (Coscheduling): bench/gang_bench.py, not side_by_side (it needs the PodGroup CRD) ---------
-GANG = "gang"
+# --- gang (Coscheduling) against scheduler-plugins: side_by_side's gang workload and bench/gang_bench.py ---
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+PODGROUP_CRD = REPO / "deploy/components/podgroup-crd/crd.yaml"
+PERMIT_WAITING_SECONDS = 10
+# scheduler-plugins' manifests/coscheduling/scheduler-config.yaml: Coscheduling multiPoint and queueSort.
+COSCHEDULING_PROFILE: dict[str, Any] = {
+    "plugins": {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+    },
+    "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": PERMIT_WAITING_SECONDS}}],
+}
 
 
 @dataclass
@@ -1001,3 +1025,32 @@ def gang(
         groups=groups,
         incomplete=frozenset(broken),
     )
+
+
+def gang_side_by_side(nodes: int, gangs: int, size: int, incomplete: int) -> Workload:
+    """gang()'s PodGroups and pods for side_by_side: py-scheduler and the scheduler-plugins scheduler,
+    both with Coscheduling (COSCHEDULING_PROFILE), the PodGroup CRD installed and the PodGroups created
+    before the clock. The incomplete gangs' pods must all stay pending (all or nothing)."""
+    gw = gang(nodes, gangs, size, incomplete)
+    workload = gw.workload
+    workload.objects = [
+        ApiObject(
+            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{MEASURED_NAMESPACE}/podgroups",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": name},
+                "spec": {"minMember": min_member},
+            },
+        )
+        for name, min_member in gw.groups.items()
+    ]
+    workload.description = (
+        f"Coscheduling gangs against scheduler-plugins (both with its Coscheduling profile, "
+        f"permitWaitingTimeSeconds {PERMIT_WAITING_SECONDS}): {workload.description}; a gang's pods bind "
+        "all or none"
+    )
+    workload.peer = SCHED_PLUGINS
+    workload.profile = COSCHEDULING_PROFILE
+    workload.crds = (PODGROUP_CRD,)
+    return workload
