@@ -197,12 +197,32 @@ class InFlightClaims:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # claim uid -> (claim, allocation, resourceVersion PreBind wrote or None before the write)
-        self._pending: dict[str, tuple[Obj, Obj, int | None]] = {}
+        # claim uid -> (claim, allocation, resourceVersion PreBind wrote or None before the write,
+        # the devices the allocation takes)
+        self._pending: dict[str, tuple[Obj, Obj, int | None, tuple[DeviceID, ...]]] = {}
+        # How many entries take each device: read per pod, so kept rather than derived.
+        self._held: dict[DeviceID, int] = {}
 
     def add(self, claim: Obj, allocation: Obj) -> None:
+        devices = tuple(allocated_devices(allocation))
         with self._lock:
-            self._pending[uid_of(claim)] = (claim, allocation, None)
+            self._drop(uid_of(claim))
+            self._pending[uid_of(claim)] = (claim, allocation, None, devices)
+            for device in devices:
+                self._held[device] = self._held.get(device, 0) + 1
+
+    def _drop(self, uid: str) -> bool:
+        """Removes the entry (the lock held)."""
+        entry = self._pending.pop(uid, None)
+        if entry is None:
+            return False
+        for device in entry[3]:
+            left = self._held[device] - 1
+            if left:
+                self._held[device] = left
+            else:
+                del self._held[device]
+        return True
 
     def written(self, uid: str, written: Obj) -> None:
         """PreBind stored the allocation: the entry lasts until the informer reaches ``written``."""
@@ -210,7 +230,7 @@ class InFlightClaims:
         with self._lock:
             entry = self._pending.get(uid)
             if entry is not None:
-                self._pending[uid] = (entry[0], entry[1], version)
+                self._pending[uid] = (entry[0], entry[1], version, entry[3])
 
     def get(self, uid: str) -> Obj | None:
         with self._lock:
@@ -219,7 +239,7 @@ class InFlightClaims:
 
     def remove(self, uid: str) -> bool:
         with self._lock:
-            return self._pending.pop(uid, None) is not None
+            return self._drop(uid)
 
     def prune(self, claims: Lister, tracker: AllocatedDevicesTracker | None = None) -> None:
         """Drops entries the claims' state caught up with (allocated there, or at the written version or
@@ -228,7 +248,7 @@ class InFlightClaims:
         has changed); a claim the tracker does not know is judged gone by the store."""
         with self._lock:
             items = list(self._pending.items())
-        for uid, (claim, _, version) in items:
+        for uid, (claim, _, version, _) in items:
             known = tracker.seen(uid) if tracker is not None else None
             if known is not None:
                 allocated, seen_version = known
@@ -244,12 +264,12 @@ class InFlightClaims:
             if drop:
                 with self._lock:
                     if self._pending.get(uid, (None,))[0] is claim:
-                        del self._pending[uid]
+                        self._drop(uid)
 
     def devices(self) -> list[DeviceID]:
+        """The devices the entries take."""
         with self._lock:
-            allocations = [a for _, a, _ in self._pending.values()]
-        return [d for a in allocations for d in allocated_devices(a)]
+            return list(self._held)
 
     def __len__(self) -> int:
         return len(self._pending)
