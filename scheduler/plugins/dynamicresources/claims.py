@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from informers.objects import revision
@@ -202,6 +202,9 @@ class InFlightClaims:
         self._pending: dict[str, tuple[Obj, Obj, int | None, tuple[DeviceID, ...]]] = {}
         # How many entries take each device: read per pod, so kept rather than derived.
         self._held: dict[DeviceID, int] = {}
+        # With a tracker: the entries whose claim may have caught up since the last prune (written,
+        # or an event of the tracker named them); the others need no look.
+        self._check: set[str] = set()
 
     def add(self, claim: Obj, allocation: Obj) -> None:
         devices = tuple(allocated_devices(allocation))
@@ -231,6 +234,11 @@ class InFlightClaims:
             entry = self._pending.get(uid)
             if entry is not None:
                 self._pending[uid] = (entry[0], entry[1], version, entry[3])
+                self._check.add(uid)
+
+    def pending(self, uid: str) -> bool:
+        """Whether an allocation of the claim is in flight (a dict read: no lock needed)."""
+        return uid in self._pending
 
     def get(self, uid: str) -> Obj | None:
         with self._lock:
@@ -245,9 +253,15 @@ class InFlightClaims:
         """Drops entries the claims' state caught up with (allocated there, or at the written version or
         later) or whose claim is gone. With ``tracker``, its view decides, so an entry leaves only once
         the devices it holds are counted there (the tracker hears the informer's events after its store
-        has changed); a claim the tracker does not know is judged gone by the store."""
+        has changed), and only entries that were written or whose claim the tracker heard of since the
+        last prune are looked at; a claim the tracker does not know is judged gone by the store."""
         with self._lock:
-            items = list(self._pending.items())
+            if tracker is None:
+                items = list(self._pending.items())
+            else:
+                self._check |= tracker.drain_touched() & self._pending.keys()
+                items = [(uid, self._pending[uid]) for uid in self._check if uid in self._pending]
+                self._check.clear()
         for uid, (claim, _, version, _) in items:
             known = tracker.seen(uid) if tracker is not None else None
             if known is not None:
@@ -349,7 +363,9 @@ class AllocatedDevicesTracker:
 
     LOG_MAX = 65536
 
-    def __init__(self) -> None:
+    def __init__(self, interest: Callable[[str], bool] | None = None) -> None:
+        # Which claims ``drain_touched`` reports (the in-flight ones); None: every claim.
+        self._interest = interest
         # claim uid -> (allocated, resourceVersion seen, devices its allocation holds exclusively)
         self._claims: dict[str, tuple[bool, int | None, tuple[DeviceID, ...]]] = {}
         self._holders: dict[DeviceID, int] = {}
@@ -358,6 +374,8 @@ class AllocatedDevicesTracker:
         # incrementally (``changes``); cut when long, which ``epoch`` counts.
         self._log: list[tuple[DeviceID, bool]] = []
         self.epoch = 0
+        # The claims an event named since the last ``drain_touched``.
+        self._touched: set[str] = set()
 
     def on_add(self, obj: Obj) -> None:
         self._set(obj)
@@ -369,6 +387,11 @@ class AllocatedDevicesTracker:
 
     def on_delete(self, obj: Obj) -> None:
         self._drop(uid_of(obj))
+
+    def drain_touched(self) -> set[str]:
+        """The uids of the claims an event named since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
 
     def _set(self, claim: Obj) -> None:
         uid = uid_of(claim)
@@ -385,6 +408,8 @@ class AllocatedDevicesTracker:
                 self._note(device, True)
 
     def _drop(self, uid: str) -> None:
+        if self._interest is None or self._interest(uid):
+            self._touched.add(uid)
         entry = self._claims.pop(uid, None)
         if entry is None:
             return

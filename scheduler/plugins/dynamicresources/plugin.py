@@ -109,7 +109,7 @@ from scheduler.plugins.dynamicresources.claims import (
     pod_claims,
     unusable_for_binding,
 )
-from scheduler.plugins.dynamicresources.fastpath import DeviceTable, FastFilter, compile_demand
+from scheduler.plugins.dynamicresources.fastpath import Demand, DeviceTable, FastFilter, compile_demand
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
@@ -210,11 +210,12 @@ class DynamicResources:
         # the scheduler): then a pod does not walk every claim.
         self.allocated_tracker: AllocatedDevicesTracker | None = None
         if isinstance(self.claims, WatchedLister):
-            self.allocated_tracker = AllocatedDevicesTracker()
+            self.allocated_tracker = AllocatedDevicesTracker(interest=self.in_flight.pending)
             self.claims.add_event_handler(self.allocated_tracker)
         self.pool_cache = PoolCache()
         self.allocation_memo = AllocationMemo()
         self.device_table: DeviceTable | None = None
+        self._demands: dict[Hashable, tuple[Any, Demand | None]] = {}
         self._unreserve_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -433,21 +434,39 @@ class DynamicResources:
                 s.allocator.memo = self.allocation_memo
                 s.allocator.memo_context = self._memo_context(s.unallocated)
             if len(s.unallocated) == len(claims):
-                s.fast = self._fast_filter(slices, s.unallocated, s.allocator.allocated)
+                s.fast = self._fast_filter(
+                    slices, s.unallocated, s.allocator.allocated, s.allocator.memo_context
+                )
         state.write(STATE_KEY, s)
         return None, None
 
     def _fast_filter(
-        self, slices: Sequence[Obj], claims: Sequence[Obj], allocated: set[Any]
+        self,
+        slices: Sequence[Obj],
+        claims: Sequence[Obj],
+        allocated: set[Any],
+        context: tuple[Hashable, Any] | None,
     ) -> FastFilter | None:
         """The counting Filter for these claims (every claim of the pod is to be allocated), or None
-        when the allocator must judge every node."""
+        when the allocator must judge every node. ``context``: the claims' specs and classes (see
+        ``_memo_context``), under which their demand is kept: pods of one workload share it."""
         table = self.device_table
         if table is None or table.key != tuple(map(id, slices)):
             table = self.device_table = DeviceTable(slices)
         if not table.usable:
             return None
-        demand = compile_demand(claims, self.classes.get, self.matches)
+        if context is None:
+            demand = compile_demand(claims, self.classes.get, self.matches)
+        else:
+            kept = self._demands.get(context[0])
+            if kept is None:
+                if len(self._demands) >= 1024:
+                    self._demands.clear()
+                demand = compile_demand(claims, self.classes.get, self.matches)
+                # The classes are held with the demand: the key names their identities.
+                self._demands[context[0]] = (context[1], demand)
+            else:
+                demand = kept[1]
         if demand is None:
             return None
         if self.allocated_tracker is not None:

@@ -344,3 +344,25 @@ def test_the_tracker_log_tells_a_follower_every_change() -> None:
     lister.add(claim("c", request("req-0"), allocation=one))
     lister.delete("c", "default")
     assert tracker.changes(*start) is None  # cut: the follower reads ``held`` whole
+
+
+def test_an_entry_written_after_the_tracker_saw_it_deallocated_again_is_pruned() -> None:
+    """The informer may never show the allocation (deallocated again before the watch delivered it):
+    the entry leaves once the tracker has seen the written version or a later one, even when that event
+    came before PreBind reported the write."""
+    in_flight = InFlightClaims()
+    tracker = AllocatedDevicesTracker(interest=in_flight.pending)
+    lister = StaticLister()
+    lister.add_event_handler(tracker)
+    pending = claim("a", request("req-0"))
+    lister.add(pending)
+    in_flight.add(pending, allocation(result("req-0", DRIVER_A, "node-1", "gpu-0")))
+    later = {**pending, "metadata": {**pending["metadata"], "resourceVersion": "5"}}
+    lister.add(later)  # unallocated at version 5
+    in_flight.prune(lister, tracker)
+    assert in_flight.devices() == [(DRIVER_A, "node-1", "gpu-0")]  # not written yet: kept
+    in_flight.written("uid-a", {**pending, "metadata": {**pending["metadata"], "resourceVersion": "3"}})
+    in_flight.prune(lister, tracker)
+    assert in_flight.devices() == []
+    lister.add(claim("b", request("req-0")))
+    assert tracker.drain_touched() == set()  # only claims with an allocation in flight are reported
