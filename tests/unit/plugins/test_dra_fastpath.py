@@ -340,7 +340,7 @@ def test_the_tracker_log_tells_a_follower_every_change() -> None:
     lister.delete("b", "default")
     later = tracker.changes(start[0], changes[1])
     assert later is not None and list(later[0]) == [((DRIVER_A, "node-1", "gpu-0"), False)]
-    tracker.LOG_MAX = 1  # type: ignore[misc]
+    tracker.LOG_MAX = 1
     lister.add(claim("c", request("req-0"), allocation=one))
     lister.delete("c", "default")
     assert tracker.changes(*start) is None  # cut: the follower reads ``held`` whole
