@@ -26,7 +26,7 @@ of a node that cannot fit could run into ``filterTimeout``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,16 +63,17 @@ TO_ALLOCATOR = -2  # a pool of the node is incomplete or invalid: the allocator 
 @dataclass(frozen=True, slots=True)
 class Signature:
     """What makes a device usable for a request: its class (by identity, held), the request's own
-    selectors and its tolerations."""
+    selectors and its tolerations; ``key`` says it as a hashable."""
 
     class_: Obj
     selectors: tuple[str, ...]
     tolerations: tuple[Obj, ...]
+    key: Hashable
 
-    @property
-    def key(self) -> Hashable:
-        tolerations = orjson.dumps(self.tolerations, option=orjson.OPT_SORT_KEYS)
-        return (id(self.class_), self.selectors, tolerations)
+    @classmethod
+    def of(cls, class_: Obj, selectors: tuple[str, ...], tolerations: tuple[Obj, ...]) -> Signature:
+        key = (id(class_), selectors, orjson.dumps(tolerations, option=orjson.OPT_SORT_KEYS))
+        return cls(class_, selectors, tolerations, key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,9 @@ class Demand:
     counts: tuple[int, ...]
 
 
-def compile_demand(claims: Sequence[Obj], class_of: Any, matches: DeviceMatchCache) -> Demand | None:
+def compile_demand(
+    claims: Sequence[Obj], class_of: Callable[[str], Obj | None], matches: DeviceMatchCache
+) -> Demand | None:
     """The claims' demand, or None when the allocator must judge them (a shape counting cannot
     answer, or anything the allocator would refuse: its error is the answer then)."""
     by_key: dict[Hashable, int] = {}
@@ -118,7 +121,7 @@ def compile_demand(claims: Sequence[Obj], class_of: Any, matches: DeviceMatchCac
                 if not expression or matches.cel.get_or_compile(expression).program is None:
                     return None
             per_claim += count
-            signature = Signature(class_, selectors, tuple(exactly.get("tolerations") or ()))
+            signature = Signature.of(class_, selectors, tuple(exactly.get("tolerations") or ()))
             key = signature.key
             index = by_key.get(key)
             if index is None:
@@ -164,6 +167,7 @@ class DeviceTable:
             key = (spec.get("driver", ""), slice_pool(slice_).get("name", ""))
             by_pool.setdefault(key, []).append(slice_)
             pools_of_node.setdefault(node_name, set()).add(key)
+        rows_count = 0
         if self.usable:
             for node_name, keys in pools_of_node.items():
                 # Only the slices of the node's pools can matter for it (completeness is per pool).
@@ -172,15 +176,16 @@ class DeviceTable:
                 if any(p.incomplete or p.invalid for p in pools):
                     self.node_rows[node_name] = TO_ALLOCATOR
                     continue
-                row = self.node_rows[node_name] = len(self.node_rows)
+                row = self.node_rows[node_name] = rows_count
+                rows_count += 1
                 for pool in pools:
                     for slice_ in pool.slices:
                         for index, device in enumerate(slice_spec(slice_).get("devices") or ()):
                             ids.append((pool.driver, pool.pool, device.get("name", "")))
                             devices.append((device, slice_, index))
                             rows.append(row)
-        # Rows are dense over the nodes with devices; TO_ALLOCATOR nodes took no row number.
-        self.rows_count = 1 + max((r for r in self.node_rows.values() if r >= 0), default=-1)
+        # Rows are numbered densely over the nodes the table judges; TO_ALLOCATOR nodes have none.
+        self.rows_count = rows_count
         self.ids = ids
         self.devices = devices
         self.row_of_device: IntArray = np.asarray(rows, dtype=np.int64)
@@ -229,8 +234,10 @@ class DeviceTable:
 
     def free(self, allocated: set[DeviceID]) -> BoolArray:
         """Per device: not in ``allocated`` (kept from the last call: only the difference is read)."""
-        self._tracker = None
         in_use = self._in_use
+        if self._tracker is not None:  # the state followed a tracker until now: start afresh
+            in_use[:] = False
+            self._tracker, self._allocated = None, set()
         index_of = self.index_of
         for device_id in allocated ^ self._allocated:
             i = index_of.get(device_id)

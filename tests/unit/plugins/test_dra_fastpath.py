@@ -132,13 +132,18 @@ def _subset(nodes: list[NodeInfo], rng: random.Random) -> NodeSubset:
     return NodeSubset(columns, positions)
 
 
+@pytest.mark.parametrize("followed", [True, False], ids=["tracker", "listed-claims"])
 @pytest.mark.parametrize("seed", range(60))
-def test_counting_filter_equals_the_allocator_node_by_node(seed: int) -> None:
+def test_counting_filter_equals_the_allocator_node_by_node(seed: int, followed: bool) -> None:
+    """``followed``: the allocated devices come from the tracker (a lister with events, as in the
+    scheduler), or from the listed claims (a lister without)."""
     rng = random.Random(seed)
     nodes, slices = _cluster(rng)
     claims: list[dict[str, Any]] = []
     fh = FakeHandle(objects={RESOURCE_CLAIMS: [], RESOURCE_SLICES: slices, DEVICE_CLASSES: CLASSES})
     fast, reference = DynamicResources({}, fh), DynamicResources({}, fh)
+    if not followed:
+        fast.allocated_tracker = None
     counted = 0
     for index in range(10):
         names = []
