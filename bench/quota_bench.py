@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,20 +34,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 from kubernetes import client as k8s
 
-from bench import procstat, schedulers
+from bench import prereqs, procstat, schedulers
 from bench.analysis import percentile
-from bench.gang_bench import BUILD_SCRIPT, peer_binary
 from devcluster.cluster import ControlPlane
 from devcluster.nodes import create_nodes, make_node
 
 log = logging.getLogger("bench.quota")
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO / "deploy/components/elasticquota-crd/crd.yaml"
-PEER = "scheduler-plugins"
-PEER_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+PEER = schedulers.SCHED_PLUGINS
 POD_CPU_M = 500
 POLL = 0.1
 CAPACITY_PROFILE: dict[str, Any] = {
@@ -100,20 +95,8 @@ def _pod(name: str, scheduler_name: str) -> dict[str, Any]:
 
 
 def _install(api: Any, shape: Shape) -> None:
-    ext: Any = k8s.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(body=yaml.safe_load(CRD.read_text()), _preload_content=False)
+    prereqs.install_crd(api, CRD)
     custom: Any = k8s.CustomObjectsApi(api)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            custom.list_namespaced_custom_object(
-                "scheduling.x-k8s.io", "v1alpha1", "default", "elasticquotas"
-            )
-            break
-        except k8s.ApiException:
-            if time.monotonic() > deadline:
-                raise TimeoutError("ElasticQuota CRD not served after 60s") from None
-            time.sleep(0.5)
     core: Any = k8s.CoreV1Api(api)
     for ns in shape.borrowers + shape.owners:
         core.create_namespace({"metadata": {"name": ns}})
@@ -127,30 +110,6 @@ def _install(api: Any, shape: Shape) -> None:
     create_nodes(api, [make_node(f"node-{i}", cpu="4", memory="16Gi") for i in range(shape.nodes)])
 
 
-class Peer:
-    label = PEER
-    scheduler_name = PEER_SCHEDULER_NAME
-
-    def __init__(self, cp: ControlPlane) -> None:
-        self._cp = cp
-        profile = {"schedulerName": PEER_SCHEDULER_NAME, **CAPACITY_PROFILE}
-        self._config = cp.write_kube_scheduler_config(
-            qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST, profiles=[profile]
-        )
-        self._handle: Any = None
-
-    def start(self) -> None:
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config, binary=peer_binary())
-
-    @property
-    def pid(self) -> int:
-        return int(self._handle.pid)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.stop(grace=10.0)
-
-
 def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-quota-{kind}-") as tmp,
@@ -162,7 +121,7 @@ def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
         _install(api, shape)
         contestant: Any
         if kind == PEER:
-            contestant = Peer(cp)
+            contestant = schedulers.SchedulerPluginsScheduler(cp, CAPACITY_PROFILE)
         else:
             contestant = schedulers.PyScheduler(cp, Path(tmp), profile=CAPACITY_PROFILE)
         contestant.start()
@@ -275,9 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [schedulers.PY, PEER]
     if args.only:
         kinds = [schedulers.PY if args.only == "py" else PEER]
-    if PEER in kinds and not os.access(peer_binary(), os.X_OK):
-        log.info("building the scheduler-plugins scheduler (once; cached)")
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+    if PEER in kinds:
+        schedulers.ensure_scheduler_plugins()
     print(f"workload: {shape.description}")
     results = {}
     for kind in kinds:
