@@ -18,10 +18,8 @@ from __future__ import annotations
 import argparse
 import http.server
 import logging
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,14 +34,12 @@ from kubernetes import client as k8s
 
 from bench import procstat, schedulers
 from bench.analysis import percentile
-from bench.gang_bench import BUILD_SCRIPT, peer_binary
 from devcluster.cluster import ControlPlane
 from devcluster.nodes import create_nodes, make_node
 from devcluster.prometheus import PrometheusServer, ensure_prometheus
 
 log = logging.getLogger("bench.load_aware")
-PEER = "scheduler-plugins"
-PEER_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+PEER = schedulers.SCHED_PLUGINS
 POD_CPU_M = 500
 NODE_CPU_M = 4000
 TARGET_PERCENT = 40
@@ -88,31 +84,6 @@ def profile(address: str) -> dict[str, Any]:
     }
 
 
-class Peer:
-    label = PEER
-    scheduler_name = PEER_SCHEDULER_NAME
-
-    def __init__(self, cp: ControlPlane, prof: dict[str, Any]) -> None:
-        self._cp = cp
-        self._config = cp.write_kube_scheduler_config(
-            qps=schedulers.CLIENT_QPS,
-            burst=schedulers.CLIENT_BURST,
-            profiles=[{"schedulerName": PEER_SCHEDULER_NAME, **prof}],
-        )
-        self._handle: Any = None
-
-    def start(self) -> None:
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config, binary=peer_binary())
-
-    @property
-    def pid(self) -> int:
-        return int(self._handle.pid)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.stop(grace=10.0)
-
-
 def _pod(name: str, scheduler_name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -141,7 +112,9 @@ def _run(
         create_nodes(api, [make_node(name, cpu="4", memory="16Gi") for name in loads])
         prof = profile(prometheus_url)
         contestant: Any = (
-            Peer(cp, prof) if kind == PEER else schedulers.PyScheduler(cp, Path(tmp), profile=prof)
+            schedulers.SchedulerPluginsScheduler(cp, prof)
+            if kind == PEER
+            else schedulers.PyScheduler(cp, Path(tmp), profile=prof)
         )
         contestant.start()
         try:
@@ -210,9 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [schedulers.PY, PEER]
     if args.only:
         kinds = [schedulers.PY if args.only == "py" else PEER]
-    if PEER in kinds and not os.access(peer_binary(), os.X_OK):
-        log.info("building the scheduler-plugins scheduler (once; cached)")
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+    if PEER in kinds:
+        schedulers.ensure_scheduler_plugins()
     loads = node_loads(nodes)
     mean = 100 * statistics.mean(loads.values())
     print(

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import yaml
 
 from bench import scrape
-from devcluster.binaries import cache_root
+from devcluster import peers
 from devcluster.cluster import ControlPlane
 from devcluster.probe import free_port, http_get, unverified_tls
 from devcluster.process import ManagedProcess
@@ -50,7 +50,6 @@ LIMITS = (CEILING, HONEST)
 PEERS = (KUBE, SCHED_PLUGINS)
 KUBE_SCHEDULER_NAME = "default-scheduler"
 SCHED_PLUGINS_SCHEDULER_NAME = "scheduler-plugins-scheduler"
-BUILD_SCHEDULER_PLUGINS = REPO / "devcluster/build_scheduler_plugins.sh"
 PY_SCHEDULER_NAME = "py-scheduler"
 CEILING_SCHEDULER_NAME = "bench-binder"
 HONEST_SCHEDULER_NAME = "bench-honest-binder"
@@ -110,16 +109,12 @@ def peer_of(schedulers: Iterable[str]) -> str:
 
 
 def scheduler_plugins_binary() -> Path:
-    version = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
-    return cache_root() / f"scheduler-plugins-{version}" / "scheduler-plugins-scheduler"
+    return peers.scheduler_plugins().scheduler
 
 
 def ensure_scheduler_plugins() -> Path:
     """The scheduler-plugins binary, built once (cached outside the repo) if missing."""
-    binary = scheduler_plugins_binary()
-    if not os.access(binary, os.X_OK):
-        subprocess.run(["bash", str(BUILD_SCHEDULER_PLUGINS)], check=True)
-    return binary
+    return peers.ensure_scheduler_plugins().scheduler
 
 
 class KubeScheduler:
