@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -131,8 +132,10 @@ class Peer:
     label = PEER
     scheduler_name = PEER_SCHEDULER_NAME
 
-    def __init__(self, cp: ControlPlane) -> None:
+    def __init__(self, cp: ControlPlane, verbose: bool = False) -> None:
         self._cp = cp
+        # --v=2 logs each preemption's victims ("Preemptor Pod preempted victim Pod").
+        self._extra_args = ["--v=2"] if verbose else []
         profile = {"schedulerName": PEER_SCHEDULER_NAME, **CAPACITY_PROFILE}
         self._config = cp.write_kube_scheduler_config(
             qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST, profiles=[profile]
@@ -140,18 +143,24 @@ class Peer:
         self._handle: Any = None
 
     def start(self) -> None:
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config, binary=peer_binary())
+        self._handle = self._cp.start_kube_scheduler(
+            extra_args=self._extra_args, config_path=self._config, binary=peer_binary()
+        )
 
     @property
     def pid(self) -> int:
         return int(self._handle.pid)
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self._handle.log_path)
 
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.stop(grace=10.0)
 
 
-def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
+def _run(kind: str, shape: Shape, timeout: float, keep_logs: Path | None = None) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-quota-{kind}-") as tmp,
         ControlPlane(
@@ -162,7 +171,7 @@ def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
         _install(api, shape)
         contestant: Any
         if kind == PEER:
-            contestant = Peer(cp)
+            contestant = Peer(cp, verbose=keep_logs is not None)
         else:
             contestant = schedulers.PyScheduler(cp, Path(tmp), profile=CAPACITY_PROFILE)
         contestant.start()
@@ -173,6 +182,15 @@ def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
             return result
         finally:
             contestant.stop()
+            if keep_logs is not None:
+                _keep_log(kind, contestant.log_path, keep_logs)
+
+
+def _keep_log(kind: str, source: Path, into: Path) -> None:
+    """The scheduler's log beside the run's victims (``--keep-logs``): which preemptor chose whom."""
+    into.mkdir(parents=True, exist_ok=True)
+    if source.exists():
+        shutil.copyfile(source, into / f"{kind}-scheduler.log")
 
 
 def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dict[str, Any]:
@@ -183,6 +201,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
     deleted_by_us: set[tuple[str, str]] = set()
     lock = threading.Lock()
     pool = ThreadPoolExecutor(16)
+    node_of: dict[tuple[str, str], str] = {}
 
     def create(ns: str, name: str) -> None:
         core.create_namespaced_pod(ns, body=_pod(name, scheduler_name), _preload_content=False)
@@ -202,6 +221,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
                 seen.add(key)
                 if p["spec"].get("nodeName"):
                     on_nodes.append(key)
+                    node_of[key] = p["spec"]["nodeName"]
         with lock:
             for key in on_nodes:
                 bound.setdefault(key, now)
@@ -260,6 +280,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
         "owner_p50": statistics.median(owner_lat) if owner_lat else float("nan"),
         "owner_p99": percentile(owner_lat, 99) if owner_lat else float("nan"),
         "victims": len(victims),
+        "victim_pods": sorted(f"{ns}/{name}@{node_of.get((ns, name), '')}" for ns, name in victims),
         "duration": end - start,
     }
 
@@ -269,6 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="8 nodes, 4 namespaces, 3 churn rounds")
     parser.add_argument("--only", choices=("py", "peer"))
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="DIR",
+        help="keep each scheduler's log and the run's victims (ns/pod@node, as JSON) in DIR",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shape = Shape(8, 4, 2, 3) if args.quick else Shape(24, 6, 4, 5)
@@ -282,7 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for kind in kinds:
         log.info("== quota / %s", kind)
-        results[kind] = _run(kind, shape, args.timeout)
+        results[kind] = _run(kind, shape, args.timeout, args.keep_logs)
+        if args.keep_logs is not None:
+            (args.keep_logs / f"{kind}-victims.json").write_bytes(
+                orjson.dumps(results[kind]["victim_pods"], option=orjson.OPT_INDENT_2)
+            )
     print("| scheduler | borrow pods bound | owner pods bound | pods bound / s | borrow p50 / p99 s "
           "| owner (reclaim) p50 / p99 s | victims | scheduler CPU s |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")

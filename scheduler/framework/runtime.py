@@ -24,6 +24,7 @@ from scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    AwaitingPostFilterPlugin,
     BatchFilterPlugin,
     BatchScoreExtensions,
     BatchScorePlugin,
@@ -564,7 +565,13 @@ class Framework:
                     plugin.post_filter_with_extenders(run.state, run.pod, run.node_statuses, run.extenders),
                 )
                 return run
-            if isinstance(plugin, BlockingPostFilterPlugin):
+            if isinstance(plugin, AwaitingPostFilterPlugin):
+                awaiting = plugin.post_filter_awaitable(run.state, run.pod, run.node_statuses)
+                if not isinstance(awaiting, tuple):
+                    run.pending = (plugin, began, None, awaiting)
+                    return run
+                answer = awaiting
+            elif isinstance(plugin, BlockingPostFilterPlugin):
                 outcome = plugin.post_filter_call(run.state, run.pod, run.node_statuses)
                 if not isinstance(outcome, tuple):
                     run.pending = (plugin, began, outcome, None)
