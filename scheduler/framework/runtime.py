@@ -937,7 +937,8 @@ def implemented_points(plugin: Any) -> set[str]:
 
 class PausedPostFilter:
     """A PostFilter run waiting for one plugin's I/O (``Framework.run_post_filter``): the plugins
-    still to run, the fold so far, and what to await (a blocking call or an extender coroutine)."""
+    still to run, the fold so far, and what to await (a blocking call, or a coroutine: an extender's or an
+    ``AwaitingPostFilterPlugin``'s)."""
 
     __slots__ = ("extenders", "fold", "index", "node_statuses", "pending", "pod", "start", "state")
 

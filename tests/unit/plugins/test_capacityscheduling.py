@@ -451,9 +451,9 @@ def test_args_are_refused() -> None:
 
 
 class QuotaCycle:
-    """A whole scheduler (CoreEnv) with the upstream profile, quota ``q`` (min = max = one cpu per
-    node's cpu) and a fake informer: a victim's DELETE reaches the scheduler cache and the plugin's pod lister a moment
-    after the API server answered it, unless ``deliver`` is off."""
+    """A whole scheduler (CoreEnv) with the upstream profile, quota ``q`` (min = max = the nodes' cpu)
+    and a fake informer: a victim's DELETE reaches the scheduler cache and the plugin's pod lister a
+    moment after the API server answered it, unless ``deliver`` is off."""
 
     def __init__(self, make_env: Any, nodes: Sequence[Mapping[str, Any]]) -> None:
         self.env: CoreEnv = make_env(nodes, profile={**UPSTREAM_PROFILE, "schedulerName": PROFILE})
@@ -468,7 +468,7 @@ class QuotaCycle:
         loop = asyncio.get_running_loop()
 
         def watched(method: str, path: str, body: Any) -> tuple[int, bytes]:
-            answer = respond(method, path, body)
+            answer: tuple[int, bytes] = respond(method, path, body)
             if method == "DELETE" and answer[0] < 300:
                 name = path.rsplit("/", 1)[-1]
                 self.deletes.append(name)
@@ -476,7 +476,7 @@ class QuotaCycle:
                     loop.call_soon_threadsafe(loop.call_later, 0.01, self._watch_delete, name)
             return answer
 
-        self.env.rest.respond = watched  # type: ignore[method-assign]
+        self.env.rest.respond = watched
 
     def _watch_delete(self, name: str) -> None:
         cached = self.env.cache.get_pod(f"q/{name}")
@@ -529,7 +529,7 @@ async def test_a_failed_victim_write_is_the_preemptors_error(make_env: Any) -> N
             return 500, b'{"message": "etcd is down", "code": 500}'
         return respond(method, path, body)
 
-    env.rest.respond = refuse  # type: ignore[method-assign]
+    env.rest.respond = refuse
     env.queue.add(with_priority(make_pod("high", namespace="q", cpu="1"), HIGH))
     await env.schedule_next()
     record = env.decisions.store.latest("q/high")
@@ -558,7 +558,7 @@ def test_post_filter_outside_the_cycle_refuses_to_preempt() -> None:
         [mk("a", "free", 60, LOW, node_name="node-a")],
         [],
     )
-    env.plugin.handle.framework.preemption_executor = object()  # type: ignore[attr-defined,assignment]
+    env.plugin.handle.framework.preemption_executor = object()  # type: ignore[attr-defined]
     nominated, status = env.post_filter(mk("p", "free", 50, HIGH))
     assert nominated is None
     assert status is not None and status.code is Code.Error
