@@ -110,6 +110,15 @@ ELASTIC_QUOTAS = ResourceSpec(
     namespaced=True,
     kind="ElasticQuota",
 )
+# The NodeResourceTopology CRD (NodeResourceTopologyMatch), cluster-scoped, one object per node: watched only
+# when NodeResourceTopologyMatch is enabled.
+NODE_RESOURCE_TOPOLOGIES = ResourceSpec(
+    group="topology.node.k8s.io",
+    version="v1alpha2",
+    plural="noderesourcetopologies",
+    namespaced=False,
+    kind="NodeResourceTopology",
+)
 # Upstream's own gang API (beta and off in v1.37, feature gate GenericWorkload): served only when the API
 # server runs with --runtime-config=scheduling.k8s.io/v1beta1=true; watched only when GenericWorkload is on.
 WORKLOAD_PODGROUPS = ResourceSpec(

@@ -213,6 +213,48 @@ POD_GROUP_SCHEDULING_ALGORITHM_DURATION = FastHistogram(
     buckets=exponential_buckets(0.001, 2, 15),
     registry=None,
 )
+# Workload-aware preemption (registered with the pod group metrics, as upstream).
+WORKLOAD_PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_workload_preemption_attempts",
+    "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+    ["result"],
+    registry=None,
+)
+WORKLOAD_PREEMPTION_VICTIMS = Histogram(
+    "scheduler_workload_preemption_victims",
+    "Number of pod preemption victims caused by workload preemption.",
+    buckets=exponential_buckets(1, 2, 11),
+    registry=None,
+)
+PREEMPTION_WORKLOAD_DISRUPTIONS = Histogram(
+    "scheduler_preemption_workload_disruptions",
+    "Number of workload preemption units being preempted. A single preemption unit can be all pods in a "
+    "pod group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
+    ["preemptor"],
+    buckets=exponential_buckets(1, 2, 11),
+    registry=None,
+)
+PREEMPTION_EVALUATION_DURATION = Histogram(
+    "scheduler_preemption_evaluation_duration_seconds",
+    "Duration in seconds for identifying the target preemption victims.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=None,
+)
+PREEMPTION_EXECUTION_DURATION = Histogram(
+    "scheduler_preemption_execution_duration_seconds",
+    "Duration in seconds for preempting the target preemption victims. With async preemption enabled, "
+    "preemption execution does not block the scheduling of other pods.",
+    ["preemptor", "result"],
+    buckets=exponential_buckets(0.001, 2, 16),
+    registry=None,
+)
+PREEMPTION_PDB_VIOLATIONS = Counter(
+    "scheduler_preemption_pdb_violations",
+    "Total number of pod disruption budget violations caused by preemption.",
+    ["preemptor"],
+    registry=None,
+)
 # A pod group cycle's results (profile_metrics.go).
 POD_GROUP_SCHEDULED: Final = "scheduled"
 POD_GROUP_UNSCHEDULABLE: Final = "unschedulable"
@@ -230,6 +272,12 @@ def register_pod_group_metrics(registry: CollectorRegistry = REGISTRY) -> None:
         POD_GROUP_SCHEDULE_ATTEMPTS,
         POD_GROUP_SCHEDULING_ATTEMPT_DURATION,
         POD_GROUP_SCHEDULING_ALGORITHM_DURATION,
+        WORKLOAD_PREEMPTION_ATTEMPTS,
+        WORKLOAD_PREEMPTION_VICTIMS,
+        PREEMPTION_WORKLOAD_DISRUPTIONS,
+        PREEMPTION_EVALUATION_DURATION,
+        PREEMPTION_EXECUTION_DURATION,
+        PREEMPTION_PDB_VIOLATIONS,
     ):
         registry.register(collector)
 
@@ -459,3 +507,15 @@ def set_leader(name: str, leading: bool) -> None:
 
 def leader_slowpath(name: str) -> None:
     _child(LEADER_ELECTION_SLOWPATH, name).inc()
+
+
+def observe_preemption_disruptions(preemptor: str, disruptions: int, pdb_violations: int) -> None:
+    """Part of upstream's executor ``observeVictims``: the workload units one preemption evicts (a pod
+    group's member, or a whole PodGroup in disruption mode all; a pod's preemption counts none, as
+    upstream's candidates of a pod carry none) and the budgets its victims break, by who preempted
+    (``pod`` or ``podgroup``). The victim count itself is ``scheduler_preemption_victims`` for a pod
+    and ``scheduler_workload_preemption_victims`` for a pod group."""
+    if disruptions > 0:
+        PREEMPTION_WORKLOAD_DISRUPTIONS.labels(preemptor).observe(disruptions)
+    if pdb_violations > 0:
+        PREEMPTION_PDB_VIOLATIONS.labels(preemptor).inc(pdb_violations)

@@ -2,11 +2,16 @@
 
 * ``scheduler_pending_pods{queue="active|backoff|unschedulable|gated"}`` (gauge)
 * ``scheduler_queue_incoming_pods_total{queue="active|backoff|unschedulable", event=...}`` (counter)
-* v1.37's ``scheduler_queued_entities{queue, type="pod"}`` (gauge) and
-  ``scheduler_queue_incoming_entities_total{queue, event, type="pod"}`` (counter): with GenericWorkload
-  off every queued pod is an individual pod, so they are the two above with ``type="pod"``. With
-  GenericWorkload on upstream counts a pod group as one ``podgroup`` entity, which py-scheduler's queue
-  (one entry per pod) cannot tell: then they are not served (``entities_are_pods``).
+* v1.37's ``scheduler_queued_entities{queue, type}`` (gauge) and
+  ``scheduler_queue_incoming_entities_total{queue, event, type}`` (counter). With GenericWorkload off
+  every queued pod is an individual pod, so they are the two above with ``type="pod"``. With
+  GenericWorkload on (``entities_are_pods`` False) upstream's queue holds a pod group as one
+  ``podgroup`` entity: the gauge counts, per queue, the pods outside any group and the distinct groups
+  with members there (``entity_counts``), and the queue counts a group's members entering one queue
+  for one event together as one incoming ``podgroup`` entity (``incoming_entities``). py-scheduler's
+  queue keeps one entry per pod, so a group whose members sit in two queues counts in both, and members
+  of a PodGroup not created yet count as a gated ``podgroup`` (upstream: ``pending_pods{queue=
+  "incomplete"}``, not served).
 
 Both are served by one collector instead of prometheus_client's Counter/Gauge objects: the queue's hot
 path then costs a plain dict increment (~50 ns) rather than a locked ``inc()`` (~600 ns), and pending
@@ -29,6 +34,7 @@ INCOMING_PODS = "scheduler_queue_incoming_pods"  # exposed with the _total suffi
 QUEUED_ENTITIES = "scheduler_queued_entities"
 INCOMING_ENTITIES = "scheduler_queue_incoming_entities"  # exposed with the _total suffix
 POD_ENTITY = "pod"
+POD_GROUP_ENTITY = "podgroup"
 
 PENDING_HELP = (
     "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
@@ -49,7 +55,7 @@ INCOMING_ENTITIES_HELP = (
     "types are either 'pod' (for individual pods that are not members of any podgroup) or 'podgroup'."
 )
 # False while GenericWorkload is on: queued pods may then belong to pod groups, which upstream counts as
-# 'podgroup' entities and py-scheduler's per-pod queue cannot; the entity metrics are then not served.
+# 'podgroup' entities; the entity metrics then come from the queues' own counts.
 entities_are_pods = True
 INCOMING_HELP = "Number of pods added to scheduling queues by event and queue type."
 
@@ -57,11 +63,17 @@ PENDING_QUEUES = ("active", "backoff", "unschedulable", "gated")
 
 # (queue, event label) -> count. The queue increments it directly.
 incoming: defaultdict[tuple[str, str], int] = defaultdict(int)
+# (queue, event label, entity type) -> count, with GenericWorkload on. The queue increments it directly.
+incoming_entities: defaultdict[tuple[str, str, str], int] = defaultdict(int)
 
 
 class PendingSource(Protocol):
     def pending_counts(self) -> tuple[int, int, int, int]:
         """(active, backoff, unschedulable, gated)."""
+        ...
+
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """(queue, entity type) -> queued entities (read only with GenericWorkload on)."""
         ...
 
 
@@ -89,6 +101,17 @@ def pending_totals() -> dict[str, int]:
     return totals
 
 
+def entity_totals() -> dict[tuple[str, str], int]:
+    totals = {(queue, kind): 0 for queue in PENDING_QUEUES for kind in (POD_ENTITY, POD_GROUP_ENTITY)}
+    for ref in list(_sources):
+        source = ref()
+        if source is None:
+            continue
+        for key, n in source.entity_counts().items():
+            totals[key] = totals.get(key, 0) + n
+    return totals
+
+
 class _QueueCollector(Collector):
     def describe(self) -> Iterable[Metric]:
         yield GaugeMetricFamily(PENDING_PODS, PENDING_HELP, labels=["queue"])
@@ -109,18 +132,22 @@ class _QueueCollector(Collector):
         for (queue, event), n in incoming_now:
             counter.add_metric([queue, event], n)
         yield counter
-        if not entities_are_pods:
-            return
         entities = GaugeMetricFamily(QUEUED_ENTITIES, QUEUED_ENTITIES_HELP, labels=["queue", "type"])
-        for name, n in totals.items():
-            entities.add_metric([name, POD_ENTITY], n)
-        yield entities
-        incoming_entities = CounterMetricFamily(
+        family = CounterMetricFamily(
             INCOMING_ENTITIES, INCOMING_ENTITIES_HELP, labels=["queue", "event", "type"]
         )
-        for (queue, event), n in incoming_now:
-            incoming_entities.add_metric([queue, event, POD_ENTITY], n)
-        yield incoming_entities
+        if entities_are_pods:
+            for name, n in totals.items():
+                entities.add_metric([name, POD_ENTITY], n)
+            for (queue, event), n in incoming_now:
+                family.add_metric([queue, event, POD_ENTITY], n)
+        else:
+            for (queue, kind), n in sorted(entity_totals().items()):
+                entities.add_metric([queue, kind], n)
+            for (queue, event, kind), n in sorted(dict(incoming_entities).items()):
+                family.add_metric([queue, event, kind], n)
+        yield entities
+        yield family
 
 
 COLLECTOR = _QueueCollector()

@@ -169,6 +169,9 @@ class SchedulingQueue:
         self._closed = False
         self._closed_event = asyncio.Event()
         self._incoming = metrics.incoming
+        # GenericWorkload: the pod groups that entered a queue (queue, event) since the last pop or
+        # event-driven move; a group's members entering together are one ``podgroup`` entity.
+        self._entered_groups: set[tuple[str, str, str]] = set()
         metrics.register_source(self)
 
     # ------------------------------------------------------------------ introspection
@@ -221,6 +224,43 @@ class SchedulingQueue:
             return found
         rec = self._in_flight.live(key)
         return rec.qpi if rec is not None else None
+
+    def _entity_incoming(self, queue: str, label: str, qpi: QueuedPodInfo) -> None:
+        """``scheduler_queue_incoming_entities_total`` with GenericWorkload: a pod outside any group is
+        a ``pod`` entity; the members of one pod group entering one queue for one event together (one
+        attempt's failure, one event's moves, arrivals between two pops) are one ``podgroup`` entity, as
+        upstream's queue holds the group as one QueuedPodGroupInfo."""
+        group = _group_key(qpi.pod)
+        if not group:
+            metrics.incoming_entities[(queue, label, metrics.POD_ENTITY)] += 1
+            return
+        marker = (group, queue, label)
+        if marker not in self._entered_groups:
+            self._entered_groups.add(marker)
+            metrics.incoming_entities[(queue, label, metrics.POD_GROUP_ENTITY)] += 1
+
+    def entity_counts(self) -> dict[tuple[str, str], int]:
+        """(queue, entity type) -> queued entities, at scrape time: each pod outside any group is one
+        ``pod``, each pod group with members in that queue one ``podgroup``."""
+        out: dict[tuple[str, str], int] = {}
+        queues = (
+            (ACTIVE, self._active.in_order()),
+            (BACKOFF, self._backoff.in_order()),
+            (UNSCHEDULABLE, self._unschedulable.all()),
+            (GATED, self._gated.all()),
+        )
+        for queue, entries in queues:
+            groups: set[str] = set()
+            pods = 0
+            for qpi in entries:
+                group = _group_key(qpi.pod)
+                if group:
+                    groups.add(group)
+                else:
+                    pods += 1
+            out[(queue, metrics.POD_ENTITY)] = pods
+            out[(queue, metrics.POD_GROUP_ENTITY)] = len(groups)
+        return out
 
     def pending_counts(self) -> tuple[int, int, int, int]:
         """(active, backoff, unschedulable, gated); read by the metrics collector at scrape time."""
@@ -283,6 +323,8 @@ class SchedulingQueue:
             # Without PreEnqueue nothing can gate the pod: the push is _move_to_active's, minus its checks.
             self._active.push(qpi)
             self._incoming[_ACTIVE_POD_ADD] += 1
+            if self._generic_workload:
+                self._entity_incoming(ACTIVE, _POD_ADD, qpi)
             if self._waiters:
                 self._wake()
         elif self._move_to_active(qpi, _POD_ADD) and self._waiters:
@@ -405,6 +447,8 @@ class SchedulingQueue:
             return None
         if self._backoff.next_expiry <= self._now():
             self.flush_backoff_completed()
+        if self._entered_groups:
+            self._entered_groups.clear()
         qpi = self._active.pop()
         if qpi is None:
             return self._pop_backoff()
@@ -425,6 +469,8 @@ class SchedulingQueue:
                 self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
                 continue
             self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
+            if self._generic_workload:
+                self._entity_incoming(ACTIVE, POP_FROM_BACKOFF_Q, qpi)
             qpi.attempts += 1
             self._in_flight.start(qpi)
             return qpi
@@ -654,6 +700,8 @@ class SchedulingQueue:
                     qpi.initial_attempt_timestamp = self._now()
         self._active.push(qpi)
         self._incoming[(ACTIVE, label)] += 1
+        if self._generic_workload:
+            self._entity_incoming(ACTIVE, label, qpi)
         return True
 
     def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
@@ -661,15 +709,21 @@ class SchedulingQueue:
             # A pop waiting on an empty activeQ may take this pod now (SchedulerPopFromBackoffQ).
             self._wake()
         self._incoming[(BACKOFF, label)] += 1
+        if self._generic_workload:
+            self._entity_incoming(BACKOFF, label, qpi)
 
     def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str) -> None:
         # Upstream counts a gated pod as entering unschedulablePods, which is where it keeps them.
         if self._gated.add(qpi, gate):
             self._incoming[(UNSCHEDULABLE, label)] += 1
+            if self._generic_workload:
+                self._entity_incoming(UNSCHEDULABLE, label, qpi)
 
     def _add_unschedulable(self, qpi: QueuedPodInfo, label: str) -> None:
         if self._unschedulable.add(qpi):
             self._incoming[(UNSCHEDULABLE, label)] += 1
+            if self._generic_workload:
+                self._entity_incoming(UNSCHEDULABLE, label, qpi)
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str) -> str:
         """Upstream's requeuePodWithQueueingStrategy; returns where the pod went."""
@@ -699,6 +753,8 @@ class SchedulingQueue:
 
     def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """Upstream's movePodsToActiveOrBackoffQueue for unschedulable and gated candidates."""
+        if self._entered_groups:
+            self._entered_groups.clear()
         strategy_of = self._hints.strategy
         matching = self._hints.matching(event)
         wildcard = is_wildcard(event)
@@ -728,6 +784,17 @@ class SchedulingQueue:
         self._in_flight.record(event, old, new)
         if activated:
             self._wake()
+
+
+def _group_key(pod: Pod) -> str:
+    """``namespace/podGroupName`` of a pod group member, else ""."""
+    spec = pod.get("spec")
+    group = spec.get("schedulingGroup") if spec else None
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    if not name:
+        return ""
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{name}"
 
 
 def _in_scheduling_group(pod: Pod) -> bool:

@@ -76,6 +76,8 @@ class Resource(enum.StrEnum):
     PodGroup = "podgroups.v1alpha1.scheduling.x-k8s.io"
     # scheduler-plugins' ElasticQuota (CapacityScheduling registers for it under this name).
     ElasticQuota = "elasticquotas.v1alpha1.scheduling.x-k8s.io"
+    # The NodeResourceTopology CRD (NodeResourceTopologyMatch registers for it under this name).
+    NodeResourceTopology = "noderesourcetopologies.v1alpha2.topology.node.k8s.io"
     # Upstream's own PodGroup (scheduling.k8s.io/v1beta1), as upstream's framework.PodGroup.
     WorkloadPodGroup = "scheduling.k8s.io/PodGroup"
     WildCard = "*"

@@ -51,6 +51,11 @@ ELASTIC_QUOTA_MISSING = (
     "not installed): apply deploy/components/elasticquota-crd, or set elasticQuota.crd.enabled=true in the "
     "Helm chart"
 )
+NODE_RESOURCE_TOPOLOGY_MISSING = (
+    "NodeResourceTopologyMatch is enabled but the API server does not serve {resource} (the "
+    "NodeResourceTopology CRD is not installed): apply deploy/components/noderesourcetopology-crd, or set "
+    "nodeResourceTopology.crd.enabled=true in the Helm chart"
+)
 WORKLOAD_API_MISSING = (
     "the GenericWorkload feature gate is on but the API server does not serve {resource}: start "
     "kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true --feature-gates=GenericWorkload=true"

@@ -17,6 +17,7 @@ from informers.resource import (
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     ELASTIC_QUOTAS,
+    NODE_RESOURCE_TOPOLOGIES,
     PODGROUPS,
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_CLAIMS,
@@ -40,7 +41,7 @@ READABLE_VERSIONS: Mapping[ResourceSpec, tuple[str, ...]] = {
 # Read as empty when no version at all is served (the API is off, so no such object exists).
 EMPTY_WHEN_UNSERVED = frozenset({DEVICE_TAINT_RULES})
 # CRDs, probed apart (scheduler.app.api_probes): one can be installed after start-up.
-PROBED_APART = frozenset({PODGROUPS, ELASTIC_QUOTAS})
+PROBED_APART = frozenset({PODGROUPS, ELASTIC_QUOTAS, NODE_RESOURCE_TOPOLOGIES})
 # What needs a kind, for the start-up line; other kinds are needed by the scheduler itself.
 NEEDED_BY: Mapping[ResourceSpec, str] = {
     WORKLOAD_PODGROUPS: "the GenericWorkload feature gate (GangScheduling)",

@@ -218,5 +218,6 @@ _EVENT_RESOURCES: dict[str, Resource] = {
 _EVENT_RESOURCES_BY_NAME: dict[str, Resource] = {
     "podgroups.scheduling.x-k8s.io": Resource.PodGroup,
     "elasticquotas.scheduling.x-k8s.io": Resource.ElasticQuota,
+    "noderesourcetopologies.topology.node.k8s.io": Resource.NodeResourceTopology,
     "podgroups.scheduling.k8s.io": Resource.WorkloadPodGroup,
 }

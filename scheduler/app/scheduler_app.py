@@ -21,10 +21,15 @@ from typing import Any
 import orjson
 
 from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
-from informers.resource import ELASTIC_QUOTAS, PODGROUPS, WORKLOAD_PODGROUPS
+from informers.resource import ELASTIC_QUOTAS, NODE_RESOURCE_TOPOLOGIES, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app import api_versions
-from scheduler.app.api_probes import ELASTIC_QUOTA_MISSING, WORKLOAD_API_MISSING, api_missing
+from scheduler.app.api_probes import (
+    ELASTIC_QUOTA_MISSING,
+    NODE_RESOURCE_TOPOLOGY_MISSING,
+    WORKLOAD_API_MISSING,
+    api_missing,
+)
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.leaderelection import LeaderElector, RestLeaseClient
 from scheduler.cache import PodInfoCache, SchedulerCache
@@ -46,11 +51,11 @@ from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.objects import object_meta, scheduler_name_of
+from scheduler.framework.objects_scheduling import scheduling_group_name
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.plugins.coscheduling.plugin import is_gang_member
-from scheduler.plugins.gangscheduling import scheduling_group_name
 from scheduler.serving.options import Servers, ServingOptions, build_servers
 from scheduling_queue import SchedulingQueue
 from scheduling_queue import metrics as queue_metrics
@@ -396,6 +401,14 @@ class SchedulerApp:
             probes.append(
                 asyncio.ensure_future(
                     api_missing(self.api, spec=ELASTIC_QUOTAS, missing=ELASTIC_QUOTA_MISSING)
+                )
+            )
+        if NODE_RESOURCE_TOPOLOGIES in self.listers.kinds:
+            probes.append(
+                asyncio.ensure_future(
+                    api_missing(
+                        self.api, spec=NODE_RESOURCE_TOPOLOGIES, missing=NODE_RESOURCE_TOPOLOGY_MISSING
+                    )
                 )
             )
         if WORKLOAD_PODGROUPS in self.listers.kinds:

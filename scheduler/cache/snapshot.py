@@ -7,13 +7,18 @@ re-cloning only the nodes changed since ``generation``, through the operations u
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from scheduler.cache.columns import NodeColumns
 from scheduler.framework.columns import ColumnSpec, merge_column_specs
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.types import NodeInfo, PodInfo
 
 _NO_IMAGES: Mapping[str, int] = {}
+# Generations of nodes changed inside a snapshot (``add_pod``/``remove_pod``): negative, so they never
+# equal a cache generation, and what caches keyed by generation (batching) learnt of a changed node
+# is never taken for the node as the cache has it.
+_mutation_generations = itertools.count(-1, -1)
 
 
 class Snapshot:
@@ -31,6 +36,8 @@ class Snapshot:
         "_index",
         "_list",
         "_map",
+        "_originals",
+        "_stale_rows",
         "_tree_version",
         "_with_affinity",
         "_with_required_anti_affinity",
@@ -54,6 +61,11 @@ class Snapshot:
         # Nodes hosting pods with pod (anti-)affinity, by name; see have_pods_with_affinity_list().
         self._with_affinity: dict[str, NodeInfo] = {}
         self._with_required_anti_affinity: dict[str, NodeInfo] = {}
+        # The cache's clones of the nodes changed by ``add_pod``/``remove_pod`` since ``restore``.
+        self._originals: dict[str, NodeInfo] = {}
+        # Column rows of nodes changed inside the snapshot, brought up to date when the columns are next
+        # read: a what-if run changes thousands of nodes and reads no column in between.
+        self._stale_rows: dict[int, NodeInfo] = {}
 
     # -- SnapshotLister ------------------------------------------------------------------------------
 
@@ -81,6 +93,11 @@ class Snapshot:
         snapshot's own specs plus ``required`` (a profile's columns; built once, then kept)."""
         if self._columns is None:
             self._columns = NodeColumns(self._list, self._column_specs)
+            self._stale_rows.clear()
+        elif self._stale_rows:
+            for position, info in self._stale_rows.items():
+                self._columns.set(position, info)
+            self._stale_rows.clear()
         if required:
             self._columns.require(required)
         return self._columns
@@ -123,13 +140,22 @@ class Snapshot:
 
     def put(self, info: NodeInfo) -> None:
         """Stores a fresh clone; if the node is already listed, it takes over the same position."""
+        # A fresh clone from the cache supersedes the changes made inside the snapshot.
+        self._originals.pop(info.name, None)
+        self._replace(info)
+
+    def _replace(self, info: NodeInfo, *, defer_columns: bool = False) -> None:
         self._map[info.name] = info
         self._track_pod_affinity(info)
         position = self._index.get(info.name)
         if position is not None:
             self._list[position] = info
             if self._columns is not None:
-                self._columns.set(position, info)
+                if defer_columns:
+                    self._stale_rows[position] = info
+                else:
+                    self._stale_rows.pop(position, None)
+                    self._columns.set(position, info)
 
     def relist(self, names: Sequence[str], tree_version: int) -> list[str]:
         """Rebuilds the list in ``names`` order (the cache's tree at ``tree_version``), dropping nodes
@@ -153,6 +179,7 @@ class Snapshot:
             # Rows moved: rebuild on next use, keeping every column asked for so far.
             self._column_specs = self._columns.specs
             self._columns = None
+            self._stale_rows.clear()
         return missing
 
     def share_image_counts(self, counts: Mapping[str, int], sizes: Mapping[str, int]) -> None:
@@ -160,3 +187,43 @@ class Snapshot:
         change)."""
         self._image_num_nodes = counts
         self._image_sizes = sizes
+
+    # -- changes inside the snapshot (upstream's snapshot AssumePod/ForgetPod and mutable snapshot) ----
+
+    def add_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Counts ``pod`` on ``node_name`` in this snapshot only (the cache is not told): a pod group
+        cycle's trial placements, and preemption's what-if runs over many nodes. ``restore`` undoes it."""
+        changed = self._changed_copy(node_name)
+        if changed is not None:
+            changed.add_pod(pod)
+            self._replace(changed, defer_columns=True)
+
+    def remove_pod(self, pod: PodInfo, node_name: str) -> None:
+        """Takes ``pod`` off ``node_name`` in this snapshot only; ``restore`` undoes it."""
+        changed = self._changed_copy(node_name)
+        if changed is not None:
+            changed.remove_pod(pod.key)
+            self._replace(changed, defer_columns=True)
+
+    def restore(self) -> None:
+        """Puts back the cache's view of every node changed by ``add_pod``/``remove_pod``."""
+        originals, self._originals = self._originals, {}
+        for name, info in originals.items():
+            if name in self._map:  # a node dropped by ``relist`` meanwhile stays dropped
+                self._replace(info, defer_columns=True)
+
+    def has_changes(self) -> bool:
+        """Whether ``add_pod``/``remove_pod`` changed a node since the last ``restore``."""
+        return bool(self._originals)
+
+    def _changed_copy(self, node_name: str) -> NodeInfo | None:
+        """The node's own copy for changes (made on its first change since ``restore``; the cache's
+        clone stays as it was, to be put back), with a new generation for every change."""
+        current = self._map.get(node_name)
+        if current is None:
+            return None
+        if node_name not in self._originals:
+            self._originals[node_name] = current
+            current = current.clone()
+        current.generation = next(_mutation_generations)
+        return current

@@ -83,7 +83,8 @@ _PROFILE_FIELDS = (
     "pluginConfig",
 )
 # Workload-scheduling points of v1.37.2's Plugins (feature-gated). Accepted when empty so configs dumped by
-# kube-scheduler still load; py-scheduler has no plugins for such points.
+# kube-scheduler still load. Placements are not implemented; the pod group part of a PostFilter plugin
+# (DefaultPreemption's PodGroupPostFilter) runs with the profile's PostFilter plugins instead.
 _UNSUPPORTED_PLUGIN_SETS = ("placementGenerate", "placementScore", "podGroupPostFilter")
 _PLUGIN_SET_FIELDS = ("enabled", "disabled")
 _PLUGIN_FIELDS = ("name", "weight")

@@ -1,16 +1,17 @@
 """The ``PodGroupInitiallyScheduled`` condition a pod group cycle writes on its PodGroup
 (scheduling.k8s.io/v1beta1; v1.36's v1alpha2 called it ``PodGroupScheduled``).
 
-Mirrors ``submitPodGroupAlgorithmResult`` and ``updatePodGroupCondition`` of kube-scheduler v1.36.3
-(``pkg/scheduler/schedule_one_podgroup.go``); v1.37.2 writes the pod group result's own status message
-instead of these fixed texts, which is not ported yet (docs/kubernetes-1.37.md). After every pod group
-cycle,
+Mirrors ``submitPodGroupAlgorithmResult`` and ``updatePodGroupCondition`` of kube-scheduler v1.37.2
+(``pkg/scheduler/schedule_one_podgroup.go``). After every pod group cycle the condition carries the pod
+group result's own status:
 
-* the group scheduled: ``True``, reason ``Scheduled``, no message;
-* the group unschedulable: ``False``, reason ``Unschedulable``, message ``pod group is unschedulable``
-  (``pod group is unschedulable, pod group is waiting for preemption to complete`` when it is feasible
-  once a member's preemption completes);
-* a member failed with an error: ``False``, reason ``SchedulerError``, the error's text.
+* the group scheduled: ``True``, reason ``Scheduled``, the result's message (empty);
+* the group unschedulable: ``False``, reason ``Unschedulable``, the result's message, e.g. "minCount (4)
+  cannot be satisfied: 2 scheduled, 1 remaining, pod group preemption: No preemption victims found for
+  incoming preemptor", or "..., pod group preemption: found a placement for podgroup, preempting 2
+  victims" when the group waits for its preemption;
+* the group failed with an error (a member's, or the cycle's validation): ``False``, reason
+  ``SchedulerError``, the error's text.
 
 ``observedGeneration`` is the PodGroup's generation. A condition already ``True`` is never turned back to
 ``False`` (a later cycle for extra pods must not regress it), and nothing is written when nothing changes
@@ -32,11 +33,8 @@ POD_GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
-# Upstream's errPodGroupUnschedulable: the message of an unschedulable group.
+# Upstream's errPodGroupUnschedulable: leads the message of a member placed alone in a group that is not.
 POD_GROUP_UNSCHEDULABLE_MSG = "pod group is unschedulable"
-# A feasible group whose members need a preemption first; the status text is the error's, then this.
-WAITING_ON_PREEMPTION_MSG = "pod group is waiting for preemption to complete"
-WAITING_ON_PREEMPTION_STATUS_MSG = f"{POD_GROUP_UNSCHEDULABLE_MSG}, {WAITING_ON_PREEMPTION_MSG}"
 # The prefix of a group's error when one member's attempt failed with an error.
 MEMBER_ERROR_PREFIX = "failed to schedule other pod from a pod group: "
 # SetStatusCondition's "changed": lastTransitionTime alone never makes a write.

@@ -1,46 +1,46 @@
 """The pod group scheduling cycle (feature gate GenericWorkload): a group's queued pods are tried together.
 
-Mirrors ``pkg/scheduler/schedule_one_podgroup.go`` of kube-scheduler v1.36.3 (its default algorithm; the
-placement algorithm of TopologyAwareWorkloadScheduling and workload-aware preemption are not ported).
-When a pod with ``spec.schedulingGroup`` is popped:
+Mirrors ``pkg/scheduler/schedule_one_podgroup.go`` of kube-scheduler v1.37.2, its default algorithm
+(TopologyAwareWorkloadScheduling's placements and CompositePodGroup trees are alpha and refused). When a
+pod with ``spec.schedulingGroup`` is popped:
 
 1. Every other queued member of its group is popped with it (PopSpecificPod), and the members are
-   ordered by priority, then by their first attempt.
-2. Trial: on one snapshot, each member runs the scheduling algorithm; a feasible one is assumed and
-   Reserved, and Permit runs. Later members see the earlier ones on their nodes. The group is feasible
-   when some member's Permit succeeds (GangScheduling: ``minCount`` members scheduled).
-3. Every trial assumption is undone. If the group is feasible, each feasible member is assumed,
-   Reserved and Permitted again for real and goes to binding (GangScheduling lets the earlier ones wait
-   at Permit until the member that reaches ``minCount`` allows them all). Otherwise nothing is held:
-   every member goes back to the queue, unschedulable, with its own reason.
+   ordered by priority, then by their first attempt. The members must agree with each other and with
+   the PodGroup (``validatePodGroup``), and members being deleted or already binding are skipped.
+2. The group's algorithm, on one snapshot: PlacementFeasible (GangScheduling) is asked first, then each
+   member runs the scheduling algorithm; a feasible one is assumed in the snapshot and Reserved, so
+   later members see it, and PlacementFeasible is asked again ("minCount (N) cannot be satisfied: S
+   scheduled, R remaining" ends the group early; Success once ``minCount`` are placed). A member that
+   fits nowhere runs no PostFilter. Every trial placement is undone at the end.
+3. A group that ends Unschedulable runs PodGroupPostFilter once (DefaultPreemption's workload-aware
+   preemption, ``scheduler.preemption.podgroup``), handing it a function that runs step 2 again on the
+   snapshot as the plugin changed it. When it finds room, it starts the evictions and the group waits
+   for them: every member goes back to the queue nominated where the plugin's run put it. Its message
+   is added to the group's ("..., pod group preemption: ...").
+4. A feasible group is assumed, Reserved and Permitted for real (GangScheduling's Permit lets the members
+   wait until the one that completes ``minCount`` allows them all) and goes to binding. Otherwise nothing
+   is held: members that fit alone fail with "pod group is unschedulable, <the group's message>", the
+   others with their own reason. A member whose attempt fails with an error (not a rejection) ends the
+   algorithm at once: every member then fails with that error ("failed to schedule other pod from a pod
+   group: ..."), those with an error of their own with theirs.
 
-A member whose attempt fails with an error (not a rejection) ends the trial at once, as upstream's: every
-member then fails with that error (``failed to schedule other pod from a pod group: ...``), those with an
-error of their own with theirs. After each cycle the PodGroup's ``PodGroupInitiallyScheduled`` condition is
-written (``scheduler.cycle.podgroup_condition``).
-
-A member that fits nowhere runs PostFilter in the trial (upstream's runAllPostFilters): when DefaultPreemption
-nominates a node, it has started evicting there, the member is assumed on that node for the later members,
-and a group that is then feasible waits for the preemption: its members go back to the queue nominated
-where the trial put them ("pod group is unschedulable, pod group is waiting for preemption to complete")
-and the next cycle places them. Workload-aware preemption (a PodGroup's own PostFilter) is alpha upstream
-and not ported.
-
-Members retry after backoff only (the queue's GenericWorkload rule), as upstream's.
+After each cycle the PodGroup's ``PodGroupInitiallyScheduled`` condition carries the group's status and
+message (``scheduler.cycle.podgroup_condition``). Members retry after backoff only (the queue's
+GenericWorkload rule), as upstream's.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
-from scheduler.cache import CacheError
-from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingError, runs_post_filter
+from scheduler.cache.cache import with_node_name
+from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingError
 from scheduler.cycle.attempt import Attempt, AttemptSteps, one_node_message
 from scheduler.cycle.podgroup_condition import (
     MEMBER_ERROR_PREFIX,
@@ -48,16 +48,16 @@ from scheduler.cycle.podgroup_condition import (
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
-    WAITING_ON_PREEMPTION_MSG,
-    WAITING_ON_PREEMPTION_STATUS_MSG,
     scheduled_condition_patch,
 )
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.objects import object_meta, pod_spec, scheduler_name_of
-from scheduler.framework.runtime import PausedPostFilter, PluginError
+from scheduler.framework.objects_scheduling import pod_group_priority, scheduling_group_name
+from scheduler.framework.podgroup import PodGroupInfo, ProposedAssignment
+from scheduler.framework.runtime import Framework, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
-from scheduler.plugins.gangscheduling import pod_group_priority, scheduling_group_name
 from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
@@ -66,27 +66,72 @@ GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
 # (namespace, podGroupName) -> the PodGroup object, or None (not watched, or not there).
 GroupObject = Callable[[str, str], Mapping[str, Any] | None]
 
+PLACEMENT_FEASIBILITY_ERROR = "failed to evaluate placement feasibility: "
+
 
 def in_scheduling_group(pod: Mapping[str, Any]) -> bool:
     return bool(scheduling_group_name(pod))
 
 
 @dataclass(slots=True)
-class _Trial:
+class _Member:
+    """One member's try in a run of the group's algorithm (upstream's algorithmResult)."""
+
     attempt: Attempt
+    state: CycleState
     node_name: str = ""
-    permit: Status | None = None
-    failure: Exception | Status | None = None
-    # The member did not fit; its PostFilter (preemption) nominated ``node_name`` and started evicting.
-    requires_preemption: bool = False
-    # What the member's PostFilter decided (upstream's NominatingInfo; None is ModeNoop) and said.
+    # None: placed on ``node_name``; else why not.
+    status: Status | None = None
+    # What the algorithm raised, when it did (a FitError is reported with its diagnosis).
+    failure: Exception | None = None
+    # Upstream's NominatingInfo: None leaves the nomination alone, a name (or "") overrides it.
     nominated: str | None = CLEAR_NOMINATION
-    post_status: Status | None = None
 
 
-# The group's outcome, upstream's podGroupAlgorithmResult: status Success, or Unschedulable with or
-# without waitingOnPreemption.
-SCHEDULED, UNSCHEDULABLE, WAITING_ON_PREEMPTION = "scheduled", "unschedulable", "waiting"
+@dataclass(slots=True)
+class _GroupResult:
+    """Upstream's podGroupAlgorithmResult for a PodGroup (no composite trees)."""
+
+    members: list[_Member] = field(default_factory=list)
+    # None: the group goes ahead. Unschedulable (with or without waiting_on_preemption) or Error.
+    status: Status | None = None
+    waiting_on_preemption: bool = False
+
+
+class _Assignment:
+    """A member placed by a what-if run of the algorithm (upstream's ProposedAssignment)."""
+
+    __slots__ = ("_assumed", "_cycle", "_fwk", "_member")
+
+    def __init__(self, cycle: PodGroupCycle, fwk: Framework, member: _Member) -> None:
+        self._cycle = cycle
+        self._fwk = fwk
+        self._member = member
+        self._assumed: PodInfo | None = None
+
+    @property
+    def pod(self) -> PodInfo:
+        return self._member.attempt.pod
+
+    @property
+    def node_name(self) -> str:
+        return self._member.node_name
+
+    @property
+    def state(self) -> CycleState:
+        return self._member.state
+
+    def assume(self) -> None:
+        assumed = with_node_name(self.pod, self.node_name)
+        self._cycle.scheduler.snapshot.add_pod(assumed, self.node_name)
+        self._fwk.run_reserve(self.state, assumed, self.node_name)
+        self._assumed = assumed
+
+    def forget(self) -> None:
+        assumed, self._assumed = self._assumed, None
+        if assumed is not None:
+            self._fwk.run_unreserve(self.state, assumed, self.node_name)
+            self._cycle.scheduler.snapshot.remove_pod(assumed, self.node_name)
 
 
 class PodGroupCycle:
@@ -98,45 +143,268 @@ class PodGroupCycle:
         self.group = group
 
     async def schedule(self, first: QueuedPodInfo) -> None:
-        """One pod group cycle. Awaits only a PostFilter plugin's API write (DynamicResources'
-        deallocation); the scheduling loop pops nothing else meanwhile."""
+        """One pod group cycle; synchronous (awaits nothing), a coroutine for the scheduling loop."""
         sched = self.scheduler
         queued = self._pop_group(first)
-        invalid = self._validate(first, queued)
+        pod_group = self._pod_group(first)
+        invalid = self._validate(queued, pod_group)
         if invalid is not None:
+            # Upstream's handlePodGroupFailureBeforeScheduling.
             error = Status.as_error(invalid)
             for qpi in queued:
                 sched.fail(qpi, None, error, None)
+            self._write_condition(first, pod_group, False, REASON_SCHEDULER_ERROR, invalid)
             return
         start = time.perf_counter()
-        trials, outcome, group_error = await self._trial(queued)
-        metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
-        if group_error is not None:
-            last = trials[-1].attempt  # the member whose error ended the trial
-            for trial in trials:
-                self._submit_error(trial, group_error)
-            for qpi in queued[queued.index(last.qpi) + 1 :]:  # never tried
-                sched.fail(qpi, None, group_error, last.fwk)
-            self._write_condition(first, False, REASON_SCHEDULER_ERROR, group_error.message())
-            result = metrics.POD_GROUP_ERROR
-        elif trials:
-            for trial in trials:
-                self._submit(trial, outcome)
-            if outcome == SCHEDULED:
-                self._write_condition(first, True, REASON_SCHEDULED, "")
-                result = metrics.POD_GROUP_SCHEDULED
-            elif outcome == WAITING_ON_PREEMPTION:
-                self._write_condition(first, False, REASON_UNSCHEDULABLE, WAITING_ON_PREEMPTION_STATUS_MSG)
-                result = metrics.POD_GROUP_WAITING_ON_PREEMPTION
-            else:
-                self._write_condition(first, False, REASON_UNSCHEDULABLE, POD_GROUP_UNSCHEDULABLE_MSG)
-                result = metrics.POD_GROUP_UNSCHEDULABLE
-        else:
+        # Upstream's skipPodGroupPodSchedule, before the snapshot is touched: begin() refreshes it.
+        attempts = [attempt for qpi in queued if (attempt := sched.begin(qpi)) is not None]
+        if not attempts:
             return  # every member was skipped (deleted, not ours, already binding): no cycle ran
-        metrics.observe_pod_group_attempt(
-            result, trials[0].attempt.fwk.profile_name, time.perf_counter() - start
+        fwk = attempts[0].fwk
+        info = PodGroupInfo(pod_group or {}, tuple(a.pod for a in attempts))
+        try:
+            result = self._algorithm(fwk, info, [(a, a.state) for a in attempts])
+            metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
+            if result.status is not None and result.status.code is Code.Unschedulable:
+                self._post_filter(fwk, info, attempts, result)
+        finally:
+            sched.snapshot.restore()
+        self._submit(first, pod_group, result, fwk, start)
+
+    # --- the algorithm ---------------------------------------------------------------------------
+    def _algorithm(
+        self, fwk: Framework, info: PodGroupInfo, members: Sequence[tuple[Attempt, CycleState]]
+    ) -> _GroupResult:
+        """Upstream's runRootSchedulingAlgorithm with podGroupSchedulingDefaultAlgorithm: the members one
+        after another on the snapshot, PlacementFeasible before and after each; every placement in the
+        snapshot is undone before it returns. Every member not tried gets the group's status then."""
+        result = _GroupResult()
+        undo: list[Callable[[], None]] = []
+        placement_state = CycleState()
+        scheduled = self._scheduled_count(info)
+        remaining = len(members)
+        try:
+            feasible = fwk.run_placement_feasible(placement_state, info.pod_group, scheduled, remaining)
+            if feasible is not None and feasible.code is Code.Error:
+                result.status = Status.as_error(PLACEMENT_FEASIBILITY_ERROR + feasible.message())
+                return self._completed(result, members)
+            if feasible is not None and feasible.code is Code.Unschedulable:
+                result.status = _unschedulable_group(feasible)
+                return self._completed(result, members)
+            result.status = feasible
+            any_scheduled = False
+            for attempt, state in members:
+                member = self._try(fwk, attempt, state, undo)
+                result.members.append(member)
+                if member.status is not None and not member.status.is_rejection():
+                    result.status = Status.as_error(MEMBER_ERROR_PREFIX + member.status.message())
+                    break
+                remaining -= 1
+                if member.status is None:
+                    scheduled += 1
+                feasible = fwk.run_placement_feasible(placement_state, info.pod_group, scheduled, remaining)
+                if feasible is not None and feasible.code is Code.Error:
+                    result.status = Status.as_error(PLACEMENT_FEASIBILITY_ERROR + feasible.message())
+                    break
+                result.status = feasible
+                if feasible is not None and feasible.code is Code.Unschedulable:
+                    break
+                any_scheduled = any_scheduled or member.status is None
+            if result.status is not None and result.status.code is Code.Wait:
+                result.status = _unschedulable_group(result.status)
+            if result.status is None and not any_scheduled:
+                # The framework wants at least one member placed to call the group scheduled.
+                result.status = Status(Code.Unschedulable, [POD_GROUP_UNSCHEDULABLE_MSG])
+            return self._completed(result, members)
+        finally:
+            for revert in reversed(undo):
+                revert()
+
+    def _try(
+        self, fwk: Framework, attempt: Attempt, state: CycleState, undo: list[Callable[[], None]]
+    ) -> _Member:
+        """One member: the scheduling algorithm, then assume in the snapshot and Reserve (upstream's
+        podGroupPodSchedulingAlgorithm). A member that fits nowhere keeps its nomination (PodGroupPostFilter
+        may set one); one whose Reserve rejects it loses it."""
+        sched = self.scheduler
+        member = _Member(attempt, state)
+        pod = attempt.pod
+        try:
+            node = sched.algorithm.schedule_pod(fwk, state, pod, sched.snapshot).node_name
+        except FitError as err:
+            member.failure, member.nominated = err, None
+            member.status = Status(Code.Unschedulable, [err.message()])
+            return member
+        except (SchedulingError, PluginError) as err:
+            member.failure = err
+            member.status = err.status
+            return member
+        except PodSpecError as err:
+            member.failure = err
+            member.status = Status.unschedulable(str(err), resolvable=False)
+            return member
+        nominator = sched.queue.nominator
+        assumed = with_node_name(pod, node)
+        sched.snapshot.add_pod(assumed, node)
+        # As upstream's assume: placed, the member no longer counts as nominated (it would count twice
+        # for the later members); undoing gives the nomination back.
+        nominated = nominator.nominated_node_for(attempt.qpi.pod)
+        nominator.delete_nominated_pod_if_exists(attempt.qpi.pod)
+
+        def revert() -> None:
+            fwk.run_unreserve(state, assumed, node)
+            sched.snapshot.remove_pod(assumed, node)
+            _renominate(nominator, attempt.qpi.pod, nominated)
+
+        status = fwk.run_reserve(state, assumed, node)
+        if status is not None:
+            revert()
+            member.node_name = node
+            member.status = (
+                Status(status.code, [one_node_message(pod, node, status)], plugin=status.plugin)
+                if status.is_rejection()
+                else status
+            )
+            return member
+        undo.append(revert)
+        member.node_name = node
+        member.nominated = None  # a placed member's nomination is PodGroupPostFilter's to set
+        return member
+
+    def _completed(self, result: _GroupResult, members: Sequence[tuple[Attempt, CycleState]]) -> _GroupResult:
+        """Upstream's completePodGroupAlgorithmResult: members the algorithm did not reach carry (a copy
+        of) the group's status as it is now."""
+        for attempt, state in members[len(result.members) :]:
+            status = result.status
+            copy = Status(status.code, list(status.reasons), status.plugin) if status is not None else None
+            result.members.append(_Member(attempt, state, status=copy, nominated=None))
+        return result
+
+    def _scheduled_count(self, info: PodGroupInfo) -> int:
+        """The group's members already placed: bound, or assumed by an earlier cycle (upstream's
+        PodGroupState.ScheduledPodsCount)."""
+        cache = self.scheduler.cache
+        return (
+            sum(
+                1
+                for pod in self.members(info.namespace, info.name)
+                if pod_spec(pod).get("nodeName") or cache.is_assumed(pod_key(pod))
+            )
+            if info.name
+            else 0
         )
 
+    # --- PodGroupPostFilter ----------------------------------------------------------------------
+    def _post_filter(
+        self, fwk: Framework, info: PodGroupInfo, attempts: Sequence[Attempt], result: _GroupResult
+    ) -> None:
+        """Upstream's RunPodGroupPostFilterPlugins and applyPodGroupPostFilterResult."""
+
+        def schedule_again() -> tuple[list[ProposedAssignment], Status | None]:
+            # Fresh cycle states, on the snapshot as the plugin left it (victims taken off).
+            run = self._algorithm(fwk, info, [(a, fwk.new_cycle_state()) for a in attempts])
+            placed: list[ProposedAssignment] = [
+                _Assignment(self, fwk, m) for m in run.members if m.status is None and m.node_name
+            ]
+            return placed, run.status
+
+        nominations, status = fwk.run_pod_group_post_filter(CycleState(), info, schedule_again)
+        assert result.status is not None
+        if status.code is Code.Success:
+            result.waiting_on_preemption = True
+            for member in result.members:
+                node = (nominations or {}).get(member.attempt.pod.key)
+                if node is not None:
+                    member.nominated = node
+        if status.code is Code.Error:
+            result.status = status
+        else:
+            result.status.reasons.append(status.message())
+
+    # --- submitting the result -------------------------------------------------------------------
+    def _submit(
+        self,
+        first: QueuedPodInfo,
+        pod_group: Mapping[str, Any] | None,
+        result: _GroupResult,
+        fwk: Framework,
+        start: float,
+    ) -> None:
+        """Upstream's submitPodGroupAlgorithmResult."""
+        group_status = result.status
+        for member in result.members:
+            self._submit_member(member, result)
+        if group_status is None:
+            self._write_condition(first, pod_group, True, REASON_SCHEDULED, "")
+            outcome = metrics.POD_GROUP_SCHEDULED
+        elif group_status.is_rejection():
+            self._write_condition(first, pod_group, False, REASON_UNSCHEDULABLE, group_status.message())
+            outcome = (
+                metrics.POD_GROUP_WAITING_ON_PREEMPTION
+                if result.waiting_on_preemption
+                else metrics.POD_GROUP_UNSCHEDULABLE
+            )
+        else:
+            self._write_condition(first, pod_group, False, REASON_SCHEDULER_ERROR, group_status.message())
+            outcome = metrics.POD_GROUP_ERROR
+        metrics.observe_pod_group_attempt(outcome, fwk.profile_name, time.perf_counter() - start)
+
+    def _submit_member(self, member: _Member, result: _GroupResult) -> None:
+        sched = self.scheduler
+        attempt = member.attempt
+        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
+        group_status = result.status
+        if group_status is not None and not group_status.is_rejection():
+            own = member.status
+            if own is not None and not own.is_rejection():
+                # "If this exact pod failed with an error, use its status instead."
+                self._report_own(member, CLEAR_NOMINATION)
+                return
+            sched.algorithm_done(fwk, attempt.state, start)
+            sched.fail(qpi, pod, group_status, fwk, start=start)
+            return
+        if member.status is None:
+            sched.algorithm_done(fwk, attempt.state, start)
+            if group_status is None:
+                # Assume, Reserve and Permit for real, on the node the algorithm chose (upstream's
+                # prepareForBindingCycle); the cycle state is the algorithm's, as upstream's.
+                attempt.state.delete(PODS_TO_ACTIVATE_KEY)
+                sched.assume_and_hand_off(attempt, member.node_name)
+            elif result.waiting_on_preemption:
+                # Back to the queue, nominated where the preemption's run put it.
+                sched.fail(qpi, pod, group_status, fwk, start=start, nominated=member.nominated)
+            else:
+                # Placed alone, but the group is not: nothing is held.
+                status = Status(Code.Unschedulable, [POD_GROUP_UNSCHEDULABLE_MSG, group_status.message()])
+                sched.fail(qpi, pod, status, fwk, start=start)
+            return
+        self._report_own(member, member.nominated)
+
+    def _report_own(self, member: _Member, nominated: str | None) -> None:
+        """A member that did not fit reports its own status (and its nomination, if any)."""
+        sched = self.scheduler
+        attempt = member.attempt
+        failure, status = member.failure, member.status
+        assert status is not None
+        if isinstance(failure, FitError):
+            sched.finish_fit_error(attempt, failure, nominated, None)
+            return
+        if failure is not None and not isinstance(failure, SchedulingError | PluginError):
+            sched.algorithm_failed(attempt, failure)
+            return
+        sched.algorithm_done(attempt.fwk, attempt.state, attempt.start)
+        message = str(failure) if failure is not None else ""
+        sched.fail(
+            attempt.qpi,
+            attempt.pod,
+            status,
+            attempt.fwk,
+            start=attempt.start,
+            message=message,
+            nominated=nominated,
+        )
+
+    # --- the group ---------------------------------------------------------------------------------
     def _pop_group(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         namespace = object_meta(first.pod).get("namespace", "")
         queued = [first]
@@ -149,146 +417,15 @@ class PodGroupCycle:
         queued.sort(key=lambda q: (-_priority(q.pod), q.initial_attempt_timestamp))
         return queued
 
-    async def _trial(self, queued: Sequence[QueuedPodInfo]) -> tuple[list[_Trial], str, Status | None]:
-        """Each member on the same snapshot, earlier ones assumed; everything undone at the end.
+    def _pod_group(self, first: QueuedPodInfo) -> Mapping[str, Any] | None:
+        if self.group is None:
+            return None
+        return self.group(object_meta(first.pod).get("namespace", ""), scheduling_group_name(first.pod))
 
-        A member that does not fit runs PostFilter (upstream's runAllPostFilters): when preemption
-        nominates a node, the member is assumed there (its victims are being evicted) so the later
-        members see it, and the group can at best wait for the preemption to complete. Returns the
-        trials, the group's outcome, and the group's error if a member's attempt failed with one (the
-        members after it are not tried, as upstream)."""
-        sched = self.scheduler
-        trials: list[_Trial] = []
-        # (attempt, assumed pod, node, the nomination the assumption took away)
-        undo: list[tuple[Attempt, PodInfo, str, str]] = []
-        nominator = sched.queue.nominator
-        outcome = UNSCHEDULABLE
-        requires_preemption = False
-        try:
-            for qpi in queued:
-                attempt = sched.begin(qpi)  # updates the snapshot from the cache (trial pods included)
-                if attempt is None:
-                    continue
-                trial = _Trial(attempt)
-                trials.append(trial)
-                fwk, state = attempt.fwk, attempt.state
-                try:
-                    result = sched.algorithm.schedule_pod(fwk, state, attempt.pod, sched.snapshot)
-                    node = result.node_name
-                except (FitError, SchedulingError, PluginError, PodSpecError) as err:
-                    trial.failure = err
-                    if _is_error(err):
-                        return trials, UNSCHEDULABLE, _group_error(err)
-                    if not isinstance(err, FitError) or not runs_post_filter(fwk, err):
-                        continue
-                    ran = fwk.run_post_filter(state, attempt.pod, err.diagnosis.node_to_status)
-                    if isinstance(ran, PausedPostFilter):
-                        ran = await fwk.resume_post_filter(ran)
-                    trial.nominated, trial.post_status = ran
-                    if not trial.nominated:
-                        continue
-                    node, trial.requires_preemption = trial.nominated, True
-                try:
-                    assumed = sched.cache.assume_pod(attempt.pod, node)
-                except CacheError as err:
-                    trial.failure = Status.as_error(err)
-                    return trials, UNSCHEDULABLE, _group_error(trial.failure)
-                # As upstream's assume: placed, the member no longer counts as nominated (it would
-                # count twice for the later members); the trial's undo gives the nomination back.
-                nominated = nominator.nominated_node_for(qpi.pod)
-                nominator.delete_nominated_pod_if_exists(qpi.pod)
-                status = fwk.run_reserve(state, assumed, node)
-                if status is None:
-                    status, _ = fwk.run_permit_plugins(state, assumed, node)
-                if status is not None and status.code is not Code.Wait:
-                    fwk.run_unreserve(state, assumed, node)
-                    sched.cache.forget_pod(assumed.key)
-                    _renominate(nominator, qpi.pod, nominated)
-                    if trial.requires_preemption:
-                        # Upstream: the member's Permit rejection replaces its preemption result.
-                        trial.requires_preemption, trial.nominated = False, CLEAR_NOMINATION
-                    trial.failure = status
-                    trial.node_name = node
-                    if _is_error(status):
-                        return trials, UNSCHEDULABLE, _group_error(status)
-                    continue
-                undo.append((attempt, assumed, node, nominated))
-                trial.node_name, trial.permit = node, status
-                requires_preemption = requires_preemption or trial.requires_preemption
-                if status is None:
-                    # Permit succeeded: the group is feasible, unless it needs a preemption first.
-                    outcome = WAITING_ON_PREEMPTION if requires_preemption else SCHEDULED
-        finally:
-            for attempt, assumed, node, nominated in reversed(undo):
-                attempt.fwk.run_unreserve(attempt.state, assumed, node)
-                sched.cache.forget_pod(assumed.key)
-                _renominate(nominator, attempt.qpi.pod, nominated)
-        return trials, outcome, None
-
-    def _submit(self, trial: _Trial, outcome: str) -> None:
-        """Upstream's submitPodGroupAlgorithmResult for one member."""
-        sched = self.scheduler
-        attempt = trial.attempt
-        qpi, pod, fwk, start = attempt.qpi, attempt.pod, attempt.fwk, attempt.start
-        failure = trial.failure
-        if failure is None:
-            sched.algorithm_done(fwk, attempt.state, start)
-            if outcome == SCHEDULED:
-                # Assume, Reserve and Permit for real, on the node the trial chose (upstream's
-                # prepareForBindingCycle); the cycle state is the trial's, as upstream's.
-                attempt.state.delete(PODS_TO_ACTIVATE_KEY)
-                sched.assume_and_hand_off(attempt, trial.node_name)
-            elif outcome == WAITING_ON_PREEMPTION:
-                # Back to the queue, nominated where the trial put it, until the victims are gone.
-                sched.fail(
-                    qpi,
-                    pod,
-                    Status.unschedulable(WAITING_ON_PREEMPTION_MSG),
-                    fwk,
-                    start=start,
-                    message=WAITING_ON_PREEMPTION_STATUS_MSG,
-                    nominated=trial.node_name,
-                )
-            else:
-                # Feasible alone, but the group is not: nothing is held, the reason is its Permit's.
-                sched.fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
-            return
-        if trial.requires_preemption and outcome != WAITING_ON_PREEMPTION:
-            # The group cannot go ahead even with the preemption: unschedulable, nomination cleared.
-            sched.algorithm_done(fwk, attempt.state, start)
-            sched.fail(qpi, pod, Status.unschedulable(), fwk, start=start, message=_group_message(trial))
-        elif isinstance(failure, FitError):
-            # Its PostFilter already ran in the trial: report what it decided (nominated node included).
-            sched.finish_fit_error(attempt, failure, trial.nominated, trial.post_status)
-        elif isinstance(failure, Status):
-            sched.algorithm_done(fwk, attempt.state, start)
-            message = _one_node(pod, trial.node_name, failure) if trial.node_name else ""
-            sched.fail(qpi, pod, failure, fwk, start=start, message=message)
-        else:
-            sched.algorithm_failed(attempt, failure)
-
-    def _submit_error(self, trial: _Trial, error: Status) -> None:
-        """The group failed with an error: a member whose own attempt failed with one reports its own
-        (upstream: "If this exact pod failed with an error, use its status instead"), the others the
-        group's."""
-        failure = trial.failure
-        if failure is not None and _is_error(failure):
-            self._submit(trial, UNSCHEDULABLE)
-            return
-        attempt = trial.attempt
-        sched = self.scheduler
-        sched.algorithm_done(attempt.fwk, attempt.state, attempt.start)
-        sched.fail(attempt.qpi, attempt.pod, error, attempt.fwk, start=attempt.start)
-
-    def _validate(self, first: QueuedPodInfo, queued: Sequence[QueuedPodInfo]) -> str | None:
+    def _validate(self, queued: Sequence[QueuedPodInfo], pod_group: Mapping[str, Any] | None) -> str | None:
         """Upstream's ``validatePodGroup`` (v1.37.2) over the queued members: one scheduler name, the
         PodGroup's priority (``spec.priority``, 0 when unset or the PodGroup is not watched), one
         preemption policy (PodGroupPreemptionPolicy, which would compare with the group's, is off)."""
-        pod_group = None
-        if self.group is not None:
-            pod_group = self.group(
-                object_meta(first.pod).get("namespace", ""), scheduling_group_name(first.pod)
-            )
         group_priority = pod_group_priority(pod_group) if pod_group is not None else 0
         scheduler_name = ""
         preemption_policy = ""
@@ -317,16 +454,20 @@ class PodGroupCycle:
                 )
         return None
 
-    def _write_condition(self, first: QueuedPodInfo, status: bool, reason: str, message: str) -> None:
+    def _write_condition(
+        self,
+        first: QueuedPodInfo,
+        pod_group: Mapping[str, Any] | None,
+        status: bool,
+        reason: str,
+        message: str,
+    ) -> None:
         """``PodGroupInitiallyScheduled`` on the group's PodGroup, when it is watched and something
         changed."""
-        if self.group is None:
+        if pod_group is None:
             return
         namespace = object_meta(first.pod).get("namespace", "")
         name = scheduling_group_name(first.pod)
-        pod_group = self.group(namespace, name)
-        if pod_group is None:
-            return
         sched = self.scheduler
         patch = scheduled_condition_patch(pod_group, status, reason, message, sched.clock())
         if patch is None:
@@ -338,44 +479,23 @@ class PodGroupCycle:
         )
 
 
+def _unschedulable_group(status: Status) -> Status:
+    """``NewStatus(Unschedulable, reasons...).WithError(errPodGroupUnschedulable)``: the error's text
+    leads the message."""
+    return Status(Code.Unschedulable, [POD_GROUP_UNSCHEDULABLE_MSG, *status.reasons], plugin=status.plugin)
+
+
 def _renominate(nominator: Nominator, pod: Mapping[str, Any], node_name: str) -> None:
     """Undo the assumption's removal of a nomination (upstream's unreserveAndForget for pod groups)."""
     if node_name:
         nominator.add_nominated_pod(pod, node_name)
 
 
-def _group_message(trial: _Trial) -> str:
-    """Upstream's ``NewStatus(Unschedulable, permitStatus.Message()).WithError(errPodGroupUnschedulable)``
-    as the Event and condition show it: the error's text, then the member's Permit message."""
-    permit = trial.permit.message() if trial.permit is not None else ""
-    return f"{POD_GROUP_UNSCHEDULABLE_MSG}, {permit}"
-
-
-# Upstream's framework.PodsToActivateKey (the trial's Permit may have asked to activate siblings that
-# are in this very cycle).
+# Upstream's framework.PodsToActivateKey (a plugin may have asked to activate siblings that are in this
+# very cycle).
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
-
-
-def _is_error(failure: Exception | Status) -> bool:
-    """An error rather than a rejection: the group stops there. A FitError and a bad pod spec (refused
-    as unschedulable, see ``scheduler.cycle.schedule_one``) are rejections."""
-    if isinstance(failure, Status):
-        return not failure.is_rejection()
-    if isinstance(failure, SchedulingError | PluginError):
-        return not failure.status.is_rejection()
-    return not isinstance(failure, FitError | PodSpecError)
-
-
-def _group_error(failure: Exception | Status) -> Status:
-    text = failure.message() if isinstance(failure, Status) else str(failure)
-    return Status.as_error(MEMBER_ERROR_PREFIX + text)
 
 
 def _priority(pod: Mapping[str, Any]) -> int:
     value = pod_spec(pod).get("priority")
     return value if isinstance(value, int) else 0
-
-
-def _one_node(pod: PodInfo, node_name: str, status: Status) -> str:
-
-    return one_node_message(pod, node_name, status)

@@ -25,6 +25,7 @@ from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
 from scheduler.plugins.helper.taints import find_untolerated_taint, pod_tolerations, taint_fields
 from scheduler.plugins.noderesources.fit import REASON_TOO_MANY_PODS
+from scheduler.plugins.noderesourcetopology import misfit_detail
 from scheduler.plugins.podtopologyspread.plugin import describe_skew
 
 log = logging.getLogger(__name__)
@@ -188,6 +189,13 @@ def _ports(status: Status, pod: PodInfo, node: NodeInfo, state: CycleState) -> s
     return f"host port(s) {', '.join(wanted)} already in use" if wanted else ""
 
 
+def _numa(status: Status, pod: PodInfo, node: NodeInfo, state: CycleState) -> str:
+    """NodeResourceTopologyMatch: which container (or the pod) and resource fit no single NUMA node,
+    and what each NUMA node has."""
+    detail = misfit_detail(state, node.name)
+    return f"{status.message()}: {detail}" if detail else ""
+
+
 _DESCRIBERS: dict[str, Describer] = {
     names.NODE_RESOURCES_FIT: _resources,
     names.TAINT_TOLERATION: _taints,
@@ -195,4 +203,5 @@ _DESCRIBERS: dict[str, Describer] = {
     names.NODE_AFFINITY: _affinity,
     names.NODE_UNSCHEDULABLE: _unschedulable,
     names.NODE_PORTS: _ports,
+    names.NODE_RESOURCE_TOPOLOGY_MATCH: _numa,
 }

@@ -140,6 +140,8 @@ class AttemptRecord:
     nominated_node: str = ""
     nearest_misses: list[Miss] = field(default_factory=list)
     misses_probed: int = 0
+    # What plugins say of the chosen node (explain/notes.py), e.g. the NUMA node a pod fits on.
+    node_notes: list[str] = field(default_factory=list)
 
     @property
     def scores(self) -> list[NodeScores]:
@@ -181,6 +183,7 @@ class AttemptRecord:
             "nominatedNode": self.nominated_node,
             "nearestMisses": [m.to_json() for m in self.nearest_misses],
             "nearestMissesProbed": self.misses_probed,
+            "nodeNotes": list(self.node_notes),
         }
 
 

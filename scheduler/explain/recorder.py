@@ -16,6 +16,7 @@ from collections.abc import Callable
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.algorithm import TRACE_KEY
 from scheduler.explain.misses import gist, nearest_misses
+from scheduler.explain.notes import chosen_node_notes
 from scheduler.explain.record import (
     BIND_FAILED,
     BINDING,
@@ -103,6 +104,7 @@ class DecisionRecorder:
             return
         self._current = None
         record = trace.record(WAITING_ON_PERMIT if waiting else BINDING, node_name)
+        record.node_notes = chosen_node_notes(state, node_name)
         state.write(RECORD_KEY, record)
         self.store.file(record)
 

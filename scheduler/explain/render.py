@@ -32,6 +32,8 @@ def render_attempt(record: Mapping[str, Any]) -> list[str]:
     )
     if record.get("message"):
         lines.append(f"  Message:   {record['message']}")
+    for note in record.get("nodeNotes") or ():
+        lines.append(f"  On {record.get('node')}: {note}")
     lines.extend(_why_pending(record))
     lines.extend(_why_this_node(record))
     return lines

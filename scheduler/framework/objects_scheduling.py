@@ -140,6 +140,19 @@ def pod_group_spec(pod_group: Mapping[str, Any]) -> PodGroupSpec:
     return pod_group.get("spec") or PodGroupSpec()
 
 
+def pod_group_priority(pod_group: Mapping[str, Any]) -> int:
+    """Upstream's ``util.PodGroupPriority``: ``spec.priority`` (resolved by admission), else 0."""
+    priority = pod_group_spec(pod_group).get("priority")
+    return priority if isinstance(priority, int) else 0
+
+
+def scheduling_group_name(pod: Mapping[str, Any]) -> str:
+    """A pod's ``spec.schedulingGroup.podGroupName``, or "" for a pod outside any group."""
+    group = (pod.get("spec") or {}).get("schedulingGroup")
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
 def pod_group_disruption_mode(pod_group: Mapping[str, Any]) -> DisruptionMode | None:
     """v1beta1's ``spec.disruptionMode`` object; None when missing, null or v1alpha2's string."""
     mode = (pod_group.get("spec") or {}).get("disruptionMode")

@@ -1,16 +1,21 @@
 """Resource vectors and a pod's requests: the program's one ``PodRequests``.
 
-Request arithmetic follows ``k8s.io/component-helpers/resource/helpers.go`` (``PodRequests`` with the
-options kube-scheduler v1.36 passes, its feature gates at their defaults): regular containers add up;
+Request arithmetic follows ``k8s.io/component-helpers/resource/helpers.go`` v0.37.2 (``PodRequests`` with
+the options kube-scheduler v1.37.2 passes, its feature gates at their defaults): regular containers add up;
 restartable init containers (sidecars) run alongside them; each ordinary init container runs alone
 but next to the sidecars started before it; pod-level ``spec.resources.requests`` replace the container
 sum for the resources they support (cpu, memory, ``hugepages-*``); ``spec.overhead`` is added last.
 
 In-place resize (InPlacePodVerticalScaling GA, InPlacePodLevelResourcesVerticalScaling beta and on):
-a container with ``status.containerStatuses[].resources`` counts at max(spec, actuated, allocated) per
-resource (max(actuated, allocated) when the resize is Infeasible); so do pod-level requests with
-``status.resources`` / ``status.allocatedResources``. Sums are exact (Fractions) and rounded up once
-at the end, as upstream sums Quantities before ``MilliValue()``/``Value()``.
+the pod counts at max(spec, actuated, allocated) per resource, each of the three aggregated over the
+containers by the rules above (max(actuated, allocated) when the resize is Infeasible). A container's
+allocated requests are its status's ``allocatedResources`` (else its spec), its actuated ones its status's
+``resources.requests`` (else allocated, else spec); when the pod's status carries both
+``allocatedResources`` and ``resources.requests``, those pod-wide sums are used instead. Pod-level
+requests with ``status.resources`` count at max(spec, actuated, allocated) too. (v0.36 took the maximum
+per container, so a resize that moved CPU from one container to another counted twice.) Sums are exact
+(Fractions) and rounded up once at the end, as upstream sums Quantities before
+``MilliValue()``/``Value()``.
 
 The non-zero variant charges 100m CPU / 200Mi memory for containers that request none, as upstream's
 ``PodInfo.CalculateResource`` does, so that many best-effort pods do not pile onto one node; when
@@ -22,7 +27,7 @@ scheduler hands ``pod_request_amounts`` to the queue's constructor for its scale
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -201,15 +206,6 @@ def is_resize_infeasible(pod: Mapping[str, Any]) -> bool:
     return False
 
 
-def _effective(spec: Amounts, actuated: Any, allocated: Any, infeasible: bool) -> Amounts:
-    """Upstream ``determineEffectiveRequests``."""
-    actuated_amounts = parse_resource_list(actuated, "status resources")
-    allocated_amounts = parse_resource_list(allocated, "allocatedResources")
-    if infeasible:
-        return _max(actuated_amounts, allocated_amounts)
-    return _max(spec, actuated_amounts, allocated_amounts)
-
-
 def is_pod_level_resource(name: str) -> bool:
     """Upstream ``IsSupportedPodLevelResource``: cpu, memory and hugepages."""
     return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
@@ -237,24 +233,73 @@ def pod_request_amounts(
     Raises QuantityError (a ValueError) on an unreadable quantity.
     """
     spec = pod_spec(pod)
+    total = _aggregate(spec, _spec_requests, {}, False, non_missing)
     status: Mapping[str, Any] = pod_status(pod) if use_status else {}
-    statuses: dict[Any, Mapping[str, Any]] = {}
-    for key in ("containerStatuses", "initContainerStatuses"):
-        for container_status in status.get(key) or ():
-            statuses[container_status.get("name")] = container_status
-    infeasible = bool(statuses) and is_resize_infeasible(pod)
+    if use_status:
+        total = _with_status_resources(spec, status, total, is_resize_infeasible(pod), non_missing)
 
-    def container_requests(container: Mapping[str, Any], consider_status: bool) -> Amounts:
-        requests = parse_resource_list(resources_of(container).get("requests"))
-        if consider_status:
-            container_status = statuses.get(container.get("name"))
-            if container_status is not None and container_status.get("resources") is not None:
-                requests = _effective(
-                    requests,
-                    resources_of(container_status).get("requests"),
-                    container_status.get("allocatedResources"),
-                    infeasible,
-                )
+    level_requests = pod_level_requests(spec) if pod_level else None
+    if level_requests is not None:
+        effective = parse_resource_list(level_requests, "spec.resources.requests")
+        status_resources = status.get("resources")
+        if status_resources is not None:
+            # Upstream's effectivePodLevelResources: the spec does not count while a resize is Infeasible.
+            effective = _max(
+                {} if is_resize_infeasible(pod) else effective,
+                parse_resource_list(resources_of(status).get("requests"), "status.resources.requests"),
+                parse_resource_list(status.get("allocatedResources"), "status.allocatedResources"),
+            )
+        for name, amount in effective.items():
+            if is_pod_level_resource(name):
+                total[name] = amount
+
+    _add(total, parse_resource_list(spec.get("overhead"), "spec.overhead"))
+    return total
+
+
+# A container's requests from its spec and its status (None: none), given whether the resize is
+# Infeasible (upstream's containerSpecRequests / containerAllocatedRequests / containerActuatedRequests).
+_ContainerRequests = Callable[[Mapping[str, Any], Mapping[str, Any] | None, bool], Any]
+
+
+def _spec_requests(container: Mapping[str, Any], _status: Mapping[str, Any] | None, _infeasible: bool) -> Any:
+    return resources_of(container).get("requests")
+
+
+def _allocated_requests(
+    container: Mapping[str, Any], status: Mapping[str, Any] | None, infeasible: bool
+) -> Any:
+    if status is not None and status.get("allocatedResources") is not None:
+        return status.get("allocatedResources")
+    return None if infeasible else resources_of(container).get("requests")
+
+
+def _actuated_requests(
+    container: Mapping[str, Any], status: Mapping[str, Any] | None, infeasible: bool
+) -> Any:
+    if status is not None:
+        actuated = resources_of(status).get("requests")
+        if status.get("resources") is not None and actuated is not None:
+            return actuated
+        if status.get("allocatedResources") is not None:
+            return status.get("allocatedResources")
+    return None if infeasible else resources_of(container).get("requests")
+
+
+def _aggregate(
+    spec: Mapping[str, Any],
+    requests_of: _ContainerRequests,
+    statuses: Mapping[Any, Mapping[str, Any]],
+    infeasible: bool,
+    non_missing: Mapping[str, Fraction] | None,
+) -> Amounts:
+    """Upstream's aggregateContainerResourcesByFn: regular containers and sidecars add up; each ordinary
+    init container runs beside the sidecars started before it; the pod needs the larger of the two."""
+
+    def container_requests(container: Mapping[str, Any]) -> Amounts:
+        requests = parse_resource_list(
+            requests_of(container, statuses.get(container.get("name")), infeasible)
+        )
         if non_missing:
             # Upstream applyNonMissing: a resource the container does not name gets the default;
             # one it names, even as zero, is left alone.
@@ -266,15 +311,12 @@ def pod_request_amounts(
 
     total: Amounts = {}
     for container in spec.get("containers") or ():
-        _add(total, container_requests(container, bool(statuses)))
-
+        _add(total, container_requests(container))
     sidecars: Amounts = {}
     init_peak: Amounts = {}
     for container in spec.get("initContainers") or ():
-        sidecar = container.get("restartPolicy") == "Always"
-        # Only sidecars keep running, so only their status reflects a resize.
-        requests = container_requests(container, sidecar and bool(statuses))
-        if sidecar:
+        requests = container_requests(container)
+        if container.get("restartPolicy") == "Always":
             _add(total, requests)
             _add(sidecars, requests)
             running = dict(sidecars)
@@ -283,26 +325,35 @@ def pod_request_amounts(
             _add(running, sidecars)
         _max_into(init_peak, running)
     _max_into(total, init_peak)
-
-    level_requests = pod_level_requests(spec) if pod_level else None
-    if level_requests is not None:
-        spec_amounts = parse_resource_list(level_requests, "spec.resources.requests")
-        effective: Amounts | None = None
-        pod_status_resources = status.get("resources")
-        if pod_status_resources is not None:
-            effective = _effective(
-                spec_amounts,
-                pod_status_resources.get("requests"),
-                status.get("allocatedResources"),
-                is_resize_infeasible(pod),
-            )
-        for name, amount in spec_amounts.items():
-            if is_pod_level_resource(name):
-                # As upstream: with status resources, a resource absent from the effective list is 0.
-                total[name] = amount if effective is None else effective.get(name, Fraction(0))
-
-    _add(total, parse_resource_list(spec.get("overhead"), "spec.overhead"))
     return total
+
+
+def _with_status_resources(
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    spec_requests: Amounts,
+    infeasible: bool,
+    non_missing: Mapping[str, Fraction] | None,
+) -> Amounts:
+    """Upstream's AggregateContainerRequests with UseStatusResources: the per-resource maximum of the
+    spec, actuated and allocated aggregates (the spec left out while a resize is Infeasible)."""
+    pod_allocated = status.get("allocatedResources")
+    pod_actuated = resources_of(status).get("requests")
+    if pod_allocated is not None and status.get("resources") is not None and pod_actuated is not None:
+        # InPlacePodLevelResourcesVerticalScaling: the kubelet's pod-wide sums.
+        allocated = parse_resource_list(pod_allocated, "status.allocatedResources")
+        actuated = parse_resource_list(pod_actuated, "status.resources.requests")
+    else:
+        statuses: dict[Any, Mapping[str, Any]] = {}
+        # Upstream's findContainerStatus: the first container status of that name, then init ones.
+        for key in ("initContainerStatuses", "containerStatuses"):
+            for container_status in reversed(status.get(key) or ()):
+                statuses[container_status.get("name")] = container_status
+        allocated = _aggregate(spec, _allocated_requests, statuses, infeasible, non_missing)
+        actuated = _aggregate(spec, _actuated_requests, statuses, infeasible, non_missing)
+    if infeasible:
+        return _max(actuated, allocated)
+    return _max(spec_requests, actuated, allocated)
 
 
 def non_missing_defaults(pod: Mapping[str, Any], requests: Mapping[str, Fraction]) -> Mapping[str, Fraction]:
@@ -328,17 +379,21 @@ def pod_requests(pod: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
 
 
 def has_status_resources(pod: Mapping[str, Any]) -> bool:
-    """The pod's status reports container resources (in-place resize): requests read them."""
+    """The pod's status reports resources (in-place resize: actuated or allocated, for the pod or a
+    container) or an Infeasible resize: requests read them."""
     status = pod.get("status")
     if not status:
         return False
-    if status.get("resources") is not None:
+    if status.get("resources") is not None or status.get("allocatedResources") is not None:
         return True
     for key in ("containerStatuses", "initContainerStatuses"):
         for container_status in status.get(key) or ():
-            if container_status.get("resources") is not None:
+            if (
+                container_status.get("resources") is not None
+                or container_status.get("allocatedResources") is not None
+            ):
                 return True
-    return False
+    return is_resize_infeasible(pod)
 
 
 def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resource]:

@@ -52,6 +52,12 @@ from scheduler.framework.interface import (
     SignPlugin,
 )
 from scheduler.framework.masked import ok_mask
+from scheduler.framework.podgroup import (
+    PlacementFeasiblePlugin,
+    PodGroupInfo,
+    PodGroupPostFilterPlugin,
+    PodGroupSchedulingFunc,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.framework.unsupported import UnsupportedFieldGuard
@@ -600,6 +606,82 @@ class Framework:
         self, run: PausedPostFilter, result: tuple[str | None, Status | None]
     ) -> tuple[str | None, Status | None]:
         self._observe_point("PostFilter", _status_label(result[1]), _perf() - run.start)
+        return result
+
+    # --- pod group cycle (GenericWorkload) -----------------------------------------------------
+    @property
+    def placement_feasible_plugins(self) -> list[PlacementFeasiblePlugin]:
+        """Upstream asks the GangScheduling plugin, wherever the profile enables it."""
+        return [p for p in self.all_plugins() if isinstance(p, PlacementFeasiblePlugin)]
+
+    def run_placement_feasible(
+        self, state: CycleState, pod_group: Mapping[str, Any], scheduled: int, remaining: int
+    ) -> Status | None:
+        """Upstream's RunPlacementFeasiblePlugins: Success when every plugin succeeds; the first
+        Unschedulable ends it; else Wait if one waited; any other code is an error."""
+        start = _perf()
+        result: Status | None = None
+        for plugin in self.placement_feasible_plugins:
+            began = _perf()
+            status = plugin.placement_feasible(state, pod_group, scheduled, remaining)
+            if state.record_plugin_metrics:
+                self._observe_plugin(plugin.name, "PlacementFeasible", _status_label(status), _perf() - began)
+            if status is None or status.code is Code.Success:
+                continue
+            if status.code is Code.Wait:
+                result = status.with_plugin(plugin.name)
+                continue
+            if status.code is Code.Unschedulable:
+                result = status.with_plugin(plugin.name)
+                break
+            text = (
+                f"running PlacementFeasible plugin: {status.message()}"
+                if status.code is Code.Error
+                else f"unexpected status from PlacementFeasible plugin: {status.code.name}"
+            )
+            result = Status.as_error(text).with_plugin(plugin.name)
+            break
+        self._observe_point("PlacementFeasible", _status_label(result), _perf() - start)
+        return result
+
+    def run_pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[Mapping[str, str] | None, Status]:
+        """Upstream's RunPodGroupPostFilterPlugins over the profile's PostFilter plugins that have a
+        pod group part (py-scheduler has no separate ``podGroupPostFilter`` plugin set): the first
+        success or UnschedulableAndUnresolvable ends it; Unschedulable reasons add up; any other code is
+        an error naming the plugin."""
+        start = _perf()
+        reasons: list[str] = []
+        rejector = ""
+        result: tuple[Mapping[str, str] | None, Status] | None = None
+        for plugin in self.plugins.post_filter:
+            if not isinstance(plugin, PodGroupPostFilterPlugin):
+                continue
+            began = _perf()
+            nominations, status = plugin.pod_group_post_filter(state, group, schedule)
+            if state.record_plugin_metrics:
+                self._observe_plugin(
+                    plugin.name, "PodGroupPostFilter", _status_label(status), _perf() - began
+                )
+            if status is None or status.code is Code.Success:
+                result = nominations, status or Status()
+                break
+            if status.code is Code.UnschedulableAndUnresolvable:
+                result = nominations, status.with_plugin(plugin.name)
+                break
+            if status.code is Code.Unschedulable:
+                reasons.extend(status.reasons)
+                rejector = rejector or plugin.name
+                continue
+            error = Status.as_error(
+                f'error in "{plugin.name}" PodGroupPostFilter plugins: {status.message()}'
+            )
+            result = None, error.with_plugin(plugin.name)
+            break
+        if result is None:
+            result = None, Status(Code.Unschedulable, reasons, plugin=rejector)
+        self._observe_point("PodGroupPostFilter", _status_label(result[1]), _perf() - start)
         return result
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status | None:

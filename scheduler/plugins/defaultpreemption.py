@@ -17,22 +17,28 @@ max(percentage of the potential nodes, absolute) nodes, from a random offset.
 With extenders configured, ``post_filter_with_extenders`` asks those with a ``preemptVerb`` about the
 candidates between the dry run and the choice (upstream's ``callExtenders``), awaited on the event loop.
 
-Pod groups (workload-aware preemption) are alpha upstream and not implemented.
+With GenericWorkload (beta, off by default) the plugin is ``WorkloadAwareDefaultPreemption``: it also
+preempts for a whole pod group (PodGroupPostFilter, ``scheduler.preemption.podgroup``), and its
+PreEnqueue holds a group's members while the group's preemption runs.
 """
 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from informers.resource import WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.extender import Extenders
 from scheduler.framework.handle import Handle, PreemptionHandle
 from scheduler.framework.listers import POD_DISRUPTION_BUDGETS
-from scheduler.framework.objects import pod_status
+from scheduler.framework.objects import namespace_of, pod_status
+from scheduler.framework.objects_scheduling import scheduling_group_name
+from scheduler.framework.podgroup import POD_KEY_TYPE, PodGroupInfo, PodGroupSchedulingFunc
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins import names
@@ -40,7 +46,10 @@ from scheduler.plugins.helper.args import ArgsReader
 from scheduler.preemption.evaluator import Evaluator, calculate_num_candidates, random_offset
 from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
+from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
+from scheduler.preemption.victims import Victim, split_by_budgets, victims_on
+from scheduler.preemption.victims import by_importance as victims_by_importance
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 
 ARGS_KIND = "DefaultPreemptionArgs"
@@ -51,6 +60,7 @@ NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER_MSG = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING_MSG = "not eligible due to a terminating pod on the nominated node."
 WAITING_MSG = "waiting for the preemption for this pod to be finished"
+WAITING_GROUP_MSG = "waiting for the preemption for this pod group to be finished"
 PREEMPT_NEVER = "Never"
 
 
@@ -273,6 +283,132 @@ class DefaultPreemption:
             # Both groups were appended in their own order: most important first overall.
             victims = self.order_victims(victims, created)
         return victims, num_violating, None
+
+
+class WorkloadAwareDefaultPreemption(DefaultPreemption):
+    """DefaultPreemption under GenericWorkload (upstream's plugin with ``EnableGenericWorkload``)."""
+
+    def __init__(
+        self,
+        args: Mapping[str, Any] | None = None,
+        handle: Handle | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        super().__init__(args, handle, rng=rng)
+        assert handle is not None  # the parent refuses a missing handle
+        self._pod_groups = handle.lister(WORKLOAD_PODGROUPS)
+        self.pod_group_evaluator = PodGroupEvaluator(
+            self.name, self.handle, self._pdbs, self._pod_group_of, self._group_actuator
+        )
+
+    def _pod_group_of(self, pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        name = scheduling_group_name(pod)
+        return self._pod_groups.get(name, namespace_of(pod)) if name else None
+
+    def _group_actuator(self) -> GroupActuator | None:
+        executor = self.handle.preemption_executor
+        return executor if isinstance(executor, GroupActuator) else None
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        start = time.perf_counter()
+        nominated, status = super().post_filter(state, pod, node_statuses)
+        # Upstream's evaluation time of a pod's preemption (registered with GenericWorkload).
+        code = "Success" if status is None else status.code.name
+        metrics.PREEMPTION_EVALUATION_DURATION.labels(POD_KEY_TYPE, code).observe(time.perf_counter() - start)
+        return nominated, status
+
+    # A pod's own preemption, as upstream's with GenericWorkload: a pod group member's priority is its
+    # PodGroup's, of victims of one priority a pod group's is the more important, and the members of a
+    # PodGroup in disruptionMode all are one victim, wherever they run.
+    def is_preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return self.pod_group_evaluator.victim_priority(victim) < preemptor.priority
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status | None]:
+        """Upstream's SelectVictimsOnNode with the node's victims (``victims_on``): only this node (a
+        copy) changes; the pods of a victim on other nodes are taken off and given back through the
+        PreFilter extensions only, with those nodes as the snapshot has them. Returns every pod of the
+        chosen victims (those on other nodes too), most important victim first."""
+        handle = self.handle
+        snapshot = handle.snapshot
+        main = node.name
+
+        def move(victim: Victim, back: bool) -> Status | None:
+            for member in victim.pods:
+                target = node if member.node_name == main else snapshot.get(member.node_name)
+                if target is None:
+                    continue
+                if member.node_name == main:
+                    if back:
+                        node.add_pod(member)
+                    else:
+                        node.remove_pod(member.key)
+                extension = (
+                    handle.run_pre_filter_extension_add_pod
+                    if back
+                    else handle.run_pre_filter_extension_remove_pod
+                )
+                status = extension(state, pod, member, target)
+                if status is not None:
+                    return status
+            return None
+
+        potential = [v for v in victims_on([node], snapshot, self._pod_group_of) if v.priority < pod.priority]
+        if not potential:
+            return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
+        for victim in potential:
+            status = move(victim, back=False)
+            if status is not None:
+                return [], 0, status
+        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
+        if status is not None:
+            return [], 0, status
+        violating, non_violating = split_by_budgets(victims_by_importance(potential), pdbs)
+        chosen: list[Victim] = []
+        num_violating = 0
+        for victim, count in [*violating, *((v, 0) for v in non_violating)]:
+            status = move(victim, back=True)
+            if status is not None:
+                return [], 0, status
+            if handle.run_filter_plugins_with_nominated_pods(state, pod, node) is None:
+                continue
+            status = move(victim, back=False)
+            if status is not None:
+                return [], 0, status
+            chosen.append(victim)
+            num_violating += count
+        if violating and non_violating:
+            chosen = victims_by_importance(chosen)
+        return [member for victim in chosen for member in victim.pods], num_violating, None
+
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[Mapping[str, str] | None, Status | None]:
+        """Workload-aware preemption of the whole group (``PodGroupPostFilter``)."""
+        nominations, status = self.pod_group_evaluator.preempt(group, schedule)
+        metrics.WORKLOAD_PREEMPTION_ATTEMPTS.labels(status.code.name).inc()
+        if status.message():
+            status = Status(status.code, [f"pod group preemption: {status.message()}"], error=status.error)
+        return nominations, status
+
+    def pre_enqueue(self, pod: PodInfo) -> Status | None:
+        """A pod group's members wait while the group's preemption runs (keyed by the PodGroup); a pod
+        of a group whose PodGroup is unknown is not this plugin's to hold."""
+        if not scheduling_group_name(pod.pod):
+            return super().pre_enqueue(pod)
+        pod_group = self._pod_group_of(pod.pod)
+        executor = self.handle.preemption_executor
+        if pod_group is not None and executor is not None and executor.is_pod_running_preemption(pod_group):
+            return Status(Code.UnschedulableAndUnresolvable, [WAITING_GROUP_MSG])
+        return None
 
 
 def _prefixed(nominated: str | None, status: Status | None) -> tuple[str | None, Status | None]:

@@ -1,24 +1,27 @@
 """GangScheduling: all-or-nothing for upstream's own gang API (``scheduling.k8s.io/v1beta1`` PodGroup).
 
-Mirrors ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`` of kube-scheduler v1.36.3
-on the v1.37 API (beta, feature gate GenericWorkload, which absorbed v1.36's GangScheduling gate); the
-v1.37.2 additions (PodGroup update and assigned-pod hints, PlacementFeasible, composite hierarchies)
-are listed as open in docs/kubernetes-1.37.md. A pod joins a group with
+Mirrors ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go`` of kube-scheduler v1.37.2
+(beta, feature gate GenericWorkload, which absorbed v1.36's GangScheduling gate), without composite
+hierarchies (CompositePodGroup, alpha: refused). A pod joins a group with
 ``spec.schedulingGroup.podGroupName``; the PodGroup in its namespace says ``schedulingPolicy.gang.minCount``
 (or ``basic``, which this plugin leaves alone).
 
 * PreEnqueue holds a pod out of activeQ until its PodGroup exists and ``minCount`` of its pods exist.
-  The PodGroup's add and each sibling's add wake it through queueing hints.
+  The PodGroup's add, a sibling's add (pending or already bound) and an update that lowers
+  ``minCount`` wake it through queueing hints.
 * PreFilter (py-scheduler's): refuses, naming the field, a PodGroup that uses a field py-scheduler does
   not implement (topology constraints, PodGroup resource claims, a composite parent, a preemption
-  policy, disruption mode ``all``, which needs workload-aware preemption). Upstream has no such check
-  because it implements them. ``priority`` (set by the API server's Priority admission on every
-  PodGroup since v1.37) is accepted; the pod group cycle checks the members agree with it.
+  policy). Upstream has no such check because it implements them. ``disruptionMode`` is honoured by
+  preemption (``scheduler.preemption.victims``). ``priority`` (set by the API server's Priority
+  admission on every PodGroup since v1.37) is accepted; the pod group cycle checks the members agree
+  with it.
+* PlacementFeasible, asked by the pod group cycle before and after each member it tries: Unschedulable
+  "minCount (N) cannot be satisfied: S scheduled, R remaining" once too few members are left, Wait
+  "minCount (N) is not yet satisfied: ..." until ``minCount`` are placed, then Success.
 * Reserve/Unreserve keep the group's assumed members (upstream reads them from the cache's pod group
   state); assumed plus bound members are the group's scheduled pods.
 * Permit waits (5 minutes, upstream's permitTimeoutDuration) until ``minCount`` members are scheduled,
-  then allows every waiting member at once. In the pod group cycle the same count, taken while the
-  group's members are assumed one after another on one snapshot, tells whether the group is feasible.
+  then allows every waiting member at once.
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ from scheduler.framework import (
 )
 from scheduler.framework.objects import namespace_of, namespaced_name, pod_spec, uid_of
 from scheduler.framework.objects_scheduling import (
-    pod_group_disruption_mode,
     pod_group_scheduling_policy,
     pod_group_spec,
+    scheduling_group_name,
 )
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
@@ -60,11 +63,12 @@ WAITING_FOR_QUORUM = "waiting for minCount pods from a gang to be scheduled"
 WAITING_FOR_MEMBERS = "waiting for minCount pods from a gang to appear in scheduling queue"
 
 
-def scheduling_group_name(pod: Mapping[str, Any]) -> str:
-    """``spec.schedulingGroup.podGroupName``, or "" for a pod outside any group."""
-    group = pod_spec(pod).get("schedulingGroup")
-    name = group.get("podGroupName") if isinstance(group, Mapping) else None
-    return name if isinstance(name, str) else ""
+def cannot_be_satisfied(min_count: int, scheduled: int, remaining: int) -> str:
+    return f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+
+
+def not_yet_satisfied(min_count: int, scheduled: int, remaining: int) -> str:
+    return f"minCount ({min_count}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
 
 
 def scheduling_group_key(pod: Mapping[str, Any]) -> str:
@@ -82,12 +86,6 @@ def gang_min_count(pod_group: Mapping[str, Any]) -> int | None:
     return count if isinstance(count, int) else 0
 
 
-def pod_group_priority(pod_group: Mapping[str, Any]) -> int:
-    """Upstream's ``util.PodGroupPriority``: ``spec.priority`` (resolved by admission), else 0."""
-    priority = pod_group_spec(pod_group).get("priority")
-    return priority if isinstance(priority, int) else 0
-
-
 def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str] | None:
     """(field, feature) of the first field of ``pod_group`` py-scheduler cannot honour."""
     spec = pod_group_spec(pod_group)
@@ -100,11 +98,6 @@ def unsupported_pod_group_field(pod_group: Mapping[str, Any]) -> tuple[str, str]
         return "parentCompositePodGroupName", "CompositePodGroup"
     if spec.get("preemptionPolicy"):
         return "preemptionPolicy", "PodGroupPreemptionPolicy"
-    # v1beta1's disruptionMode is {single: {}} or {all: {}}; single (members preempted one by one) is
-    # what py-scheduler does, all needs upstream's workload-aware preemption (PodGroupPostFilter).
-    mode = pod_group_disruption_mode(pod_group)
-    if mode is not None and mode.get("all") is not None:
-        return "disruptionMode all", "GenericWorkload's workload-aware preemption"
     return None
 
 
@@ -224,17 +217,39 @@ class GangScheduling:
                 waiting.allow(self.name)
         return None, 0.0
 
+    # --- PlacementFeasible (the pod group cycle) ------------------------------------------------------
+    def placement_feasible(
+        self, state: CycleState, pod_group: Mapping[str, Any], scheduled: int, remaining: int
+    ) -> Status | None:
+        """Can the group still reach ``minCount`` (1 for a ``basic`` group) in this cycle?"""
+        min_count = gang_min_count(pod_group)
+        if min_count is None:
+            min_count = 1
+        if remaining + scheduled < min_count:
+            return Status.unschedulable(cannot_be_satisfied(min_count, scheduled, remaining))
+        if scheduled < min_count:
+            return Status(Code.Wait, [not_yet_satisfied(min_count, scheduled, remaining)])
+        return None
+
     # --- events ----------------------------------------------------------------------------------------
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
-            # A new pod may be the one that completes a gang. schedulingGroup is immutable: no Update.
+            # A new pod, pending or already bound, may be the one that completes a gang.
+            # schedulingGroup is immutable: no pod Update.
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Add), self.is_schedulable_after_pod_added
+                ClusterEvent(Resource.UnscheduledPod, ActionType.Add), self.is_schedulable_after_pod_added
             ),
-            # PodGroups are immutable: only their add matters.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.AssignedPod, ActionType.Add), self.is_schedulable_after_pod_added
+            ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.WorkloadPodGroup, ActionType.Add),
                 self.is_schedulable_after_pod_group_added,
+            ),
+            # A lower minCount may be met by the members there are.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.WorkloadPodGroup, ActionType.Update),
+                self.is_schedulable_after_pod_group_updated,
             ),
         ]
 
@@ -264,5 +279,21 @@ class GangScheduling:
         if not isinstance(new_obj, Mapping):
             return QueueingHint.Skip
         if namespaced_name(new_obj) != scheduling_group_key(pod):
+            return QueueingHint.Skip
+        return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_pod_group_updated(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        """Queue only when the pod's own gang PodGroup lowered ``minCount`` (a status write, such as
+        the cycle's own condition, changes nothing)."""
+        if not isinstance(old_obj, Mapping) or not isinstance(new_obj, Mapping):
+            return QueueingHint.Skip
+        if not scheduling_group_name(pod) or namespaced_name(new_obj) != scheduling_group_key(pod):
+            return QueueingHint.Skip
+        old_count = gang_min_count(old_obj)
+        new_count = gang_min_count(new_obj)
+        if old_count is None or new_count is None or new_count >= old_count:
             return QueueingHint.Skip
         return QueueingHint.Queue

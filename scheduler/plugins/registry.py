@@ -11,7 +11,7 @@ from scheduler.plugins import names
 from scheduler.plugins.capacityscheduling import CapacityScheduling
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.defaultbinder import DefaultBinder
-from scheduler.plugins.defaultpreemption import DefaultPreemption
+from scheduler.plugins.defaultpreemption import DefaultPreemption, WorkloadAwareDefaultPreemption
 from scheduler.plugins.dynamicresources import DynamicResources
 from scheduler.plugins.gangscheduling import GangScheduling
 from scheduler.plugins.imagelocality import ImageLocality
@@ -23,6 +23,7 @@ from scheduler.plugins.nodeports import NodePorts
 from scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.plugins.noderesourcesallocatable import NodeResourcesAllocatable
+from scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
 from scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.plugins.podtopologyspread import PodTopologySpread
@@ -65,6 +66,7 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.NODE_RESOURCES_ALLOCATABLE: NodeResourcesAllocatable,
     names.CAPACITY_SCHEDULING: CapacityScheduling,
     names.PREEMPTION_TOLERATION: PreemptionToleration,
+    names.NODE_RESOURCE_TOPOLOGY_MATCH: NodeResourceTopologyMatch,
 }
 
 
@@ -76,6 +78,9 @@ def in_tree_registry(features: FeatureGates = DEFAULT_FEATURE_GATES) -> dict[str
         registry[names.VOLUME_BINDING] = partial(VolumeBinding, storage_capacity_scoring=False)
     if not features.volume_limit_scaling:
         registry[names.NODE_VOLUME_LIMITS] = partial(NodeVolumeLimits, volume_limit_scaling=False)
+    if features.generic_workload:
+        # Upstream's DefaultPreemption with EnableGenericWorkload: PodGroupPostFilter too.
+        registry[names.DEFAULT_PREEMPTION] = WorkloadAwareDefaultPreemption
     return registry
 
 

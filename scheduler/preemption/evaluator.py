@@ -16,10 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from scheduler import metrics
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.objects import pod_status
+from scheduler.framework.podgroup import POD_KEY_TYPE
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
 from scheduler.preemption.pdb import PodDisruptionBudget
@@ -131,6 +133,9 @@ class Evaluator:
             return None, Status(Code.Unschedulable, ["no candidate node for preemption"])
         actuator = self._actuator()
         if actuator is not None:
+            # Upstream's observeVictims (the victim count is the executor's; a pod's candidate counts no
+            # workload disruption): registered with GenericWorkload.
+            metrics.observe_preemption_disruptions(POD_KEY_TYPE, 0, best.num_pdb_violations)
             status = actuator.actuate(pod, best.name, best.victims, self.plugin_name)
             if status is not None:
                 return None, status

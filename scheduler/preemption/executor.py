@@ -72,6 +72,8 @@ SETTLE_TIMEOUT = 10.0
 SETTLE_POLL = 0.05
 # How often a synchronous preemption, which holds up the scheduling cycle, looks for the same.
 SYNC_POLL = 0.002
+# The candidate a pod group's preemption names (upstream's cluster-wide domain).
+CLUSTER_DOMAIN = "cluster"
 
 
 class VictimApi(Protocol):
@@ -122,6 +124,11 @@ class _Run:
     deleted: list[tuple[str, str]] = field(default_factory=list)
     # Writes of the current phase not yet reported back to the loop.
     pending: int = 0
+    # Who preempts, as upstream's ExecutorPreemptor names it ("pod" or "podgroup"), its uid, and the
+    # pods to activate when the run ends (a pod group's members).
+    kind: str = "pod"
+    subject_uid: str = ""
+    members: tuple[PodInfo, ...] = ()
 
 
 class PreemptionExecutor:
@@ -268,6 +275,54 @@ class PreemptionExecutor:
                 return
             await asyncio.sleep(SYNC_POLL)
 
+    def actuate_group(
+        self,
+        pod_group: Mapping[str, Any],
+        members: Sequence[PodInfo],
+        victims: Sequence[PodInfo],
+        plugin: str,
+    ) -> Status | None:
+        """Upstream's actuatePodGroupPreemption: evict ``victims`` (on any nodes) for a pod group's
+        ``members``. The run is keyed by the PodGroup's uid, which DefaultPreemption's PreEnqueue asks
+        about for every member; Events say "Preempted by podgroup <uid> on node cluster". When it ends,
+        the members are activated once the informer shows the deletions: they retry after backoff
+        only, and no victim's deletion event wakes them."""
+        metrics.WORKLOAD_PREEMPTION_VICTIMS.observe(len(victims))
+        to_delete = [v for v in victims if not object_meta(v.pod).get("deletionTimestamp")]
+        if not to_delete or not members:
+            return None
+        uid = uid_of(pod_group)
+        run = _Run(members[0], CLUSTER_DOMAIN, time.perf_counter())
+        run.kind, run.subject_uid, run.members = "podgroup", uid, tuple(members)
+        waiting = self._waiting_pods()
+        for victim in to_delete:
+            held = waiting.get(victim.key)
+            if held is not None:
+                held.reject(plugin, "preempted")
+                self._record_preempted(run, victim, True)
+            else:
+                run.victims.append(victim)
+        if not run.victims:
+            self._activate(run)
+            return None
+        log.info(
+            "preempting %d pod(s) for pod group %s: %s",
+            len(to_delete),
+            namespaced_name(pod_group),
+            ", ".join(v.key for v in to_delete),
+        )
+        key = uid or namespaced_name(pod_group)
+        self._runs[key] = run
+        self._settling.pop(key, None)
+        metrics.GOROUTINES.labels(metrics.OPERATION_PREEMPTION).inc()
+        # Upstream clears lower-priority nominations on the candidate's node, "cluster": there are none.
+        self._preempt_all_but_last(asyncio.get_running_loop(), key, run)
+        return None
+
+    def _activate(self, run: _Run) -> None:
+        for pod in run.members or (run.preemptor,):
+            self._nominations.activate(pod.pod)
+
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
         """``IsPodRunningPreemption``: until the last victim is gone or terminating (while the others
         are still being evicted, regardless of the last one); see the module docstring for the
@@ -311,7 +366,7 @@ class PreemptionExecutor:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
     def _record_preempted(self, run: _Run, victim: PodInfo, in_memory: bool) -> None:
-        message = f"Preempted by pod {run.preemptor.uid} on node {run.node_name}"
+        message = f"Preempted by {run.kind} {run.subject_uid or run.preemptor.uid} on node {run.node_name}"
         if in_memory:
             message += " (in kube-scheduler memory)."
         self.preempted += 1
@@ -379,6 +434,8 @@ class PreemptionExecutor:
         result = metrics.GOROUTINE_RESULT_ERROR if run.failed else metrics.GOROUTINE_RESULT_SUCCESS
         metrics.PREEMPTION_GOROUTINES_DURATION.labels(result).observe(time.perf_counter() - run.started)
         metrics.PREEMPTION_GOROUTINES_EXECUTION.labels(result).inc()
+        elapsed = time.perf_counter() - run.started
+        metrics.PREEMPTION_EXECUTION_DURATION.labels(run.kind, result).observe(elapsed)
         if self._deleted_victim_remains(run):
             # Deleted, but the watch has not shown it yet: hold on until it does. A finished run's
             # preemptor is woken by the delete events (its rejectors' hints; PreEnqueue releases it),
@@ -387,18 +444,18 @@ class PreemptionExecutor:
             self._settling[key] = run
             loop = asyncio.get_running_loop()
             deadline = loop.time() + self._settle_timeout
-            if run.failed:
+            if run.failed or run.members:
                 loop.call_later(SETTLE_POLL, self._activate_when_settled, key, run, deadline)
             else:
                 loop.call_later(self._settle_timeout, self._settle_expired, key, run)
-        elif run.failed:
+        elif run.failed or run.members:
             # As upstream: the preemptor tries again now rather than waiting for events that may never come.
-            self._nominations.activate(run.preemptor.pod)
+            self._activate(run)
 
     def _settle_expired(self, key: str, run: _Run) -> None:
         if self._settling.get(key) is run:
             del self._settling[key]
-            self._nominations.activate(run.preemptor.pod)
+            self._activate(run)
 
     def _activate_when_settled(self, key: str, run: _Run, deadline: float) -> None:
         if self._settling.get(key) is not run:
@@ -455,7 +512,9 @@ class PreemptionExecutor:
             "type": DISRUPTION_TARGET,
             "status": "True",
             "reason": REASON_PREEMPTION_BY_SCHEDULER,
-            "message": f"{run.preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": (
+                f"{run.preemptor.scheduler_name}: preempting to accommodate a higher priority {run.kind}"
+            ),
             "lastTransitionTime": rfc3339(self._clock()),
         }
         generation = object_meta(pod).get("generation")

@@ -34,6 +34,11 @@ def _parse_rfc3339(value: str) -> float | None:
         return None
 
 
+def started_at(pod: PodInfo) -> float | None:
+    """``status.startTime``, or None for a pod no kubelet has started."""
+    return _parse_time(pod_status(pod.pod).get("startTime"))
+
+
 def pod_start_time(pod: PodInfo) -> float:
     """``GetPodStartTime``: ``status.startTime``, or now for a pod the kubelet has not started."""
     started = _parse_time(pod_status(pod.pod).get("startTime"))
@@ -49,7 +54,8 @@ def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = N
     or ``time.Now()`` then for a pod no kubelet started. Those readings follow the node's pod order,
     so of two unstarted pods of one priority the one earlier on the node (``created``: pod key -> its
     index there; the input order by default) is the more important. (v1.36 read ``time.Now()`` at each
-    comparison, so ``less`` held both ways and Go's algorithm decided.)"""
+    comparison, so ``less`` held both ways and Go's algorithm decided.) With GenericWorkload the
+    victims are ``scheduler.preemption.victims``'s."""
     order = created if created is not None else {p.key: i for i, p in enumerate(pods)}
     out = list(pods)
     sort_slice(out, lambda a, b: _more_important_victim(a, b, order))

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from informers.resource import ResourceSpec
 from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
 from scheduler.client.api import SchedulerApi
 from scheduler.client.events import EventRecorder
@@ -27,7 +28,9 @@ from scheduler.cycle.binding import BindingPool, BindingResult
 from scheduler.cycle.profiles import FrameworkHandle, queue_hints
 from scheduler.cycle.schedule_one import Scheduler
 from scheduler.explain.recorder import DecisionRecorder
+from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
+from scheduler.framework.listers import Lister
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import Framework
 from scheduler.plugins.registry import IN_TREE_REGISTRY
@@ -187,6 +190,8 @@ def build_frameworks(
     profile: Mapping[str, Any] | None = None,
     extra_registry: Mapping[str, PluginFactory] | None = None,
     percentage_of_nodes_to_score: int | None = None,
+    listers: Callable[[ResourceSpec], Lister] | None = None,
+    waiting_pods: Callable[[], Mapping[str, WaitingPodHandle]] = dict,
 ) -> dict[str, Framework]:
     """One Framework per profile of a parsed configuration, wired the way the app wires them."""
     registry: dict[str, PluginFactory] = {**IN_TREE_REGISTRY, **(extra_registry or {})}
@@ -200,7 +205,7 @@ def build_frameworks(
     cfg, registry = parse_config_with_plugins(doc, registry=registry)
 
     def handle_for(profile_name: str) -> FrameworkHandle:
-        return FrameworkHandle(profile_name, snapshot, api, clock)
+        return FrameworkHandle(profile_name, snapshot, api, clock, waiting_pods, listers=listers)
 
     return profiles.build_frameworks(cfg, registry, handle_for)
 
@@ -222,6 +227,7 @@ class CoreEnv:
         profile: Mapping[str, Any] | None = None,
         extra_registry: Mapping[str, PluginFactory] | None = None,
         may_bind: Callable[[], bool] = lambda: True,
+        listers: Callable[[ResourceSpec], Lister] | None = None,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.clock = FakeClock()
@@ -233,7 +239,13 @@ class CoreEnv:
             self.cache.add_node(node)
         self.scheduler: Scheduler | None = None
         self.frameworks = build_frameworks(
-            self._snapshot, self.api, self.clock.now, profile=profile, extra_registry=extra_registry
+            self._snapshot,
+            self.api,
+            self.clock.now,
+            profile=profile,
+            extra_registry=extra_registry,
+            listers=listers,
+            waiting_pods=self._waiting_pods,
         )
         self.queue = SchedulingQueue(
             clock=self.clock, hints=queue_hints(self.frameworks), pod_requests=pod_request_amounts
@@ -276,6 +288,9 @@ class CoreEnv:
     def _snapshot(self) -> Snapshot:
         assert self.scheduler is not None
         return self.scheduler.snapshot
+
+    def _waiting_pods(self) -> Mapping[str, WaitingPodHandle]:
+        return {} if self.scheduler is None else self.scheduler.waiting_pods
 
     @property
     def sched(self) -> Scheduler:

@@ -458,3 +458,48 @@ def test_incremental_snapshot_equals_a_fresh_build(ops: list[tuple[Any, ...]]) -
         _apply(cache, model, snap, op)
     cache.update_snapshot(snap)
     _check(cache, model, snap)
+
+
+def test_pods_counted_in_the_snapshot_only_until_restore() -> None:
+    """A pod group cycle's trial placements and preemption's what-if runs change the snapshot, never the
+    cache; each change is a new NodeInfo with a generation no cache node has, and restore puts the
+    cache's NodeInfos back."""
+    cache = SchedulerCache()
+    cache.add_node(make_node("n1"))
+    cache.add_node(make_node("n2"))
+    cache.add_pod(make_pod("running", "n2"))
+    snapshot = cache.snapshot()
+    before = {info.name: info for info in snapshot.node_infos()}
+    columns = snapshot.columns()
+    trial = PodInfo(make_pod("trial", "n1", cpu="1"))
+    running = snapshot.get("n2")
+    assert running is not None
+    victim = running.pods["ns/running"]
+
+    snapshot.add_pod(trial, "n1")
+    snapshot.remove_pod(victim, "n2")
+    n1, n2 = snapshot.get("n1"), snapshot.get("n2")
+    assert n1 is not None and n2 is not None
+    assert list(n1.pods) == ["ns/trial"] and n1.requested.milli_cpu == 1000
+    assert not n2.pods
+    assert n1.generation < 0 and n2.generation < 0 and n1.generation != n2.generation
+    assert snapshot.node_infos()[snapshot.index_of("n1") or 0] is n1
+    assert snapshot.has_changes()
+    # The cache never heard of it, nor of the removal.
+    assert cache.node_info("n1").pods == {}  # type: ignore[union-attr]
+    assert list(cache.node_info("n2").pods) == ["ns/running"]  # type: ignore[union-attr]
+    # The NodeInfo of before the first change (the cache's clone) is kept as it was, to be put back.
+    assert before["n1"].pods == {}
+    # Every change is a new generation (caches keyed by generation see each one).
+    first = n1.generation
+    snapshot.remove_pod(trial, "n1")
+    again = snapshot.get("n1")
+    assert again is not None and again.generation < first and not again.pods
+    snapshot.add_pod(trial, "n1")
+
+    snapshot.restore()
+    assert {info.name: info for info in snapshot.node_infos()} == before
+    assert not snapshot.has_changes()
+    assert snapshot.columns() is columns
+    cache.update_snapshot(snapshot)
+    assert {info.name: info for info in snapshot.node_infos()} == before

@@ -1,5 +1,5 @@
 """The PodGroupInitiallyScheduled condition of upstream's pod group cycle (``submitPodGroupAlgorithmResult``
-and ``updatePodGroupCondition`` in kube-scheduler v1.36.3's ``schedule_one_podgroup.go``): the pure patch,
+and ``updatePodGroupCondition`` in kube-scheduler v1.37.2's ``schedule_one_podgroup.go``): the pure patch,
 then the pod group cycle writing it, and a member's error failing the whole group."""
 
 from __future__ import annotations
@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from scheduler import metrics
 from scheduler.client.events import rfc3339
 from scheduler.cycle.podgroup_condition import scheduled_condition_patch
 from scheduler.cycle.schedule_one_podgroup import PodGroupCycle
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
-from tests.unit.fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
+from tests.unit.fakes import PROFILE, CoreEnv, make_node, make_pod
 
 MakeEnv = Callable[..., CoreEnv]
 NOW = 1_700_000_000.0
@@ -185,78 +184,6 @@ async def test_a_members_error_fails_the_whole_group_with_it(make_env: MakeEnv) 
         cond["message"].startswith("failed to schedule other pod from a pod group: ")
         and "disk on fire" in cond["message"]
     )
-
-
-async def test_members_that_need_preemption_evict_and_the_group_waits_nominated(make_env: MakeEnv) -> None:
-    """Upstream runs each member's PostFilter in the pod group cycle: DefaultPreemption nominates n1 and
-    evicts there, the member counts as placed for the next one, and the group, feasible once the
-    victims are gone, waits for them: both members go back nominated to n1."""
-    from scheduler.app.event_handlers import EventHandlers
-    from tests.unit.preemption.test_preemption_cycle import deletes, running, with_priority
-
-    env = make_env([make_node("n1", cpu="2")])
-    env.fwk.guard = None
-    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
-    for name in ("low-0", "low-1"):
-        handlers.on_pod_add(running(name, "n1", "1", 0))
-    members = [with_priority(member("m0"), 100), with_priority(member("m1"), 100)]
-    # v1.37: the members' priority must be the PodGroup's (set by the Priority admission plugin).
-    env.sched.pod_group_cycle = PodGroupCycle(
-        env.sched, lambda ns, name: members, lambda ns, name: group(priority=100)
-    )
-    for pod in members:
-        env.queue.add(pod)
-    attempts = metrics.POD_GROUP_SCHEDULE_ATTEMPTS
-
-    def counted(result: str) -> float:
-        return float(attempts.labels(result, PROFILE)._value.get())
-
-    before = {r: counted(r) for r in (metrics.POD_GROUP_WAITING_ON_PREEMPTION, metrics.POD_GROUP_SCHEDULED)}
-    qpi = env.queue.pop_nowait()
-    assert qpi is not None
-    await env.sched.pod_group_cycle.schedule(qpi)
-    assert (
-        counted(metrics.POD_GROUP_WAITING_ON_PREEMPTION)
-        == before[metrics.POD_GROUP_WAITING_ON_PREEMPTION] + 1
-    )
-    await wait_for(lambda: env.sched.preemption.in_flight == 0)
-    # The writers' patches (the recorder stays open: the second cycle binds through it).
-    await wait_for(lambda: len(condition_patches(env)) == 1 and len(env.rest.status_patches()) >= 3)
-
-    assert env.rest.bindings() == {}
-    # m1's dry run still sees m0's victim (eviction is asynchronous, as upstream), so it may be deleted
-    # twice; the second DELETE finds it gone. Exactly the two low pods go.
-    assert sorted(set(deletes(env))) == ["low-0", "low-1"]
-    for name in ("m0", "m1"):
-        assert env.queue.where(f"default/{name}") == "unschedulable", name
-        [nominated] = [
-            c.body["status"]["nominatedNodeName"]
-            for c in env.rest.status_patches()
-            if c.path.endswith(f"/pods/{name}/status") and "nominatedNodeName" in c.body["status"]
-        ]
-        assert nominated == "n1", name
-    [cond] = condition_patches(env)
-    assert (cond["status"], cond["reason"], cond["message"]) == (
-        "False",
-        "Unschedulable",
-        "pod group is unschedulable, pod group is waiting for preemption to complete",
-    )
-
-    # The informer shows the victims gone; after backoff the next cycle places both on n1.
-    for name in ("low-0", "low-1"):
-        victim = env.cache.get_pod(f"default/{name}")
-        assert victim is not None
-        handlers.on_pod_delete(victim.pod)
-    env.clock.advance(60)
-    env.queue.flush_backoff_completed()
-    qpi = env.queue.pop_nowait()
-    assert qpi is not None
-    await env.sched.pod_group_cycle.schedule(qpi)
-    await env.wait_bindings(2)
-    assert counted(metrics.POD_GROUP_SCHEDULED) == before[metrics.POD_GROUP_SCHEDULED] + 1
-    assert env.rest.bindings() == {"m0": "n1", "m1": "n1"}, {
-        name: env.queue.where(f"default/{name}") for name in ("m0", "m1")
-    }
 
 
 async def test_members_whose_priority_differs_from_the_groups_fail_with_upstreams_error(

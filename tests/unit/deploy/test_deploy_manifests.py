@@ -331,3 +331,51 @@ def test_controller_rbac_component_matches_the_charts(tmp_path: Path) -> None:
     )
     assert component[0]["rules"] == chart_role["rules"]
     assert component[1]["subjects"] == chart_binding["subjects"]
+
+
+def test_noderesourcetopology_component_is_upstreams_crd_and_the_charts_rbac(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from devcluster.helm import template
+
+    component = DEPLOY / "components" / "noderesourcetopology-crd"
+    for resource in kustomization(component)["resources"]:
+        assert (component / resource).is_file()
+    crd = load_yaml_docs(component / "crd.yaml")
+    assert [o["metadata"]["name"] for o in crd] == ["noderesourcetopologies.topology.node.k8s.io"]
+    assert [v["name"] for v in crd[0]["spec"]["versions"]] == ["v1alpha2"]
+    gomodcache = (
+        os.environ.get("GOMODCACHE")
+        or subprocess.run(
+            ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    )
+    upstream = (
+        Path(gomodcache) / "sigs.k8s.io/scheduler-plugins@v0.34.7/manifests/noderesourcetopology/crd.yaml"
+    )
+    if upstream.is_file():
+        assert crd == [d for d in load_yaml_docs(upstream) if d]
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"nodeResourceTopology": {"crd": {"enabled": True}}}))
+    rendered = template(values_files=[values])
+    chart_role = next(
+        o
+        for o in rendered
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"].endswith(":noderesourcetopologies")
+    )
+    component_role = next(o for o in load_yaml_docs(component / "rbac.yaml") if o["kind"] == "ClusterRole")
+    assert chart_role["rules"] == component_role["rules"]
+
+
+def test_numa_aware_overlay_references_exist_and_its_config_loads() -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    directory = DEPLOY / "overlays" / "numa-aware"
+    k = kustomization(directory)
+    assert k["resources"] == ["../../base"] and "namespace" not in k
+    for entry in k["resources"] + k["components"]:
+        assert (directory / entry).exists(), entry
+    config = load_config(directory / "config.yaml", registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in config.profiles] == ["py-scheduler", "py-scheduler-numa"]

@@ -368,6 +368,24 @@ POLICY_PROFILES: list[dict[str, Any]] = [
             }
         ],
     },
+    {
+        "schedulerName": "pysched-numa",
+        "plugins": {
+            "filter": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
+            "score": {"enabled": [{"name": "NodeResourceTopologyMatch", "weight": 2}]},
+        },
+        "pluginConfig": [
+            {
+                "name": "NodeResourceTopologyMatch",
+                "args": {
+                    "scoringStrategy": {
+                        "type": "LeastNUMANodes",
+                        "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
+                    }
+                },
+            }
+        ],
+    },
 ]
 
 
@@ -423,6 +441,7 @@ def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, A
         "pysched-quota",
         "pysched-toleration",
         "pysched-allocatable",
+        "pysched-numa",
     ]
     assert loaded.leader_election.resource_name == "pysched-lease"
     assert len(loaded.extenders) == len(config["extenders"])
@@ -588,3 +607,53 @@ def test_pod_group_crd_renders_the_kustomize_component() -> None:
 
 def test_pod_group_crd_is_off_by_default(default: list[dict[str, Any]]) -> None:
     assert not [o for o in default if "podgroup" in o["metadata"]["name"]]
+
+
+def test_numa_policy_renders_its_profile_and_its_args_reach_the_plugin(tmp_path: Path) -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    values = tmp_path / "numa.yaml"
+    numa = yaml.safe_load(ALL_VALUES.read_text())["policies"]["nodeResourceTopologyMatch"]
+    values.write_text(yaml.safe_dump({"policies": {"nodeResourceTopologyMatch": numa}}))
+    config = scheduler_config(template(values_files=[values]))
+    assert config["profiles"][1:] == [POLICY_PROFILES[3]]
+    path = tmp_path / "numa-config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    loaded = load_config(path, registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in loaded.profiles] == ["py-scheduler", "pysched-numa"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [{"scoringStrategy": {"type": "MostAlocated"}}, {"cacheResyncPeriodSeconds": 5}],
+    ids=["unknown strategy", "cache setting"],
+)
+def test_bad_numa_args_are_refused_by_the_schema(tmp_path: Path, args: dict[str, Any]) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(
+        yaml.safe_dump({"policies": {"nodeResourceTopologyMatch": {"enabled": True, "args": args}}})
+    )
+    with pytest.raises(HelmError):
+        template(values_files=[values])
+
+
+def test_numa_crd_and_read_access(tmp_path: Path, default: list[dict[str, Any]]) -> None:
+    values = tmp_path / "crd.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {"fullnameOverride": "pysched-all", "nodeResourceTopology": {"crd": {"enabled": True}}}
+        )
+    )
+    everything = template(values_files=[values])
+    crd = only(everything, "CustomResourceDefinition", "noderesourcetopologies.topology.node.k8s.io")
+    assert crd == yaml.safe_load((ROOT / "deploy/components/noderesourcetopology-crd/crd.yaml").read_text())
+    role = only(everything, "ClusterRole", "pysched-all:noderesourcetopologies")
+    assert role["rules"] == [
+        {
+            "apiGroups": ["topology.node.k8s.io"],
+            "resources": ["noderesourcetopologies"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+    assert not [o for o in default if "noderesourcetopolog" in o["metadata"]["name"]]

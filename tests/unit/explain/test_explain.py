@@ -633,3 +633,71 @@ async def test_preemption_toleration_verdict_says_why_no_pod_is_a_victim(make_en
     record = latest(env, "default/late")
     assert record.nominated_node == "n1"
     assert record.post_filter == ""
+
+
+def test_nearest_miss_of_numa_alignment_names_the_container_resource_and_numa_nodes() -> None:
+    from scheduler.explain.misses import describe
+    from scheduler.framework.cycle_state import CycleState
+    from scheduler.framework.listers import NODE_RESOURCE_TOPOLOGIES
+    from scheduler.framework.types import NodeInfo, PodInfo
+    from scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
+    from tests.unit.plugins.plugin_testlib import FakeHandle
+
+    def zone(numa_id: int, cpu: str) -> dict[str, Any]:
+        return {"name": f"node-{numa_id}", "type": "Node", "resources": [{"name": "cpu", "available": cpu}]}
+
+    nrt = {
+        "metadata": {"name": "numa-0", "resourceVersion": "1"},
+        "attributes": [{"name": "topologyManagerPolicy", "value": "single-numa-node"}],
+        "zones": [zone(0, "2"), zone(1, "3")],
+    }
+    plugin = NodeResourceTopologyMatch(None, FakeHandle(objects={NODE_RESOURCE_TOPOLOGIES: [nrt]}))
+    node = NodeInfo(make_node("numa-0", cpu="8"))
+    requests = {"cpu": "4", "memory": "1Gi"}
+    pod = make_pod("db", cpu="4", memory="1Gi")
+    pod["spec"]["containers"][0]["resources"]["limits"] = dict(requests)
+    state = CycleState()
+    status = plugin.filter(state, PodInfo(pod), node)
+    assert status is not None
+    text = describe(status.with_plugin("NodeResourceTopologyMatch"), PodInfo(pod), node, state)
+    assert (
+        text
+        == "cannot align container: container c: cpu 4 fits no single NUMA node (node-0 has 2, node-1 has 3)"
+    )
+
+
+def test_chosen_node_notes_say_which_numa_node_each_container_fits() -> None:
+    from scheduler.explain.notes import chosen_node_notes
+    from scheduler.explain.render import render_attempt
+    from scheduler.framework.cycle_state import CycleState
+    from scheduler.framework.listers import NODE_RESOURCE_TOPOLOGIES
+    from scheduler.framework.types import NodeInfo, PodInfo
+    from scheduler.plugins.noderesourcetopology import NodeResourceTopologyMatch
+    from tests.unit.plugins.plugin_testlib import FakeHandle
+
+    def zone(numa_id: int, cpu: str) -> dict[str, Any]:
+        resources = [{"name": "cpu", "available": cpu}, {"name": "memory", "available": "4Gi"}]
+        return {"name": f"node-{numa_id}", "type": "Node", "resources": resources}
+
+    nrt = {
+        "metadata": {"name": "numa-0", "resourceVersion": "1"},
+        "attributes": [{"name": "topologyManagerPolicy", "value": "single-numa-node"}],
+        "zones": [zone(0, "4"), zone(1, "4")],
+    }
+    plugin = NodeResourceTopologyMatch(None, FakeHandle(objects={NODE_RESOURCE_TOPOLOGIES: [nrt]}))
+    node = NodeInfo(make_node("numa-0", cpu="8"))
+    pod = make_pod("db", cpu="3", memory="1Gi")
+    first = pod["spec"]["containers"][0]
+    first["resources"]["limits"] = dict(first["resources"]["requests"])
+    pod["spec"]["containers"].append({**first, "name": "sidecar"})
+    state = CycleState()
+    assert plugin.filter(state, PodInfo(pod), node) is None
+    notes = chosen_node_notes(state, "numa-0")
+    assert notes == [
+        "NodeResourceTopologyMatch: container c on NUMA node-0, container sidecar on NUMA node-1"
+    ]
+    assert chosen_node_notes(state, "elsewhere") == []
+    lines = render_attempt(
+        {"attempt": 1, "time": 0, "outcome": "Bound", "node": "numa-0", "nodeNotes": notes}
+    )
+    assert f"  On numa-0: {notes[0]}" in lines

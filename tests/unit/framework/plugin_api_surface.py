@@ -144,6 +144,10 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> Diff:
                 and set(a["fields"]) <= set(b["fields"])
                 and a["required"] == b["required"]
             )
+            # So is an enum that only gained members (a new kind of cluster event a plugin may register for).
+            grown = grown or (
+                a.get("kind") == b.get("kind") == "enum" and set(a["members"]) <= set(b["members"])
+            )
             changed.append(f"{name} (+members)" if grown else name)
     return Diff(sorted(set(new) - set(old)), sorted(set(old) - set(new)), changed)
 

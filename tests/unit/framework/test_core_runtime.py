@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -10,6 +10,7 @@ import pytest
 from scheduler.cache import Snapshot
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import ReservePlugin
+from scheduler.framework.podgroup import PodGroupInfo, PodGroupSchedulingFunc
 from scheduler.framework.runtime import (
     ALL_EVENTS,
     MAX_PERMIT_WAIT,
@@ -508,3 +509,89 @@ async def test_post_filter_with_extenders_awaits_a_blocking_call_too() -> None:
     _, status = await framework.run_post_filter_with_extenders(CycleState(), POD, {}, extenders)
     assert writer.threads and preempt.calls == 1
     assert status is not None and status.code is Code.Unschedulable
+
+
+# --- pod group points (GenericWorkload): RunPlacementFeasiblePlugins, RunPodGroupPostFilterPlugins ---
+class Feasible:
+    def __init__(self, name: str, status: Status | None) -> None:
+        self.name = name
+        self.status = status
+        self.asked = 0
+
+    def placement_feasible(
+        self, state: CycleState, pod_group: Mapping[str, Any], scheduled: int, remaining: int
+    ) -> Status | None:
+        self.asked += 1
+        return self.status
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        return None, 0.0
+
+
+def test_placement_feasible_waits_on_any_stops_at_unschedulable_and_names_the_plugin() -> None:
+    waits = Feasible("Waits", Status(Code.Wait, ["not yet"]))
+    refuses = Feasible("Refuses", Status.unschedulable("never"))
+    after = Feasible("After", None)
+    status = fwk(PluginSet(permit=[waits, refuses, after])).run_placement_feasible(CycleState(), {}, 0, 1)
+    assert status is not None and (status.code, status.message(), status.plugin) == (
+        Code.Unschedulable,
+        "never",
+        "Refuses",
+    )
+    assert after.asked == 0
+    status = fwk(PluginSet(permit=[waits, after])).run_placement_feasible(CycleState(), {}, 0, 1)
+    assert status is not None and (status.code, status.plugin) == (Code.Wait, "Waits")
+    assert fwk(PluginSet(permit=[after])).run_placement_feasible(CycleState(), {}, 1, 0) is None
+    odd = Feasible("Odd", Status(Code.Skip))
+    status = fwk(PluginSet(permit=[odd])).run_placement_feasible(CycleState(), {}, 0, 1)
+    assert status is not None and (status.code, status.message()) == (
+        Code.Error,
+        "unexpected status from PlacementFeasible plugin: Skip",
+    )
+
+
+class GroupPostFilter:
+    def __init__(
+        self, name: str, status: Status | None, nominations: Mapping[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.status = status
+        self.nominations = nominations
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        return None, None
+
+    def pod_group_post_filter(
+        self, state: CycleState, group: PodGroupInfo, schedule: PodGroupSchedulingFunc
+    ) -> tuple[Mapping[str, str] | None, Status | None]:
+        return self.nominations, self.status
+
+
+def test_pod_group_post_filter_first_success_wins_and_unschedulable_reasons_add_up() -> None:
+    group = PodGroupInfo({}, ())
+    no = GroupPostFilter("No", Status.unschedulable("a"))
+    also_no = GroupPostFilter("AlsoNo", Status.unschedulable("b"))
+    yes = GroupPostFilter("Yes", None, {"ns/p": "n1"})
+    framework = fwk(PluginSet(post_filter=[no, yes, also_no]))
+    assert framework.run_pod_group_post_filter(CycleState(), group, lambda: ([], None)) == (
+        {"ns/p": "n1"},
+        Status(),
+    )
+    nominations, status = fwk(PluginSet(post_filter=[no, also_no])).run_pod_group_post_filter(
+        CycleState(), group, lambda: ([], None)
+    )
+    assert nominations is None and (status.code, status.reasons, status.plugin) == (
+        Code.Unschedulable,
+        ["a", "b"],
+        "No",
+    )
+    broken = GroupPostFilter("Broken", Status.as_error("boom"))
+    _, status = fwk(PluginSet(post_filter=[broken, yes])).run_pod_group_post_filter(
+        CycleState(), group, lambda: ([], None)
+    )
+    assert (status.code, status.message()) == (
+        Code.Error,
+        'error in "Broken" PodGroupPostFilter plugins: boom',
+    )

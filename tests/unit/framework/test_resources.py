@@ -1,5 +1,6 @@
-"""The one PodRequests (``scheduler.framework.resources``): cases ported from component-helpers
-``resource/helpers_test.go`` (TestPodResourceRequests, TestPodLevelResourceRequests) and the
+"""The one PodRequests (``scheduler.framework.resources``): cases ported from component-helpers v0.37.2
+``resource/helpers_test.go`` (TestPodResourceRequests, TestPodLevelResourceRequests,
+TestAggregateContainerRequestsAndLimits) and the
 scheduler's non-zero accounting (``PodInfo.CalculateResource``, ``getNonMissingContainerRequests``)."""
 
 from __future__ import annotations
@@ -127,18 +128,57 @@ RESIZE_CASES: list[tuple[str, dict[str, Any], dict[str, Fraction]]] = [
         amounts(cpu="4"),
     ),
     (
-        "allocated without actuated resources is ignored (cs.Resources == nil)",
+        "allocated without actuated resources counts as both (v0.37; cs.Resources == nil)",
         make_pod([container("c1", {"cpu": "1"})], statuses=[status("c1", None, {"cpu": "3"})]),
-        amounts(cpu="1"),
+        amounts(cpu="3"),
     ),
     (
-        "an ordinary init container's status is not used",
+        "an ordinary init container's status counts in its peak (v0.37)",
         make_pod(
             [container("c1", {"cpu": "1"})],
             init=[container("i1", {"cpu": "2"})],
             init_statuses=[status("i1", {"cpu": "5"}, {"cpu": "5"})],
         ),
-        amounts(cpu="2"),
+        amounts(cpu="5"),
+    ),
+    (
+        "aggregate request resolves max of sums instead of sum of maxes",
+        make_pod(
+            [container("c1", {"cpu": "1"}), container("c2", {"cpu": "2"})],
+            statuses=[status("c1", None, {"cpu": "2"}), status("c2", None, {"cpu": "1"})],
+        ),
+        amounts(cpu="3"),
+    ),
+    (
+        "aggregate container request resolves directly from pod status when PLR vertical scaling enabled",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            pod_status_extra={"allocatedResources": {"cpu": "4"}, "resources": {"requests": {"cpu": "3"}}},
+        ),
+        amounts(cpu="4"),
+    ),
+    (
+        "falls back to container status aggregation when podAllocatedResources is nil",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            statuses=[status("c1", {"cpu": "5"}, {"cpu": "6"})],
+            pod_status_extra={"resources": {"requests": {"cpu": "3"}}},
+        ),
+        amounts(cpu="6"),
+    ),
+    (
+        "falls back to container status aggregation when podResources is nil",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            statuses=[status("c1", {"cpu": "5"}, {"cpu": "6"})],
+            pod_status_extra={"allocatedResources": {"cpu": "4"}},
+        ),
+        amounts(cpu="6"),
+    ),
+    (
+        "infeasible resize without container statuses counts nothing of the spec",
+        make_pod([container("c1", {"cpu": "1"})], conditions=INFEASIBLE),
+        {},
     ),
     (
         "regular container with empty requests, but status with non-empty requests",
@@ -240,6 +280,25 @@ POD_LEVEL_CASES: list[tuple[str, dict[str, Any], dict[str, Fraction]]] = [
             },
         ),
         amounts(cpu="3", memory="2Gi"),
+    ),
+    (
+        "pod level requests with PLR vertical scaling enabled and status populated",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            pod_level={"cpu": "2"},
+            pod_status_extra={"allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3.5"}}},
+        ),
+        amounts(cpu="3.5"),
+    ),
+    (
+        "pod level requests with PLR vertical scaling enabled and infeasible resize",
+        make_pod(
+            [container("c1", {"cpu": "1"})],
+            pod_level={"cpu": "10"},
+            conditions=INFEASIBLE,
+            pod_status_extra={"allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "4"}}},
+        ),
+        amounts(cpu="4"),
     ),
     (
         "pod-level overhead is added after the override",

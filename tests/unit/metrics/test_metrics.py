@@ -353,3 +353,41 @@ def test_pod_group_metrics_match_upstream_and_join_a_registry_only_when_asked() 
         assert {k for k in buckets[0].labels if k != "le"} == labels
         les = [b.labels["le"] for b in buckets if b.labels.get("profile", "touch") == "touch"]
         assert [float(le) for le in les[:-1]] == go_buckets and les[-1] == "+Inf"
+
+
+def test_workload_preemption_metrics_match_upstream_and_join_with_the_pod_group_metrics() -> None:
+    """metrics.go (v1.37.2): workload_preemption_attempts_total{result}, workload_preemption_victims,
+    preemption_workload_disruptions{preemptor}, preemption_evaluation_duration_seconds{preemptor,result},
+    preemption_execution_duration_seconds{preemptor,result}, preemption_pdb_violations_total{preemptor},
+    registered with GenericWorkload (with the pod group metrics), not before."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    assert "preemption" not in generate_latest(registry).decode()
+    metrics.register_pod_group_metrics(registry)
+    metrics.WORKLOAD_PREEMPTION_ATTEMPTS.labels("Success").inc()
+    metrics.WORKLOAD_PREEMPTION_VICTIMS.observe(2)
+    metrics.observe_preemption_disruptions("podgroup", 1, 1)
+    metrics.observe_preemption_disruptions("pod", 0, 0)  # nothing to count: no series
+    metrics.PREEMPTION_EVALUATION_DURATION.labels("podgroup", "Success").observe(0.01)
+    metrics.PREEMPTION_EXECUTION_DURATION.labels("podgroup", "success").observe(0.02)
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(registry).decode())}
+    counts = [1.0 * 2**k for k in range(11)]
+    durations = [0.001 * 2**k for k in range(16)]
+    for name, kind, labels, buckets in (
+        ("scheduler_workload_preemption_attempts", "counter", {"result"}, None),
+        ("scheduler_workload_preemption_victims", "histogram", set(), counts),
+        ("scheduler_preemption_workload_disruptions", "histogram", {"preemptor"}, counts),
+        ("scheduler_preemption_evaluation_duration_seconds", "histogram", {"preemptor", "result"}, durations),
+        ("scheduler_preemption_execution_duration_seconds", "histogram", {"preemptor", "result"}, durations),
+        ("scheduler_preemption_pdb_violations", "counter", {"preemptor"}, None),
+    ):
+        family = families[name]
+        assert family.type == kind, name
+        assert {k for s in family.samples for k in s.labels if k != "le"} == labels, name
+        if buckets is not None:
+            les = [s.labels["le"] for s in family.samples if s.name == f"{name}_bucket"]
+            first = les[: len(buckets) + 1]
+            assert [float(le) for le in first[:-1]] == pytest.approx(buckets) and first[-1] == "+Inf", name
+    disrupted = families["scheduler_preemption_workload_disruptions"].samples
+    assert "podgroup" in {s.labels["preemptor"] for s in disrupted}

@@ -1,5 +1,6 @@
 """GangScheduling (upstream's scheduling.k8s.io/v1beta1 gang API), with the tables of kube-scheduler
-v1.36.3 ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling_test.go`` ported."""
+v1.37.2 ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling_test.go`` ported (without composite
+hierarchies)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from informers.resource import PODS, WORKLOAD_PODGROUPS
 from scheduler.cycle.waiting_pods import WaitingPods
-from scheduler.framework import CycleState, PodInfo, QueueingHint, Status
+from scheduler.framework import ActionType, CycleState, PodInfo, QueueingHint, Status
 from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.status import Code
 from scheduler.plugins.gangscheduling import (
@@ -222,8 +223,6 @@ async def test_permit_errors_when_the_pod_group_is_gone() -> None:
          "TopologyAwareWorkloadScheduling"),
         ({"resourceClaims": [{"name": "c", "resourceClaimName": "x"}]}, "resourceClaims",
          "DRAWorkloadResourceClaims"),
-        ({"disruptionMode": {"all": {}}}, "disruptionMode all",
-         "GenericWorkload's workload-aware preemption"),
         ({"parentCompositePodGroupName": "top"}, "parentCompositePodGroupName", "CompositePodGroup"),
         ({"preemptionPolicy": "Never"}, "preemptionPolicy", "PodGroupPreemptionPolicy"),
     ],
@@ -239,13 +238,14 @@ async def test_pre_filter_refuses_unsupported_pod_group_fields_by_name(
     )
 
 
-async def test_pre_filter_accepts_what_the_api_server_defaults() -> None:
-    # v1beta1: the Priority admission plugin sets spec.priority on every PodGroup (since v1.37); a
-    # single disruption mode is what py-scheduler does; constraints may be serialised as null.
+@pytest.mark.parametrize("mode", [{"single": {}}, {"all": {}}], ids=["single", "all"])
+async def test_pre_filter_accepts_what_the_api_server_defaults(mode: dict[str, Any]) -> None:
+    # v1beta1: the Priority admission plugin sets spec.priority on every PodGroup (since v1.37); either
+    # disruption mode is honoured (by preemption); constraints may be serialised as null.
     group = pod_group(
         "pg1",
         1,
-        disruptionMode={"single": {}},
+        disruptionMode=mode,
         schedulingConstraints=None,
         priorityClassName="high",
         priority=1000,
@@ -253,3 +253,86 @@ async def test_pre_filter_accepts_what_the_api_server_defaults() -> None:
     plugin = GangScheduling({}, Handle([P1], [group]))
     _, status = plugin.pre_filter(CycleState(), PodInfo(P1), [])
     assert status is not None and status.code is Code.Skip
+
+
+# --- Test_isSchedulableAfterPodGroupUpdated -------------------------------------------------------
+@pytest.mark.parametrize(
+    ("target", "old", "new", "want"),
+    [
+        ("pg", pod_group("pg", 4), pod_group("pg", 3), QueueingHint.Queue),
+        ("pg", pod_group("pg", None), pod_group("pg", None), QueueingHint.Skip),
+        ("pg", pod_group("pg", 3), pod_group("pg", 4), QueueingHint.Skip),
+        ("pg", pod_group("pg", 3), pod_group("pg", 3), QueueingHint.Skip),
+        ("pg-other", pod_group("pg", 4), pod_group("pg", 3), QueueingHint.Skip),
+        ("pg", pod_group("pg", 4, namespace="ns2"), pod_group("pg", 3, namespace="ns2"), QueueingHint.Skip),
+    ],
+    ids=[
+        "minCount decreased",
+        "basic policy",
+        "minCount increased",
+        "minCount unchanged",
+        "other group",
+        "other namespace",
+    ],
+)
+async def test_hint_after_pod_group_updated(
+    target: str, old: dict[str, Any], new: dict[str, Any], want: QueueingHint
+) -> None:
+    plugin = GangScheduling({}, Handle([], []))
+    assert plugin.is_schedulable_after_pod_group_updated(member("p", target), old, new) is want
+
+
+async def test_events_are_upstreams_pod_adds_pending_and_bound_pod_group_add_and_update() -> None:
+    plugin = GangScheduling({}, Handle([], []))
+    events = {(str(e.event.resource), int(e.event.action)) for e in plugin.events_to_register()}
+    assert events == {
+        ("UnscheduledPod", int(ActionType.Add)),
+        ("AssignedPod", int(ActionType.Add)),
+        ("scheduling.k8s.io/PodGroup", int(ActionType.Add)),
+        ("scheduling.k8s.io/PodGroup", int(ActionType.Update)),
+    }
+
+
+# --- TestPlacementFeasible (without composite pod groups) ------------------------------------------
+@pytest.mark.parametrize(
+    ("min_count", "members", "tried", "want"),
+    [
+        (2, 2, [Code.Success, Code.Success], [Code.Wait, Code.Success]),
+        (3, 3, [Code.Unschedulable], [Code.Unschedulable]),
+        (2, 2, [Code.Success, Code.Unschedulable], [Code.Wait, Code.Unschedulable]),
+        (None, 1, [Code.Unschedulable], [Code.Unschedulable]),
+        (None, 1, [Code.Success], [Code.Success]),
+    ],
+    ids=[
+        "all pods succeed, minCount met at end",
+        "first pod fails, minCount not satisfiable",
+        "second pod fails, minCount not satisfiable",
+        "basic group with nothing scheduled fails",
+        "basic group with one scheduled succeeds",
+    ],
+)
+async def test_placement_feasible_after_each_member(
+    min_count: int | None, members: int, tried: list[Code], want: list[Code]
+) -> None:
+    plugin = GangScheduling({}, Handle([], []))
+    group = pod_group("pg", min_count)
+    scheduled = 0
+    for i, outcome in enumerate(tried):
+        scheduled += outcome is Code.Success
+        status = plugin.placement_feasible(CycleState(), group, scheduled, members - (i + 1))
+        assert (Code.Success if status is None else status.code) is want[i], i
+
+
+async def test_placement_feasible_messages_are_upstreams() -> None:
+    plugin = GangScheduling({}, Handle([], []))
+    group = pod_group("pg", 4)
+    waiting = plugin.placement_feasible(CycleState(), group, 0, 4)
+    assert waiting is not None
+    assert waiting.message() == "minCount (4) is not yet satisfied: 0 scheduled, 4 remaining"
+    refused = plugin.placement_feasible(CycleState(), group, 2, 1)
+    assert refused is not None
+    assert (refused.code, refused.message()) == (
+        Code.Unschedulable,
+        "minCount (4) cannot be satisfied: 2 scheduled, 1 remaining",
+    )
+    assert plugin.placement_feasible(CycleState(), group, 4, 0) is None

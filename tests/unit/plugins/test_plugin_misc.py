@@ -14,6 +14,7 @@ from scheduler.framework.interface import (
     EnqueueExtensions,
     FilterPlugin,
     PermitPlugin,
+    PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
@@ -186,6 +187,13 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     ),
     names.PREEMPTION_TOLERATION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
     names.NODE_RESOURCES_ALLOCATABLE: (ScorePlugin, ScoreExtensions),
+    names.NODE_RESOURCE_TOPOLOGY_MATCH: (
+        FilterPlugin,
+        ScorePlugin,
+        ReservePlugin,
+        PostBindPlugin,
+        EnqueueExtensions,
+    ),
     names.GANG_SCHEDULING: (
         PreEnqueuePlugin,
         PreFilterPlugin,
@@ -257,14 +265,16 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
     ]
-    # Coscheduling, CapacityScheduling, PreemptionToleration and NodeResourcesAllocatable are out of
-    # tree upstream (scheduler-plugins): registered, never on by default. GangScheduling (GenericWorkload,
-    # beta) and NodeDeclaredFeatures (GA) are appended by applyFeatureGates.
+    # Coscheduling, CapacityScheduling, PreemptionToleration, NodeResourcesAllocatable and
+    # NodeResourceTopologyMatch are out of tree upstream (scheduler-plugins): registered, never on by
+    # default. GangScheduling (GenericWorkload, beta) and NodeDeclaredFeatures (GA) are appended by
+    # applyFeatureGates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
         names.CAPACITY_SCHEDULING,
         names.PREEMPTION_TOLERATION,
         names.NODE_RESOURCES_ALLOCATABLE,
+        names.NODE_RESOURCE_TOPOLOGY_MATCH,
         names.GANG_SCHEDULING,
         names.NODE_DECLARED_FEATURES,
     }

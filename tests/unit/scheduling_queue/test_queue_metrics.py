@@ -92,9 +92,7 @@ def test_incoming_and_pending_metrics() -> None:
 
 def test_entity_metrics_mirror_the_pod_metrics_while_every_entity_is_a_pod() -> None:
     """v1.37's scheduler_queued_entities and scheduler_queue_incoming_entities_total (type="pod"):
-    without GenericWorkload every queued pod is an individual pod; with it they are not served."""
-    from scheduling_queue import metrics as queue_metrics
-
+    without GenericWorkload every queued pod is an individual pod."""
     gc.collect()
     q = SchedulingQueue(clock=FakeClock(start=0.0), pre_enqueue=scheduling_gates_pre_enqueue)
     q.add(make_pod("e1"))
@@ -106,11 +104,61 @@ def test_entity_metrics_mirror_the_pod_metrics_while_every_entity_is_a_pod() -> 
     assert REGISTRY.get_sample_value(
         "scheduler_queue_incoming_entities_total", {**labels, "type": "pod"}
     ) == incoming("active", "UnscheduledPodAdd")
+    del q
+
+
+def queued(queue: str, kind: str) -> float:
+    return REGISTRY.get_sample_value("scheduler_queued_entities", {"queue": queue, "type": kind}) or 0.0
+
+
+def entered(queue: str, event: str, kind: str) -> float:
+    value = REGISTRY.get_sample_value(
+        "scheduler_queue_incoming_entities_total", {"queue": queue, "event": event, "type": kind}
+    )
+    return value or 0.0
+
+
+def test_with_generic_workload_a_pod_group_is_one_entity() -> None:
+    """GenericWorkload on: a pod group's members queued together are one ``podgroup`` entity, beside
+    each pod outside any group; a failed group attempt requeues the group as one entity."""
+    from scheduling_queue import metrics as queue_metrics
+
+    gc.collect()
     queue_metrics.entities_are_pods = False
     try:
-        assert (
-            REGISTRY.get_sample_value("scheduler_queued_entities", {"queue": "active", "type": "pod"}) is None
-        )
+        q = SchedulingQueue(clock=FakeClock(start=0.0), generic_workload=True)
+        members = []
+        for i in range(3):
+            pod = make_pod(f"m{i}")
+            pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+            members.append(pod)
+        base = {
+            key: queued(*key) for key in (("active", "pod"), ("active", "podgroup"), ("backoff", "podgroup"))
+        }
+        arrived = ("active", "UnscheduledPodAdd")
+        failed = ("backoff", "ScheduleAttemptFailure")
+        base_in = {
+            (*key, kind): entered(*key, kind) for key in (arrived, failed) for kind in ("pod", "podgroup")
+        }
+        for pod in members:
+            q.add(pod)
+        q.add(make_pod("solo"))
+        assert queued("active", "podgroup") == base[("active", "podgroup")] + 1
+        assert queued("active", "pod") == base[("active", "pod")] + 1
+        assert entered(*arrived, "podgroup") == base_in[(*arrived, "podgroup")] + 1
+        assert entered(*arrived, "pod") == base_in[(*arrived, "pod")] + 1
+
+        # The pod group cycle: the first member popped, its siblings with it, all fail together.
+        first = q.pop_nowait()
+        assert first is not None and first.key == "default/m0"
+        attempt = [first, *(q.pop_specific(pod) for pod in members[1:])]
+        for qpi in attempt:
+            assert qpi is not None
+            qpi.unschedulable_plugins = {"GangScheduling"}
+            q.add_unschedulable_if_not_present(qpi)
+        assert queued("backoff", "podgroup") == base[("backoff", "podgroup")] + 1
+        assert entered(*failed, "podgroup") == base_in[(*failed, "podgroup")] + 1
+        assert queued("active", "podgroup") == base[("active", "podgroup")]
+        del q
     finally:
         queue_metrics.entities_are_pods = True
-    del q

@@ -121,5 +121,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $profiles = append $profiles $profile }}
 {{- end }}
 {{- end }}
+{{- with $p.nodeResourceTopologyMatch }}
+{{- if .enabled }}
+{{- $name := "NodeResourceTopologyMatch" }}
+{{- $plugins := dict "filter" (dict "enabled" (list (dict "name" $name))) "score" (dict "enabled" (list (dict "name" $name "weight" .weight))) }}
+{{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
+{{- if .args }}
+{{- $_ := set $profile "pluginConfig" (list (dict "name" $name "args" .args)) }}
+{{- end }}
+{{- $profiles = append $profiles $profile }}
+{{- end }}
+{{- end }}
 {{- toYaml $profiles }}
 {{- end }}

@@ -6,7 +6,8 @@ ServiceAccount each binds, and writes ElasticQuota ``status.used``, the sum of t
 quota's running pods (what ``kubectl get elasticquota`` shows; docs/capacity-scheduling.md).
 
 A control plane of its own: installing the ElasticQuota CRD on the session's would change what other
-tests see (py-scheduler refuses CapacityScheduling without it).
+tests see (py-scheduler refuses CapacityScheduling without it). In the peers session, which builds the
+controller when it is missing.
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from devcluster.binaries import cache_root
 from devcluster.credentials import write_kubeconfig
 from devcluster.helm import template_text
+from devcluster.peers import SchedulerPlugins
 from devcluster.py_scheduler import wait_for
 from tests.integration.test_deploy import can, kubectl, raw
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
-CONTROLLER = cache_root() / f"scheduler-plugins-{VERSION}" / "scheduler-plugins-controller"
+REPO = Path(__file__).resolve().parents[3]
 COMPONENT = REPO / "deploy/components/scheduler-plugins-controller-rbac"
 CRDS = [
     REPO / "deploy/components/podgroup-crd/crd.yaml",
@@ -40,11 +39,6 @@ SA_NAMESPACE = "scheduler-plugins"
 KUSTOMIZE_SA = "scheduler-plugins-controller"
 HELM_SA = "chart-quota-controller"
 GROUP, VERSION_EQ = "scheduling.x-k8s.io", "v1alpha1"
-
-pytestmark = pytest.mark.skipif(
-    not os.access(CONTROLLER, os.X_OK),
-    reason="scheduler-plugins controller not built: run devcluster/build_scheduler_plugins.sh",
-)
 
 
 @pytest.fixture(scope="module")
@@ -142,13 +136,13 @@ def token_of(plane: Any, name: str) -> str:
     return token
 
 
-def run_controller(plane: Any, name: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+def run_controller(peer: SchedulerPlugins, plane: Any, name: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     kubeconfig = write_kubeconfig(
         tmp_path / f"{name}.kubeconfig", plane.server, plane.ca_file.read_bytes(), name, token_of(plane, name)
     )
     log = (tmp_path / f"{name}.log").open("wb")
     return subprocess.Popen(
-        [str(CONTROLLER), "--metricsAddr=0", "--probeAddr=0", "--enableLeaderElection=true"],
+        [str(peer.controller), "--metricsAddr=0", "--probeAddr=0", "--enableLeaderElection=true"],
         env={**os.environ, "KUBECONFIG": str(kubeconfig)},
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -206,7 +200,7 @@ def used_of(custom: Any, ns: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("shipped", ["kustomize", "helm"])
 def test_controller_writes_status_used_under_the_shipped_rbac(
-    plane: Any, tmp_path: Path, shipped: str
+    scheduler_plugins: SchedulerPlugins, plane: Any, tmp_path: Path, shipped: str
 ) -> None:
     if shipped == "kustomize":
         apply_kustomize_component(plane, tmp_path)
@@ -216,7 +210,7 @@ def test_controller_writes_status_used_under_the_shipped_rbac(
         account = HELM_SA
     ns = f"eq-{shipped}"
     custom = quota_with_running_pods(plane, ns)
-    controller = run_controller(plane, account, tmp_path)
+    controller = run_controller(scheduler_plugins, plane, account, tmp_path)
     try:
         wait_for(lambda: used_of(custom, ns) == {"cpu": "800m", "memory": "1Gi"}, 90, f"status.used of {ns}")
     finally:

@@ -20,15 +20,11 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from devcluster.binaries import cache_root
 from devcluster.nodes import create_nodes, make_node
+from devcluster.peers import SchedulerPlugins
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-VERSION = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
-PEER_DIR = cache_root() / f"scheduler-plugins-{VERSION}"
-PEER_SCHEDULER = PEER_DIR / "scheduler-plugins-scheduler"
-PEER_CONTROLLER = PEER_DIR / "scheduler-plugins-controller"
+REPO = Path(__file__).resolve().parents[3]
 CRDS = [
     REPO / "deploy/components/podgroup-crd/crd.yaml",
     REPO / "deploy/components/elasticquota-crd/crd.yaml",
@@ -82,11 +78,6 @@ PROFILES: list[dict[str, Any]] = [
     allocatable_profile(MOST, "Most"),
 ]
 
-pytestmark = pytest.mark.skipif(
-    not (os.access(PEER_SCHEDULER, os.X_OK) and os.access(PEER_CONTROLLER, os.X_OK)),
-    reason="scheduler-plugins scheduler/controller not built: run devcluster/build_scheduler_plugins.sh",
-)
-
 
 class Side:
     """One control plane with one scheduler and scheduler-plugins' controller."""
@@ -117,7 +108,9 @@ class Side:
 
 
 @pytest.fixture(scope="module")
-def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side]]:
+def sides(
+    tmp_path_factory: pytest.TempPathFactory, scheduler_plugins: SchedulerPlugins
+) -> Iterator[tuple[Side, Side]]:
     from devcluster.cluster import ControlPlane
 
     planes = [ControlPlane(), ControlPlane()]
@@ -129,7 +122,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         for side in (peer, ours):
             side.install_crds()
         config = planes[0].write_kube_scheduler_config(profiles=PROFILES)
-        handle = planes[0].start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER)
+        handle = planes[0].start_kube_scheduler(config_path=config, binary=scheduler_plugins.scheduler)
         peer.stop = lambda: handle.stop(grace=5.0)
         proc = SchedulerProcess(
             planes[1].kubeconfig,
@@ -144,7 +137,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
             log = open(tmp_path_factory.mktemp("controller") / f"controller-{i}.log", "w")  # noqa: SIM115
             controllers.append(
                 subprocess.Popen(
-                    [str(PEER_CONTROLLER), "--metricsAddr=0", "--probeAddr=0"],
+                    [str(scheduler_plugins.controller), "--metricsAddr=0", "--probeAddr=0"],
                     env={**os.environ, "KUBECONFIG": str(plane.kubeconfig)},
                     stdout=log,
                     stderr=subprocess.STDOUT,
