@@ -62,9 +62,11 @@ test: venv control-plane helm
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration/peers
 
 # The scheduler-plugins scheduler and controller (devcluster/SCHEDULER_PLUGINS_VERSION), the peer of the
-# side-by-side tests of its policies (tests/integration/peers), built the same way.
+# side-by-side tests of its policies (tests/integration/peers), and the Prometheus server
+# (devcluster/PROMETHEUS_VERSION) that feeds both sides of the load-aware ones, built the same way.
 peers:
 	bash devcluster/build_scheduler_plugins.sh
+	bash devcluster/build_prometheus.sh
 
 # The side-by-side tests against scheduler-plugins alone, building what they need.
 test-peers: venv control-plane peers
@@ -104,6 +106,7 @@ bench: venv control-plane
 	$(PY) -m bench.side_by_side
 	$(PY) -m bench.explain_bench
 	$(PY) -m bench.quota_bench
+	$(PY) -m bench.load_aware_bench
 
 bench-queue: venv
 	$(PY) -m bench.queue_bench

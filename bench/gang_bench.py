@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,72 +29,21 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 from kubernetes import client as k8s
 
-from bench import schedulers, workloads
+from bench import prereqs, schedulers, workloads
 from bench.analysis import percentile
-from devcluster.binaries import cache_root
 from devcluster.cluster import ControlPlane
 from devcluster.nodes import create_nodes
 
 log = logging.getLogger("bench.gang")
 REPO = Path(__file__).resolve().parents[1]
-CRD = REPO / "deploy/components/podgroup-crd/crd.yaml"
-BUILD_SCRIPT = REPO / "devcluster/build_scheduler_plugins.sh"
+CRD = workloads.PODGROUP_CRD
 NAMESPACE = "bench"
-PEER = "scheduler-plugins"
-PEER_SCHEDULER_NAME = "scheduler-plugins-scheduler"
-PERMIT_WAITING_SECONDS = 10
+PEER = schedulers.SCHED_PLUGINS
+PERMIT_WAITING_SECONDS = workloads.PERMIT_WAITING_SECONDS
 POLL = 0.1
-COSCHEDULING_PROFILE: dict[str, Any] = {
-    "plugins": {
-        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
-    },
-    "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": PERMIT_WAITING_SECONDS}}],
-}
-
-
-def peer_binary() -> Path:
-    version = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
-    return cache_root() / f"scheduler-plugins-{version}" / "scheduler-plugins-scheduler"
-
-
-def _install_crd(api: Any) -> None:
-    ext: Any = k8s.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(body=yaml.safe_load(CRD.read_text()), _preload_content=False)
-    deadline = time.monotonic() + 60
-    custom: Any = k8s.CustomObjectsApi(api)
-    while time.monotonic() < deadline:
-        try:
-            custom.list_namespaced_custom_object("scheduling.x-k8s.io", "v1alpha1", "default", "podgroups")
-            return
-        except k8s.ApiException:
-            time.sleep(0.5)
-    raise TimeoutError("PodGroup CRD not served after 60s")
-
-
-class Peer:
-    """The scheduler-plugins scheduler, started as devcluster starts kube-scheduler."""
-
-    label = PEER
-    scheduler_name = PEER_SCHEDULER_NAME
-
-    def __init__(self, cp: ControlPlane) -> None:
-        self._cp = cp
-        profile = {"schedulerName": PEER_SCHEDULER_NAME, **COSCHEDULING_PROFILE}
-        self._config = cp.write_kube_scheduler_config(
-            qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST, profiles=[profile]
-        )
-        self._handle: Any = None
-
-    def start(self) -> None:
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config, binary=peer_binary())
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.stop(grace=10.0)
+COSCHEDULING_PROFILE = workloads.COSCHEDULING_PROFILE
 
 
 def _run(kind: str, gw: workloads.GangWorkload, timeout: float) -> dict[str, Any]:
@@ -108,13 +55,13 @@ def _run(kind: str, gw: workloads.GangWorkload, timeout: float) -> dict[str, Any
         ) as cp,
     ):
         api = cp.api_client()
-        _install_crd(api)
+        prereqs.install_crd(api, CRD)
         core: Any = k8s.CoreV1Api(api)
         core.create_namespace({"metadata": {"name": NAMESPACE}})
         create_nodes(api, workload.nodes, concurrency=32)
         contestant: Any
         if kind == PEER:
-            contestant = Peer(cp)
+            contestant = schedulers.SchedulerPluginsScheduler(cp, COSCHEDULING_PROFILE)
         else:
             contestant = schedulers.PyScheduler(cp, Path(tmp), profile=COSCHEDULING_PROFILE)
         contestant.start()
@@ -207,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [schedulers.PY, PEER]
     if args.only:
         kinds = [schedulers.PY if args.only == "py" else PEER]
-    if PEER in kinds and not os.access(peer_binary(), os.X_OK):
-        log.info("building the scheduler-plugins scheduler (once; cached)")
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+    if PEER in kinds:
+        schedulers.ensure_scheduler_plugins()
     print(f"workload: {gw.workload.description}")
     results = {}
     for kind in kinds:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.analysis import RunResult
-from bench.schedulers import KUBE, PY
+from bench.schedulers import KUBE, PY, peer_of
 
 LOADAVG = Path("/proc/loadavg")
 
@@ -63,13 +63,15 @@ def _median(values: Sequence[float]) -> float:
 
 
 def verdict(results: Sequence[RunResult], workload: str) -> tuple[str, str]:
-    """(outcome, why) for py-scheduler against kube-scheduler on ``workload``.
+    """(outcome, why) for py-scheduler against its peer on ``workload`` (kube-scheduler, or
+    scheduler-plugins' on the gang workload).
 
     Ahead means throughput ratio >= 1 and p99 ratio <= 1 (medians, the issue's bar); behind means
     both worse; anything else is mixed. Not called at all when a run of either was made on a loaded
     machine, or its load was not recorded, or either scheduler has no run or a wrong placement."""
-    runs = [r for r in results if r.workload == workload and r.scheduler in (KUBE, PY)]
-    if {r.scheduler for r in runs} != {KUBE, PY}:
+    peer = peer_of(r.scheduler for r in results if r.workload == workload)
+    runs = [r for r in results if r.workload == workload and r.scheduler in (peer, PY)]
+    if {r.scheduler for r in runs} != {peer, PY}:
         return NOT_CALLED, "needs a run of each scheduler"
     if any(not r.placement.ok or r.timed_out for r in runs):
         return NOT_CALLED, "a run placed pods wrongly or timed out"
@@ -86,11 +88,11 @@ def verdict(results: Sequence[RunResult], workload: str) -> tuple[str, str]:
     def median(scheduler: str, attr: str) -> float:
         return _median([float(getattr(r, attr)) for r in runs if r.scheduler == scheduler])
 
-    tput = median(PY, "throughput") / median(KUBE, "throughput") if median(KUBE, "throughput") else math.nan
-    p99 = median(PY, "p99_ms") / median(KUBE, "p99_ms") if median(KUBE, "p99_ms") else math.nan
+    tput = median(PY, "throughput") / median(peer, "throughput") if median(peer, "throughput") else math.nan
+    p99 = median(PY, "p99_ms") / median(peer, "p99_ms") if median(peer, "p99_ms") else math.nan
     why = f"throughput ratio {tput:.2f}, p99 ratio {p99:.2f}, every run below the core count"
     if tput >= 1.0 and p99 <= 1.0:
         return PY_WINS, why
     if tput < 1.0 and p99 > 1.0:
-        return KUBE_WINS, why
+        return (KUBE_WINS if peer == KUBE else f"{peer} ahead"), why
     return MIXED, why

@@ -51,6 +51,8 @@ class BindingWatch:
         self._record = record
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Called with a pod's name when it is first seen bound (the steady-state driver's trigger).
+        self.on_bound: Callable[[str], None] | None = None
 
     async def start(self) -> None:
         path = f"/api/v1/namespaces/{self._namespace}/pods"
@@ -87,6 +89,8 @@ class BindingWatch:
             self._record.bound[name] = now
             self._record.node_of[name] = node
             self._changed.set()
+            if self.on_bound is not None:
+                self.on_bound(name)
 
     async def wait_for(self, names: frozenset[str], timeout: float, settle: float = 0.0) -> bool:
         """True once every name is bound (then ``settle`` seconds more pass); False on timeout."""
@@ -160,3 +164,63 @@ async def create_pods(
         delete_tasks.append(asyncio.create_task(delete(leftover.pod)))
     if delete_tasks:
         await asyncio.gather(*delete_tasks)
+
+
+async def create_pods_steadily(
+    client: BenchClient,
+    namespace: str,
+    bodies: Sequence[tuple[str, bytes]],
+    record: RunRecord,
+    watch: BindingWatch,
+    *,
+    in_flight: int,
+) -> None:
+    """scheduler_perf's steady-state createPods: ``in_flight`` pods first, then, each time the watch
+    sees one bound, that pod deleted and the next one created, until every body was created (and the
+    last bound pods deleted). The cluster stays near its starting state; the scheduler's queue is never
+    empty for long."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    delete_body = orjson.dumps({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
+    bound: asyncio.Queue[str] = asyncio.Queue()
+    watch.on_bound = bound.put_nowait
+    next_index = 0
+    tasks: list[asyncio.Task[None]] = []
+
+    async def create(name: str, body: bytes) -> None:
+        try:
+            await client.request("POST", path, body, ok=(201,))
+        except ApiError as err:
+            record.create_errors += 1
+            log.warning("creating %s failed: %s", name, err)
+            return
+        record.created[name] = time.monotonic()
+
+    async def delete(name: str) -> None:
+        try:
+            await client.request("DELETE", f"{path}/{name}", delete_body, ok=(200, 202, 404))
+            record.deleted[name] = time.monotonic()
+        except ApiError as err:
+            log.warning("steady-state delete of %s failed: %s", name, err)
+
+    def create_next() -> None:
+        nonlocal next_index
+        if next_index < len(bodies):
+            name, body = bodies[next_index]
+            next_index += 1
+            tasks.append(asyncio.create_task(create(name, body)))
+
+    record.create_start = time.monotonic()
+    for _ in range(min(in_flight, len(bodies))):
+        create_next()
+    try:
+        for _ in range(len(bodies)):
+            name = await bound.get()
+            tasks.append(asyncio.create_task(delete(name)))
+            create_next()
+            if next_index == len(bodies) and record.create_end == 0.0:
+                record.create_end = time.monotonic()
+        await asyncio.gather(*tasks)
+    finally:
+        watch.on_bound = None
+        for task in tasks:
+            task.cancel()

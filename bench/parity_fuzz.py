@@ -701,8 +701,12 @@ def sim_verdict(
             top = max(scores.values())
             verdict = PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
         dra = state.get(DRA_STATE_KEY)
-        for node_name, allocations in (getattr(dra, "node_allocations", None) or {}).items():
-            verdict.allocations[node_name] = [_devices(a) for a in allocations]
+        if dra is not None and dra.allocator is not None:
+            # What Reserve would write on each feasible node (Filter keeps none when it counted).
+            for node_name in names:
+                allocations = dra.allocations_on(node_name)
+                if allocations is not None:
+                    verdict.allocations[node_name] = [_devices(a) for a in allocations]
         return verdict
     err = FitError(info, len(all_nodes), diagnosis)
     outcome = fwk.run_post_filter(state, info, diagnosis.node_to_status)

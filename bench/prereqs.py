@@ -1,6 +1,6 @@
 """What some workloads need besides nodes and pods, set up per run on the fresh control plane before the
-scheduler starts: API objects (PVs, PVCs, CSINodes, DeviceClasses, ResourceSlices, ResourceClaims) and
-an extender process. Nothing here runs while the clock does.
+scheduler starts: CustomResourceDefinitions, API objects (PVs, PVCs, CSINodes, DeviceClasses,
+ResourceSlices, ResourceClaims, PodGroups) and an extender process. Nothing here runs while the clock does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
+from kubernetes import client as k8s
 
 from bench.apiclient import BenchClient
 from bench.workloads import (
@@ -59,6 +61,34 @@ async def _create_all(client: BenchClient, objects: Sequence[ApiObject], concurr
             await one(obj)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def install_crd(api: Any, path: Path, timeout: float = 60.0) -> None:
+    """Creates the CustomResourceDefinition in ``path`` and returns once its resource is served (a
+    LIST of it in ``default`` answers), as a scheduler that watches it needs before it starts."""
+    crd = yaml.safe_load(path.read_text())
+    ext: Any = k8s.ApiextensionsV1Api(api)
+    ext.create_custom_resource_definition(body=crd, _preload_content=False)
+    group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
+    version = next(v["name"] for v in crd["spec"]["versions"] if v.get("served", True))
+    custom: Any = k8s.CustomObjectsApi(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            custom.list_namespaced_custom_object(group, version, "default", plural)
+            return
+        except k8s.ApiException:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{plural}.{group} not served after {timeout:.0f}s") from None
+            time.sleep(0.5)
+
+
+def install_crds(cp: ControlPlane, workload: Workload) -> None:
+    """The workload's CustomResourceDefinitions (the PodGroup CRD of the gang workload), served."""
+    if workload.crds:
+        api = cp.api_client()
+        for path in workload.crds:
+            install_crd(api, path)
 
 
 def create_objects(cp: ControlPlane, workload: Workload, concurrency: int = 32) -> None:

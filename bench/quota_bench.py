@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -37,20 +35,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 from kubernetes import client as k8s
 
-from bench import procstat, schedulers
+from bench import prereqs, procstat, schedulers
 from bench.analysis import percentile
-from bench.gang_bench import BUILD_SCRIPT, peer_binary
 from devcluster.cluster import ControlPlane
 from devcluster.nodes import create_nodes, make_node
 
 log = logging.getLogger("bench.quota")
 REPO = Path(__file__).resolve().parents[1]
 CRD = REPO / "deploy/components/elasticquota-crd/crd.yaml"
-PEER = "scheduler-plugins"
-PEER_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+PEER = schedulers.SCHED_PLUGINS
 POD_CPU_M = 500
 POLL = 0.1
 CAPACITY_PROFILE: dict[str, Any] = {
@@ -101,20 +96,8 @@ def _pod(name: str, scheduler_name: str) -> dict[str, Any]:
 
 
 def _install(api: Any, shape: Shape) -> None:
-    ext: Any = k8s.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(body=yaml.safe_load(CRD.read_text()), _preload_content=False)
+    prereqs.install_crd(api, CRD)
     custom: Any = k8s.CustomObjectsApi(api)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            custom.list_namespaced_custom_object(
-                "scheduling.x-k8s.io", "v1alpha1", "default", "elasticquotas"
-            )
-            break
-        except k8s.ApiException:
-            if time.monotonic() > deadline:
-                raise TimeoutError("ElasticQuota CRD not served after 60s") from None
-            time.sleep(0.5)
     core: Any = k8s.CoreV1Api(api)
     for ns in shape.borrowers + shape.owners:
         core.create_namespace({"metadata": {"name": ns}})
@@ -128,38 +111,6 @@ def _install(api: Any, shape: Shape) -> None:
     create_nodes(api, [make_node(f"node-{i}", cpu="4", memory="16Gi") for i in range(shape.nodes)])
 
 
-class Peer:
-    label = PEER
-    scheduler_name = PEER_SCHEDULER_NAME
-
-    def __init__(self, cp: ControlPlane, verbose: bool = False) -> None:
-        self._cp = cp
-        # --v=2 logs each preemption's victims ("Preemptor Pod preempted victim Pod").
-        self._extra_args = ["--v=2"] if verbose else []
-        profile = {"schedulerName": PEER_SCHEDULER_NAME, **CAPACITY_PROFILE}
-        self._config = cp.write_kube_scheduler_config(
-            qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST, profiles=[profile]
-        )
-        self._handle: Any = None
-
-    def start(self) -> None:
-        self._handle = self._cp.start_kube_scheduler(
-            extra_args=self._extra_args, config_path=self._config, binary=peer_binary()
-        )
-
-    @property
-    def pid(self) -> int:
-        return int(self._handle.pid)
-
-    @property
-    def log_path(self) -> Path:
-        return Path(self._handle.log_path)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.stop(grace=10.0)
-
-
 def _run(kind: str, shape: Shape, timeout: float, keep_logs: Path | None = None) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-quota-{kind}-") as tmp,
@@ -171,7 +122,10 @@ def _run(kind: str, shape: Shape, timeout: float, keep_logs: Path | None = None)
         _install(api, shape)
         contestant: Any
         if kind == PEER:
-            contestant = Peer(cp, verbose=keep_logs is not None)
+            contestant = schedulers.SchedulerPluginsScheduler(cp, CAPACITY_PROFILE)
+            if keep_logs is not None:
+                # --v=2 logs each preemption's victims ("Preemptor Pod preempted victim Pod").
+                contestant.extra_args = ["--v=2"]
         else:
             contestant = schedulers.PyScheduler(cp, Path(tmp), profile=CAPACITY_PROFILE)
         contestant.start()
@@ -183,7 +137,7 @@ def _run(kind: str, shape: Shape, timeout: float, keep_logs: Path | None = None)
         finally:
             contestant.stop()
             if keep_logs is not None:
-                _keep_log(kind, contestant.log_path, keep_logs)
+                _keep_log(kind, Path(contestant.log_path), keep_logs)
 
 
 def _keep_log(kind: str, source: Path, into: Path) -> None:
@@ -279,8 +233,8 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
         "borrow_p99": percentile(borrow_lat, 99) if borrow_lat else float("nan"),
         "owner_p50": statistics.median(owner_lat) if owner_lat else float("nan"),
         "owner_p99": percentile(owner_lat, 99) if owner_lat else float("nan"),
-        "victims": len(victims),
         "victim_pods": sorted(f"{ns}/{name}@{node_of.get((ns, name), '')}" for ns, name in victims),
+        "victims": len(victims),
         "duration": end - start,
     }
 
@@ -302,9 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [schedulers.PY, PEER]
     if args.only:
         kinds = [schedulers.PY if args.only == "py" else PEER]
-    if PEER in kinds and not os.access(peer_binary(), os.X_OK):
-        log.info("building the scheduler-plugins scheduler (once; cached)")
-        subprocess.run(["bash", str(BUILD_SCRIPT)], check=True)
+    if PEER in kinds:
+        schedulers.ensure_scheduler_plugins()
     print(f"workload: {shape.description}")
     results = {}
     for kind in kinds:

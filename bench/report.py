@@ -13,7 +13,7 @@ from typing import Any
 from bench import load, plots, summary
 from bench.analysis import RunResult
 from bench.scale import ScaleProbe
-from bench.schedulers import KUBE, LIMITS, PY
+from bench.schedulers import KUBE, LIMITS, PY, peer_of
 
 OPTIMISATION_LOG = Path(__file__).resolve().parent / "results" / "optimisation-log.md"
 
@@ -84,15 +84,16 @@ def workload_table(results: Sequence[RunResult]) -> list[str]:
 
 
 def _same_pending(results: Sequence[RunResult]) -> str | None:
-    by_scheduler = {r.scheduler: set(r.placement.pending) for r in results if r.scheduler in (KUBE, PY)}
+    peer = peer_of(r.scheduler for r in results)
+    by_scheduler = {r.scheduler: set(r.placement.pending) for r in results if r.scheduler in (peer, PY)}
     if len(by_scheduler) < 2:
         return None
-    kube, py = by_scheduler[KUBE], by_scheduler[PY]
-    if kube == py:
-        return f"Pending sets identical ({len(kube)} pods)."
+    other, py = by_scheduler[peer], by_scheduler[PY]
+    if other == py:
+        return f"Pending sets identical ({len(other)} pods)."
     return (
-        f"Pending sets DIFFER: {len(kube - py)} only pending under kube-scheduler, "
-        f"{len(py - kube)} only under py-scheduler."
+        f"Pending sets DIFFER: {len(other - py)} only pending under {peer}, "
+        f"{len(py - other)} only under py-scheduler."
     )
 
 
@@ -188,7 +189,7 @@ def render(
         same = _same_pending(medians)
         if same:
             out += ["", same]
-        if {r.scheduler for r in rows} >= {KUBE, PY}:
+        if {r.scheduler for r in rows} >= {peer_of(r.scheduler for r in rows), PY}:
             outcome, why = load.verdict(results, name)
             out += ["", f"Verdict: **{outcome}** ({why})."]
         if pictures is not None:
@@ -217,7 +218,8 @@ def render(
         f"Every line below is from this session on the machine above ({_machine_line(info)}; "
         f"{settings.get('mode', '?')}; load average {settings.get('load average (1, 5, 15 min)', '?')}"
         + (f"; {settings['note']}" if settings.get("note") else "")
-        + "). Ratios are py-scheduler's median over kube-scheduler's; the ceiling fraction is a "
+        + "). Ratios are py-scheduler's median over its peer's (kube-scheduler's; the scheduler-plugins "
+        "scheduler's on gang); the ceiling fraction is a "
         "scheduler's median throughput over the trivial binder's on the same workload in this session, "
         "the honest limit fraction over the honest limit's (Binding + Scheduled Event per pod through "
         "py-scheduler's client and client settings); a verdict is not called on a loaded machine.",

@@ -2,6 +2,9 @@
 
 * kube-scheduler: devcluster's build, ``--config`` with clientConnection qps/burst raised (as
   scheduler_perf does), default profile and plugins.
+* scheduler-plugins: the sigs.k8s.io/scheduler-plugins scheduler (``cmd/scheduler``, built once into the
+  cache by devcluster/build_scheduler_plugins.sh), started as kube-scheduler is, with a given profile
+  (Coscheduling, CapacityScheduling): the peer of the gang and quota benchmarks.
 * py-scheduler: ``python -m scheduler --config CFG --kubeconfig KC --secure-port 0 --port P
   --leader-elect false``, the same qps/burst, default profile and plugins. Optionally under a profiler.
 * ceiling: ``bench.trivial_binder`` (round-robin, no filtering): one Binding per pod.
@@ -22,24 +25,32 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
 
 from bench import scrape
+from devcluster.binaries import cache_root
 from devcluster.cluster import ControlPlane
 from devcluster.probe import free_port, http_get, unverified_tls
 from devcluster.process import ManagedProcess
 
 REPO = Path(__file__).resolve().parents[1]
 KUBE = "kube-scheduler"
+SCHED_PLUGINS = "scheduler-plugins"
 PY = "py-scheduler"
 CEILING = "ceiling"
 HONEST = "honest-limit"
 # The two limits a scheduler's throughput is a fraction of.
 LIMITS = (CEILING, HONEST)
+# The schedulers py-scheduler is compared with: kube-scheduler, or scheduler-plugins' where a workload
+# needs its plugins (workloads.Workload.peer).
+PEERS = (KUBE, SCHED_PLUGINS)
 KUBE_SCHEDULER_NAME = "default-scheduler"
+SCHED_PLUGINS_SCHEDULER_NAME = "scheduler-plugins-scheduler"
+BUILD_SCHEDULER_PLUGINS = REPO / "devcluster/build_scheduler_plugins.sh"
 PY_SCHEDULER_NAME = "py-scheduler"
 CEILING_SCHEDULER_NAME = "bench-binder"
 HONEST_SCHEDULER_NAME = "bench-honest-binder"
@@ -92,9 +103,31 @@ def compile_sources() -> None:
         compileall.compile_dir(REPO / package, quiet=1)
 
 
+def peer_of(schedulers: Iterable[str]) -> str:
+    """The scheduler py-scheduler is compared with among ``schedulers`` (a workload's contestants):
+    scheduler-plugins' where it ran, else kube-scheduler."""
+    return SCHED_PLUGINS if SCHED_PLUGINS in set(schedulers) else KUBE
+
+
+def scheduler_plugins_binary() -> Path:
+    version = (REPO / "devcluster/SCHEDULER_PLUGINS_VERSION").read_text().strip()
+    return cache_root() / f"scheduler-plugins-{version}" / "scheduler-plugins-scheduler"
+
+
+def ensure_scheduler_plugins() -> Path:
+    """The scheduler-plugins binary, built once (cached outside the repo) if missing."""
+    binary = scheduler_plugins_binary()
+    if not os.access(binary, os.X_OK):
+        subprocess.run(["bash", str(BUILD_SCHEDULER_PLUGINS)], check=True)
+    return binary
+
+
 class KubeScheduler:
     label = KUBE
     scheduler_name = KUBE_SCHEDULER_NAME
+    _binary: Path | None = None  # devcluster's kube-scheduler
+    # More flags for the process (quota_bench --keep-logs: --v=2 for the victims of each preemption).
+    extra_args: Sequence[str] = ()
 
     def __init__(self, cp: ControlPlane, extenders: list[dict[str, Any]] | None = None) -> None:
         self._cp = cp
@@ -107,7 +140,9 @@ class KubeScheduler:
     def start(self) -> None:
         """Returns once /readyz answers 200: informers synced and their handlers too (upstream's
         ``sched-handler-sync`` check), as py-scheduler's start waits for its own /readyz."""
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config)
+        self._handle = self._cp.start_kube_scheduler(
+            extra_args=self.extra_args, config_path=self._config, binary=self._binary
+        )
         self.log_path = self._handle.log_path
         handle = self._handle
         port = next(a.split("=", 1)[1] for a in handle.argv if a.startswith("--secure-port="))
@@ -123,7 +158,7 @@ class KubeScheduler:
     def plugins(self) -> dict[str, Any]:
         """The defaulted configuration's multiPoint plugins, as kube-scheduler itself writes it out."""
         out = self._cp.run_dir / "kube-scheduler-defaulted.yaml"
-        binary = self._cp.binaries_dir / "kube-scheduler"
+        binary = self._binary or self._cp.binaries_dir / "kube-scheduler"
         subprocess.run(
             [str(binary), f"--config={self._config}", f"--write-config-to={out}"],
             capture_output=True,
@@ -146,6 +181,23 @@ class KubeScheduler:
     def stop(self) -> None:
         if self._handle is not None:
             self._handle.stop(grace=10.0)
+
+
+class SchedulerPluginsScheduler(KubeScheduler):
+    """The scheduler-plugins scheduler with one profile (its plugins and pluginConfig), started as
+    devcluster starts kube-scheduler and the bench's client qps/burst; built first if missing."""
+
+    label = SCHED_PLUGINS
+    scheduler_name = SCHED_PLUGINS_SCHEDULER_NAME
+
+    def __init__(self, cp: ControlPlane, profile: dict[str, Any]) -> None:
+        self._cp = cp
+        self._binary = ensure_scheduler_plugins()
+        self._config = cp.write_kube_scheduler_config(
+            qps=CLIENT_QPS, burst=CLIENT_BURST, profiles=[{"schedulerName": self.scheduler_name, **profile}]
+        )
+        self._handle = None
+        self.log_path = cp.log_dir / "kube-scheduler-1.log"
 
 
 class PyScheduler:

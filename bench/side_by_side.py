@@ -35,7 +35,8 @@ import orjson
 
 from bench import analysis, load, plots, prereqs, report, scale, schedulers, scrape, summary, workloads
 from bench.apiclient import BenchClient
-from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods
+from bench.claim_watch import ClaimWatch
+from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods, create_pods_steadily
 from bench.procstat import sample
 from devcluster.binaries import k8s_version
 from devcluster.cluster import ControlPlane
@@ -88,12 +89,21 @@ def _contestant(
     profiler: str | None,
     profile_out: Path | None,
     extenders: list[dict[str, object]] | None = None,
+    profile: dict[str, object] | None = None,
 ) -> schedulers.Contestant:
     if kind == schedulers.KUBE:
         return schedulers.KubeScheduler(cp, extenders=extenders)
+    if kind == schedulers.SCHED_PLUGINS:
+        assert profile is not None, "the scheduler-plugins peer runs a workload's own profile"
+        return schedulers.SchedulerPluginsScheduler(cp, profile)
     if kind == schedulers.PY:
         return schedulers.PyScheduler(
-            cp, workdir, profiler if profiler == "pyinstrument" else None, profile_out, extenders=extenders
+            cp,
+            workdir,
+            profiler if profiler == "pyinstrument" else None,
+            profile_out,
+            extenders=extenders,
+            profile=profile,
         )
     return schedulers.TrivialBinder(cp, workdir, honest=kind == schedulers.HONEST)
 
@@ -185,7 +195,8 @@ async def _measure(
     on_started: Callable[[], None],
     extra_pids: dict[str, int] | None = None,
     metrics: Callable[[], scrape.Samples] | None = None,
-) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]]]:
+) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]], list[str]]:
+    """The measured run: (record, usage, the pods and nodes at the end, problems the claim watch saw)."""
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
         await _warm_up(client, contestant.scheduler_name)
@@ -201,6 +212,9 @@ async def _measure(
         record = RunRecord()
         watch = BindingWatch(client, NAMESPACE, record)
         await watch.start()
+        claims = ClaimWatch(client) if workload.watch_claims else None
+        if claims is not None:
+            await claims.start()
         pids = {"scheduler": contestant.pid, **cp.pids(), **(extra_pids or {})}
         before = {name: sample(pid) for name, pid in pids.items()}
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
@@ -215,12 +229,22 @@ async def _measure(
             if workload.background
             else None
         )
-        creating = asyncio.create_task(
-            create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
-        )
+        if workload.steady_in_flight:
+            creating = asyncio.create_task(
+                create_pods_steadily(
+                    client, NAMESPACE, bodies, record, watch, in_flight=workload.steady_in_flight
+                )
+            )
+        else:
+            creating = asyncio.create_task(
+                create_pods(client, NAMESPACE, bodies, record, churn=workload.churn, concurrency=concurrency)
+            )
         settle = 3.0 if workload.expect_unschedulable else 0.0
         done = await watch.wait_for(workload.expect_bound(), timeout, settle=settle)
-        await creating
+        if not done and workload.steady_in_flight:
+            creating.cancel()  # it waits for binds that did not come
+        with contextlib.suppress(asyncio.CancelledError):
+            await creating
         record.timed_out = not done
         record.end = time.monotonic()
         churn_rounds = None
@@ -231,6 +255,10 @@ async def _measure(
         after = {name: sample(pid) for name, pid in pids.items()}
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         await watch.stop()
+        problems: list[str] = []
+        if claims is not None:
+            problems = await claims.problems(record.node_of)
+            await claims.stop()
         usage = {
             "cpu_s": after["scheduler"].cpu_seconds - before["scheduler"].cpu_seconds,
             "peak_rss_mib": after["scheduler"].peak_rss_mib,
@@ -256,7 +284,7 @@ async def _measure(
             usage[f"events/{reason}"] = usage.get(f"events/{reason}", 0) + 1
             series = (event.get("series") or {}).get("count")
             usage[f"occurrences/{reason}"] = usage.get(f"occurrences/{reason}", 0) + (series or 1)
-        return record, usage, pods, nodes
+        return record, usage, pods, nodes, problems
 
 
 def run_one(
@@ -290,14 +318,23 @@ def run_one(
         started = time.monotonic()
         create_nodes(cp.api_client(), workload.nodes, concurrency=32)
         log.info("%d nodes in %.1fs", len(workload.nodes), time.monotonic() - started)
+        prereqs.install_crds(cp, workload)
         prereqs.create_objects(cp, workload)
+        if workload.controllers:
+            cp.start_controller_manager(controllers=workload.controllers)
         extender = None
         if workload.extender is not None:
             extender = prereqs.ExtenderProcess(workload.extender, workdir / "extender.log")
             extender.start()
         profile_out = profile_dir / f"{workload.name}-{kind}.pyinstrument.txt"
         contestant = _contestant(
-            kind, cp, workdir, profiler, profile_out, extender.config() if extender is not None else None
+            kind,
+            cp,
+            workdir,
+            profiler,
+            profile_out,
+            extender.config() if extender is not None else None,
+            workload.profile,
         )
         try:
             sync_s = scale.timed_start(contestant)
@@ -318,7 +355,7 @@ def run_one(
                      probe.rss_nodes_mib)  # fmt: skip
         notes: list[str] = []
         try:
-            record, usage, pods, nodes = asyncio.run(
+            record, usage, pods, nodes, watched = asyncio.run(
                 _measure(
                     cp,
                     contestant,
@@ -331,7 +368,7 @@ def run_one(
                 )
             )
             plugins = contestant.plugins()
-            violations = prereqs.verify(cp, workload, pods, nodes)
+            violations = prereqs.verify(cp, workload, pods, nodes) + watched
             if workload.report_spread:
                 notes.append(prereqs.spread_note(pods, nodes))
             if "churn_rounds" in usage:
@@ -469,9 +506,14 @@ def workload_names(requested: str | None, *, quick: bool) -> list[str]:
     return [w.strip() for w in requested.split(",") if w.strip()]
 
 
-def contestants_for(workload: str, kinds: Sequence[str]) -> list[str]:
-    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly."""
-    return [k for k in kinds if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS]
+def contestants_for(workload: str, kinds: Sequence[str], peer: str = schedulers.KUBE) -> list[str]:
+    """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly,
+    kube-scheduler replaced by the workload's ``peer`` (scheduler-plugins' for the gang workload)."""
+    return [
+        peer if k == schedulers.KUBE else k
+        for k in kinds
+        if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS
+    ]
 
 
 def raw_json(
@@ -543,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 skipped[name] = f"this machine has {free:.1f} GiB free; {name} needs {needed}"
                 continue
             descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
-        run_kinds = contestants_for(name, kinds)
+        run_kinds = contestants_for(name, kinds, workload.peer)
         repeat = args.repeat if name == workloads.BASIC else 1
         # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
         for _ in range(repeat):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from bench import load
 from bench.analysis import RunResult
 from bench.scale import ScaleProbe
-from bench.schedulers import CEILING, HONEST, KUBE, LIMITS, PY
+from bench.schedulers import CEILING, HONEST, KUBE, LIMITS, PY, peer_of
 
 # How the summary lines and the raw JSON name each limit.
 LIMIT_NAMES = {CEILING: "ceiling", HONEST: "honest limit"}
@@ -33,9 +33,16 @@ def quotient(numerator: float, denominator: float) -> float:
     return numerator / denominator
 
 
+def workload_peer(results: Sequence[RunResult], workload: str) -> str:
+    """The scheduler py-scheduler is compared with on ``workload``: kube-scheduler, or scheduler-plugins'."""
+    return peer_of(r.scheduler for r in results if r.workload == workload)
+
+
 def peer_ratio(results: Sequence[RunResult], workload: str, attr: str) -> float:
-    """py-scheduler's median ``attr`` over kube-scheduler's, on ``workload``."""
-    return quotient(median_of(results, workload, PY, attr), median_of(results, workload, KUBE, attr))
+    """py-scheduler's median ``attr`` over its peer's (kube-scheduler's, or scheduler-plugins'), on
+    ``workload``."""
+    peer = workload_peer(results, workload)
+    return quotient(median_of(results, workload, PY, attr), median_of(results, workload, peer, attr))
 
 
 def ceiling_fraction(
@@ -118,8 +125,9 @@ def lines(results: Sequence[RunResult]) -> list[str]:
                 if scheduler in schedulers:
                     fraction = ceiling_fraction(results, name, scheduler, limit)
                     out.append(f"{LIMIT_NAMES[limit]} fraction {scheduler} ({name}): {_fmt(fraction)}")
-        if {PY, KUBE} <= schedulers:
-            peers = "py-scheduler/kube-scheduler"
+        peer = workload_peer(results, name)
+        if {PY, peer} <= schedulers:
+            peers = f"py-scheduler/{peer}"
             out.append(f"throughput ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'throughput'))}")
             out.append(f"p99 latency ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'p99_ms'))}")
             out.append(f"cpu ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'cpu_s'))}")

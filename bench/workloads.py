@@ -9,11 +9,15 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bench.schedulers import KUBE, SCHED_PLUGINS
 from devcluster.nodes import make_node
+
+REPO = Path(__file__).resolve().parents[1]
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"
@@ -43,7 +47,9 @@ PREEMPTION = "preemption"
 VOLUMES = "volumes"
 DRA = "dra"
 EXTENDER = "extender"
-EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER)
+# scheduler_perf's SteadyStateClusterResourceClaimTemplate: claims from a template, created and deleted.
+DRA_STEADY = "SteadyStateClusterResourceClaimTemplate"
+EXTRA_WORKLOADS = (VOLUMES, DRA, EXTENDER, DRA_STEADY)
 # More of scheduler_perf's shapes (bench/README.md describes each).
 MIXED_CHURN = "SchedulingWithMixedChurn"
 UNSCHEDULABLE = "Unschedulable"
@@ -51,8 +57,10 @@ GATED = "SchedulingWhileGated"
 NODE_AFFINITY = "NodeAffinity"
 DEFAULT_SPREADING = "DefaultTopologySpreading"
 SHAPE_WORKLOADS = (MIXED_CHURN, UNSCHEDULABLE, GATED, NODE_AFFINITY, DEFAULT_SPREADING)
+# Coscheduling gangs, against the scheduler-plugins scheduler instead of kube-scheduler.
+GANG = "gang"
 ALL_WORKLOADS = (
-    BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, *SHAPE_WORKLOADS, HUGE
+    BASIC, LARGE, MIXED, *CONSTRAINT_WORKLOADS, PREEMPTION, *EXTRA_WORKLOADS, *SHAPE_WORKLOADS, GANG, HUGE
 )  # fmt: skip
 # Upstream creates its init pods in sched-0 and measures sched-1; the terms name both namespaces.
 INIT_NAMESPACE = "bench-init"
@@ -115,6 +123,18 @@ class Workload:
     background_interval_s: float = 1.0
     # Report how the bound pods spread over zones and nodes (bench.prereqs.spread_note).
     report_spread: bool = False
+    # scheduler_perf's steady state: this many pods in flight; each one bound is deleted and the next
+    # created (bench.loadgen.create_pods_steadily). 0: every pod created as fast as possible.
+    steady_in_flight: int = 0
+    # kube-controller-manager controllers the workload needs, started with the control plane.
+    controllers: tuple[str, ...] = ()
+    # Watch every ResourceClaim through the run (bench.claim_watch): no device twice at any time.
+    watch_claims: bool = False
+    # The scheduler py-scheduler is compared with (bench.schedulers.PEERS), and the profile (plugins,
+    # pluginConfig) both run instead of the default one; CRDs installed before any object.
+    peer: str = KUBE
+    profile: dict[str, Any] | None = None
+    crds: tuple[Path, ...] = ()
 
     @property
     def pod_names(self) -> list[str]:
@@ -565,11 +585,11 @@ def _claim_pod(name: str, claim: str) -> dict[str, Any]:
     }
 
 
-def dra(nodes: int, devices_per_node: int, init: int, measure: int) -> Workload:
-    """scheduler_perf's SchedulingWithResourceClaimTemplate allocation pattern (one claim, one device
-    per pod, the cluster filled up completely), with each pod's ResourceClaim created before the
-    clock from resourceclaimtemplate.yaml's spec, so no kube-controller-manager is needed (the
-    upstream SchedulingWithResourceClaim case pre-creates its claims the same way)."""
+def _dra_cluster(
+    nodes: int, devices_per_node: int, init: int
+) -> tuple[list[dict[str, Any]], list[ApiObject], list[dict[str, Any]]]:
+    """The DRA nodes, their ResourceSlices, the DeviceClass, and ``init`` pods with a claim each
+    (the claims among the objects, created before the clock)."""
     node_list = [
         make_node(
             f"scheduler-perf-dra-{i:05d}", cpu="4", memory="32Gi", pods=110, labels={"node-with-dra": "true"}
@@ -590,19 +610,34 @@ def dra(nodes: int, devices_per_node: int, init: int, measure: int) -> Workload:
         )
         for n in node_list
     ]
-    claim_spec = {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DEVICE_CLASS}}]}}
-    pods: dict[str, list[dict[str, Any]]] = {INIT_NAMESPACE: [], MEASURED_NAMESPACE: []}
-    for namespace, count, prefix in ((INIT_NAMESPACE, init, "init"), (MEASURED_NAMESPACE, measure, "pod")):
-        for i in range(count):
-            claim = f"{prefix}-{i:05d}-resource"
-            body = {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceClaim",
-                "metadata": {"name": claim},
-                "spec": claim_spec,
-            }
-            objects.append(ApiObject(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", body))
-            pods[namespace].append(_claim_pod(f"{prefix}-{i:05d}", claim))
+    init_pods = []
+    for i in range(init):
+        claim = f"init-{i:05d}-resource"
+        objects.append(_claim_object(INIT_NAMESPACE, claim))
+        init_pods.append(_claim_pod(f"init-{i:05d}", claim))
+    return node_list, objects, init_pods
+
+
+DRA_CLAIM_SPEC = {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": DEVICE_CLASS}}]}}
+
+
+def _claim_object(namespace: str, name: str) -> ApiObject:
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name}}
+    body["spec"] = DRA_CLAIM_SPEC
+    return ApiObject(f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims", body)
+
+
+def dra(nodes: int, devices_per_node: int, init: int, measure: int) -> Workload:
+    """scheduler_perf's SchedulingWithResourceClaimTemplate allocation pattern (one claim, one device
+    per pod, the cluster filled up completely), with each pod's ResourceClaim created before the
+    clock from resourceclaimtemplate.yaml's spec, so no kube-controller-manager is needed (the
+    upstream SchedulingWithResourceClaim case pre-creates its claims the same way)."""
+    node_list, objects, init_pods = _dra_cluster(nodes, devices_per_node, init)
+    pods = []
+    for i in range(measure):
+        claim = f"pod-{i:05d}-resource"
+        objects.append(_claim_object(MEASURED_NAMESPACE, claim))
+        pods.append(_claim_pod(f"pod-{i:05d}", claim))
     return Workload(
         name=DRA,
         description=(
@@ -613,9 +648,56 @@ def dra(nodes: int, devices_per_node: int, init: int, measure: int) -> Workload:
             f"{init + measure} claims for {nodes * devices_per_node} devices"
         ),
         nodes=node_list,
-        pods=pods[MEASURED_NAMESPACE],
-        init_pods=pods[INIT_NAMESPACE],
+        pods=pods,
+        init_pods=init_pods,
         objects=objects,
+    )
+
+
+CLAIM_TEMPLATE = "test-claim-template"
+
+
+def dra_steady(nodes: int, devices_per_node: int, init: int, measure: int, in_flight: int) -> Workload:
+    """scheduler_perf's SteadyStateClusterResourceClaimTemplate: ``init`` devices taken by init pods
+    (upstream's initClaims, allocated before the clock), then pods whose claim comes from a
+    ResourceClaimTemplate (kube-controller-manager's resourceclaim controller creates it, and deletes
+    it once its pod is gone), ``in_flight`` at a time: each pod seen bound is deleted and the next one
+    created (upstream's steadyState createPods, measurePods 10). The cluster stays near its starting
+    fill; every pod's claim is created, allocated, reserved, released and deleted during the run."""
+    node_list, objects, init_pods = _dra_cluster(nodes, devices_per_node, init)
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": CLAIM_TEMPLATE},
+        "spec": {"spec": DRA_CLAIM_SPEC},
+    }
+    objects.append(
+        ApiObject(
+            f"/apis/resource.k8s.io/v1/namespaces/{MEASURED_NAMESPACE}/resourceclaimtemplates", template
+        )
+    )
+    pods = []
+    for i in range(measure):
+        body = _claim_pod(f"pod-{i:05d}", "")
+        body["spec"]["resourceClaims"] = [{"name": "resource", "resourceClaimTemplateName": CLAIM_TEMPLATE}]
+        pods.append(body)
+    return Workload(
+        name=DRA_STEADY,
+        description=(
+            f"scheduler_perf's SteadyStateClusterResourceClaimTemplate shape: {nodes} nodes, a "
+            f"ResourceSlice per node with {devices_per_node} devices, {init} of the "
+            f"{nodes * devices_per_node} devices taken by init pods before the clock; then {measure} pods "
+            f"with a claim from a ResourceClaimTemplate, {in_flight} in flight: each bound pod is deleted "
+            "and the next created, kube-controller-manager's resourceclaim controller creating and "
+            "deleting the claims; a watch on every claim checks that no device is ever allocated twice"
+        ),
+        nodes=node_list,
+        pods=pods,
+        init_pods=init_pods,
+        objects=objects,
+        steady_in_flight=in_flight,
+        controllers=("resourceclaim-controller",),
+        watch_claims=True,
     )
 
 
@@ -845,6 +927,10 @@ def build_shape(name: str, *, quick: bool = False) -> Workload | None:
 VOLUMES_SIZES = ((500, 500, 1000), (100, 100, 300))  # nodes, init pods, measured pods
 DRA_SIZES = ((200, 10, 1000, 1000), (50, 10, 200, 300))  # nodes, devices per node, init, measured
 EXTENDER_SIZES = ((500, 1000), (100, 300))  # nodes, pods
+# upstream's half_200nodes (half the devices taken), a fixed pod count instead of its 10 s; 10 in flight.
+DRA_STEADY_SIZES = ((200, 10, 1000, 1000, 10), (50, 10, 250, 300, 10))
+# gang_bench's sizes: nodes (4 CPU), complete gangs, pods per gang, incomplete gangs.
+GANG_SIZES = ((50, 40, 8, 5), (20, 16, 8, 3))
 # huge's quick size only smoke-tests its probes; --quick runs huge only when named.
 HUGE_SIZES = ((15000, 30000), (1500, 3000))  # nodes, pods
 
@@ -857,6 +943,8 @@ def build_extra(name: str, *, quick: bool = False) -> Workload | None:
         return dra(*DRA_SIZES[1 if quick else 0])
     if name == EXTENDER:
         return extender(*EXTENDER_SIZES[1 if quick else 0])
+    if name == DRA_STEADY:
+        return dra_steady(*DRA_STEADY_SIZES[1 if quick else 0])
     return None
 
 
@@ -877,12 +965,23 @@ def build(name: str, *, quick: bool = False) -> Workload:
         return mixed(300, 1000, churn_lag=100) if quick else mixed()
     if name == HUGE:
         return basic(*HUGE_SIZES[1 if quick else 0], name=HUGE)
+    if name == GANG:
+        return gang_side_by_side(*GANG_SIZES[1 if quick else 0])
     raise ValueError(f"unknown workload {name!r}; choose from {', '.join(ALL_WORKLOADS)}")
 
 
-# --- gang (Coscheduling): bench/gang_bench.py, not side_by_side (it needs the PodGroup CRD) ---------
-GANG = "gang"
+# --- gang (Coscheduling) against scheduler-plugins: side_by_side's gang workload and bench/gang_bench.py ---
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+PODGROUP_CRD = REPO / "deploy/components/podgroup-crd/crd.yaml"
+PERMIT_WAITING_SECONDS = 10
+# scheduler-plugins' manifests/coscheduling/scheduler-config.yaml: Coscheduling multiPoint and queueSort.
+COSCHEDULING_PROFILE: dict[str, Any] = {
+    "plugins": {
+        "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+        "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+    },
+    "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": PERMIT_WAITING_SECONDS}}],
+}
 
 
 @dataclass
@@ -926,3 +1025,32 @@ def gang(
         groups=groups,
         incomplete=frozenset(broken),
     )
+
+
+def gang_side_by_side(nodes: int, gangs: int, size: int, incomplete: int) -> Workload:
+    """gang()'s PodGroups and pods for side_by_side: py-scheduler and the scheduler-plugins scheduler,
+    both with Coscheduling (COSCHEDULING_PROFILE), the PodGroup CRD installed and the PodGroups created
+    before the clock. The incomplete gangs' pods must all stay pending (all or nothing)."""
+    gw = gang(nodes, gangs, size, incomplete)
+    workload = gw.workload
+    workload.objects = [
+        ApiObject(
+            f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{MEASURED_NAMESPACE}/podgroups",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": name},
+                "spec": {"minMember": min_member},
+            },
+        )
+        for name, min_member in gw.groups.items()
+    ]
+    workload.description = (
+        f"Coscheduling gangs against scheduler-plugins (both with its Coscheduling profile, "
+        f"permitWaitingTimeSeconds {PERMIT_WAITING_SECONDS}): {workload.description}; a gang's pods bind "
+        "all or none"
+    )
+    workload.peer = SCHED_PLUGINS
+    workload.profile = COSCHEDULING_PROFILE
+    workload.crds = (PODGROUP_CRD,)
+    return workload

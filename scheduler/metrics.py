@@ -519,3 +519,26 @@ def observe_preemption_disruptions(preemptor: str, disruptions: int, pdb_violati
         PREEMPTION_WORKLOAD_DISRUPTIONS.labels(preemptor).observe(disruptions)
     if pdb_violations > 0:
         PREEMPTION_PDB_VIOLATIONS.labels(preemptor).inc(pdb_violations)
+
+
+# py-scheduler's own: where the load-aware (Trimaran) plugins' measured load stands.
+LOAD_METRICS_FALLBACK = Counter(
+    "py_scheduler_load_metrics_fallback_total",
+    "Nodes a load-aware plugin scored with the minimum score because the latest load sample had no "
+    "metrics for them (reason: no_sample, no_node_metrics, no_cpu_metric).",
+    ["plugin", "reason"],
+)
+LOAD_METRICS_FETCHES = Counter(
+    "py_scheduler_load_metrics_fetches_total",
+    "Refreshes of a load metrics source (a metric provider or a load-watcher service), by result.",
+    ["source", "result"],
+)
+LOAD_METRICS_AGE = Gauge(
+    "py_scheduler_load_metrics_age_seconds",
+    "Seconds since the load sample the load-aware plugins read was taken (absent: none yet).",
+    ["source"],
+)
+
+
+def load_metrics_fallback(plugin: str, reason: str) -> None:
+    _child(LOAD_METRICS_FALLBACK, plugin, reason).inc()

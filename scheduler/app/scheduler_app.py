@@ -38,6 +38,7 @@ from scheduler.client.api import SchedulerApi
 from scheduler.client.discovery import discover
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
+from scheduler.client.load_watcher import Collectors
 from scheduler.config import SchedulerConfig, config_to_dict
 from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
@@ -68,6 +69,8 @@ LOOP_STALL_LIMIT = 30.0
 # SIGTERM: in-flight bindings get this long (docs/operations.md promises it), every later step a few seconds.
 SHUTDOWN_DRAIN_SECONDS = 10.0
 SHUTDOWN_STEP_SECONDS = 3.0
+# How long scheduling waits for the load-aware plugins' first sample (none configured: no wait).
+FIRST_LOAD_SAMPLE_SECONDS = 60.0
 # Between discovery attempts while the API server cannot answer at start-up.
 DISCOVERY_RETRY_SECONDS = 1.0
 
@@ -115,6 +118,8 @@ class SchedulerApp:
         self.pod_infos = PodInfoCache()
         # Plugins ask for listers while frameworks are built; their informers start with the others.
         self.listers = InformerListers()
+        # Load-aware plugins ask for their measured-load source while frameworks are built.
+        self.load_collectors = Collectors(self.clock)
         self.frameworks = self._build_frameworks()
         self.queue = self._build_queue()
         # v1.37's entity metrics count every queued pod as a 'pod' entity: only true while no pod
@@ -145,6 +150,7 @@ class SchedulerApp:
         self._exit_code = 0
         self._loop_heartbeat = time.monotonic()
         self._synced = False
+        self._first_load_sample_done = False
         self.lease_rest: RestClient | None = None
         # Controllers beside the scheduler (PodGroup status when Coscheduling is on); they write only
         # while this instance leads.
@@ -177,6 +183,7 @@ class SchedulerApp:
                 self.clock,
                 self._waiting_pods,
                 listers=self.listers.lister,
+                load_metrics=self.load_collectors.source,
             )
 
         return build_frameworks(self.config, self.registry, handle_for, self.features)
@@ -226,6 +233,9 @@ class SchedulerApp:
     def readiness(self) -> tuple[bool, str]:
         if not self._synced:
             return False, "informer caches not synced"
+        if not self._first_load_sample_done:
+            # Upstream builds its load-aware plugins, first sample included, before it serves health.
+            return False, "waiting for the first load sample"
         if self.elector is not None and not self.elector.is_leader():
             ok, why = self.elector.healthy(self.config.leader_election.lease_duration * 2)
             return ok, "standby" if ok else why
@@ -269,6 +279,10 @@ class SchedulerApp:
             await self._shutdown([])
             return self._exit_code
         self._start_informers(scheduler, resolution)
+        # The first load sample is taken while the informers sync (upstream takes it while the plugin
+        # is built); its timers refresh it from then on.
+        first_load_sample = loop.create_task(self.load_collectors.start(loop), name="load-metrics")
+        first_load_sample.add_done_callback(self._first_load_sample_taken)
         background = [
             loop.create_task(self._heartbeat(), name="heartbeat"),
             loop.create_task(self.queue.run(), name="queue-flush"),
@@ -283,9 +297,23 @@ class SchedulerApp:
             log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
             for controller in self.controllers:
                 controller.start()
+            await self._wait_first_load_sample(first_load_sample)
             return await self._schedule_until_stopped(loop, scheduler)
         finally:
             await self._shutdown(background)
+
+    def _first_load_sample_taken(self, _: asyncio.Task[None]) -> None:
+        self._first_load_sample_done = True
+
+    async def _wait_first_load_sample(self, first: asyncio.Task[None]) -> None:
+        """Load-aware plugins start with a sample when their source answers (each query has its own
+        timeout); a source that hangs longer delays scheduling at most FIRST_LOAD_SAMPLE_SECONDS."""
+        try:
+            await asyncio.wait_for(asyncio.shield(first), FIRST_LOAD_SAMPLE_SECONDS)
+        except TimeoutError:
+            log.warning(
+                "no first load sample after %gs; scheduling starts without one", FIRST_LOAD_SAMPLE_SECONDS
+            )
 
     def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:
@@ -551,6 +579,7 @@ class SchedulerApp:
                 log.warning("%d bindings still in flight at shutdown", self.scheduler.binding_pool.in_flight)
             self.scheduler.binding_pool.shutdown()
         await self.extenders.close()
+        self.load_collectors.stop()
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

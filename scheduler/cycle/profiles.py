@@ -17,6 +17,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.listers import KubeObject, Lister, ResourceSpec, StaticLister
+from scheduler.framework.load_metrics import LoadMetricsSource, NoLoadMetrics, TrimaranSpec
 from scheduler.framework.runtime import (
     PLUGIN_METRICS_SAMPLE_PERCENT,
     Framework,
@@ -57,8 +58,10 @@ class FrameworkHandle:
         clock: Callable[[], float],
         waiting_pods: Callable[[], Mapping[str, WaitingPodHandle]] = dict,
         listers: Callable[[ResourceSpec], Lister] | None = None,
+        load_metrics: Callable[[TrimaranSpec], LoadMetricsSource] | None = None,
     ) -> None:
         self._listers = listers
+        self._load_metrics = load_metrics
         self._waiting_pods = waiting_pods
         self._profile_name = profile_name
         self._snapshot = snapshot
@@ -137,6 +140,12 @@ class FrameworkHandle:
             # A handle without informers (tests, simulate without a cluster) lists nothing.
             return StaticLister()
         return self._listers(resource)
+
+    def load_metrics(self, spec: TrimaranSpec) -> LoadMetricsSource:
+        if self._load_metrics is None:
+            # Simulate and tests without a scheduler: no sample, so load-aware plugins fall back.
+            return NoLoadMetrics()
+        return self._load_metrics(spec)
 
 
 class PluginInstances:

@@ -20,6 +20,7 @@ import orjson
 from scheduler.cycle.algorithm import TRACE_KEY
 from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.load_metrics import MEASURED_LOAD_KEY, LoadNote
 from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY
 from scheduler.framework.status import Status
 from scheduler.framework.types import Diagnosis, NodeInfo
@@ -142,6 +143,8 @@ class AttemptRecord:
     misses_probed: int = 0
     # What plugins say of the chosen node (explain/notes.py), e.g. the NUMA node a pod fits on.
     node_notes: list[str] = field(default_factory=list)
+    # Node -> the measured load a load-aware plugin read for it (the top scored nodes only).
+    measured_load: dict[str, LoadNote] = field(default_factory=dict)
 
     @property
     def scores(self) -> list[NodeScores]:
@@ -184,6 +187,7 @@ class AttemptRecord:
             "nearestMisses": [m.to_json() for m in self.nearest_misses],
             "nearestMissesProbed": self.misses_probed,
             "nodeNotes": list(self.node_notes),
+            "measuredLoad": {node: note.to_json() for node, note in self.measured_load.items()},
         }
 
 
@@ -191,7 +195,7 @@ class Trace(AttemptRecord):
     """The record of the attempt in progress, collecting references during the cycle (see the module
     docstring). Filed as is when the outcome is known: no second object, nothing copied."""
 
-    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "totals")
+    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "load_notes", "totals")
 
     def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
         AttemptRecord.__init__(self, pod, uid, profile, attempt, time)
@@ -200,10 +204,13 @@ class Trace(AttemptRecord):
         self.totals: Sequence[int] | IntArray | None = None
         self.best = -1
         self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
+        # Filled by load-aware plugins during Score (every scored node); cut to the top nodes on record.
+        self.load_notes: dict[str, LoadNote] = {}
 
     def attach(self, state: CycleState) -> None:
         state.write(TRACE_KEY, self)
         state.write(SCORE_BREAKDOWN_KEY, self.breakdown)
+        state.write(MEASURED_LOAD_KEY, self.load_notes)
 
     def filtered(self, total_nodes: int, diagnosis: Diagnosis, feasible: Sequence[NodeInfo]) -> None:
         self.nodes_total = total_nodes
@@ -230,6 +237,11 @@ class Trace(AttemptRecord):
                 self.filters = filter_verdicts(diagnosis.node_to_status)
             self.post_filter = diagnosis.post_filter_msg
         self.score_table = top_scores(self, chosen)
+        if self.load_notes:
+            table = self.score_table
+            shown = table.names if isinstance(table, LazyScores) else table.nodes if table else (chosen,)
+            self.measured_load = {node: self.load_notes[node] for node in shown if node in self.load_notes}
+            self.load_notes = {}
         self.diagnosis = None
         self.feasible_nodes = ()
         self.totals = None

@@ -91,7 +91,30 @@ def _why_this_node(record: Mapping[str, Any]) -> list[str]:
             )
         rows.append((plugin, *cells))
     rows.append(("TOTAL", *(str(s.get("total", 0)) for s in scores)))
-    return ["", "  Why this node (top scored nodes):", *_table(rows)]
+    return ["", "  Why this node (top scored nodes):", *_table(rows), *_measured_load(record)]
+
+
+def _percent(resource: Mapping[str, Any] | None) -> str:
+    if not resource:
+        return "-"
+    return f"{resource.get('avgPercent', 0):.1f}% avg, {resource.get('stdPercent', 0):.1f}% std"
+
+
+def _measured_load(record: Mapping[str, Any]) -> list[str]:
+    """The load a load-aware plugin read per top node: the sample's numbers, its age, any fallback."""
+    load: Mapping[str, Mapping[str, Any]] = record.get("measuredLoad") or {}
+    if not load:
+        return []
+    rows = [("NODE", "CPU", "MEMORY", "SAMPLE", "NOTE")]
+    for node, entry in load.items():
+        age = entry.get("sampleAgeSeconds")
+        sample = "none" if age is None else f"{entry.get('window') or '-'} window, {age:g}s old"
+        note = f"fallback: {entry['fallback']}" if entry.get("fallback") else ""
+        if entry.get("lastError"):
+            note = (note + "; " if note else "") + f"last refresh failed: {entry['lastError']}"
+        rows.append((node, _percent(entry.get("cpu")), _percent(entry.get("memory")), sample, note))
+    source = next(iter(load.values())).get("source", "")
+    return ["", f"  Measured load ({source}):", *_table(rows)]
 
 
 def _table(rows: Sequence[Sequence[str]], indent: str = "    ") -> list[str]:

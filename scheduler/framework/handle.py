@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.listers import KubeObject, Lister, ResourceSpec
+from scheduler.framework.load_metrics import LoadMetricsSource, TrimaranSpec
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -83,6 +84,19 @@ class Handle(Protocol):
         Blocking: for PreBind and other binding-thread code (VolumeBinding writes PVs and PVCs).
         Raises ``scheduler.framework.api_error.ApiError`` on failure (409 when someone else changed
         the object)."""
+
+
+@runtime_checkable
+class LoadMetricsHandle(Protocol):
+    """What the scheduler's Handle offers load-aware plugins beyond Handle (a separate protocol, so a
+    plugin's own test fake of Handle needs nothing new)."""
+
+    def load_metrics(self, spec: TrimaranSpec) -> LoadMetricsSource:
+        """The measured node load of ``spec``'s source (a metric provider or a load-watcher service).
+        Ask for it in the plugin's factory: the scheduler fetches it off the event loop on a timer
+        (plugins asking for the same spec share one source) and takes a first sample before the first
+        cycle; a plugin reads ``latest()`` in its cycle and never waits for the network."""
+        ...
 
 
 class PreemptionExecutorHandle(Protocol):

@@ -31,6 +31,7 @@ from scheduler.plugins.preemptiontoleration import PreemptionToleration
 from scheduler.plugins.queuesort import PrioritySort
 from scheduler.plugins.schedulinggates import SchedulingGates
 from scheduler.plugins.tainttoleration import TaintToleration
+from scheduler.plugins.trimaran import LoadVariationRiskBalancing, LowRiskOverCommitment, TargetLoadPacking
 from scheduler.plugins.volumebinding import VolumeBinding
 from scheduler.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.plugins.volumezone import VolumeZone
@@ -67,6 +68,9 @@ IN_TREE_REGISTRY: dict[str, PluginFactory] = {
     names.CAPACITY_SCHEDULING: CapacityScheduling,
     names.PREEMPTION_TOLERATION: PreemptionToleration,
     names.NODE_RESOURCE_TOPOLOGY_MATCH: NodeResourceTopologyMatch,
+    names.TARGET_LOAD_PACKING: TargetLoadPacking,
+    names.LOAD_VARIATION_RISK_BALANCING: LoadVariationRiskBalancing,
+    names.LOW_RISK_OVER_COMMITMENT: LowRiskOverCommitment,
 }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from informers.objects import revision
@@ -197,12 +197,35 @@ class InFlightClaims:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # claim uid -> (claim, allocation, resourceVersion PreBind wrote or None before the write)
-        self._pending: dict[str, tuple[Obj, Obj, int | None]] = {}
+        # claim uid -> (claim, allocation, resourceVersion PreBind wrote or None before the write,
+        # the devices the allocation takes)
+        self._pending: dict[str, tuple[Obj, Obj, int | None, tuple[DeviceID, ...]]] = {}
+        # How many entries take each device: read per pod, so kept rather than derived.
+        self._held: dict[DeviceID, int] = {}
+        # With a tracker: the entries whose claim may have caught up since the last prune (written,
+        # or an event of the tracker named them); the others need no look.
+        self._check: set[str] = set()
 
     def add(self, claim: Obj, allocation: Obj) -> None:
+        devices = tuple(allocated_devices(allocation))
         with self._lock:
-            self._pending[uid_of(claim)] = (claim, allocation, None)
+            self._drop(uid_of(claim))
+            self._pending[uid_of(claim)] = (claim, allocation, None, devices)
+            for device in devices:
+                self._held[device] = self._held.get(device, 0) + 1
+
+    def _drop(self, uid: str) -> bool:
+        """Removes the entry (the lock held)."""
+        entry = self._pending.pop(uid, None)
+        if entry is None:
+            return False
+        for device in entry[3]:
+            left = self._held[device] - 1
+            if left:
+                self._held[device] = left
+            else:
+                del self._held[device]
+        return True
 
     def written(self, uid: str, written: Obj) -> None:
         """PreBind stored the allocation: the entry lasts until the informer reaches ``written``."""
@@ -210,7 +233,12 @@ class InFlightClaims:
         with self._lock:
             entry = self._pending.get(uid)
             if entry is not None:
-                self._pending[uid] = (entry[0], entry[1], version)
+                self._pending[uid] = (entry[0], entry[1], version, entry[3])
+                self._check.add(uid)
+
+    def pending(self, uid: str) -> bool:
+        """Whether an allocation of the claim is in flight (a dict read: no lock needed)."""
+        return uid in self._pending
 
     def get(self, uid: str) -> Obj | None:
         with self._lock:
@@ -219,30 +247,43 @@ class InFlightClaims:
 
     def remove(self, uid: str) -> bool:
         with self._lock:
-            return self._pending.pop(uid, None) is not None
+            return self._drop(uid)
 
-    def prune(self, claims: Lister) -> None:
-        """Drops entries the informer caught up with (allocated there, or at the written version or
-        later) or whose claim is gone."""
+    def prune(self, claims: Lister, tracker: AllocatedDevicesTracker | None = None) -> None:
+        """Drops entries the claims' state caught up with (allocated there, or at the written version or
+        later) or whose claim is gone. With ``tracker``, its view decides, so an entry leaves only once
+        the devices it holds are counted there (the tracker hears the informer's events after its store
+        has changed), and only entries that were written or whose claim the tracker heard of since the
+        last prune are looked at; a claim the tracker does not know is judged gone by the store."""
         with self._lock:
-            items = list(self._pending.items())
-        for uid, (claim, _, version) in items:
-            meta = object_meta(claim)
-            current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
-            if (
-                current is None
-                or uid_of(current) != uid
-                or allocation_of(current) is not None
-                or _reached(current, version)
-            ):
+            if tracker is None:
+                items = list(self._pending.items())
+            else:
+                self._check |= tracker.drain_touched() & self._pending.keys()
+                items = [(uid, self._pending[uid]) for uid in self._check if uid in self._pending]
+                self._check.clear()
+        for uid, (claim, _, version, _) in items:
+            known = tracker.seen(uid) if tracker is not None else None
+            if known is not None:
+                allocated, seen_version = known
+                drop = allocated or (
+                    version is not None and seen_version is not None and seen_version >= version
+                )
+            else:
+                meta = object_meta(claim)
+                current = claims.get(meta.get("name", ""), meta.get("namespace", ""))
+                drop = current is None or uid_of(current) != uid
+                if current is not None and not drop and tracker is None:
+                    drop = allocation_of(current) is not None or _reached(current, version)
+            if drop:
                 with self._lock:
                     if self._pending.get(uid, (None,))[0] is claim:
-                        del self._pending[uid]
+                        self._drop(uid)
 
     def devices(self) -> list[DeviceID]:
+        """The devices the entries take."""
         with self._lock:
-            allocations = [a for _, a, _ in self._pending.values()]
-        return [d for a in allocations for d in allocated_devices(a)]
+            return list(self._held)
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -256,10 +297,15 @@ def _reached(current: Obj, version: int | None) -> bool:
 
 
 def all_allocated_devices(
-    claims: Sequence[Obj], in_flight: InFlightClaims, memo: AllocatedDevicesMemo | None = None
+    claims: Sequence[Obj] | AllocatedDevicesTracker,
+    in_flight: InFlightClaims,
+    memo: AllocatedDevicesMemo | None = None,
 ) -> set[DeviceID]:
-    """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight."""
-    if memo is not None:
+    """Every device in use cluster-wide (``ListAllAllocatedDevices``): allocated claims plus in-flight.
+    ``claims``: the listed claims, or a tracker that follows them."""
+    if isinstance(claims, AllocatedDevicesTracker):
+        taken = claims.devices()
+    elif memo is not None:
         taken = memo.devices(claims)
     else:
         taken = set()
@@ -306,3 +352,106 @@ class AllocatedDevicesMemo:
                 for device in devices:
                     holders[device] = holders.get(device, 0) + 1
         return set(holders)
+
+
+class AllocatedDevicesTracker:
+    """The devices held by allocated claims, followed from the claim informer's events (upstream's
+    allocatedDevices tracker, fed by the claims' assume cache): a pod reads them without walking every
+    claim. Handlers run on the event loop after the informer's store has changed, so this view may lag
+    the store; ``InFlightClaims.prune`` asks it (``seen``) so that an allocation leaves the in-flight
+    set only once it is counted here."""
+
+    LOG_MAX = 65536
+
+    def __init__(self, interest: Callable[[str], bool] | None = None) -> None:
+        # Which claims ``drain_touched`` reports (the in-flight ones); None: every claim.
+        self._interest = interest
+        # claim uid -> (allocated, resourceVersion seen, devices its allocation holds exclusively)
+        self._claims: dict[str, tuple[bool, int | None, tuple[DeviceID, ...]]] = {}
+        self._holders: dict[DeviceID, int] = {}
+        self._held: set[DeviceID] = set()
+        # Every change of ``_held`` in order (device, held now), for readers that follow it
+        # incrementally (``changes``); cut when long, which ``epoch`` counts.
+        self._log: list[tuple[DeviceID, bool]] = []
+        self.epoch = 0
+        # The claims an event named since the last ``drain_touched``.
+        self._touched: set[str] = set()
+
+    def on_add(self, obj: Obj) -> None:
+        self._set(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if uid_of(old) != uid_of(new):
+            self._drop(uid_of(old))
+        self._set(new)
+
+    def on_delete(self, obj: Obj) -> None:
+        self._drop(uid_of(obj))
+
+    def drain_touched(self) -> set[str]:
+        """The uids of the claims an event named since the last call."""
+        touched, self._touched = self._touched, set()
+        return touched
+
+    def _set(self, claim: Obj) -> None:
+        uid = uid_of(claim)
+        self._drop(uid)
+        allocation = allocation_of(claim)
+        devices = tuple(allocated_devices(allocation)) if allocation is not None else ()
+        self._claims[uid] = (allocation is not None, revision(claim), devices)
+        holders = self._holders
+        for device in devices:
+            count = holders.get(device, 0)
+            holders[device] = count + 1
+            if not count:
+                self._held.add(device)
+                self._note(device, True)
+
+    def _drop(self, uid: str) -> None:
+        if self._interest is None or self._interest(uid):
+            self._touched.add(uid)
+        entry = self._claims.pop(uid, None)
+        if entry is None:
+            return
+        holders = self._holders
+        for device in entry[2]:
+            left = holders[device] - 1
+            if left:
+                holders[device] = left
+            else:
+                del holders[device]
+                self._held.discard(device)
+                self._note(device, False)
+
+    def _note(self, device: DeviceID, held: bool) -> None:
+        if len(self._log) >= self.LOG_MAX:
+            self._log.clear()
+            self.epoch += 1
+        self._log.append((device, held))
+
+    def changes(self, epoch: int, cursor: int) -> tuple[Sequence[tuple[DeviceID, bool]], int] | None:
+        """The changes since ``cursor`` of ``epoch`` and the cursor to pass next; None when the log was
+        cut since (read ``held`` whole, then follow from ``cursor()``)."""
+        if epoch != self.epoch:
+            return None
+        return self._log[cursor:], len(self._log)
+
+    def cursor(self) -> tuple[int, int]:
+        return self.epoch, len(self._log)
+
+    @property
+    def held(self) -> set[DeviceID]:
+        """The devices held now (read-only: the tracker's own set)."""
+        return self._held
+
+    def seen(self, uid: str) -> tuple[bool, int | None] | None:
+        """Whether the claim is allocated here and the resourceVersion seen; None: not known (never
+        seen, or deleted)."""
+        entry = self._claims.get(uid)
+        if entry is None:
+            return None
+        return entry[0], entry[1]
+
+    def devices(self) -> set[DeviceID]:
+        """Every device an allocated claim takes exclusively (a new set)."""
+        return set(self._held)

@@ -56,6 +56,7 @@ from scheduler.framework import (
     CycleState,
     Handle,
     IntArray,
+    MaskedStatuses,
     NodeInfo,
     NodeScore,
     PodInfo,
@@ -64,7 +65,9 @@ from scheduler.framework import (
     QueueingHint,
     Resource,
     Status,
+    as_subset,
 )
+from scheduler.framework.listers import WatchedLister
 from scheduler.framework.objects import (
     name_of,
     namespace_of,
@@ -96,6 +99,7 @@ from scheduler.plugins.dynamicresources.cel import CelCache
 from scheduler.plugins.dynamicresources.claims import (
     FINALIZER,
     AllocatedDevicesMemo,
+    AllocatedDevicesTracker,
     ClaimError,
     InFlightClaims,
     all_allocated_devices,
@@ -105,6 +109,7 @@ from scheduler.plugins.dynamicresources.claims import (
     pod_claims,
     unusable_for_binding,
 )
+from scheduler.plugins.dynamicresources.fastpath import Demand, DeviceTable, FastFilter, compile_demand
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
@@ -149,6 +154,19 @@ class _State:
     # Indices of allocated claims whose device binding failed or timed out (DRADeviceBindingConditions),
     # judged once at PreFilter: the fact does not depend on the node.
     unusable: list[int] = field(default_factory=list)
+    # The counting Filter for a window of nodes (fastpath.py), when the claims' shape allows it.
+    fast: FastFilter | None = None
+
+    def allocations_on(self, node_name: str) -> list[dict[str, Any]] | None:
+        """The allocation results Filter found on the node; after the counting Filter, which keeps
+        none, the allocator's (the same search Filter would have run, on the same state)."""
+        found = self.node_allocations.get(node_name)
+        if found is None and self.fast is not None and self.allocator is not None:
+            # The counting Filter only runs with node-local slices: the node's labels play no part.
+            found = self.allocator.allocate(NodeView(node_name, {}), self.unallocated)
+            if found is not None:
+                self.node_allocations[node_name] = found
+        return found
 
     def to_allocate(self) -> list[tuple[int, Obj]]:
         return [(i, c) for i, c in enumerate(self.claims) if allocation_of(c) is None]
@@ -188,8 +206,16 @@ class DynamicResources:
         self.matches = DeviceMatchCache(CelCache())
         # Per-pod work that only changes when claims or slices do (see each class).
         self.allocated_memo = AllocatedDevicesMemo()
+        # Followed from the claim informer's events where the lister offers them (it always does in
+        # the scheduler): then a pod does not walk every claim.
+        self.allocated_tracker: AllocatedDevicesTracker | None = None
+        if isinstance(self.claims, WatchedLister):
+            self.allocated_tracker = AllocatedDevicesTracker(interest=self.in_flight.pending)
+            self.claims.add_event_handler(self.allocated_tracker)
         self.pool_cache = PoolCache()
         self.allocation_memo = AllocationMemo()
+        self.device_table: DeviceTable | None = None
+        self._demands: dict[Hashable, tuple[Any, Demand | None]] = {}
         self._unreserve_pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
@@ -358,7 +384,7 @@ class DynamicResources:
             return None, unschedulable(str(err))
         if not claims:
             return None, Status.skip()
-        self.in_flight.prune(self.claims)
+        self.in_flight.prune(self.claims, self.allocated_tracker)
         s = _State(claims=claims, available_on=[None] * len(claims))
         to_allocate = 0
         for index, claim in enumerate(claims):
@@ -395,7 +421,9 @@ class DynamicResources:
             slices = self.tainted.patched(self.slices.list(), self.taint_rules.list())
             pools = self.pool_cache.pools_for(slices)
             s.allocator = Allocator(
-                allocated=all_allocated_devices(self.claims.list(), self.in_flight, self.allocated_memo),
+                allocated=all_allocated_devices(
+                    self.allocated_tracker or self.claims.list(), self.in_flight, self.allocated_memo
+                ),
                 classes=self.classes.get,
                 slices=slices,
                 matches=self.matches,
@@ -405,8 +433,48 @@ class DynamicResources:
             if self.pool_cache.caching:
                 s.allocator.memo = self.allocation_memo
                 s.allocator.memo_context = self._memo_context(s.unallocated)
+            if len(s.unallocated) == len(claims):
+                s.fast = self._fast_filter(
+                    slices, s.unallocated, s.allocator.allocated, s.allocator.memo_context
+                )
         state.write(STATE_KEY, s)
         return None, None
+
+    def _fast_filter(
+        self,
+        slices: Sequence[Obj],
+        claims: Sequence[Obj],
+        allocated: set[Any],
+        context: tuple[Hashable, Any] | None,
+    ) -> FastFilter | None:
+        """The counting Filter for these claims (every claim of the pod is to be allocated), or None
+        when the allocator must judge every node. ``context``: the claims' specs and classes (see
+        ``_memo_context``), under which their demand is kept: pods of one workload share it."""
+        table = self.device_table
+        if table is None or table.key != tuple(map(id, slices)):
+            table = self.device_table = DeviceTable(slices)
+        if not table.usable:
+            return None
+        if context is None:
+            demand = compile_demand(claims, self.classes.get, self.matches)
+        else:
+            kept = self._demands.get(context[0])
+            if kept is None:
+                if len(self._demands) >= 1024:
+                    self._demands.clear()
+                demand = compile_demand(claims, self.classes.get, self.matches)
+                # The classes are held with the demand: the key names their identities.
+                self._demands[context[0]] = (context[1], demand)
+            else:
+                demand = kept[1]
+        if demand is None:
+            return None
+        if self.allocated_tracker is not None:
+            # The same state as ``allocated`` (tracker plus in-flight), without reading all of it.
+            free = table.free_following(self.allocated_tracker, self.in_flight.devices())
+        else:
+            free = table.free(allocated)
+        return FastFilter(table, demand, free, self.matches)
 
     def _memo_context(self, claims: Sequence[Obj]) -> tuple[Hashable, Any] | None:
         """What, besides the node's pools and free devices, an allocation of ``claims`` depends on:
@@ -526,8 +594,21 @@ class DynamicResources:
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> Sequence[Status | None]:
-        """``filter`` for a window of nodes (no per-node dispatch by the Filter loop)."""
-        return [self.filter(state, pod, node) for node in nodes]
+        """``filter`` for a window of nodes: counted (fastpath.py) where the claims' shape allows it,
+        the allocator's search node by node elsewhere."""
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or s.fast is None or as_subset(nodes) is None:
+            return [self.filter(state, pod, node) for node in nodes]
+        infos = list(nodes)
+        fits, to_allocator = s.fast.positions([info.name for info in infos])
+        statuses: dict[int, Status] = {}
+        for index in np.flatnonzero(to_allocator).tolist():
+            status = self.filter(state, pod, infos[index])
+            fits[index] = status is None
+            if status is not None:
+                statuses[index] = status
+        full = unschedulable("cannot allocate all claims")
+        return MaskedStatuses(fits, lambda index: statuses.get(index, full))
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status | None]:
         """``computeScore``: FirstAvailableDeviceRequestMaxSize - i for each chosen subrequest i."""
@@ -575,7 +656,10 @@ class DynamicResources:
         s: _State | None = state.get(STATE_KEY)
         if s is None or s.allocator is None:
             return None
-        allocations = s.node_allocations.get(node_name)
+        try:
+            allocations = s.allocations_on(node_name)
+        except AllocationError as err:
+            return Status.as_error(err)
         to_allocate = s.to_allocate()
         if not allocations:
             return Status.as_error("claim allocation not found for node")

@@ -9,12 +9,13 @@ LeastNUMANodes (a strategy given without ``type`` has type "" and is refused too
 not refused: scoring reads it as 1, as upstream's ``resourceToWeightMap.weight`` does. A resource
 named twice keeps its last weight (upstream builds a map).
 
-The cache: py-scheduler implements the passthrough mode, the default (``cacheResyncPeriodSeconds``
-absent or not positive, ``discardReservedNodes`` false): each cycle reads the node's last published
-NodeResourceTopology. The reserve-side caches (the overreserve cache enabled by a positive
-``cacheResyncPeriodSeconds``, and ``discardReservedNodes``) are not implemented, and neither are the
-``cache`` fields that tune them; a config setting any of them is refused at start-up naming the field,
-never run as if they were not there.
+The cache (``pkg/noderesourcetopology/pluginhelpers.go`` ``initNodeTopologyInformer``):
+``discardReservedNodes: true`` takes precedence; else a positive ``cacheResyncPeriodSeconds`` enables
+the overreserve cache, tuned by ``cache``; else the passthrough cache. ``cache`` defaults as upstream's
+``SetDefaults_NodeResourceTopologyMatchArgs``: foreignPodsDetect All, resyncMethod Autodetect,
+informerMode Dedicated; resyncScope All (upstream's fallback when unset). Upstream does not validate
+the ``cache`` values (an unknown one acts as some other mode); py-scheduler refuses a value outside
+each field's list, naming the field, in the apimachinery "Unsupported value" form.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from typing import Any
 
 from scheduler.framework.resources import CPU, MEMORY
 from scheduler.plugins import names
-from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.helper.args import ArgsReader
 
 ARGS_KIND = "NodeResourceTopologyMatchArgs"
@@ -38,11 +38,30 @@ LEAST_NUMA_NODES = "LeastNUMANodes"
 SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, BALANCED_ALLOCATION, LEAST_NUMA_NODES)
 DEFAULT_RESOURCES: tuple[tuple[str, int], ...] = ((CPU, 1), (MEMORY, 1))
 
-CACHE_FIELDS = ("foreignPodsDetect", "resyncMethod", "informerMode", "resyncScope")
-NOT_IMPLEMENTED = (
-    "not supported: py-scheduler implements the passthrough NodeResourceTopology cache only "
-    "(cacheResyncPeriodSeconds unset or 0, discardReservedNodes false, no cache settings)"
-)
+# cache field -> (its values, its default).
+CACHE_FIELD_VALUES: dict[str, tuple[tuple[str, ...], str]] = {
+    "foreignPodsDetect": (("None", "All", "OnlyExclusiveResources"), "All"),
+    "resyncMethod": (("Autodetect", "All", "OnlyExclusiveResources"), "Autodetect"),
+    "informerMode": (("Shared", "Dedicated"), "Dedicated"),
+    "resyncScope": (("All", "OnlyResources"), "All"),
+}
+CACHE_FIELDS = tuple(CACHE_FIELD_VALUES)
+
+PASSTHROUGH = "Passthrough"
+OVERRESERVE = "OverReserve"
+DISCARD_RESERVED = "DiscardReserved"
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSettings:
+    """Which cache, and how the overreserve one behaves (upstream's ``NodeResourceTopologyCache``)."""
+
+    kind: str = PASSTHROUGH
+    resync_period_seconds: int = 0
+    foreign_pods_detect: str = "All"
+    resync_method: str = "Autodetect"
+    informer_mode: str = "Dedicated"
+    resync_scope: str = "All"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +69,7 @@ class NodeResourceTopologyMatchArgs:
     scoring_type: str = LEAST_ALLOCATED
     # name -> weight, first-seen order (a repeated name keeps its last weight); weights as given.
     resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
+    cache: CacheSettings = CacheSettings()
 
     def weight(self, resource: str) -> int:
         """Upstream's ``resourceToWeightMap.weight``: 1 for a resource not listed or weighted below 1."""
@@ -69,10 +89,27 @@ def parse_args(raw: Mapping[str, Any] | None) -> NodeResourceTopologyMatchArgs:
     discard = args.get("discardReservedNodes")
     if discard is not None and not isinstance(discard, bool):
         raise reader.error("discardReservedNodes", f"Invalid value: {discard!r}: must be a boolean")
-    cache = reader.mapping(args.get("cache"), "cache", fields=CACHE_FIELDS)
-    for field in CACHE_FIELDS:
-        if cache.get(field) is not None:
-            reader.string(cache[field], f"cache.{field}")
+    cache_raw = reader.mapping(args.get("cache"), "cache", fields=CACHE_FIELDS)
+    cache_values: dict[str, str] = {}
+    for field, (allowed, default) in CACHE_FIELD_VALUES.items():
+        value = default
+        if cache_raw.get(field) is not None:
+            value = reader.string(cache_raw[field], f"cache.{field}")
+            if value not in allowed:
+                supported = ", ".join(f'"{v}"' for v in allowed)
+                raise reader.error(
+                    f"cache.{field}", f'Unsupported value: "{value}": supported values: {supported}'
+                )
+        cache_values[field] = value
+    kind = DISCARD_RESERVED if discard else OVERRESERVE if period > 0 else PASSTHROUGH
+    cache = CacheSettings(
+        kind,
+        period,
+        cache_values["foreignPodsDetect"],
+        cache_values["resyncMethod"],
+        cache_values["informerMode"],
+        cache_values["resyncScope"],
+    )
 
     strategy_raw = args.get("scoringStrategy")
     if strategy_raw is None:
@@ -93,22 +130,9 @@ def parse_args(raw: Mapping[str, Any] | None) -> NodeResourceTopologyMatchArgs:
             "scoringStrategy.type", f'Invalid value: "{scoring_type}": invalid ScoringStrategyType'
         )
 
-    # Upstream's choices that py-scheduler does not implement: refused, naming the field.
-    if discard:
-        raise _not_implemented("discardReservedNodes")
-    if period > 0:
-        raise _not_implemented("cacheResyncPeriodSeconds")
-    for field in CACHE_FIELDS:
-        if cache.get(field) is not None:
-            raise _not_implemented(f"cache.{field}")
-
     if not specs:
-        return NodeResourceTopologyMatchArgs(scoring_type, DEFAULT_RESOURCES)
+        return NodeResourceTopologyMatchArgs(scoring_type, DEFAULT_RESOURCES, cache)
     weights: dict[str, int] = {}
     for name, weight in specs:
         weights[name] = weight
-    return NodeResourceTopologyMatchArgs(scoring_type, tuple(weights.items()))
-
-
-def _not_implemented(field: str) -> PluginArgsError:
-    return PluginArgsError(NAME, field, NOT_IMPLEMENTED)
+    return NodeResourceTopologyMatchArgs(scoring_type, tuple(weights.items()), cache)

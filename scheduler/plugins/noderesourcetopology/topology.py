@@ -164,3 +164,11 @@ def _costs(zone: Mapping[str, Any]) -> dict[int, int]:
             continue
         out[ident] = int(cost.get("value") or 0)
     return out
+
+
+def parse_topology(nrt: Mapping[str, Any]) -> tuple[TopologyManagerConfig, list[NUMANode]] | None:
+    """(configuration, NUMA nodes) of an object, or None when upstream's client could not decode it."""
+    try:
+        return topology_manager_config(nrt), numa_nodes(nrt)
+    except UnreadableTopology:
+        return None

@@ -59,7 +59,24 @@ def nrt_profile(name: str, strategy: str) -> dict[str, Any]:
     }
 
 
-PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()]
+# The overreserve cache: a resync every 2 s. Its profile's cache lists the NodeResourceTopologies when
+# the scheduler starts (upstream's does, and keeps no object created later), so the burst case's
+# object is published before both schedulers start.
+CACHED = "nrt-cache"
+RESYNC_SECONDS = 2
+
+
+def cached_profile() -> dict[str, Any]:
+    profile = nrt_profile(CACHED, "LeastAllocated")
+    # The cache hears of placements at Reserve (and Unreserve): the plugin is enabled there too.
+    profile["plugins"]["reserve"] = {"enabled": [{"name": PLUGIN}]}
+    profile["plugins"]["postBind"] = {"enabled": [{"name": PLUGIN}]}
+    profile["pluginConfig"][0]["args"]["cacheResyncPeriodSeconds"] = RESYNC_SECONDS
+    return profile
+
+
+PASSTHROUGH_PROFILES = [nrt_profile(name, strategy) for name, strategy in STRATEGIES.items()]
+PROFILES = [*PASSTHROUGH_PROFILES, cached_profile()]
 NS = "numa"
 
 # scheduler-plugins v0.34.7 embeds kube-scheduler v1.34's DynamicResources, whose PostFilter begins most
@@ -94,7 +111,8 @@ class Side:
 def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
     """Without the CRD: scheduler-plugins' scheduler waits for its NodeResourceTopology informer to sync
     before scheduling anything (kube-scheduler waits on its dynamic informers), so it never gets ready
-    and a pending pod of its own stays pending; py-scheduler exits at start-up naming the CRD."""
+    and a pending pod of its own stays pending; py-scheduler exits at start-up naming the CRD. (With
+    the overreserve cache, scheduler-plugins' exits too: the cache lists the objects when made.)"""
     peer.core.create_namespace({"metadata": {"name": "no-crd"}}, _preload_content=False)
     wait_for(
         lambda: peer.core.list_namespaced_service_account("no-crd", _preload_content=False).status == 200,
@@ -105,7 +123,7 @@ def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
     body["spec"]["schedulerName"] = LEAST
     create_nodes(peer.api, [make_node("no-crd-0", cpu="8", memory="32Gi")])
     peer.core.create_namespaced_pod("no-crd", body=body, _preload_content=False)
-    config = peer.cp.write_kube_scheduler_config(profiles=PROFILES)
+    config = peer.cp.write_kube_scheduler_config(profiles=PASSTHROUGH_PROFILES)
     with pytest.raises(ControlPlaneError) as failed:
         peer.cp.start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER, timeout=15)
     assert "exited before" not in str(failed.value), f"scheduler-plugins exited: {failed.value}"
@@ -117,7 +135,7 @@ def check_without_crd(peer: Side, ours: Side, workdir: Path) -> None:
         ours.cp.kubeconfig,
         workdir,
         name="py-scheduler-no-crd",
-        config=scheduler_config(scheduler_name=LEAST, extra={"profiles": PROFILES}),
+        config=scheduler_config(scheduler_name=LEAST, extra={"profiles": PASSTHROUGH_PROFILES}),
     ).start()
     assert proc.proc is not None
     try:
@@ -141,6 +159,8 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
         check_without_crd(peer, ours, tmp_path_factory.mktemp("no-crd"))
         for side in (peer, ours):
             side.install_crd()
+        for cached_node in ("burst-0", "foreign-0"):
+            publish((peer, ours), nrt(cached_node, [zone(0, "8", "16Gi"), zone(1, "8", "16Gi")]))
         config = planes[0].write_kube_scheduler_config(profiles=PROFILES)
         handle = planes[0].start_kube_scheduler(config_path=config, binary=PEER_SCHEDULER)
         stops.append(lambda: handle.stop(grace=5.0))
@@ -466,6 +486,89 @@ def test_stale_nrt(sides: tuple[Side, Side]) -> None:
             return outcome(side, "s-six") == ("bound", "stale-0")
 
         wait_for(woken, 60, f"{side.label}: s-six woken")
+
+
+def set_running(sides: tuple[Side, Side], names: list[str]) -> None:
+    """What the kubelet would report of the pods once started (there is no kubelet here)."""
+    for side in sides:
+        for name in names:
+            side.core.patch_namespaced_pod_status(name, NS, {"status": {"phase": "Running"}})
+
+
+def delete_pod(sides: tuple[Side, Side], name: str) -> None:
+    for side in sides:
+        side.core.delete_namespaced_pod(name, NS, grace_period_seconds=0, _preload_content=False)
+    for side in sides:
+        wait_for(lambda side=side: outcome(side, name) == ("gone", ""), 30, f"{side.label}: {name} gone")  # type: ignore[misc]
+
+
+def test_overreserve_burst_and_resync(sides: tuple[Side, Side]) -> None:
+    """cacheResyncPeriodSeconds > 0: pods bound before the agent republishes are charged to every NUMA
+    zone, so the third 4-cpu pod onto two zones of 8 is refused (the passthrough cache admits three onto
+    one zone, test_stale_nrt). The agent then publishes what is left with the pods' fingerprint: a
+    wrong one keeps the node's charges (an 8-cpu pod is refused), the right one (computed by
+    py-scheduler's own podfingerprint, so accepted by both only if it is the Go library's) resyncs
+    both caches, and the 8-cpu pod fits zone 1."""
+    from scheduler.plugins.noderesourcetopology import podfingerprint
+
+    nodes(sides, "burst", 1, cpu="32")
+    for i in range(2):
+        assert submit(sides, guaranteed(f"b{i}", "4"), "burst", CACHED) == ("bound", "burst-0")
+    pending_with(submit(sides, guaranteed("b2", "4"), "burst", CACHED), "cannot align container")
+    refused = debug_record(sides[1], "b2")
+    assert [m for m in refused["nearestMisses"] if m["plugin"] == PLUGIN] == [
+        {
+            "node": "burst-0",
+            "plugin": "NodeResourceTopologyMatch",
+            "detail": "cannot align container: container c: cpu 4 fits no single NUMA node (node-0 has 0, "
+            "node-1 has 0) (NUMA view reserved-over: numa/b0, numa/b1 charged to every NUMA zone since "
+            "the agent last published)",
+        }
+    ]
+    delete_pod(sides, "b2")
+    set_running(sides, ["b0", "b1"])
+    left = [zone(0, "0", "14Gi"), zone(1, "8", "16Gi")]
+
+    def with_fingerprint(pods: list[tuple[str, str]]) -> dict[str, Any]:
+        attr = {"name": podfingerprint.ATTRIBUTE, "value": podfingerprint.sign(pods)}
+        return nrt("burst-0", left, attributes=[attr])
+
+    publish(sides, with_fingerprint([(NS, "b0")]))
+    time.sleep(3 * RESYNC_SECONDS)
+    pending_with(submit(sides, guaranteed("b-wrong", "8"), "burst", CACHED), "cannot align container")
+    delete_pod(sides, "b-wrong")
+    publish(sides, with_fingerprint([(NS, "b0"), (NS, "b1")]))
+    time.sleep(3 * RESYNC_SECONDS)
+    assert submit(sides, guaranteed("b-eight", "8"), "burst", CACHED) == ("bound", "burst-0")
+    assert debug_record(sides[1], "b-eight")["nodeNotes"] == [
+        "NodeResourceTopologyMatch: container c on NUMA node-1"
+    ]
+
+
+def test_overreserve_foreign_pod_until_resync(sides: tuple[Side, Side]) -> None:
+    """A pod placed by no profile with the overreserve cache (here: bound by its spec.nodeName) makes
+    its node untrusted by that profile's cache on both schedulers (`invalid node topology data`) until
+    the agent publishes with a fingerprint that counts it; then the node takes pods again."""
+    from scheduler.plugins.noderesourcetopology import podfingerprint
+
+    nodes(sides, "foreign", 1, cpu="32")
+    intruder = guaranteed("intruder", "1")
+    intruder["spec"]["nodeName"] = "foreign-0"
+    for side in sides:
+        side.core.create_namespaced_pod(NS, body=intruder, _preload_content=False)
+    set_running(sides, ["intruder"])
+    time.sleep(1.0)
+    pending_with(submit(sides, guaranteed("f-one", "1"), "foreign", CACHED), "invalid node topology data")
+    refused = debug_record(sides[1], "f-one")
+    assert [m["detail"] for m in refused["nearestMisses"] if m["plugin"] == PLUGIN] == [
+        "invalid node topology data: pods of other schedulers were bound here since the agent last "
+        "published (dirty until the cache resyncs)"
+    ]
+    delete_pod(sides, "f-one")
+    attr = {"name": podfingerprint.ATTRIBUTE, "value": podfingerprint.sign([(NS, "intruder")])}
+    publish(sides, nrt("foreign-0", [zone(0, "7", "15Gi"), zone(1, "8", "16Gi")], attributes=[attr]))
+    time.sleep(3 * RESYNC_SECONDS)
+    assert submit(sides, guaranteed("f-two", "1"), "foreign", CACHED) == ("bound", "foreign-0")
 
 
 # Two nodes per strategy whose scores differ, so the best is unique: "-a" has NUMA nodes of 4 cpu and

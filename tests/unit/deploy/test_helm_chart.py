@@ -373,6 +373,8 @@ POLICY_PROFILES: list[dict[str, Any]] = [
         "plugins": {
             "filter": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
             "score": {"enabled": [{"name": "NodeResourceTopologyMatch", "weight": 2}]},
+            "reserve": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
+            "postBind": {"enabled": [{"name": "NodeResourceTopologyMatch"}]},
         },
         "pluginConfig": [
             {
@@ -381,7 +383,81 @@ POLICY_PROFILES: list[dict[str, Any]] = [
                     "scoringStrategy": {
                         "type": "LeastNUMANodes",
                         "resources": [{"name": "cpu", "weight": 2}, {"name": "memory", "weight": 1}],
-                    }
+                    },
+                    "cacheResyncPeriodSeconds": 5,
+                    "discardReservedNodes": False,
+                    "cache": {
+                        "foreignPodsDetect": "OnlyExclusiveResources",
+                        "resyncMethod": "OnlyExclusiveResources",
+                        "informerMode": "Shared",
+                        "resyncScope": "OnlyResources",
+                    },
+                },
+            }
+        ],
+    },
+    # The load-aware policies, in the order of their keys.
+    {
+        "schedulerName": "pysched-load-variation",
+        "plugins": {"score": {"enabled": [{"name": "LoadVariationRiskBalancing", "weight": 3}]}},
+        "pluginConfig": [
+            {
+                "name": "LoadVariationRiskBalancing",
+                "args": {
+                    # The watcher service wins over the metric provider when both are set.
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "http://prometheus.monitoring:9090",
+                        "token": "t2",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "safeVarianceMargin": 2,
+                    "safeVarianceSensitivity": 0.5,
+                },
+            }
+        ],
+    },
+    {
+        "schedulerName": "pysched-low-risk",
+        "plugins": {
+            "score": {"enabled": [{"name": "LowRiskOverCommitment", "weight": 4}]},
+            "preScore": {"enabled": [{"name": "LowRiskOverCommitment"}]},
+        },
+        "pluginConfig": [
+            {
+                "name": "LowRiskOverCommitment",
+                "args": {
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "https://prometheus.monitoring:9091",
+                        "token": "t0ken",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "smoothingWindowSize": 3,
+                    "riskLimitWeights": {"cpu": 0.3, "memory": 0.7},
+                },
+            }
+        ],
+    },
+    {
+        "schedulerName": "pysched-target-load",
+        "plugins": {"score": {"enabled": [{"name": "TargetLoadPacking", "weight": 2}]}},
+        "pluginConfig": [
+            {
+                "name": "TargetLoadPacking",
+                "args": {
+                    "metricProvider": {
+                        "type": "Prometheus",
+                        "address": "http://prometheus.monitoring:9090",
+                        "token": "t1",
+                        "insecureSkipVerify": False,
+                    },
+                    "watcherAddress": "http://load-watcher.monitoring:2020",
+                    "targetUtilization": 60,
+                    "defaultRequests": {"cpu": "500m"},
+                    "defaultRequestsMultiplier": "2",
                 },
             }
         ],
@@ -398,7 +474,15 @@ def test_each_policy_alone_renders_its_profile_and_its_args_reach_the_plugin(tmp
     from scheduler.config import load_config
     from scheduler.plugins.registry import IN_TREE_REGISTRY
 
-    policies = {"capacityScheduling": 0, "preemptionToleration": 1, "nodeResourcesAllocatable": 2}
+    policies = {
+        "capacityScheduling": 0,
+        "preemptionToleration": 1,
+        "nodeResourcesAllocatable": 2,
+        "nodeResourceTopologyMatch": 3,
+        "loadVariationRiskBalancing": 4,
+        "lowRiskOverCommitment": 5,
+        "targetLoadPacking": 6,
+    }
     for policy, index in policies.items():
         values = tmp_path / f"{policy}.yaml"
         all_policies = yaml.safe_load(ALL_VALUES.read_text())["policies"]
@@ -412,6 +496,21 @@ def test_each_policy_alone_renders_its_profile_and_its_args_reach_the_plugin(tmp
             "py-scheduler",
             POLICY_PROFILES[index]["schedulerName"],
         ]
+
+
+def test_load_aware_policy_refuses_providers_it_cannot_read(tmp_path: Path) -> None:
+    values = tmp_path / "bad.yaml"
+    values.write_text(
+        yaml.safe_dump(
+            {
+                "policies": {
+                    "targetLoadPacking": {"enabled": True, "args": {"metricProvider": {"type": "SignalFx"}}}
+                }
+            }
+        )
+    )
+    with pytest.raises(HelmError, match="type"):
+        template(values_files=[values])
 
 
 def test_bad_policy_args_are_refused_by_the_schema(tmp_path: Path) -> None:
@@ -442,6 +541,9 @@ def test_all_values_config_loads_with_its_extenders(everything: list[dict[str, A
         "pysched-toleration",
         "pysched-allocatable",
         "pysched-numa",
+        "pysched-load-variation",
+        "pysched-low-risk",
+        "pysched-target-load",
     ]
     assert loaded.leader_election.resource_name == "pysched-lease"
     assert len(loaded.extenders) == len(config["extenders"])
@@ -626,8 +728,12 @@ def test_numa_policy_renders_its_profile_and_its_args_reach_the_plugin(tmp_path:
 
 @pytest.mark.parametrize(
     "args",
-    [{"scoringStrategy": {"type": "MostAlocated"}}, {"cacheResyncPeriodSeconds": 5}],
-    ids=["unknown strategy", "cache setting"],
+    [
+        {"scoringStrategy": {"type": "MostAlocated"}},
+        {"cacheResyncPeriodSeconds": 5, "cache": {"resyncMethod": "Sometimes"}},
+        {"cache": {"bogus": "All"}},
+    ],
+    ids=["unknown strategy", "unknown cache value", "unknown cache field"],
 )
 def test_bad_numa_args_are_refused_by_the_schema(tmp_path: Path, args: dict[str, Any]) -> None:
     values = tmp_path / "bad.yaml"
@@ -636,6 +742,38 @@ def test_bad_numa_args_are_refused_by_the_schema(tmp_path: Path, args: dict[str,
     )
     with pytest.raises(HelmError):
         template(values_files=[values])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"cacheResyncPeriodSeconds": 5, "cache": {"informerMode": "Shared", "foreignPodsDetect": "None"}},
+        {"discardReservedNodes": True},
+    ],
+    ids=["overreserve", "discard reserved"],
+)
+def test_numa_reserve_side_cache_enables_reserve_and_post_bind(tmp_path: Path, args: dict[str, Any]) -> None:
+    from scheduler.config import load_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    values = tmp_path / "cache.yaml"
+    values.write_text(
+        yaml.safe_dump({"policies": {"nodeResourceTopologyMatch": {"enabled": True, "args": args}}})
+    )
+    profile = scheduler_config(template(values_files=[values]))["profiles"][-1]
+    numa = [{"name": "NodeResourceTopologyMatch"}]
+    assert profile["plugins"]["reserve"] == {"enabled": numa}
+    assert profile["plugins"]["postBind"] == {"enabled": numa}
+    rendered = profile["pluginConfig"][0]["args"]
+    for key, value in args.items():
+        if isinstance(value, dict):
+            assert {k: rendered[key][k] for k in value} == value
+        else:
+            assert rendered[key] == value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(scheduler_config(template(values_files=[values]))))
+    loaded = load_config(path, registry=IN_TREE_REGISTRY)
+    assert [p.scheduler_name for p in loaded.profiles][-1] == "py-scheduler-numa"
 
 
 def test_numa_crd_and_read_access(tmp_path: Path, default: list[dict[str, Any]]) -> None:

@@ -701,3 +701,40 @@ def test_chosen_node_notes_say_which_numa_node_each_container_fits() -> None:
         {"attempt": 1, "time": 0, "outcome": "Bound", "node": "numa-0", "nodeNotes": notes}
     )
     assert f"  On numa-0: {notes[0]}" in lines
+
+
+def test_load_aware_measured_load_is_recorded_and_rendered() -> None:
+    """Explain shows each top node's measured load as a Trimaran plugin read it; simulate has no metrics
+    source, so each node shows the fallback."""
+    from scheduler.config import parse_config
+    from scheduler.explain.render import render_attempt
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": "default-scheduler",
+                    "plugins": {"score": {"enabled": [{"name": "TargetLoadPacking", "weight": 1}]}},
+                    "pluginConfig": [
+                        {"name": "TargetLoadPacking", "args": {"watcherAddress": "http://load-watcher:2020"}}
+                    ],
+                }
+            ],
+        }
+    )
+    nodes = [make_node("a", cpu="2"), make_node("b", cpu="4"), make_node("c", cpu="8"), make_node("d")]
+    sim = Simulation(config, IN_TREE_REGISTRY, {"nodes": nodes})
+    (placed,) = sim.place_all([make_pod("p", cpu="1")])
+    assert placed.record is not None
+    load = placed.record.to_json()["measuredLoad"]
+    shown = {s.node for s in placed.record.scores}
+    assert set(load) == shown and len(shown) == 3  # the top nodes only
+    assert all(
+        entry["fallback"] == "no_sample" and entry["sampleAgeSeconds"] is None for entry in load.values()
+    )
+    text = "\n".join(render_attempt(placed.record.to_json()))
+    assert "Measured load (none):" in text
+    assert "fallback: no_sample" in text

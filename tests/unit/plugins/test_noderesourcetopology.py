@@ -697,24 +697,6 @@ def test_args_defaults_and_validation() -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "field"),
-    [
-        ({"cacheResyncPeriodSeconds": 5}, "cacheResyncPeriodSeconds"),
-        ({"discardReservedNodes": True}, "discardReservedNodes"),
-        ({"cache": {"foreignPodsDetect": "None"}}, "cache.foreignPodsDetect"),
-        ({"cache": {"resyncMethod": "All"}}, "cache.resyncMethod"),
-        ({"cache": {"informerMode": "Shared"}}, "cache.informerMode"),
-        ({"cache": {"resyncScope": "OnlyResources"}}, "cache.resyncScope"),
-    ],
-)
-def test_args_cache_modes_not_implemented_are_refused(args: dict[str, Any], field: str) -> None:
-    with pytest.raises(PluginArgsError) as err:
-        parse_args(args)
-    assert err.value.field == field
-    assert str(err.value).startswith(f"NodeResourceTopologyMatch: {field}: not supported")
-
-
-@pytest.mark.parametrize(
     ("pod", "want"),
     [
         (limited({CPU: "1", MEMORY: "1Gi"}), GUARANTEED),

@@ -225,8 +225,8 @@ def test_dra_caches_follow_slices_and_claims() -> None:
 
     def agree(p: PodInfo) -> dict[str, Any]:
         got = _filter_all(pl, p, nodes)
-        fresh, _ = _dra([], [])
-        fresh.claims, fresh.slices, fresh.classes = pl.claims, pl.slices, pl.classes
+        # A plugin built now on the same listers: no memo or cache from earlier pods.
+        fresh = DynamicResources({}, fh)
         assert _filter_all(fresh, p, nodes) == got
         return got
 
@@ -439,8 +439,7 @@ def test_allocation_memo_matches_fresh_allocations(seed: int) -> None:
     nodes, slices = _random_dra_cluster(rng)
     claims = [_random_claim(rng, f"c{i}") for i in range(8)]
     remembering, fh = _dra(claims, slices)
-    fresh, _ = _dra([], [])
-    fresh.claims, fresh.slices, fresh.classes = remembering.claims, remembering.slices, remembering.classes
+    fresh = DynamicResources({}, fh)
     fresh.allocation_memo = None  # type: ignore[assignment]  # allocates on every node, every time
     memo = remembering.allocation_memo
     found = memo.get

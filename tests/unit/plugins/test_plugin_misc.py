@@ -194,6 +194,9 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
         PostBindPlugin,
         EnqueueExtensions,
     ),
+    names.TARGET_LOAD_PACKING: (ScorePlugin,),
+    names.LOAD_VARIATION_RISK_BALANCING: (ScorePlugin,),
+    names.LOW_RISK_OVER_COMMITMENT: (PreScorePlugin, ScorePlugin),
     names.GANG_SCHEDULING: (
         PreEnqueuePlugin,
         PreFilterPlugin,
@@ -213,9 +216,23 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
 }
 
 
+# Plugins that cannot be built without args: py-scheduler has no default source of measured load.
+REQUIRED_ARGS: dict[str, dict[str, Any]] = {
+    name: {"watcherAddress": "http://load-watcher:2020"}
+    for name in (
+        names.TARGET_LOAD_PACKING,
+        names.LOAD_VARIATION_RISK_BALANCING,
+        names.LOW_RISK_OVER_COMMITMENT,
+    )
+}
+
+
 @pytest.mark.parametrize("name", sorted(IN_TREE_REGISTRY))
 def test_registry_builds_every_plugin_with_empty_args(name: str) -> None:
-    plugin = IN_TREE_REGISTRY[name]({}, FakeHandle())
+    if name in REQUIRED_ARGS:
+        with pytest.raises(PluginArgsError, match=f"^{name}: metricProvider.type: Unsupported value"):
+            IN_TREE_REGISTRY[name]({}, FakeHandle())
+    plugin = IN_TREE_REGISTRY[name](REQUIRED_ARGS.get(name, {}), FakeHandle())
     assert plugin.name == name
     for point in EXPECTED_POINTS[name]:
         assert isinstance(plugin, point), point
@@ -265,16 +282,19 @@ def test_default_multipoint_matches_upstream_order_and_weights() -> None:
         ("ImageLocality", 1),
         ("DefaultBinder", 0),
     ]
-    # Coscheduling, CapacityScheduling, PreemptionToleration, NodeResourcesAllocatable and
-    # NodeResourceTopologyMatch are out of tree upstream (scheduler-plugins): registered, never on by
-    # default. GangScheduling (GenericWorkload, beta) and NodeDeclaredFeatures (GA) are appended by
-    # applyFeatureGates.
+    # Coscheduling, CapacityScheduling, PreemptionToleration, NodeResourcesAllocatable,
+    # NodeResourceTopologyMatch and the Trimaran plugins are out of tree upstream (scheduler-plugins):
+    # registered, never on by default. GangScheduling (GenericWorkload, beta) and NodeDeclaredFeatures
+    # (GA) are appended by applyFeatureGates.
     assert {name for name, _ in DEFAULT_MULTIPOINT} == set(IN_TREE_REGISTRY) - {
         names.COSCHEDULING,
         names.CAPACITY_SCHEDULING,
         names.PREEMPTION_TOLERATION,
         names.NODE_RESOURCES_ALLOCATABLE,
         names.NODE_RESOURCE_TOPOLOGY_MATCH,
+        names.TARGET_LOAD_PACKING,
+        names.LOAD_VARIATION_RISK_BALANCING,
+        names.LOW_RISK_OVER_COMMITMENT,
         names.GANG_SCHEDULING,
         names.NODE_DECLARED_FEATURES,
     }

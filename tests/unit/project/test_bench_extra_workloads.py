@@ -99,3 +99,66 @@ def test_extender_check_catches_pods_on_filtered_out_nodes() -> None:
     assert prereqs.verify(None, workload, pods, workload.nodes) == [  # type: ignore[arg-type]
         "1 pods on nodes the extender filters out"
     ]
+
+
+def test_steady_state_dra_pods_take_claims_from_the_template_the_controller_needs() -> None:
+    workload = workloads.build(workloads.DRA_STEADY, quick=True)
+    templates = [o for o in workload.objects if o.body["kind"] == "ResourceClaimTemplate"]
+    assert [t.body["metadata"]["name"] for t in templates] == [workloads.CLAIM_TEMPLATE]
+    assert f"/namespaces/{workloads.MEASURED_NAMESPACE}/" in templates[0].path
+    for pod in workload.pods:
+        assert pod["spec"]["resourceClaims"] == [
+            {"name": "resource", "resourceClaimTemplateName": workloads.CLAIM_TEMPLATE}
+        ]
+    assert workload.controllers == ("resourceclaim-controller",)
+    assert workload.steady_in_flight == 10 and workload.watch_claims
+    devices = sum(
+        len(o.body["spec"]["devices"]) for o in workload.objects if o.body["kind"] == "ResourceSlice"
+    )
+    assert devices > len(workload.init_pods)  # room for the steady pods
+
+
+def _claim_event(uid: str, pool: str, device: str | None, pod: str | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if device is not None:
+        result = {"driver": workloads.DRA_DRIVER, "pool": pool, "device": device, "request": "req-0"}
+        status["allocation"] = {"devices": {"results": [result]}}
+    if pod:
+        status["reservedFor"] = [{"resource": "pods", "name": pod, "uid": "u"}]
+    return {"metadata": {"uid": uid, "name": uid, "namespace": "bench"}, "status": status}
+
+
+def test_claim_watch_counts_a_device_taken_while_held_and_frees_it_on_release() -> None:
+    import asyncio
+
+    from bench.claim_watch import ClaimWatch
+
+    async def scenario() -> tuple[int, list[str]]:
+        watch = ClaimWatch(client=None)  # type: ignore[arg-type]  # fed by hand, no API
+        watch._note(_claim_event("a", "n1", "gpu-0", pod="p1"))
+        watch._note(_claim_event("b", "n1", "gpu-0", pod="p2"))  # while a holds it: twice
+        watch._note(_claim_event("a", "n1", None))  # a deallocated
+        watch._release("b")  # b deleted
+        watch._note(_claim_event("c", "n1", "gpu-0", pod="p3"))  # free again: fine
+        watch._note(_claim_event("d", "n2", "gpu-1", pod="p4"))
+        problems = await watch.problems({"p1": "n1", "p3": "n1", "p4": "n1", "p5": "n1"}, timeout=0.01)
+        return watch.twice, problems
+
+    twice, problems = asyncio.run(scenario())
+    assert twice == 1
+    assert problems == [
+        "1 devices allocated while another claim held them",
+        "1 bound pods whose claims the watch never saw allocated for them",
+        "1 pods whose claims were allocated on another node",
+    ]
+
+
+def test_gang_workload_has_a_podgroup_per_gang_and_its_crd() -> None:
+    workload = workloads.build(workloads.GANG, quick=True)
+    groups = {o.body["metadata"]["name"]: o.body["spec"]["minMember"] for o in workload.objects}
+    labelled = {p["metadata"]["labels"][workloads.POD_GROUP_LABEL] for p in workload.pods}
+    assert set(groups) == labelled and set(groups.values()) == {8}
+    assert all(o.body["kind"] == "PodGroup" for o in workload.objects)
+    assert workload.crds == (workloads.PODGROUP_CRD,) and workloads.PODGROUP_CRD.exists()
+    stuck = {name.rsplit("-", 1)[0] for name in workload.expect_unschedulable}
+    assert stuck and all(name.startswith("stuck-") for name in stuck)

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from bench import report, scale, scrape, side_by_side, summary, workloads
+from bench import load, report, scale, scrape, side_by_side, summary, workloads
 from bench.analysis import Placement, RunResult
 from bench.procstat import sample
-from bench.schedulers import CEILING, KUBE, PY
+from bench.schedulers import CEILING, KUBE, PY, SCHED_PLUGINS
 from scheduler import metrics
 
 
@@ -272,3 +272,22 @@ def test_procstat_reads_resident_and_peak_memory() -> None:
     now = sample(os.getpid())
     assert 0 < now.rss_mib <= now.peak_rss_mib
     assert sample(2**22 + 12345) == type(now)(0.0, 0.0)  # no such process
+
+
+def test_the_gang_workload_is_compared_with_scheduler_plugins() -> None:
+    """The gang workload runs py-scheduler against the scheduler-plugins scheduler (kube-scheduler has
+    no Coscheduling): the contestants, the ratios, the verdict and the summary name that peer."""
+    kinds = [KUBE, PY, CEILING]
+    gang = workloads.build(workloads.GANG, quick=True)
+    assert gang.peer == SCHED_PLUGINS and gang.profile == workloads.COSCHEDULING_PROFILE
+    assert side_by_side.contestants_for(workloads.GANG, kinds, gang.peer) == [SCHED_PLUGINS, PY]
+    results = [
+        run(workloads.GANG, SCHED_PLUGINS, 50.0, p99=2000.0, cpu=4.0),
+        run(workloads.GANG, PY, 60.0, p99=1000.0, cpu=2.0),
+    ]
+    assert summary.peer_ratio(results, workloads.GANG, "throughput") == pytest.approx(1.2)
+    text = "\n".join(summary.lines(results))
+    assert "throughput ratio py-scheduler/scheduler-plugins (gang): 1.20" in text
+    assert "cpu ratio py-scheduler/scheduler-plugins (gang): 0.50" in text
+    slower = [run(workloads.GANG, SCHED_PLUGINS, 50.0, p99=500.0), run(workloads.GANG, PY, 40.0, p99=1000.0)]
+    assert load.verdict(slower, workloads.GANG)[0] in ("scheduler-plugins ahead", load.NOT_CALLED)

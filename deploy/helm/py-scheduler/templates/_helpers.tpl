@@ -125,11 +125,32 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if .enabled }}
 {{- $name := "NodeResourceTopologyMatch" }}
 {{- $plugins := dict "filter" (dict "enabled" (list (dict "name" $name))) "score" (dict "enabled" (list (dict "name" $name "weight" .weight))) }}
+{{- /* The reserve-side caches hear of placements at Reserve, Unreserve and PostBind. */}}
+{{- $args := .args | default dict }}
+{{- if or (gt (int (default 0 $args.cacheResyncPeriodSeconds)) 0) $args.discardReservedNodes }}
+{{- $_ := set $plugins "reserve" (dict "enabled" (list (dict "name" $name))) }}
+{{- $_ := set $plugins "postBind" (dict "enabled" (list (dict "name" $name))) }}
+{{- end }}
 {{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
 {{- if .args }}
 {{- $_ := set $profile "pluginConfig" (list (dict "name" $name "args" .args)) }}
 {{- end }}
 {{- $profiles = append $profiles $profile }}
+{{- end }}
+{{- end }}
+{{- range $key, $plugin := dict "targetLoadPacking" "TargetLoadPacking" "loadVariationRiskBalancing" "LoadVariationRiskBalancing" "lowRiskOverCommitment" "LowRiskOverCommitment" }}
+{{- with index $p $key }}
+{{- if .enabled }}
+{{- $plugins := dict "score" (dict "enabled" (list (dict "name" $plugin "weight" .weight))) }}
+{{- if eq $plugin "LowRiskOverCommitment" }}
+{{- $_ := set $plugins "preScore" (dict "enabled" (list (dict "name" $plugin))) }}
+{{- end }}
+{{- $profile := dict "schedulerName" .schedulerName "plugins" $plugins }}
+{{- if .args }}
+{{- $_ := set $profile "pluginConfig" (list (dict "name" $plugin "args" .args)) }}
+{{- end }}
+{{- $profiles = append $profiles $profile }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- toYaml $profiles }}

@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the prometheus command this module builds so that `go mod tidy` keeps its dependencies.
+package tools
+
+import (
+	_ "github.com/prometheus/prometheus/cmd/prometheus"
+)
