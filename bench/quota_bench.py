@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import statistics
 import sys
 import tempfile
@@ -110,7 +111,7 @@ def _install(api: Any, shape: Shape) -> None:
     create_nodes(api, [make_node(f"node-{i}", cpu="4", memory="16Gi") for i in range(shape.nodes)])
 
 
-def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
+def _run(kind: str, shape: Shape, timeout: float, keep_logs: Path | None = None) -> dict[str, Any]:
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-quota-{kind}-") as tmp,
         ControlPlane(
@@ -122,6 +123,9 @@ def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
         contestant: Any
         if kind == PEER:
             contestant = schedulers.SchedulerPluginsScheduler(cp, CAPACITY_PROFILE)
+            if keep_logs is not None:
+                # --v=2 logs each preemption's victims ("Preemptor Pod preempted victim Pod").
+                contestant.extra_args = ["--v=2"]
         else:
             contestant = schedulers.PyScheduler(cp, Path(tmp), profile=CAPACITY_PROFILE)
         contestant.start()
@@ -132,6 +136,15 @@ def _run(kind: str, shape: Shape, timeout: float) -> dict[str, Any]:
             return result
         finally:
             contestant.stop()
+            if keep_logs is not None:
+                _keep_log(kind, Path(contestant.log_path), keep_logs)
+
+
+def _keep_log(kind: str, source: Path, into: Path) -> None:
+    """The scheduler's log beside the run's victims (``--keep-logs``): which preemptor chose whom."""
+    into.mkdir(parents=True, exist_ok=True)
+    if source.exists():
+        shutil.copyfile(source, into / f"{kind}-scheduler.log")
 
 
 def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dict[str, Any]:
@@ -142,6 +155,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
     deleted_by_us: set[tuple[str, str]] = set()
     lock = threading.Lock()
     pool = ThreadPoolExecutor(16)
+    node_of: dict[tuple[str, str], str] = {}
 
     def create(ns: str, name: str) -> None:
         core.create_namespaced_pod(ns, body=_pod(name, scheduler_name), _preload_content=False)
@@ -161,6 +175,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
                 seen.add(key)
                 if p["spec"].get("nodeName"):
                     on_nodes.append(key)
+                    node_of[key] = p["spec"]["nodeName"]
         with lock:
             for key in on_nodes:
                 bound.setdefault(key, now)
@@ -218,6 +233,7 @@ def _measure(api: Any, scheduler_name: str, shape: Shape, timeout: float) -> dic
         "borrow_p99": percentile(borrow_lat, 99) if borrow_lat else float("nan"),
         "owner_p50": statistics.median(owner_lat) if owner_lat else float("nan"),
         "owner_p99": percentile(owner_lat, 99) if owner_lat else float("nan"),
+        "victim_pods": sorted(f"{ns}/{name}@{node_of.get((ns, name), '')}" for ns, name in victims),
         "victims": len(victims),
         "duration": end - start,
     }
@@ -228,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="8 nodes, 4 namespaces, 3 churn rounds")
     parser.add_argument("--only", choices=("py", "peer"))
     parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="DIR",
+        help="keep each scheduler's log and the run's victims (ns/pod@node, as JSON) in DIR",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     shape = Shape(8, 4, 2, 3) if args.quick else Shape(24, 6, 4, 5)
@@ -240,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     results = {}
     for kind in kinds:
         log.info("== quota / %s", kind)
-        results[kind] = _run(kind, shape, args.timeout)
+        results[kind] = _run(kind, shape, args.timeout, args.keep_logs)
+        if args.keep_logs is not None:
+            (args.keep_logs / f"{kind}-victims.json").write_bytes(
+                orjson.dumps(results[kind]["victim_pods"], option=orjson.OPT_INDENT_2)
+            )
     print("| scheduler | borrow pods bound | owner pods bound | pods bound / s | borrow p50 / p99 s "
           "| owner (reclaim) p50 / p99 s | victims | scheduler CPU s |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")

@@ -25,7 +25,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -121,6 +121,8 @@ class KubeScheduler:
     label = KUBE
     scheduler_name = KUBE_SCHEDULER_NAME
     _binary: Path | None = None  # devcluster's kube-scheduler
+    # More flags for the process (quota_bench --keep-logs: --v=2 for the victims of each preemption).
+    extra_args: Sequence[str] = ()
 
     def __init__(self, cp: ControlPlane, extenders: list[dict[str, Any]] | None = None) -> None:
         self._cp = cp
@@ -133,7 +135,9 @@ class KubeScheduler:
     def start(self) -> None:
         """Returns once /readyz answers 200: informers synced and their handlers too (upstream's
         ``sched-handler-sync`` check), as py-scheduler's start waits for its own /readyz."""
-        self._handle = self._cp.start_kube_scheduler(config_path=self._config, binary=self._binary)
+        self._handle = self._cp.start_kube_scheduler(
+            extra_args=self.extra_args, config_path=self._config, binary=self._binary
+        )
         self.log_path = self._handle.log_path
         handle = self._handle
         port = next(a.split("=", 1)[1] for a in handle.argv if a.startswith("--secure-port="))

@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import math
+import shutil
 import sys
 import tempfile
 import time
@@ -294,6 +295,7 @@ def run_one(
     concurrency: int,
     profiler: str | None,
     profile_dir: Path,
+    keep_logs: Path | None = None,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
     load_before = load.read_loadavg()
@@ -379,6 +381,9 @@ def run_one(
                 notes.append(f"extender: {usage['extender_cpu_s']:.1f} CPU s; calls {calls}")
         finally:
             contestant.stop()
+            if keep_logs is not None and contestant.log_path.exists():
+                keep_logs.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(contestant.log_path, keep_logs / f"{workload.name}-{kind}.log")
             if extender is not None:
                 extender.stop()
             if profiler and kind == schedulers.PY:
@@ -476,6 +481,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="DIR",
+        help="keep each run's scheduler log in DIR (<workload>-<kind>.log)",
+    )
     parser.add_argument("--timeout", type=float, default=0.0, help="per-run seconds (default: by size)")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs of basic per scheduler; the median is reported"
@@ -587,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         concurrency=args.concurrency,
                         profiler=args.profile,
                         profile_dir=profile_dir,
+                        keep_logs=args.keep_logs,
                     )
                 )
     settings = {

@@ -26,11 +26,13 @@ def _nominated_node_name(pod: Pod) -> str:
 class Nominator:
     """node name -> nominated pods; each pod is nominated to at most one node."""
 
-    __slots__ = ("_by_node", "_pod_to_node")
+    __slots__ = ("_by_node", "_pod_to_node", "version")
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Pod]] = {}
         self._pod_to_node: dict[str, str] = {}
+        # Bumped on every change, so a reader can keep what it derived from the nominations until then.
+        self.version = 0
 
     def __len__(self) -> int:
         return len(self._pod_to_node)
@@ -48,12 +50,14 @@ class Nominator:
         ident = _ident(pod)
         self._pod_to_node[ident] = node
         self._by_node.setdefault(node, {})[ident] = pod
+        self.version += 1
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         ident = _ident(pod)
         node = self._pod_to_node.pop(ident, None)
         if node is None:
             return
+        self.version += 1
         pods = self._by_node.get(node)
         if pods is not None:
             pods.pop(ident, None)

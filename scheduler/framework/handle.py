@@ -108,6 +108,12 @@ class PreemptionExecutorHandle(Protocol):
         """Evicts ``victims`` from ``node_name`` off the event loop; returns at once."""
         ...
 
+    async def preempt_now(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
+    ) -> Status | None:
+        """Evicts ``victims`` and returns once the informer shows it (synchronous preemption)."""
+        ...
+
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool: ...
 
 

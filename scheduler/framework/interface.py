@@ -14,7 +14,7 @@ Returning ``None`` from a method that returns a Status means Success.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -150,6 +150,28 @@ class BlockingPostFilterPlugin(PostFilterPlugin, Protocol):
     def post_filter_call(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None] | PostFilterCall: ...
+
+
+# What an ``AwaitingPostFilterPlugin`` hands the cycle: a coroutine on the event loop that returns what
+# ``post_filter`` would (nominated node or None, status).
+PostFilterAwaitable = Coroutine[Any, Any, tuple[str | None, Status | None]]
+
+
+@runtime_checkable
+class AwaitingPostFilterPlugin(PostFilterPlugin, Protocol):
+    """A PostFilter plugin whose answer may have to wait on the event loop for what one of the
+    scheduler's components does (CapacityScheduling: the preemption Executor's synchronous preemption,
+    whose writes run in the Executor's threads, and the informer showing them). The scheduling cycle
+    calls ``post_filter_awaitable`` instead of ``post_filter``.
+
+    Without waiting it returns its result, as ``post_filter`` would; otherwise it decides on the loop
+    and returns a coroutine, which the cycle awaits as it awaits a ``BlockingPostFilterPlugin``'s call:
+    the loop keeps serving watches, bindings and timers, the next pod waits (as upstream's scheduleOne
+    does). Between its awaits the coroutine runs on the loop and may read core state."""
+
+    def post_filter_awaitable(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None] | PostFilterAwaitable: ...
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ from scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    AwaitingPostFilterPlugin,
     BatchFilterPlugin,
     BatchScoreExtensions,
     BatchScorePlugin,
@@ -570,7 +571,13 @@ class Framework:
                     plugin.post_filter_with_extenders(run.state, run.pod, run.node_statuses, run.extenders),
                 )
                 return run
-            if isinstance(plugin, BlockingPostFilterPlugin):
+            if isinstance(plugin, AwaitingPostFilterPlugin):
+                awaiting = plugin.post_filter_awaitable(run.state, run.pod, run.node_statuses)
+                if not isinstance(awaiting, tuple):
+                    run.pending = (plugin, began, None, awaiting)
+                    return run
+                answer = awaiting
+            elif isinstance(plugin, BlockingPostFilterPlugin):
                 outcome = plugin.post_filter_call(run.state, run.pod, run.node_statuses)
                 if not isinstance(outcome, tuple):
                     run.pending = (plugin, began, outcome, None)
@@ -1012,7 +1019,8 @@ def implemented_points(plugin: Any) -> set[str]:
 
 class PausedPostFilter:
     """A PostFilter run waiting for one plugin's I/O (``Framework.run_post_filter``): the plugins
-    still to run, the fold so far, and what to await (a blocking call or an extender coroutine)."""
+    still to run, the fold so far, and what to await (a blocking call, or a coroutine: an extender's or an
+    ``AwaitingPostFilterPlugin``'s)."""
 
     __slots__ = ("extenders", "fold", "index", "node_statuses", "pending", "pod", "start", "state")
 

@@ -29,6 +29,15 @@ change when the preemptor is retried, never what it decides:
 * On a failed write the preemptor is activated (upstream) once the informer shows the deletions that
   did succeed, not before: an attempt on a cache that still shows an evicted pod may reprieve it and
   evict another pod of the same priority in its place, one victim too many.
+
+``preempt_now`` is the synchronous preemption of kube-scheduler v1.34's ``prepareCandidate``, which
+scheduler-plugins v0.34.7's CapacityScheduling uses (it builds its Evaluator with async preemption
+off): the PostFilter awaits the victims' writes, then the cleared nominations, and the next pod is
+scheduled only after that, so the next preemptor meets the victims already deleted and this preemptor
+nominated. The writes run in the same writer threads; the awaiting coroutine runs on the loop and
+returns once the informer shows what the API server did (each deleted victim gone, or terminating when
+it has a grace period), as upstream's next cycle sees it: until then the cache would still count the
+victims, and the next preemptor would evict others in their place.
 """
 
 from __future__ import annotations
@@ -61,6 +70,8 @@ EVICTED, GONE, FAILED = "evicted", "gone", "failed"
 SETTLE_TIMEOUT = 10.0
 # How often a failed preemption looks for the informer to have shown its deletions.
 SETTLE_POLL = 0.05
+# How often a synchronous preemption, which holds up the scheduling cycle, looks for the same.
+SYNC_POLL = 0.002
 # The candidate a pod group's preemption names (upstream's cluster-wide domain).
 CLUSTER_DOMAIN = "cluster"
 
@@ -195,6 +206,74 @@ class PreemptionExecutor:
         else:
             self._preempt_all_but_last(loop, key, run)
         return None
+
+    async def preempt_now(
+        self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo], plugin: str
+    ) -> Status | None:
+        """Synchronous preemption (v1.34's ``prepareCandidate``, see the module docstring): every victim
+        in parallel (rejected at Permit, or a DisruptionTarget patch and a delete), then the
+        lower-priority pods nominated to the node lose their nomination. None once done and shown by the
+        informer; an error status when a victim's write failed (the nominations are then left alone)."""
+        loop = asyncio.get_running_loop()
+        run = _Run(preemptor, node_name, time.perf_counter(), victims=list(victims))
+        waiting = self._waiting_pods()
+        writes: list[asyncio.Future[str]] = []
+        to_write: list[PodInfo] = []
+        for victim in victims:
+            held = waiting.get(victim.key)
+            if held is not None:
+                held.reject(plugin, "preempted")
+                self._record_preempted(run, victim, True)
+            else:
+                to_write.append(victim)
+                writes.append(loop.run_in_executor(self._pool, self._preempt_victim_safely, run, victim))
+        if to_write:
+            log.info(
+                "preempting %d pod(s) on node %s for %s: %s",
+                len(to_write),
+                node_name,
+                preemptor.key,
+                ", ".join(v.key for v in to_write),
+            )
+        outcomes = await asyncio.gather(*writes)
+        failed = []
+        for victim, outcome in zip(to_write, outcomes, strict=True):
+            if outcome == FAILED:
+                failed.append(victim.key)
+                continue
+            if outcome == EVICTED:
+                self._record_preempted(run, victim, False)
+            run.deleted.append((victim.key, victim.uid))
+        if failed:
+            await self._shown_by_informer(run)
+            return Status.as_error(f"preempting {', '.join(failed)} for {preemptor.key} failed")
+        metrics.PREEMPTION_VICTIMS.observe(len(victims))
+        lower = [
+            p for p in self._nominations.nominated_pods_for_node(node_name) if p.priority < preemptor.priority
+        ]
+        for nominated in lower:
+            self._nominations.clear_nomination(nominated.pod)
+        lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
+        if lower_pods:
+            # As upstream, a failed clear is logged and the preemption still succeeds.
+            await loop.run_in_executor(self._pool, self._clear_nominations_blocking, lower_pods)
+        await self._shown_by_informer(run)
+        return None
+
+    async def _shown_by_informer(self, run: _Run) -> None:
+        """Wait (polling the cache, at most ``settle_timeout``) until no acknowledged deletion of ``run``
+        is still shown as a running pod."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._settle_timeout
+        while self._deleted_victim_remains(run):
+            if loop.time() >= deadline:
+                log.warning(
+                    "preemption for %s: the informer has not shown every victim's deletion after %.0fs",
+                    run.preemptor.key,
+                    self._settle_timeout,
+                )
+                return
+            await asyncio.sleep(SYNC_POLL)
 
     def actuate_group(
         self,
@@ -395,6 +474,10 @@ class PreemptionExecutor:
         run: _Run,
         lower_nominated: Sequence[Mapping[str, Any]],
     ) -> None:
+        ok = self._clear_nominations_blocking(lower_nominated)
+        _report(loop, self._nominations_cleared, loop, key, run, ok)
+
+    def _clear_nominations_blocking(self, lower_nominated: Sequence[Mapping[str, Any]]) -> bool:
         ok = True
         for pod in lower_nominated:
             meta = object_meta(pod)
@@ -406,15 +489,18 @@ class PreemptionExecutor:
             except Exception:
                 log.exception("clearing the nomination of %s crashed", meta.get("name"))
                 ok = False
-        _report(loop, self._nominations_cleared, loop, key, run, ok)
+        return ok
 
     def _write_victim(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, victim: PodInfo) -> None:
+        outcome = self._preempt_victim_safely(run, victim)
+        _report(loop, self._victim_written, loop, key, run, victim, outcome)
+
+    def _preempt_victim_safely(self, run: _Run, victim: PodInfo) -> str:
         try:
-            outcome = self._preempt_victim(run, victim)
+            return self._preempt_victim(run, victim)
         except Exception:
             log.exception("preempting %s for %s crashed", victim.key, run.preemptor.key)
-            outcome = FAILED
-        _report(loop, self._victim_written, loop, key, run, victim, outcome)
+            return FAILED
 
     def _preempt_victim(self, run: _Run, victim: PodInfo) -> str:
         """Patch DisruptionTarget, then delete: EVICTED, GONE (already deleted, or replaced by a

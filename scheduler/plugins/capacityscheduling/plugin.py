@@ -10,7 +10,11 @@ A namespace's ``scheduling.x-k8s.io/v1alpha1`` ElasticQuota gives ``spec.min`` (
   min only on capacity other quotas leave idle. A pod in a namespace without a quota passes.
 * PreFilterExtensions (AddPod/RemovePod): keep the cycle's copy of the quotas right in what-if runs.
 * PostFilter: preemption on the scheduler's DefaultPreemption machinery (``scheduler.preemption``:
-  candidates, PDBs, nominated node, victim writes) with upstream's ``preemptor``: every node is a
+  candidates, PDBs, nominated node, victim writes), synchronous as upstream's (its Evaluator has async
+  preemption off): the cycle awaits the victims' deletion (``AwaitingPostFilterPlugin``, the Executor's
+  ``preempt_now``) until the informer shows it, so the next preemptor, of this quota or another, meets
+  the victims gone from the nodes and the quotas and this pod nominated, and evicts no more than it
+  needs. With upstream's ``preemptor``: every node is a
   candidate (offset 0), eligibility looks at terminating pods by quota, and ``select_victims_on_node``
   picks victims by quota: a preemptor whose quota would go over its min with this pod evicts only
   lower-priority pods of its own namespace; one within its min evicts pods of other quotas that use
@@ -42,12 +46,13 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     PodInfo,
+    PostFilterAwaitable,
     PreFilterResult,
     QueueingHint,
     Resource,
     Status,
 )
-from scheduler.framework.handle import PreemptionHandle
+from scheduler.framework.handle import PreemptionExecutorHandle, PreemptionHandle
 from scheduler.framework.listers import WatchedLister
 from scheduler.framework.objects import namespace_of, object_meta, pod_status
 from scheduler.plugins import names
@@ -65,7 +70,7 @@ from scheduler.plugins.capacityscheduling.quota_cache import (
 )
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
-from scheduler.preemption.evaluator import Evaluator
+from scheduler.preemption.evaluator import Candidate, Evaluator, select_candidate
 from scheduler.preemption.gosort import sort_slice
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.pods import by_pod_importance, more_important_as_go_sees_it
@@ -79,7 +84,6 @@ NOT_ELIGIBLE_NEVER_MSG = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_STATE_MSG = "not eligible due to failed to read from cycleState"
 NOT_ELIGIBLE_TERMINATING_MSG = "not eligible due to a terminating pod on the nominated node."
 GLOBAL_QUOTA_MAX_EXCEEDED_MSG = "global quota max exceeded"
-WAITING_MSG = "waiting for the preemption for this pod to be finished"
 
 
 def over_max_message(pod: PodInfo, quota_namespace: str) -> str:
@@ -146,6 +150,7 @@ class CapacityScheduling:
         self.handle = cast(PreemptionHandle, handle)
         self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
         pods = handle.lister(PODS)
+        self._pods = pods
         quotas = handle.lister(ELASTIC_QUOTAS)
         self.cache = QuotaCache(pods.list)
         if isinstance(quotas, WatchedLister):
@@ -209,29 +214,59 @@ class CapacityScheduling:
         return None
 
     # --- PostFilter -----------------------------------------------------------------------------
-    def post_filter(
+    def post_filter_awaitable(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
-    ) -> tuple[str | None, Status | None]:
+    ) -> tuple[str | None, Status | None] | PostFilterAwaitable:
+        """Upstream's ``Evaluator.Preempt`` with synchronous preemption: the decision on the loop now,
+        and, when there are victims to evict, a coroutine the cycle awaits while they are deleted."""
         metrics.PREEMPTION_ATTEMPTS.inc()
         evaluator = Evaluator(
             self.name,
             lambda: self.handle.snapshot,
             QuotaPreemptor(self.handle, state),
             self._pdbs,
-            lambda: self.handle.preemption_executor,
+            lambda: None,
         )
-        return evaluator.preempt(state, pod, node_statuses)
+        found = evaluator.candidates(state, pod, node_statuses)
+        if isinstance(found, tuple):
+            return found
+        best = select_candidate(found)
+        if best is None or not best.name:
+            return None, Status(Code.Unschedulable, ["no candidate node for preemption"])
+        executor = getattr(self.handle, "preemption_executor", None)
+        if executor is None:
+            # Without the scheduler's Executor (a plugin test): the decision alone.
+            return best.name, None
+        return self._preempt(executor, pod, best)
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None]:
+        """The scheduling cycle calls ``post_filter_awaitable``; a caller without the event loop gets
+        the decision when there is nothing to evict, and an error rather than a preemption it cannot
+        await."""
+        outcome = self.post_filter_awaitable(state, pod, node_statuses)
+        if isinstance(outcome, tuple):
+            return outcome
+        outcome.close()
+        return None, Status.as_error(f"{self.name} preempts only within the scheduling cycle")
+
+    async def _preempt(
+        self, executor: PreemptionExecutorHandle, pod: PodInfo, best: Candidate
+    ) -> tuple[str | None, Status | None]:
+        status = await executor.preempt_now(pod, best.name, best.victims, self.name)
+        if status is not None:
+            return None, status
+        # The informer showed the deletions; its quota handler may run a moment after the cache's:
+        # count them now (idempotent), so the next pod's PreFilter meets the freed quota.
+        for victim in best.victims:
+            current = self._pods.get(victim.name, victim.namespace)
+            if current is None or object_meta(current).get("uid") != victim.uid:
+                self.cache.delete_pod(victim.pod)
+        return best.name, None
 
     def _pdbs(self) -> list[PodDisruptionBudget]:
         return parse_pdbs(self._pdb_lister.list())
-
-    def pre_enqueue(self, pod: PodInfo) -> Status | None:
-        """Ours (upstream preempts synchronously, within PostFilter): while this pod's victims are being
-        evicted off the loop it stays out of activeQ, as DefaultPreemption's PreEnqueue holds it."""
-        executor = getattr(self.handle, "preemption_executor", None)
-        if executor is not None and executor.is_pod_running_preemption(pod.pod):
-            return Status(Code.UnschedulableAndUnresolvable, [WAITING_MSG])
-        return None
 
     # --- Reserve --------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

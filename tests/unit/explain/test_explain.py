@@ -573,6 +573,68 @@ def test_capacity_scheduling_rejection_and_allocatable_scores_are_recorded() -> 
     assert any("NodeResourcesAllocatable" in str(entry) for entry in as_json)
 
 
+async def test_preemption_toleration_verdict_says_why_no_pod_is_a_victim(make_env: MakeEnv) -> None:
+    """Explain shows PreemptionToleration's PostFilter verdict: inside its PriorityClass's toleration
+    window the only lower-priority pod is no victim ("No victims found on node ...", no nomination);
+    once the window has passed the same preemptor is nominated to evict it."""
+    from scheduler.client.events import rfc3339
+    from scheduler.plugins.preemptiontoleration import PreemptionToleration
+
+    profile = {
+        "schedulerName": "py-scheduler",
+        "plugins": {
+            "postFilter": {
+                "enabled": [{"name": "PreemptionToleration"}],
+                "disabled": [{"name": "DefaultPreemption"}],
+            }
+        },
+    }
+    env = make_env([make_node("n1", cpu="1")], profile=profile)
+    [plugin] = [p for p in env.fwk.plugins.post_filter if isinstance(p, PreemptionToleration)]
+    tolerant = {
+        "metadata": {
+            "name": "tolerant-low",
+            "annotations": {
+                "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "10000",
+                "preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "60",
+            },
+        },
+        "value": 100,
+    }
+    plugin._priority_classes.add(tolerant)  # type: ignore[attr-defined]
+    scheduled = env.clock.now()
+    victim = make_pod("victim", cpu="1", node_name="n1")
+    victim["spec"].update(priority=100, priorityClassName="tolerant-low")
+    victim["status"] = {
+        "phase": "Running",
+        "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(scheduled)}],
+    }
+    env.cache.add_pod(victim)
+    preemptor = make_pod("early", cpu="1")
+    preemptor["spec"]["priority"] = 1000
+    env.queue.add(preemptor)
+    await env.schedule_next()
+
+    record = latest(env, "default/early")
+    assert record.outcome == UNSCHEDULABLE
+    assert (
+        record.post_filter
+        == "0/1 nodes are available: 1 No victims found on node n1 for preemptor pod early."
+    )
+    assert record.nominated_node == ""
+    assert record.to_json()["postFilter"] == record.post_filter
+
+    # Past the window: the victim may be preempted; the verdict is a nomination (v1.34: no message).
+    env.clock.advance(61)
+    late = make_pod("late", cpu="1")
+    late["spec"]["priority"] = 1000
+    env.queue.add(late)
+    await env.schedule_next()
+    record = latest(env, "default/late")
+    assert record.nominated_node == "n1"
+    assert record.post_filter == ""
+
+
 def test_nearest_miss_of_numa_alignment_names_the_container_resource_and_numa_nodes() -> None:
     from scheduler.explain.misses import describe
     from scheduler.framework.cycle_state import CycleState

@@ -6,11 +6,13 @@ and the queueing hints."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
+from scheduler.app.event_handlers import EventHandlers
 from scheduler.cache.cache import new_snapshot
 from scheduler.config.loader import parse_config_with_plugins
 from scheduler.cycle import profiles
@@ -30,6 +32,7 @@ from scheduler.plugins.capacityscheduling.elasticquota import (
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Evaluator
+from tests.unit.fakes import PROFILE, CoreEnv, make_node, make_pod
 from tests.unit.plugins.plugin_testlib import node, pod
 
 LOW, MID, HIGH = 0, 100, 1000
@@ -442,3 +445,121 @@ def test_hints_wake_on_freed_quota_and_any_quota_change() -> None:
 def test_args_are_refused() -> None:
     with pytest.raises(PluginArgsError, match=r"^CapacityScheduling: foo: unknown field$"):
         CapacityScheduling({"foo": 1}, Env([], [], []).plugin.handle)
+
+
+# --- synchronous preemption in the scheduling cycle ----------------------------------------------
+
+
+class QuotaCycle:
+    """A whole scheduler (CoreEnv) with the upstream profile, quota ``q`` (min = max = the nodes' cpu)
+    and a fake informer: a victim's DELETE reaches the scheduler cache and the plugin's pod lister a
+    moment after the API server answered it, unless ``deliver`` is off."""
+
+    def __init__(self, make_env: Any, nodes: Sequence[Mapping[str, Any]]) -> None:
+        self.env: CoreEnv = make_env(nodes, profile={**UPSTREAM_PROFILE, "schedulerName": PROFILE})
+        self.handlers = EventHandlers(queue=self.env.queue, cache=self.env.cache, profiles=[PROFILE])
+        [plugin] = [p for p in self.env.fwk.plugins.post_filter if isinstance(p, CapacityScheduling)]
+        self.plugin = plugin
+        cpu = str(sum(int(n["status"]["allocatable"]["cpu"]) for n in nodes))
+        plugin.cache.add_quota(eq("q", {"cpu": cpu}, {"cpu": cpu}))
+        self.deliver = True
+        self.deletes: list[str] = []
+        respond = self.env.rest.respond
+        loop = asyncio.get_running_loop()
+
+        def watched(method: str, path: str, body: Any) -> tuple[int, bytes]:
+            answer: tuple[int, bytes] = respond(method, path, body)
+            if method == "DELETE" and answer[0] < 300:
+                name = path.rsplit("/", 1)[-1]
+                self.deletes.append(name)
+                if self.deliver:
+                    loop.call_soon_threadsafe(loop.call_later, 0.01, self._watch_delete, name)
+            return answer
+
+        self.env.rest.respond = watched
+
+    def _watch_delete(self, name: str) -> None:
+        cached = self.env.cache.get_pod(f"q/{name}")
+        if cached is not None:
+            self.handlers.on_pod_delete(cached.pod)
+        self.plugin._pods.delete(name, "q")  # type: ignore[attr-defined]
+
+    def running(self, name: str, node_name: str, priority: int) -> None:
+        p = with_priority(make_pod(name, namespace="q", cpu="1", node_name=node_name), priority)
+        p["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+        self.handlers.on_pod_add(p)
+        self.plugin._pods.add(p)  # type: ignore[attr-defined]
+
+
+def with_priority(p: dict[str, Any], priority: int) -> dict[str, Any]:
+    p["spec"]["priority"] = priority
+    return p
+
+
+async def test_reclaiming_pods_of_one_quota_each_evict_one_victim(make_env: Any) -> None:
+    """Three high-priority pods of a quota at its max, scheduled back to back: each PostFilter awaits
+    its victim's deletion until the informer shows it, so the next preemptor counts the victim gone
+    (and the earlier preemptors nominated) and evicts exactly one more."""
+    cycle = QuotaCycle(make_env, [make_node("n1", cpu="2"), make_node("n2", cpu="2")])
+    env = cycle.env
+    for i in range(4):
+        cycle.running(f"low{i}", f"n{i % 2 + 1}", LOW)
+    for i in range(3):
+        env.queue.add(with_priority(make_pod(f"high{i}", namespace="q", cpu="1"), HIGH))
+    for i in range(3):
+        await env.schedule_next()
+        # The cycle returned only once the victim's deletion was shown, in the cache and the quota.
+        assert len(cycle.deletes) == i + 1
+        assert all(env.cache.get_pod(f"q/{name}") is None for name in cycle.deletes)
+        assert cycle.plugin.cache.infos["q"].used.milli_cpu == (3 - i) * 1000
+    assert len(set(cycle.deletes)) == 3
+    nominated = {env.queue.nominator.nominated_node_for(env.queue.get(f"q/high{i}").pod) for i in range(3)}  # type: ignore[union-attr]
+    assert nominated <= {"n1", "n2"}
+    assert not env.sched.preemption.in_flight  # nothing left running off the loop
+
+
+async def test_a_failed_victim_write_is_the_preemptors_error(make_env: Any) -> None:
+    cycle = QuotaCycle(make_env, [make_node("n1", cpu="1")])
+    env = cycle.env
+    cycle.running("low", "n1", LOW)
+    respond = env.rest.respond
+
+    def refuse(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "DELETE":
+            return 500, b'{"message": "etcd is down", "code": 500}'
+        return respond(method, path, body)
+
+    env.rest.respond = refuse
+    env.queue.add(with_priority(make_pod("high", namespace="q", cpu="1"), HIGH))
+    await env.schedule_next()
+    record = env.decisions.store.latest("q/high")
+    assert record is not None
+    assert "preempting q/low for q/high failed" in record.post_filter
+    assert env.queue.nominator.nominated_node_for(env.queue.get("q/high").pod) == ""  # type: ignore[union-attr]
+
+
+async def test_the_cycle_waits_for_the_informer_no_longer_than_the_settle_timeout(make_env: Any) -> None:
+    cycle = QuotaCycle(make_env, [make_node("n1", cpu="1")])
+    env = cycle.env
+    cycle.deliver = False  # the watch never shows the deletion
+    env.sched.preemption._settle_timeout = 0.05
+    cycle.running("low", "n1", LOW)
+    env.queue.add(with_priority(make_pod("high", namespace="q", cpu="1"), HIGH))
+    await env.schedule_next()
+    assert cycle.deletes == ["low"]
+    assert env.queue.nominator.nominated_node_for(env.queue.get("q/high").pod) == "n1"  # type: ignore[union-attr]
+
+
+def test_post_filter_outside_the_cycle_refuses_to_preempt() -> None:
+    """``post_filter`` cannot await the victims' deletion: with the scheduler's Executor it says so
+    rather than evicting without waiting."""
+    env = Env(
+        [node("node-a", allocatable={"memory": "100"})],
+        [mk("a", "free", 60, LOW, node_name="node-a")],
+        [],
+    )
+    env.plugin.handle.framework.preemption_executor = object()  # type: ignore[attr-defined]
+    nominated, status = env.post_filter(mk("p", "free", 50, HIGH))
+    assert nominated is None
+    assert status is not None and status.code is Code.Error
+    assert status.message() == "CapacityScheduling preempts only within the scheduling cycle"

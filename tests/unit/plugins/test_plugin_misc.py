@@ -9,6 +9,7 @@ import pytest
 from scheduler.features import parse_feature_gates
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
+    AwaitingPostFilterPlugin,
     BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
@@ -176,10 +177,11 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
     names.DEFAULT_BINDER: (BindPlugin,),
     names.DEFAULT_PREEMPTION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
     # scheduler-plugins' policies: registered, never on by default.
+    # Upstream's points (no PreEnqueue: its preemption is synchronous), PostFilter awaited on the loop.
     names.CAPACITY_SCHEDULING: (
-        PreEnqueuePlugin,
         PreFilterPlugin,
         PostFilterPlugin,
+        AwaitingPostFilterPlugin,
         ReservePlugin,
         EnqueueExtensions,
     ),

@@ -453,3 +453,24 @@ async def test_a_victim_already_gone_gets_no_preempted_event_and_is_no_failure(m
     assert executor.is_pod_running_preemption(env.queue.get("default/vip").pod)  # type: ignore[union-attr]
     handlers.on_pod_delete(cached.pod)
     assert not executor.is_pod_running_preemption(env.queue.get("default/vip").pod)  # type: ignore[union-attr]
+
+
+async def test_nominated_pods_follow_every_change_of_the_nominations(make_env: MakeEnv) -> None:
+    """The nominated PodInfos per node are kept between changes (a dry run asks for them many times),
+    and every nomination, move, clearing or pod update shows at once."""
+    env = make_env([make_node("n1"), make_node("n2")])
+    nominated = env.sched.nominated
+    first = with_priority(make_pod("a", cpu="1"), 10)
+    assert nominated.nominated_pods_for_node("n1") == ()
+    env.queue.nominator.add_nominated_pod(first, "n1")
+    assert [p.name for p in nominated.nominated_pods_for_node("n1")] == ["a"]
+    assert nominated.nominated_pods_for_node("n1") is nominated.nominated_pods_for_node("n1")
+    env.queue.nominator.add_nominated_pod(first, "n2")
+    assert nominated.nominated_pods_for_node("n1") == ()
+    assert [p.name for p in nominated.nominated_pods_for_node("n2")] == ["a"]
+    newer = dict(first, metadata={**first["metadata"], "resourceVersion": "2"})
+    env.queue.nominator.update_nominated_pod(first, newer)
+    [info] = nominated.nominated_pods_for_node("n2")
+    assert info.resource_version == "2"
+    nominated.clear_nomination(newer)
+    assert nominated.nominated_pods_for_node("n2") == ()
