@@ -16,8 +16,9 @@ exempted from being a victim when its PriorityClass's annotations say so:
 A pod without a priorityClassName is never exempted; annotations that do not parse exempt nothing (as
 upstream, which logs it). A victim candidate whose PriorityClass does not exist makes that node's
 dry run an error, as upstream. Eligibility is upstream's older rule: any terminating lower-priority pod on
-the nominated node means wait. Messages carry no ``preemption:`` prefix (upstream returns the
-evaluator's status as it is).
+the nominated node means wait. Preemption is synchronous, as upstream builds its Evaluator: the cycle
+awaits the victims' deletion (scheduler/preemption/synchronous.py). Messages carry no ``preemption:``
+prefix (upstream returns the evaluator's status as it is).
 
 Args (``PreemptionTolerationArgs``): DefaultPreemptionArgs' fields and defaults.
 """
@@ -31,6 +32,7 @@ from typing import Any
 from informers.resource import PRIORITY_CLASSES
 from scheduler import metrics
 from scheduler.framework import CycleState, Handle, NodeInfo, PodInfo, Status
+from scheduler.framework.interface import PostFilterAwaitable
 from scheduler.framework.objects import annotations_of, object_meta, pod_status
 from scheduler.framework.status import Code
 from scheduler.plugins import names
@@ -47,6 +49,7 @@ from scheduler.plugins.defaultpreemption import (
 )
 from scheduler.preemption.pdb import PodDisruptionBudget
 from scheduler.preemption.pods import by_pod_importance
+from scheduler.preemption.synchronous import decide_then_evict, refuse_outside_cycle
 
 ARGS_KIND = "PreemptionTolerationArgs"
 ANNOTATION_KEY_PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
@@ -155,12 +158,22 @@ class PreemptionToleration(DefaultPreemption):
     def parse_args(args: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
         return parse_default_preemption_args(args, names.PREEMPTION_TOLERATION, ARGS_KIND)
 
+    def post_filter_awaitable(
+        self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
+    ) -> tuple[str | None, Status | None] | PostFilterAwaitable:
+        """Upstream's ``Evaluator.Preempt`` with async preemption off, as scheduler-plugins v0.34.7
+        builds it: the victims are gone before the next pod's cycle (scheduler/preemption/synchronous.py)."""
+        metrics.PREEMPTION_ATTEMPTS.inc()
+        self._now = self.handle.now()
+        found = self.evaluator.candidates(state, pod, node_statuses)
+        executor = getattr(self.handle, "preemption_executor", None)
+        return decide_then_evict(self.name, found, executor, pod)
+
     def post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
-        metrics.PREEMPTION_ATTEMPTS.inc()
-        self._now = self.handle.now()
-        return self.evaluator.preempt(state, pod, node_statuses)
+        """The scheduling cycle calls ``post_filter_awaitable``."""
+        return refuse_outside_cycle(self.name, self.post_filter_awaitable(state, pod, node_statuses))
 
     def _priority_class(self, victim: PodInfo) -> Mapping[str, Any] | None:
         class_name = victim.spec.get("priorityClassName") or ""

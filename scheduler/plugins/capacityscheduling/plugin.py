@@ -52,7 +52,7 @@ from scheduler.framework import (
     Resource,
     Status,
 )
-from scheduler.framework.handle import PreemptionExecutorHandle, PreemptionHandle
+from scheduler.framework.handle import PreemptionHandle
 from scheduler.framework.listers import WatchedLister
 from scheduler.framework.objects import namespace_of, object_meta, pod_status
 from scheduler.plugins import names
@@ -70,10 +70,11 @@ from scheduler.plugins.capacityscheduling.quota_cache import (
 )
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
-from scheduler.preemption.evaluator import Candidate, Evaluator, select_candidate
+from scheduler.preemption.evaluator import Candidate, Evaluator
 from scheduler.preemption.gosort import sort_slice
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.pods import by_pod_importance, more_important_as_go_sees_it
+from scheduler.preemption.synchronous import decide_then_evict, refuse_outside_cycle
 
 NAME = names.CAPACITY_SCHEDULING
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -228,42 +229,22 @@ class CapacityScheduling:
             lambda: None,
         )
         found = evaluator.candidates(state, pod, node_statuses)
-        if isinstance(found, tuple):
-            return found
-        best = select_candidate(found)
-        if best is None or not best.name:
-            return None, Status(Code.Unschedulable, ["no candidate node for preemption"])
         executor = getattr(self.handle, "preemption_executor", None)
-        if executor is None:
-            # Without the scheduler's Executor (a plugin test): the decision alone.
-            return best.name, None
-        return self._preempt(executor, pod, best)
+        return decide_then_evict(self.name, found, executor, pod, self._count_evicted)
 
     def post_filter(
         self, state: CycleState, pod: PodInfo, node_statuses: Mapping[str, Status]
     ) -> tuple[str | None, Status | None]:
-        """The scheduling cycle calls ``post_filter_awaitable``; a caller without the event loop gets
-        the decision when there is nothing to evict, and an error rather than a preemption it cannot
-        await."""
-        outcome = self.post_filter_awaitable(state, pod, node_statuses)
-        if isinstance(outcome, tuple):
-            return outcome
-        outcome.close()
-        return None, Status.as_error(f"{self.name} preempts only within the scheduling cycle")
+        """The scheduling cycle calls ``post_filter_awaitable``."""
+        return refuse_outside_cycle(self.name, self.post_filter_awaitable(state, pod, node_statuses))
 
-    async def _preempt(
-        self, executor: PreemptionExecutorHandle, pod: PodInfo, best: Candidate
-    ) -> tuple[str | None, Status | None]:
-        status = await executor.preempt_now(pod, best.name, best.victims, self.name)
-        if status is not None:
-            return None, status
+    def _count_evicted(self, best: Candidate) -> None:
         # The informer showed the deletions; its quota handler may run a moment after the cache's:
         # count them now (idempotent), so the next pod's PreFilter meets the freed quota.
         for victim in best.victims:
             current = self._pods.get(victim.name, victim.namespace)
             if current is None or object_meta(current).get("uid") != victim.uid:
                 self.cache.delete_pod(victim.pod)
-        return best.name, None
 
     def _pdbs(self) -> list[PodDisruptionBudget]:
         return parse_pdbs(self._pdb_lister.list())

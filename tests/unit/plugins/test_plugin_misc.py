@@ -185,7 +185,13 @@ EXPECTED_POINTS: dict[str, tuple[type, ...]] = {
         ReservePlugin,
         EnqueueExtensions,
     ),
-    names.PREEMPTION_TOLERATION: (PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions),
+    # Synchronous as upstream too; DefaultPreemption's PreEnqueue hold, inherited, never holds it.
+    names.PREEMPTION_TOLERATION: (
+        PostFilterPlugin,
+        AwaitingPostFilterPlugin,
+        PreEnqueuePlugin,
+        EnqueueExtensions,
+    ),
     names.NODE_RESOURCES_ALLOCATABLE: (ScorePlugin, ScoreExtensions),
     names.NODE_RESOURCE_TOPOLOGY_MATCH: (
         FilterPlugin,

@@ -231,3 +231,74 @@ def test_post_filter_spares_tolerating_victims_until_their_window_expires() -> N
     _nominated, status = plugin.post_filter(state, big, statuses)
     assert status is not None and status.code is Code.Unschedulable
     assert not status.message().startswith("preemption:")
+
+
+# --- synchronous preemption in the scheduling cycle ----------------------------------------------
+
+
+async def test_preemptors_in_a_burst_each_evict_only_what_they_need(make_env: Any) -> None:
+    """scheduler-plugins builds PreemptionToleration's Evaluator with async preemption off: each
+    PostFilter returns only once its victim's deletion reached the cache, so the next preemptor of the
+    burst meets it gone (and the earlier preemptor nominated) and evicts one pod more, not two."""
+    import asyncio
+
+    from scheduler.app.event_handlers import EventHandlers
+    from tests.unit.fakes import PROFILE, make_node, make_pod
+
+    profile = {
+        "schedulerName": PROFILE,
+        "plugins": {
+            "postFilter": {
+                "enabled": [{"name": "PreemptionToleration"}],
+                "disabled": [{"name": "DefaultPreemption"}],
+            }
+        },
+    }
+    env = make_env([make_node("n1", cpu="2"), make_node("n2", cpu="2")], profile=profile)
+    handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
+    deletes: list[str] = []
+    respond = env.rest.respond
+    loop = asyncio.get_running_loop()
+
+    def show_delete(name: str) -> None:
+        cached = env.cache.get_pod(f"default/{name}")
+        if cached is not None:
+            handlers.on_pod_delete(cached.pod)
+
+    def watched(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        answer: tuple[int, bytes] = respond(method, path, body)
+        if method == "DELETE" and answer[0] < 300:
+            name = path.rsplit("/", 1)[-1]
+            deletes.append(name)
+            loop.call_soon_threadsafe(loop.call_later, 0.01, show_delete, name)
+        return answer
+
+    env.rest.respond = watched
+    for i in range(4):
+        low = make_pod(f"low{i}", cpu="1", node_name=f"n{i % 2 + 1}")
+        low["spec"]["priority"] = 0
+        low["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+        handlers.on_pod_add(low)
+    for i in range(2):
+        high = make_pod(f"high{i}", cpu="1")
+        high["spec"]["priority"] = 1000
+        env.queue.add(high)
+    for i in range(2):
+        await env.schedule_next()
+        assert len(deletes) == i + 1  # the cycle returned after its one victim was deleted and seen
+        assert all(env.cache.get_pod(f"default/{name}") is None for name in deletes)
+    assert len(set(deletes)) == 2
+    assert not env.sched.preemption.in_flight  # nothing left running off the loop
+
+
+def test_post_filter_outside_the_cycle_refuses_to_evict() -> None:
+    """Without the event loop to await the deletions on, a preemption with victims is an error rather
+    than an eviction nobody waits for."""
+    from scheduler.preemption.synchronous import refuse_outside_cycle
+
+    async def evicting() -> tuple[str | None, Status | None]:
+        return "n1", None
+
+    nominated, status = refuse_outside_cycle("PreemptionToleration", evicting())
+    assert nominated is None and status is not None and status.code is Code.Error
+    assert refuse_outside_cycle("PreemptionToleration", ("n1", None)) == ("n1", None)
