@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import Plugin
+from scheduler.framework.objects import name_of, namespace_of
 from scheduler.framework.status import Status
 from scheduler.framework.types import PodInfo
 
@@ -39,13 +40,11 @@ class PodGroupInfo:
 
     @property
     def namespace(self) -> str:
-        meta = self.pod_group.get("metadata") or {}
-        return str(meta.get("namespace") or "")
+        return namespace_of(self.pod_group)
 
     @property
     def name(self) -> str:
-        meta = self.pod_group.get("metadata") or {}
-        return str(meta.get("name") or "")
+        return name_of(self.pod_group)
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler.framework.listers import Lister
-from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.objects import annotations_of, object_meta, pod_spec, pod_status
 from scheduler.framework.quantity import QuantityError
 from scheduler.plugins.noderesourcetopology import podfingerprint
 from scheduler.plugins.noderesourcetopology.args import CacheSettings
@@ -72,14 +72,12 @@ def charge(numa: list[NUMANode], reserved: Iterable[Requests]) -> list[NUMANode]
 
 def pod_relevant_shared(pod: Mapping[str, Any]) -> bool:
     """Informer mode Shared: the pods that are Running."""
-    status = pod.get("status") or {}
-    return bool(status.get("phase") == "Running")
+    return bool(pod_status(pod).get("phase") == "Running")
 
 
 def pod_relevant_dedicated(pod: Mapping[str, Any]) -> bool:
     """Informer mode Dedicated: every bound pod that is not Pending."""
-    status = pod.get("status") or {}
-    return bool(pod_spec(pod).get("nodeName")) and status.get("phase") != "Pending"
+    return bool(pod_spec(pod).get("nodeName")) and pod_status(pod).get("phase") != "Pending"
 
 
 def expected_fingerprint(nrt: Mapping[str, Any], method: str) -> tuple[str, bool]:
@@ -96,7 +94,7 @@ def expected_fingerprint(nrt: Mapping[str, Any], method: str) -> tuple[str, bool
                 podfingerprint.METHOD_WITH_EXCLUSIVE_RESOURCES
             )
         return value, False
-    annotations = object_meta(nrt).get("annotations") or {}
+    annotations = annotations_of(nrt)
     legacy = annotations.get(podfingerprint.ANNOTATION, "")
     return (legacy if isinstance(legacy, str) else ""), False
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework.load_metrics import Metric, resource_data
-from scheduler.framework.objects import pod_spec
+from scheduler.framework.objects import pod_spec, resources_of
 from scheduler.framework.quantity import milli_value, value
 from scheduler.framework.resources import CPU, MEMORY
 from scheduler.framework.types import NodeInfo
@@ -31,8 +31,9 @@ class CpuMemory:
 
 
 def _container_list(container: Mapping[str, Any], which: str) -> Mapping[str, Any]:
-    resources = container.get("resources") or {}
-    return resources.get(which) or {}
+    resources = resources_of(container)
+    listed = resources.get("limits") if which == "limits" else resources.get("requests")
+    return listed or {}
 
 
 def effective_resource(pod: Mapping[str, Any], which: str) -> CpuMemory:
@@ -51,7 +52,7 @@ def effective_resource(pod: Mapping[str, Any], which: str) -> CpuMemory:
             out.milli_cpu = max(out.milli_cpu, milli_value(listed[CPU]))
         if MEMORY in listed:
             out.memory = max(out.memory, value(listed[MEMORY]))
-    overhead = spec.get("overhead") or {}
+    overhead = spec.get("overhead") or {}  # a ResourceList, no view of its own
     if CPU in overhead:
         out.milli_cpu += milli_value(overhead[CPU])
     if MEMORY in overhead:

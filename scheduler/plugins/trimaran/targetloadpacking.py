@@ -23,7 +23,7 @@ from informers.resource import PODS
 from scheduler.framework import MIN_NODE_SCORE, CycleState, Handle, NodeInfo, PodInfo, Status
 from scheduler.framework.listers import WatchedLister
 from scheduler.framework.load_metrics import AVERAGE, CPU, LATEST
-from scheduler.framework.objects import pod_spec
+from scheduler.framework.objects import node_status, pod_spec, resources_of
 from scheduler.framework.quantity import milli_value
 from scheduler.plugins import names
 from scheduler.plugins.trimaran.args import parse_target_load_packing
@@ -62,7 +62,7 @@ class TargetLoadPacking:
 
     def predict_container(self, container: Mapping[str, Any]) -> int:
         """Millicores a container is expected to use (``PredictUtilisation``)."""
-        resources = container.get("resources") or {}
+        resources = resources_of(container)
         limit = _cpu_of(resources.get("limits") or {})
         if limit is not None:
             return limit
@@ -110,8 +110,7 @@ class TargetLoadPacking:
 
 def _node_capacity_milli_cpu(node: NodeInfo) -> int:
     """The node's ``status.capacity`` cpu (upstream reads capacity here, not allocatable)."""
-    raw = node.node or {}
-    capacity = (raw.get("status") or {}).get("capacity") or {}
+    capacity = node_status(node.node or {}).get("capacity") or {}
     cpu = capacity.get("cpu")
     return 0 if cpu is None else milli_value(cpu)
 
