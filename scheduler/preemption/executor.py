@@ -175,15 +175,7 @@ class PreemptionExecutor:
         for nominated in lower:
             # In memory now, so no cycle hands the room to them before the status patch lands.
             self._nominations.clear_nomination(nominated.pod)
-        waiting = self._waiting_pods()
-        for victim in to_delete:
-            held = waiting.get(victim.key)
-            if held is not None:
-                # Still at Permit: rejecting it frees the room without an API call.
-                held.reject(plugin, "preempted")
-                self._record_preempted(run, victim, True)
-            else:
-                run.victims.append(victim)
+        run.victims.extend(self._reject_waiting(run, to_delete, plugin))
         if not run.victims and not lower:
             return None
         # One line per decision: which round chose what, when a preemptor preempts more than once.
@@ -216,17 +208,10 @@ class PreemptionExecutor:
         informer; an error status when a victim's write failed (the nominations are then left alone)."""
         loop = asyncio.get_running_loop()
         run = _Run(preemptor, node_name, time.perf_counter(), victims=list(victims))
-        waiting = self._waiting_pods()
-        writes: list[asyncio.Future[str]] = []
-        to_write: list[PodInfo] = []
-        for victim in victims:
-            held = waiting.get(victim.key)
-            if held is not None:
-                held.reject(plugin, "preempted")
-                self._record_preempted(run, victim, True)
-            else:
-                to_write.append(victim)
-                writes.append(loop.run_in_executor(self._pool, self._preempt_victim_safely, run, victim))
+        to_write = self._reject_waiting(run, victims, plugin)
+        writes: list[asyncio.Future[str]] = [
+            loop.run_in_executor(self._pool, self._preempt_victim_safely, run, victim) for victim in to_write
+        ]
         if to_write:
             log.info(
                 "preempting %d pod(s) on node %s for %s: %s",
@@ -294,14 +279,7 @@ class PreemptionExecutor:
         uid = uid_of(pod_group)
         run = _Run(members[0], CLUSTER_DOMAIN, time.perf_counter())
         run.kind, run.subject_uid, run.members = "podgroup", uid, tuple(members)
-        waiting = self._waiting_pods()
-        for victim in to_delete:
-            held = waiting.get(victim.key)
-            if held is not None:
-                held.reject(plugin, "preempted")
-                self._record_preempted(run, victim, True)
-            else:
-                run.victims.append(victim)
+        run.victims.extend(self._reject_waiting(run, to_delete, plugin))
         if not run.victims:
             self._activate(run)
             return None
@@ -364,6 +342,20 @@ class PreemptionExecutor:
 
     def shutdown(self, wait: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+    def _reject_waiting(self, run: _Run, victims: Sequence[PodInfo], plugin: str) -> list[PodInfo]:
+        """Rejects the victims still waiting at Permit (that frees their room without an API call) and
+        returns the others, which must be evicted through the API."""
+        waiting = self._waiting_pods()
+        to_evict: list[PodInfo] = []
+        for victim in victims:
+            held = waiting.get(victim.key)
+            if held is not None:
+                held.reject(plugin, "preempted")
+                self._record_preempted(run, victim, True)
+            else:
+                to_evict.append(victim)
+        return to_evict
 
     def _record_preempted(self, run: _Run, victim: PodInfo, in_memory: bool) -> None:
         message = f"Preempted by {run.kind} {run.subject_uid or run.preemptor.uid} on node {run.node_name}"
