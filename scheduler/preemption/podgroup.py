@@ -158,53 +158,11 @@ class PodGroupEvaluator:
             return status
         violating, non_violating = split_by_budgets(by_importance(potential), self._pdbs())
         placed = [a for a in assignments if a.node_name]
-
-        def move(victim: Victim, back: bool) -> Status | None:
-            """Every pod of ``victim`` back on (or off) its node, with the members' PreFilter state."""
-            for pod in victim.pods:
-                if back:
-                    snapshot.add_pod(pod, pod.node_name)
-                else:
-                    snapshot.remove_pod(pod, pod.node_name)
-                node = snapshot.get(pod.node_name)
-                if node is None:
-                    continue
-                for a in placed:
-                    error = (
-                        handle.run_pre_filter_extension_add_pod(a.state, a.pod, pod, node)
-                        if back
-                        else handle.run_pre_filter_extension_remove_pod(a.state, a.pod, pod, node)
-                    )
-                    if error is not None:
-                        return error
-            return None
-
-        def reprieve(victim: Victim) -> bool | Status:
-            """Give ``victim`` back; True when every member still fits where the run put it."""
-            error = move(victim, back=True)
-            if error is not None:
-                return error
-            assumed: list[ProposedAssignment] = []
-            try:
-                for a in placed:
-                    node = snapshot.get(a.node_name)
-                    if node is None or (
-                        handle.run_filter_plugins_with_nominated_pods(a.state, a.pod, node) is not None
-                    ):
-                        error = move(victim, back=False)
-                        return error if error is not None else False
-                    # The earlier members count where they go for the later ones' Filter.
-                    a.assume()
-                    assumed.append(a)
-                return True
-            finally:
-                for a in reversed(assumed):
-                    a.forget()
-
+        trial = _Reprieves(handle, snapshot, placed)
         to_preempt: list[Victim] = []
         num_violating = 0
         for victim, count in [*violating, *((v, 0) for v in non_violating)]:
-            kept = reprieve(victim)
+            kept = trial.reprieve(victim)
             if isinstance(kept, Status):
                 return kept
             if not kept:
@@ -221,3 +179,60 @@ class PodGroupEvaluator:
     def victim_priority(self, pod: PodInfo) -> int:
         """Upstream's GetPodPriority: a pod group member's is its PodGroup's, when the PodGroup is known."""
         return victim_priority(pod, self._pod_group_of)
+
+
+class _Reprieves:
+    """The reprieve step of upstream's selectVictimsOnDomain: with every potential victim off the
+    snapshot and the members placed, give each victim back in turn and keep it when every member still
+    fits where the run put it. ``snapshot`` is the handle's own, narrowed to its mutable side."""
+
+    def __init__(
+        self, handle: PreemptionHandle, snapshot: MutableSnapshot, placed: Sequence[ProposedAssignment]
+    ) -> None:
+        self._handle = handle
+        self._snapshot = snapshot
+        self._placed = placed
+
+    def move(self, victim: Victim, back: bool) -> Status | None:
+        """Every pod of ``victim`` back on (or off) its node, with the members' PreFilter state."""
+        snapshot, handle = self._snapshot, self._handle
+        for pod in victim.pods:
+            if back:
+                snapshot.add_pod(pod, pod.node_name)
+            else:
+                snapshot.remove_pod(pod, pod.node_name)
+            node = handle.snapshot.get(pod.node_name)
+            if node is None:
+                continue
+            for a in self._placed:
+                error = (
+                    handle.run_pre_filter_extension_add_pod(a.state, a.pod, pod, node)
+                    if back
+                    else handle.run_pre_filter_extension_remove_pod(a.state, a.pod, pod, node)
+                )
+                if error is not None:
+                    return error
+        return None
+
+    def reprieve(self, victim: Victim) -> bool | Status:
+        """Give ``victim`` back; True when every member still fits where the run put it (else it is
+        taken off again)."""
+        error = self.move(victim, back=True)
+        if error is not None:
+            return error
+        assumed: list[ProposedAssignment] = []
+        try:
+            for a in self._placed:
+                node = self._handle.snapshot.get(a.node_name)
+                if node is None or (
+                    self._handle.run_filter_plugins_with_nominated_pods(a.state, a.pod, node) is not None
+                ):
+                    error = self.move(victim, back=False)
+                    return error if error is not None else False
+                # The earlier members count where they go for the later ones' Filter.
+                a.assume()
+                assumed.append(a)
+            return True
+        finally:
+            for a in reversed(assumed):
+                a.forget()
