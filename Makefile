@@ -51,10 +51,13 @@ image-ci:
 # out. Most of both is waiting on control planes, so running them together saves the shorter one's time.
 BACKGROUND_BUILD_LOG := $(PY_SCHEDULER_CACHE)/background-build.log
 COMPAT_LOG := $(PY_SCHEDULER_CACHE)/compat-tests.log
+# Held by whoever builds them in the background (.ci/run starts that build early, before the control
+# plane): a second builder waits for the first and then finds everything cached.
+BACKGROUND_BUILD_LOCK := $(PY_SCHEDULER_CACHE)/background-build.lock
 test: venv control-plane helm
 	@mkdir -p $(PY_SCHEDULER_CACHE) && rm -f $(BACKGROUND_BUILD_LOG).rc
 	@echo "make test: building compat-control-planes and peers in the background (log: $(BACKGROUND_BUILD_LOG))"
-	@( nice -n 19 $(MAKE) --no-print-directory compat-control-planes peers >$(BACKGROUND_BUILD_LOG) 2>&1; \
+	@( nice -n 19 flock $(BACKGROUND_BUILD_LOCK) $(MAKE) --no-print-directory compat-control-planes peers >$(BACKGROUND_BUILD_LOG) 2>&1; \
 	   echo $$? >$(BACKGROUND_BUILD_LOG).rc ) & \
 	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/integration/compat --ignore=tests/integration/peers; \
 	rc=$$?; wait; \
