@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.apiclient import BenchClient
+from bench.loadgen import follow
 
 PATH = "/apis/resource.k8s.io/v1/resourceclaims"
 Device = tuple[str, str, str]
@@ -55,16 +56,11 @@ class ClaimWatch:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": "3600",
         }
-        while True:
-            async for event in self._client.watch(PATH, params):
-                obj = event.get("object") or {}
-                rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    params["resourceVersion"] = rv
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    self._note(obj)
-                elif event.get("type") == "DELETED":
-                    self._release(str((obj.get("metadata") or {}).get("uid") or ""))
+        async for kind, obj in follow(self._client, PATH, params):
+            if kind in ("ADDED", "MODIFIED"):
+                self._note(obj)
+            elif kind == "DELETED":
+                self._release(str((obj.get("metadata") or {}).get("uid") or ""))
 
     def _note(self, claim: Mapping[str, Any]) -> None:
         uid = str((claim.get("metadata") or {}).get("uid") or "")

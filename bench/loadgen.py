@@ -14,8 +14,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -68,14 +69,9 @@ class BindingWatch:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": "3600",
         }
-        while True:
-            async for event in self._client.watch(path, params):
-                obj = event.get("object") or {}
-                rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if rv:
-                    params["resourceVersion"] = rv
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    self._note(obj)
+        async for kind, obj in follow(self._client, path, params):
+            if kind in ("ADDED", "MODIFIED"):
+                self._note(obj)
 
     def _note(self, pod: dict[str, object]) -> None:
         now = time.monotonic()
@@ -224,3 +220,17 @@ async def create_pods_steadily(
         watch.on_bound = None
         for task in tasks:
             task.cancel()
+
+
+async def follow(
+    client: BenchClient, path: str, params: dict[str, str]
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """(event type, object) of a watch on ``path`` forever: each timeout re-watches from the last
+    resourceVersion seen (``params`` carries it)."""
+    while True:
+        async for event in client.watch(path, params):
+            obj = event.get("object") or {}
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                params["resourceVersion"] = rv
+            yield str(event.get("type") or ""), obj
