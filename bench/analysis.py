@@ -76,6 +76,13 @@ class RunResult:
     load_before: list[float] = field(default_factory=list)
     load_after: list[float] = field(default_factory=list)
     cores: int = 0
+    # Over the measured run (bench.foreign_cpu): every core's busy CPU seconds, the bench's own process
+    # tree's CPU seconds and the wall seconds between the two readings. What the machine spent beyond the
+    # bench is its other users' load, which bench.load weighs for the verdict. None: not recorded (raw
+    # results from before it was measured, or no /proc/stat).
+    machine_cpu_s: float | None = None
+    own_cpu_s: float | None = None
+    window_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

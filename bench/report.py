@@ -70,15 +70,16 @@ def _placement(result: RunResult) -> str:
 def workload_table(results: Sequence[RunResult]) -> list[str]:
     lines = [
         "| scheduler | bound | pods/s overall | pods/s steady (10-90%) | p50 ms | p90 ms | p99 ms "
-        "| CPU s | peak RSS MiB | apiserver CPU s | placement correct | load 1 min before → after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| CPU s | peak RSS MiB | apiserver CPU s | placement correct | load 1 min before → after "
+        "| other users' CPU |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
             f"| {r.scheduler} | {r.bound}/{r.pods} | {_num(r.throughput)} | {_num(r.steady_throughput)} "
             f"| {_num(r.p50_ms, 0)} | {_num(r.p90_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} "
             f"| {_num(r.peak_rss_mib, 0)} | {_num(r.apiserver_cpu_s)} | {_placement(r)} "
-            f"| {load.load_text(r)} |"
+            f"| {load.load_text(r)} | {load.foreign_text(r)} |"
         )
     return lines
 
@@ -126,13 +127,15 @@ def scale_table(results: Sequence[RunResult]) -> list[str]:
 def runs_table(rows: Sequence[RunResult]) -> list[str]:
     """Every run of a repeated workload, in the order they ran."""
     lines = [
-        "| run | scheduler | pods/s | steady pods/s | p50 ms | p99 ms | CPU s | load 1 min before → after |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | scheduler | pods/s | steady pods/s | p50 ms | p99 ms | CPU s | load 1 min before → after "
+        "| other users' CPU |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for index, r in enumerate(rows, 1):
         lines.append(
             f"| {index} | {r.scheduler} | {_num(r.throughput)} | {_num(r.steady_throughput)} "
-            f"| {_num(r.p50_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} | {load.load_text(r)} |"
+            f"| {_num(r.p50_ms, 0)} | {_num(r.p99_ms, 0)} | {_num(r.cpu_s)} | {load.load_text(r)} "
+            f"| {load.foreign_text(r)} |"
         )
     return lines
 
@@ -160,6 +163,7 @@ def render(
     ]
     for key, val in settings.items():
         out.append(f"- {key}: {val}")
+    out.append(f"- other users' CPU: {load.foreign_summary(results)}")
     out += [
         "",
         "Throughput: pods bound / (first pod create sent -> last bind seen), counting the pods that "
@@ -169,8 +173,12 @@ def render(
         "scheduler process during the measured run; peak RSS: VmHWM over the process lifetime. "
         "Placement correct: no node over its allocatable cpu/memory/pods, every schedulable pod bound, "
         "every unschedulable one pending. Load: the 1-minute load average right before each contestant "
-        "started and right after its run; a workload's verdict is not called when any run of it began or "
-        "ended with the load above the core count.",
+        "started and right after its run, the bench's own work included (it keeps the cores busy by "
+        "itself). Other users' CPU: the machine's busy CPU time (/proc/stat) during the measured run "
+        "minus that of the bench's process tree (this process, the control plane, the scheduler and "
+        "every other descendant), in cores (CPU seconds per second); a workload's verdict is not called "
+        f"when any run of it had more than {load.FOREIGN_LOAD_LIMIT:g} of the cores taken by other users, "
+        "or did not record it.",
         "",
     ]
     workloads: dict[str, list[RunResult]] = {}
@@ -222,7 +230,9 @@ def render(
         "scheduler's on gang); the ceiling fraction is a "
         "scheduler's median throughput over the trivial binder's on the same workload in this session, "
         "the honest limit fraction over the honest limit's (Binding + Scheduled Event per pod through "
-        "py-scheduler's client and client settings); a verdict is not called on a loaded machine.",
+        "py-scheduler's client and client settings); a verdict is not called when other users took more "
+        f"than {load.FOREIGN_LOAD_LIMIT:g} of the cores during a run of it (other users' CPU, Machine "
+        "above), or that was not recorded.",
         "",
         *summary.lines(results),
     ]

@@ -36,6 +36,7 @@ import orjson
 from bench import analysis, load, plots, prereqs, report, scale, schedulers, scrape, summary, workloads
 from bench.apiclient import BenchClient
 from bench.claim_watch import ClaimWatch
+from bench.foreign_cpu import cpu_window, read_cpu
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods, create_pods_steadily
 from bench.procstat import sample
 from devcluster.binaries import k8s_version
@@ -217,6 +218,8 @@ async def _measure(
             await claims.start()
         pids = {"scheduler": contestant.pid, **cp.pids(), **(extra_pids or {})}
         before = {name: sample(pid) for name, pid in pids.items()}
+        # The machine's busy CPU and the bench's own over the same window: other users' load (bench.load).
+        machine_before = read_cpu()
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
         metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
         on_started()
@@ -253,6 +256,7 @@ async def _measure(
             with contextlib.suppress(asyncio.CancelledError):
                 churn_rounds = await churning  # _recreate returns its rounds once cancelled
         after = {name: sample(pid) for name, pid in pids.items()}
+        machine = cpu_window(machine_before, read_cpu())
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         await watch.stop()
         problems: list[str] = []
@@ -270,6 +274,9 @@ async def _measure(
         }
         if churn_rounds is not None:
             usage["churn_rounds"] = float(churn_rounds)
+        if machine is not None:
+            usage |= {"machine_cpu_s": machine.machine_cpu_s, "own_cpu_s": machine.own_cpu_s,
+                      "window_s": machine.wall_s}  # fmt: skip
         batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
         for key, name in batching.items():
             if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
@@ -436,6 +443,9 @@ def run_one(
         load_before=load_before,
         load_after=load_after,
         cores=load.cores(),
+        machine_cpu_s=usage.get("machine_cpu_s"),
+        own_cpu_s=usage.get("own_cpu_s"),
+        window_s=usage.get("window_s"),
     )
     event_counts = ", ".join(
         f"{int(count)} {key.removeprefix('events/')}"
@@ -617,7 +627,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else f"; one run per contestant ({', '.join(kinds)})"
         ),
         "wall time": f"{time.monotonic() - started:.0f}s",
-        "load average (1, 5, 15 min)": f"{session_load} at the start, {_loadavg()} at the end; "
+        "load average (1, 5, 15 min)": f"{session_load} before the first run (before the bench's own "
+        f"load), {_loadavg()} at the end; "
         f"{load.cores()} cores",
     }
     if args.note:
