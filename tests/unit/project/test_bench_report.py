@@ -293,3 +293,13 @@ def test_the_gang_workload_is_compared_with_scheduler_plugins() -> None:
     slower = [run(workloads.GANG, SCHED_PLUGINS, 50.0, p99=500.0, **quiet),
               run(workloads.GANG, PY, 40.0, p99=1000.0, **quiet)]  # fmt: skip
     assert load.verdict(slower, workloads.GANG)[0] == "scheduler-plugins ahead"
+
+
+def test_each_row_states_the_rate_pods_were_created_at() -> None:
+    # 600 pods created in 2 s (the timeline's last created count, gated or churned pods included).
+    created = run("basic", PY, 250.0, timeline=[(0.0, 0, 0), (1.0, 300, 200), (2.0, 600, 500)])
+    created = replace(created, create_s=2.0)
+    row = report.workload_table([created])[2]
+    assert row.split(" | ")[2] == "300.0"
+    # No timeline (an old raw file): the workload's pod count over the same window.
+    assert report.workload_table([replace(created, timeline=[])])[2].split(" | ")[2] == "50.0"
