@@ -1283,6 +1283,8 @@ def run_seed(
             py = mirror.verdict(created, nominated_pods)
             fresh_sim = Simulation(_CONFIG, _CONFIG_REGISTRY, objects)
             fresh = sim_verdict(fresh_sim, created, nominated_pods)
+            for sim in (mirror.sim, fresh_sim):  # a pod PreEnqueue holds back leaves them as they were
+                sim.cache.update_snapshot(sim.snapshot)
             drift = snapshot_drift(mirror.sim.snapshot, fresh_sim.snapshot)
             if drift or _essence(py) != _essence(fresh):
                 # The incremental cache disagrees with one built from scratch: a py-scheduler bug alone.
