@@ -640,7 +640,8 @@ def test_side_by_side_preemption_matches_kube_scheduler(
             # preemption races its own retry: it is held to a best node whose minimal victims are among
             # its evictions.
             # On a mismatch, py-scheduler's own record of its preemptor's attempts says which round
-            # chose what (a CI run once saw one extra victim on py-scheduler's side).
+            # chose what (CI runs saw one extra victim on py-scheduler's side when the nodes were not
+            # private: another test's pod sat on the node).
             code, record = scheduler.get(f"/debug/pods/{namespaces['py']}/vip")
             writes = [
                 line
