@@ -43,7 +43,9 @@ from scheduler.config import load_config_with_plugins
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
+from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.listers import StaticLister
+from scheduler.framework.resources import Resource
 from scheduler.framework.runtime import PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
@@ -744,17 +746,70 @@ def without_nominee(message: str) -> str:
     return _NOMINEE_IN_MESSAGE.sub(r"\1<nominee>\2", message)
 
 
+_VICTIM_COUNT_IN_MESSAGE = re.compile(r"(preempting )\d+( victims)")
+
+
+def without_victim_count(message: str) -> str:
+    """The message with the K of "preempting K victims" blanked."""
+    return _VICTIM_COUNT_IN_MESSAGE.sub(r"\1<k>\2", message)
+
+
 def _essence(v: PyVerdict) -> tuple[Any, ...]:
-    """What must not depend on how the cache was built. Not the nominee (also not where the message
-    names it): among equally good candidates it is random, and the victims depend on the order of a
-    node's pods, which a cache built from one listing cannot know (kube's follows its informer's event
-    order)."""
+    """What must not depend on how the cache was built. Not the nominee, nor how many victims (also not
+    where the message says them): among equally good candidates the nominee is random, and the victims
+    depend on the order of a node's pods (of one priority, unstarted, the first on the node is reprieved
+    first), which a cache built from one listing cannot know (kube's follows its informer's event
+    order). What the node holds does not depend on it: ``snapshot_drift`` compares that."""
     return (
         sorted(v.feasible),
         sorted(v.scores.items()),
-        without_nominee(v.message),
+        without_victim_count(without_nominee(v.message)),
         bool(v.nominated),
         v.gated,
+    )
+
+
+def _amounts(resource: Resource) -> tuple[Any, ...]:
+    """A Resource as comparable values; an extended resource counted down to 0 is no resource."""
+    scalar = sorted((name, amount) for name, amount in resource.scalar.items() if amount)
+    return (
+        resource.milli_cpu,
+        resource.memory,
+        resource.ephemeral_storage,
+        resource.allowed_pod_number,
+        scalar,
+    )
+
+
+def snapshot_drift(incremental: SnapshotLister, fresh: SnapshotLister) -> list[str]:
+    """Where two snapshots of the same objects disagree on what a node holds, whatever the order of its
+    pods: the node list, each node's pods (as a set), what they request, its allocatable and host ports.
+    Empty when they agree."""
+
+    def contents(snapshot: SnapshotLister) -> dict[str, tuple[Any, ...]]:
+        return {
+            info.name: (
+                sorted(info.pods),
+                _amounts(info.requested),
+                _amounts(info.non_zero_requested),
+                _amounts(info.allocatable),
+                sorted(info.used_ports.items()),
+            )
+            for info in snapshot.node_infos()
+        }
+
+    mine, theirs = contents(incremental), contents(fresh)
+    drift = [f"node {name}: only in the {side} snapshot" for name, side in _only_in(mine, theirs)]
+    for name in sorted(mine.keys() & theirs.keys()):
+        if mine[name] != theirs[name]:
+            drift.append(f"node {name}: incremental {mine[name]} vs fresh {theirs[name]}")
+    return drift
+
+
+def _only_in(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    return sorted(
+        [(name, "incremental") for name in mine.keys() - theirs.keys()]
+        + [(name, "fresh") for name in theirs.keys() - mine.keys()]
     )
 
 
@@ -1226,10 +1281,14 @@ def run_seed(
             else:
                 mirror.sync(objects)
             py = mirror.verdict(created, nominated_pods)
-            fresh = py_verdict(objects, created, nominated_pods)
-            if _essence(py) != _essence(fresh):
+            fresh_sim = Simulation(_CONFIG, _CONFIG_REGISTRY, objects)
+            fresh = sim_verdict(fresh_sim, created, nominated_pods)
+            for sim in (mirror.sim, fresh_sim):  # a pod PreEnqueue holds back leaves them as they were
+                sim.cache.update_snapshot(sim.snapshot)
+            drift = snapshot_drift(mirror.sim.snapshot, fresh_sim.snapshot)
+            if drift or _essence(py) != _essence(fresh):
                 # The incremental cache disagrees with one built from scratch: a py-scheduler bug alone.
-                detail = f"incremental {_essence(py)} vs fresh {_essence(fresh)}"
+                detail = "; ".join(drift) or f"incremental {_essence(py)} vs fresh {_essence(fresh)}"
                 mismatches.append(Mismatch(seed, key, "cache", detail))
                 if verbose:
                     print(f"MISMATCH seed={seed} {key} cache: {detail}", file=sys.stderr)

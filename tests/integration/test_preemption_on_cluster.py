@@ -95,6 +95,28 @@ def _events(core_v1: Any, namespace: str, reason: str) -> list[dict[str, Any]]:
     return [e for e in list_events(core_v1, namespace) if e["reason"] == reason]
 
 
+def _private_taint(run_id: str) -> dict[str, str]:
+    """Keeps a test's nodes its own: the session's cluster holds pods other modules left pending (the
+    deploy tests' py-scheduler Deployments, priority system-cluster-critical, no tolerations), and a
+    running kube-scheduler binds them to the first new nodes with room."""
+    return {"key": RUN_LABEL, "value": run_id, "effect": "NoSchedule"}
+
+
+def _tolerate_private(pod: dict[str, Any], run_id: str) -> dict[str, Any]:
+    pod["spec"]["tolerations"] = [{"key": RUN_LABEL, "operator": "Equal", "value": run_id}]
+    return pod
+
+
+def _strays(core_v1: Any, nodes: set[str], namespaces: set[str]) -> list[tuple[str, str, str]]:
+    """(namespace, name, node) of every pod on ``nodes`` that is not in ``namespaces``."""
+    everywhere = orjson.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
+    return [
+        (p["metadata"]["namespace"], p["metadata"]["name"], p["spec"]["nodeName"])
+        for p in everywhere
+        if p["spec"].get("nodeName") in nodes and p["metadata"]["namespace"] not in namespaces
+    ]
+
+
 def _fill(core_v1: Any, namespace: str, run_id: str, nodes: list[str], labels_of: Any = None) -> None:
     """Two 1-cpu low-priority pods per 2-cpu node: a full cluster."""
     for i in range(2 * len(nodes)):
@@ -378,9 +400,9 @@ def test_preemption_across_schedulers_both_ways(
     refuse it; the first-attempt record checked at the end shows py-scheduler's view held the fill.
     """
     names = {pool: [f"{pool}{i}-{run_id}" for i in range(2)] for pool in ("kube", "py")}
-    # The nodes are this test's alone: a pod another module left pending (kube-scheduler keeps retrying
-    # pods of any namespace) would otherwise take room on them and change what "full" means here.
-    private = {"key": RUN_LABEL, "value": run_id, "effect": "NoSchedule"}
+    # The nodes are this test's alone (``_private_taint``): a pod another module left pending would
+    # otherwise take room on them and change what "full" means here.
+    private = _private_taint(run_id)
     create_nodes(
         api_client,
         [
@@ -391,9 +413,7 @@ def test_preemption_across_schedulers_both_ways(
     )
 
     def _private_pod(name: str, cls: str) -> dict[str, Any]:
-        pod = _pod(name, run_id, cls, "1")
-        pod["spec"]["tolerations"] = [{"key": RUN_LABEL, "operator": "Equal", "value": run_id}]
-        return pod
+        return _tolerate_private(_pod(name, run_id, cls, "1"), run_id)
 
     fillers = {"kube": "default-scheduler", "py": "py-scheduler"}
     for pool, scheduler_name in fillers.items():
@@ -420,13 +440,7 @@ def test_preemption_across_schedulers_both_ways(
             (e["involvedObject"]["name"], e["reason"], e.get("message"))
             for e in list_events(core_v1, namespace)
         ]
-        ours = {n for pool in names.values() for n in pool}
-        everywhere = orjson.loads(core_v1.list_pod_for_all_namespaces(_preload_content=False).data)["items"]
-        foreign = [
-            (p["metadata"]["namespace"], p["metadata"]["name"], p["spec"].get("nodeName"))
-            for p in everywhere
-            if p["spec"].get("nodeName") in ours and p["metadata"]["namespace"] != namespace
-        ]
+        foreign = _strays(core_v1, {n for pool in names.values() for n in pool}, {namespace})
         raise AssertionError(
             f"{err}; unbound: {unbound}; events: {seen}; others on its nodes: {foreign}"
         ) from None
@@ -570,10 +584,18 @@ def test_side_by_side_preemption_matches_kube_scheduler(
             core_v1.create_namespace(body={"metadata": {"name": ns}}, _preload_content=False)
         try:
             node_names = {pool: [f"{pool}-c{seed}-{i}-{run_id}" for i in range(3)] for pool in namespaces}
+            # Private nodes: "filled exactly" must stay true. A pod another module left pending, bound
+            # here by kube-scheduler before the fill (CI saw a py-scheduler Deployment's 200m
+            # system-cluster-critical pod), cannot be evicted by the preemptor and costs one more victim.
             create_nodes(
                 api_client,
                 [
-                    make_node(n, cpu=str(NODE_CPU), labels={RUN_LABEL: run_id, "pool": f"{pool}{seed}"})
+                    make_node(
+                        n,
+                        cpu=str(NODE_CPU),
+                        labels={RUN_LABEL: run_id, "pool": f"{pool}{seed}"},
+                        taints=[_private_taint(run_id)],
+                    )
                     for pool, ns in node_names.items()
                     for n in ns
                 ],
@@ -584,7 +606,7 @@ def test_side_by_side_preemption_matches_kube_scheduler(
                         pod = _pod(f"f{index}-{j}-{cls}-{cpu}", run_id, cls, str(cpu))
                         pod["spec"]["nodeName"] = node_names[pool][index]  # placed, not scheduled
                         _create(core_v1, namespaces[pool], pod)
-                vip = _pod("vip", run_id, "high", str(need))
+                vip = _tolerate_private(_pod("vip", run_id, "high", str(need)), run_id)
                 vip["spec"]["schedulerName"] = scheduler_name
                 vip["spec"]["nodeSelector"]["pool"] = f"{pool}{seed}"
                 _create(core_v1, namespaces[pool], vip)
@@ -618,7 +640,8 @@ def test_side_by_side_preemption_matches_kube_scheduler(
             # preemption races its own retry: it is held to a best node whose minimal victims are among
             # its evictions.
             # On a mismatch, py-scheduler's own record of its preemptor's attempts says which round
-            # chose what (a CI run once saw one extra victim on py-scheduler's side).
+            # chose what (CI runs saw one extra victim on py-scheduler's side when the nodes were not
+            # private: another test's pod sat on the node).
             code, record = scheduler.get(f"/debug/pods/{namespaces['py']}/vip")
             writes = [
                 line
@@ -634,6 +657,8 @@ def test_side_by_side_preemption_matches_kube_scheduler(
             )
             # The decisions first: an AssertionError's message is cut short in CI's report.
             why = (seed, outcome, victims, tied, writes, reporters, _scheduler_processes(), code, record)
+            strays = _strays(core_v1, {n for ns in node_names.values() for n in ns}, set(namespaces.values()))
+            assert not strays, (f"seed {seed}: pods of other tests on the case's nodes", strays, why)
             for pool, (index, gone) in outcome.items():
                 assert index in tied, (pool, why)
                 if pool == "py":

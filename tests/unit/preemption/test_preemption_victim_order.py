@@ -180,3 +180,47 @@ def test_the_fuzzer_compares_messages_without_the_nominee() -> None:
         without_nominee("0/3 nodes are available: 3 Insufficient cpu.")
         == "0/3 nodes are available: 3 Insufficient cpu."
     )
+
+
+def _three_unstarted_on_one_node(order: str) -> dict[str, list[dict[str, Any]]]:
+    """A 4-cpu node full of priority-0 unstarted pods x (2 cpu), y and z (1 cpu each), in ``order``."""
+    sizes = {"x": "2", "y": "1", "z": "1"}
+    pods = [mk(name, LOW, {"cpu": sizes[name]}, node_name="node1", start=None) for name in order]
+    for p in pods:
+        p["metadata"]["resourceVersion"] = "1"
+    return {"nodes": [node("node1", allocatable={"cpu": "4", "memory": "1Gi"})], "pods": pods}
+
+
+def test_the_fuzzer_cache_check_allows_a_victim_count_that_follows_pod_order() -> None:
+    """A 2-cpu preemptor on the node: reprieved first, x (first on the node) stays and y and z go; y
+    first, y and z stay and only x goes. Same node, same pods: the parity fuzzer's cache check (a cache
+    kept up to date from events against one built from a listing) must not call that a divergence."""
+    from bench.parity_fuzz import _essence, py_verdict
+
+    preemptor = mk("preemptor", 1000, {"cpu": "2"})
+    x_first = py_verdict(_three_unstarted_on_one_node("xyz"), preemptor)
+    y_first = py_verdict(_three_unstarted_on_one_node("yzx"), preemptor)
+    assert x_first.victims == {"node1": ["default/y", "default/z"]}
+    assert y_first.victims == {"node1": ["default/x"]}
+    assert "preempting 2 victims" in x_first.message and "preempting 1 victims" in y_first.message
+    assert _essence(x_first) == _essence(y_first)
+
+
+def test_the_fuzzer_cache_check_compares_what_each_node_holds() -> None:
+    """``snapshot_drift`` ignores the order of a node's pods but names a node whose pods or requests
+    differ (a pod counted twice, or one left behind)."""
+    from bench.parity_fuzz import snapshot_drift
+    from scheduler.cache.cache import new_snapshot
+
+    def snapshot(order: str) -> Any:
+        objects = _three_unstarted_on_one_node(order)
+        return new_snapshot(objects["nodes"], objects["pods"])
+
+    assert snapshot_drift(snapshot("xyz"), snapshot("zyx")) == []
+    [drift] = snapshot_drift(snapshot("xyz"), snapshot("xy"))
+    assert drift.startswith("node node1: incremental (['default/x', 'default/y', 'default/z'], (4000,")
+    doubled = snapshot("xyz")
+    doubled.get("node1").add_pod(doubled.get("node1").pods["default/y"])  # the dict entry replaced
+    assert len(doubled.get("node1").pods) == 3
+    [drift] = snapshot_drift(doubled, snapshot("xyz"))
+    assert "(5000," in drift and "(4000," in drift
