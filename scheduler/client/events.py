@@ -182,6 +182,11 @@ class EventRecorder:
         self._futures: set[Future[None]] = set()
         self._retries: dict[_Write, float] = {}  # write -> due time (insertion order = age)
         self._gates: dict[str, list[_StatusGate]] = {}  # pod uid -> its unfinished condition patches
+        # pod uid -> (resourceVersion, reason, message) of the last PodScheduled=False patch sent from
+        # that version of the pod, while it may still land: see pod_condition_unschedulable.
+        self._conditions_sent: TTLCache[str, tuple[str, str, str]] = TTLCache(
+            maxsize=50_000, ttl=series_window, timer=clock
+        )
         self._closed = False
         # Pods deleted recently: a write of theirs that fails after forget_pod() is not retried.
         self._gone: TTLCache[str, bool] = TTLCache(maxsize=50_000, ttl=series_window, timer=clock)
@@ -189,6 +194,7 @@ class EventRecorder:
         self.aggregated = 0
         self.retried = 0
         self.dropped = 0
+        self.conditions_skipped = 0
 
     # --- the writer pool ----------------------------------------------------------------------
     def _submit(self, write: _Write) -> None:
@@ -223,6 +229,8 @@ class EventRecorder:
             else:
                 with self._lock:
                     self.dropped += 1
+                    if gate is not None:
+                        self._conditions_sent.pop(write.uid, None)
                 log.warning("%s failed (try %d, giving up): %s", write.what, write.tries, err)
         except Exception:
             log.exception("%s crashed", write.what)
@@ -252,6 +260,8 @@ class EventRecorder:
                 oldest = next(iter(self._retries))
                 del self._retries[oldest]
                 self.dropped += 1
+                if oldest.gate is not None:
+                    self._conditions_sent.pop(oldest.uid, None)
                 log.warning("%s dropped: too many writes waiting for a retry", oldest.what)
         return True
 
@@ -281,6 +291,7 @@ class EventRecorder:
             for write in [w for w in self._retries if w.uid == uid]:
                 del self._retries[write]
             gates = self._gates.pop(uid, ())
+            self._conditions_sent.pop(uid, None)
         for gate in gates:
             with gate.lock:
                 gate.cancelled = True
@@ -378,16 +389,29 @@ class EventRecorder:
     def pod_condition_unschedulable(
         self, pod: Mapping[str, Any], *, reason: str, message: str, nominated_node: str | None = None
     ) -> None:
-        """Set PodScheduled=False with ``reason``, unless the pod already says exactly that."""
-        for condition in pod_status(pod).get("conditions") or ():
-            if (
-                condition.get("type") == "PodScheduled"
-                and condition.get("status") == "False"
-                and condition.get("reason") == reason
-                and condition.get("message") == message
-                and nominated_node is None
-            ):
-                return
+        """Set PodScheduled=False with ``reason``, unless the pod already says exactly that, or this
+        very version of the pod was already given exactly that by a patch that may still land.
+
+        The second case is a pod tried again before the watch has shown the patch of its previous
+        failure (a cluster event sent it back at once): its object still lacks the condition, but a
+        second identical patch would only move lastTransitionTime and cost the API server a write
+        and a watch event for every watcher of pods."""
+        meta = object_meta(pod)
+        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
+        sent = (meta.get("resourceVersion", ""), reason, message)
+        if nominated_node is None:
+            for condition in pod_status(pod).get("conditions") or ():
+                if (
+                    condition.get("type") == "PodScheduled"
+                    and condition.get("status") == "False"
+                    and condition.get("reason") == reason
+                    and condition.get("message") == message
+                ):
+                    return
+            with self._lock:
+                if sent[0] and self._conditions_sent.get(uid) == sent:
+                    self.conditions_skipped += 1
+                    return
         now = rfc3339(self._clock())
         patch: dict[str, Any] = {
             "status": {
@@ -405,11 +429,10 @@ class EventRecorder:
         }
         if nominated_node is not None:
             patch["status"]["nominatedNodeName"] = nominated_node
-        meta = object_meta(pod)
-        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
         gate = _StatusGate()
         with self._lock:
             self._gates.setdefault(uid, []).append(gate)
+            self._conditions_sent[uid] = sent
 
         def send() -> None:
             self._api.patch_pod_status(namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT)
@@ -463,6 +486,8 @@ class EventRecorder:
         """
         with self._lock:
             gates = self._gates.pop(uid, ())
+            # A cancelled patch never lands: a later failure of this pod must send its own.
+            self._conditions_sent.pop(uid, None)
         for gate in gates:
             with gate.lock:
                 gate.cancelled = True

@@ -6,7 +6,7 @@ for the nodes the one-node-at-a-time loop would reach, so the outcome is exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, overload
 
 import numpy as np
@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.masked import ok_mask
+from scheduler.framework.masked import ok_mask, rejection_lookup
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -129,20 +129,33 @@ def _failures(
     plugins: Sequence[_Filter],
     results: Sequence[Sequence[Status | None] | None],
     overrides: Mapping[int, Status | None],
-) -> Iterator[tuple[NodeInfo, Status]]:
+) -> list[tuple[NodeInfo, Status]]:
     """(node, status) of each rejection of a window: ``(window index, plugin index)`` pairs, where the
-    plugin index ``len(plugins)`` stands for ``special_filter``."""
+    plugin index ``len(plugins)`` stands for ``special_filter``.
+
+    Every rejected node is reported (a pod that fits nowhere has one per node), so the nodes are
+    looked up as one array and each plugin's statuses through its cheapest accessor."""
+    if not rejected:
+        return []
     overridden = len(plugins)
-    for index, plugin_index in rejected:
+    nodes: list[NodeInfo] = infos[window[[index for index, _ in rejected]]].tolist()
+    lookups: dict[int, Callable[[int], Status | None]] = {}
+    out: list[tuple[NodeInfo, Status]] = []
+    for node, (index, plugin_index) in zip(nodes, rejected, strict=True):
         if plugin_index == overridden:
             override = overrides[index]
             assert override is not None
-            yield infos[window[index]], override
+            out.append((node, override))
             continue
-        judged = results[plugin_index]
-        rejection = judged[index] if judged is not None else None
+        lookup = lookups.get(plugin_index)
+        if lookup is None:
+            judged = results[plugin_index]
+            assert judged is not None
+            lookup = lookups[plugin_index] = rejection_lookup(judged)
+        rejection = lookup(index)
         assert rejection is not None
-        yield infos[window[index]], rejection.with_plugin(plugins[plugin_index].name)
+        out.append((node, rejection.with_plugin(plugins[plugin_index].name)))
+    return out
 
 
 def _judge_window(

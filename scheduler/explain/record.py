@@ -22,7 +22,7 @@ from scheduler.framework.columns import IntArray
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.load_metrics import MEASURED_LOAD_KEY, LoadNote
 from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY
-from scheduler.framework.status import Status
+from scheduler.framework.status import Status, distinct_statuses
 from scheduler.framework.types import Diagnosis, NodeInfo
 
 # Per rejecting plugin, the names of at most this many nodes (the counts are always complete).
@@ -252,16 +252,12 @@ class Trace(AttemptRecord):
 def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdicts]:
     """Rejections per plugin: complete counts per reason, the names of the first few nodes.
 
-    Batch plugins share one Status object across the nodes they reject, so statuses are counted by
-    identity at C speed and only the distinct ones are looked at in Python.
+    Only the distinct Status objects are looked at in Python (``distinct_statuses``).
     """
     if not node_to_status:
         return {}
-    statuses = node_to_status.values()
-    by_id = dict(zip(map(id, statuses), statuses, strict=True))
     verdicts: dict[str, PluginVerdicts] = {}
-    for status_id, count in Counter(map(id, statuses)).items():
-        status = by_id[status_id]
+    for status, count in distinct_statuses(node_to_status.values()):
         verdict = verdicts.get(status.plugin)
         if verdict is None:
             verdict = verdicts[status.plugin] = PluginVerdicts()

@@ -45,6 +45,14 @@ class MaskedStatuses(Sequence["Status | None"]):
         return self._status_of(index)
 
 
+def rejection_lookup(statuses: Sequence[Status | None]) -> Callable[[int], Status | None]:
+    """``statuses[index]`` for indices known to have failed: a MaskedStatuses's maker directly,
+    without indexing's checks (the Filter loop reports every rejected node of a window)."""
+    if isinstance(statuses, MaskedStatuses):
+        return statuses._status_of
+    return statuses.__getitem__
+
+
 def all_pass(count: int) -> MaskedStatuses:
     def never(index: int) -> Status:
         raise IndexError(index)

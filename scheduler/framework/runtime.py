@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
@@ -263,6 +263,9 @@ class Framework:
         self._pre_filter_extensions: list[tuple[str, PreFilterExtensions]] = [
             (p.name, p) for p in plugins.pre_filter if isinstance(p, PreFilterExtensions)
         ]
+        # Which optional PostFilter protocols each plugin speaks, by id: a runtime-checkable Protocol's
+        # isinstance walks its members, and PostFilter runs for every unschedulable attempt.
+        self._post_filter_kinds: dict[int, tuple[bool, bool, bool]] = {}
         # Set by the scheduler that runs this framework; None (tests, simulate) means no nominations,
         # and no executor means preemption decides but does not act.
         self.nominator: PodNominator | None = None
@@ -563,22 +566,29 @@ class Framework:
             run.index += 1
             began = _perf()
             answer: tuple[str | None, Status | None]
-            if run.extenders is not None and isinstance(plugin, ExtenderPostFilterPlugin):
+            extender, awaiting, blocking = self._post_filter_kind(plugin)
+            if run.extenders is not None and extender:
                 run.pending = (
                     plugin,
                     began,
                     None,
-                    plugin.post_filter_with_extenders(run.state, run.pod, run.node_statuses, run.extenders),
+                    cast(ExtenderPostFilterPlugin, plugin).post_filter_with_extenders(
+                        run.state, run.pod, run.node_statuses, run.extenders
+                    ),
                 )
                 return run
-            if isinstance(plugin, AwaitingPostFilterPlugin):
-                awaiting = plugin.post_filter_awaitable(run.state, run.pod, run.node_statuses)
-                if not isinstance(awaiting, tuple):
-                    run.pending = (plugin, began, None, awaiting)
+            if awaiting:
+                awaited = cast(AwaitingPostFilterPlugin, plugin).post_filter_awaitable(
+                    run.state, run.pod, run.node_statuses
+                )
+                if not isinstance(awaited, tuple):
+                    run.pending = (plugin, began, None, awaited)
                     return run
-                answer = awaiting
-            elif isinstance(plugin, BlockingPostFilterPlugin):
-                outcome = plugin.post_filter_call(run.state, run.pod, run.node_statuses)
+                answer = awaited
+            elif blocking:
+                outcome = cast(BlockingPostFilterPlugin, plugin).post_filter_call(
+                    run.state, run.pod, run.node_statuses
+                )
                 if not isinstance(outcome, tuple):
                     run.pending = (plugin, began, outcome, None)
                     return run
@@ -589,6 +599,17 @@ class Framework:
             if done is not None:
                 return self._end_post_filter(run, done)
         return self._end_post_filter(run, run.fold.result())
+
+    def _post_filter_kind(self, plugin: PostFilterPlugin) -> tuple[bool, bool, bool]:
+        """(extender-aware, awaiting, blocking): the optional protocols ``plugin`` implements."""
+        kind = self._post_filter_kinds.get(id(plugin))
+        if kind is None:
+            kind = self._post_filter_kinds[id(plugin)] = (
+                isinstance(plugin, ExtenderPostFilterPlugin),
+                isinstance(plugin, AwaitingPostFilterPlugin),
+                isinstance(plugin, BlockingPostFilterPlugin),
+            )
+        return kind
 
     def _fold_post_filter(
         self,

@@ -7,6 +7,8 @@ allocates nothing. ``Status.is_success(None)`` and friends accept both forms.
 from __future__ import annotations
 
 import enum
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 
@@ -73,3 +75,13 @@ def is_success(status: Status | None) -> bool:
 
 def code_of(status: Status | None) -> Code:
     return Code.Success if status is None else status.code
+
+
+def distinct_statuses(statuses: Collection[Status]) -> list[tuple[Status, int]]:
+    """Each distinct Status object of ``statuses`` with how many times it occurs.
+
+    The batch Filter path shares one Status object among the nodes a plugin rejects alike, so a
+    diagnosis of thousands of nodes holds a handful of objects: counting them by identity (at C speed)
+    lets callers look at each distinct one once instead of once per node."""
+    by_id = dict(zip(map(id, statuses), statuses, strict=True))
+    return [(by_id[key], count) for key, count in Counter(map(id, statuses)).items()]

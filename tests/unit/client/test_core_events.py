@@ -228,6 +228,65 @@ def test_condition_patch_is_skipped_when_the_pod_already_says_so(env: Env) -> No
     ]
 
 
+def versioned(pod: dict[str, Any], resource_version: str) -> dict[str, Any]:
+    pod["metadata"]["resourceVersion"] = resource_version
+    return pod
+
+
+def test_a_retry_before_the_watch_shows_the_patch_does_not_patch_again(env: Env) -> None:
+    # A cluster event sent the pod back at once: the object in hand is still the version the first
+    # patch was made from, without the condition the patch set.
+    pod = versioned(make_pod("p"), "5")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    # Anything else is still written: another message, another reason, a nomination, a newer version.
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="other")
+    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other")
+    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other", nominated_node="")
+    newer = versioned(make_pod("p"), "9")  # the condition was cleared by someone else meanwhile
+    env.recorder.pod_condition_unschedulable(newer, reason="SchedulerError", message="other")
+    env.settle()
+    written = sorted(
+        (p.body["status"]["conditions"][0]["reason"], p.body["status"]["conditions"][0]["message"])
+        for p in env.rest.status_patches()  # the writer pool's threads may reorder them
+    )
+    assert written == [
+        ("SchedulerError", "other"),
+        ("SchedulerError", "other"),
+        ("SchedulerError", "other"),
+        ("Unschedulable", "m"),
+        ("Unschedulable", "other"),
+    ]
+    assert env.recorder.conditions_skipped == 1
+
+
+def test_a_condition_patch_that_never_lands_does_not_hold_back_the_next() -> None:
+    env = retry_env()
+    env.rest.respond = lambda method, path, body: status_error(422, "invalid")  # not retried
+    pod = versioned(make_pod("p"), "5")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    wait_until(lambda: env.recorder.dropped == 1)
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    env.settle()
+    assert len(env.rest.status_patches()) == 2
+
+
+def test_a_condition_patch_cancelled_by_the_bind_does_not_hold_back_the_next() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = versioned(make_pod("p"), "5")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    wait_until(lambda: env.recorder.pending_retries == 1)
+    assert env.recorder.before_bind(pod["metadata"]["uid"], timeout=1.0)
+    # The bind failed; the next attempt fails as the first did, from the same version of the pod.
+    flaky.up = True
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    env.settle()
+    assert env.recorder.conditions_skipped == 0
+    assert len(flaky.written) == 1
+
+
 def test_condition_patch_can_carry_the_nominated_node(env: Env) -> None:
     current = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
     env.recorder.pod_condition_unschedulable(
