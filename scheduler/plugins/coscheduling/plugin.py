@@ -13,6 +13,9 @@ Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the 
 * Permit waits until ``minMember`` members are assumed or bound, then allows them all at once.
 * PostFilter and Unreserve release the whole group: every waiting member is rejected (Unreserve
   runs for each, so all resources they reserved are released), and the group backs off.
+* Queueing hints: a member's add and its PodGroup's add or spec update wake the group, as upstream's
+  registration (narrowed: other groups' pods are not its events). Ours: a pod delete or a node add or
+  update wakes only a group whose last PreFilter found ``minResources`` short of room.
 """
 
 from __future__ import annotations
@@ -105,6 +108,12 @@ class Coscheduling:
         self._assigned: dict[str, set[str]] = {}
         # The last pod-add event the hint answered, and whether its group had minMember pods then.
         self._add_memo: tuple[Mapping[str, Any], bool] | None = None
+        # Groups whose last PreFilter stopped at the minResources check: the only members that freed
+        # room (a pod deleted, a node added or changed) can help. Any other member rejected by this
+        # plugin (a sibling failed, Permit timed out) waits for its group's events, as upstream's;
+        # waking those on room events made a group that cannot complete retry in a loop, each
+        # rejected member's released reservation waking its siblings again.
+        self._short_of_room: set[str] = set()
 
     # --- lookups --------------------------------------------------------------------------------
     def get_pod_group(self, pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
@@ -199,10 +208,13 @@ class Coscheduling:
             return f"pre-filter pod {pod.name} cannot proceed due to gated pods in the same PodGroup"
         min_resources = coscheduling_pod_group_spec(pg).get("minResources")
         if not min_resources or self._active(self._permitted, full_name):
+            self._short_of_room.discard(full_name)
             return None
         gap = resource_gap(nodes, min_resources, need, full_name)
         if gap:
+            self._short_of_room.add(full_name)
             return "resource gap: " + ", ".join(f"{k}={v}" for k, v in sorted(gap.items()))
+        self._short_of_room.discard(full_name)
         self._permitted[full_name] = self.handle.now() + self.args.permit_waiting_time_seconds
         return None
 
@@ -291,9 +303,15 @@ class Coscheduling:
                 ClusterEvent(Resource.PodGroup, ActionType.Add | ActionType.Update),
                 self.is_schedulable_after_pod_group_change,
             ),
-            # A group that did not fit (minResources) may fit once others leave or nodes join.
-            ClusterEventWithHint(ClusterEvent(Resource.AssignedPod, ActionType.Delete)),
-            ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add | ActionType.Update)),
+            # Ours: a group turned away by its minResources check may fit once others leave or nodes
+            # join. Only that verdict depends on room; upstream registers neither event.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete), self.is_schedulable_after_pod_delete
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.Update),
+                self.is_schedulable_after_node_change,
+            ),
         ]
 
     @safe_hint
@@ -327,6 +345,24 @@ class Coscheduling:
         if isinstance(old_obj, Mapping) and (old_obj.get("spec") == new_obj.get("spec")):
             return QueueingHint.Skip  # a status update changes nothing for scheduling
         return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_pod_delete(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        full_name = pod_group_full_name(pod)
+        if full_name not in self._short_of_room:
+            return QueueingHint.Skip
+        if isinstance(old_obj, Mapping) and pod_group_full_name(old_obj) == full_name:
+            return QueueingHint.Skip  # the group's own pods already count as free room
+        return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        short = pod_group_full_name(pod) in self._short_of_room
+        return QueueingHint.Queue if short else QueueingHint.Skip
 
 
 def resource_gap(
