@@ -14,7 +14,7 @@ from informers.resource import PODGROUPS, PODS, ResourceSpec
 from scheduler.cycle.waiting_pods import WaitingPod, WaitingPods
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
 from scheduler.framework.handle import WaitingPodHandle
-from scheduler.framework.listers import Lister, StaticLister
+from scheduler.framework.listers import IndexedLister, Lister, StaticLister
 from scheduler.framework.status import Code
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODS_TO_ACTIVATE_KEY, Coscheduling
 from scheduler.plugins.errors import PluginArgsError
@@ -381,6 +381,42 @@ async def test_room_events_wake_only_a_group_turned_away_by_its_min_resources() 
     assert plugin.is_schedulable_after_node_change(pods[1], None, node("n9")).name == "Skip"
 
 
+class PlainLister:
+    """A Lister that keeps no indexes (a Handle's lister need not be an IndexedLister)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self._inner = StaticLister(objects)
+
+    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]:
+        return self._inner.list(namespace)
+
+    def get(self, name: str, namespace: str = "") -> Mapping[str, Any] | None:
+        return self._inner.get(name, namespace)
+
+
+class PlainHandle(GangHandle):
+    def lister(self, resource: ResourceSpec) -> PlainLister:  # type: ignore[override]
+        return PlainLister(super().lister(resource).list())
+
+
+async def test_members_are_the_same_from_the_index_or_a_scan_of_the_namespace() -> None:
+    pods = [member("a0", "pg1"), member("a1", "pg1"), member("b0", "pg2"), member("x", "")]
+    elsewhere = member("a0", "pg1")
+    elsewhere["metadata"]["namespace"] = "other"
+    pods.append(elsewhere)
+    indexed = plugin_for(GangHandle({PODS: pods}))
+    plain = plugin_for(PlainHandle({PODS: pods}))
+    assert not isinstance(plain.pods, IndexedLister)
+
+    def uids(found: Sequence[Mapping[str, Any]]) -> list[str]:
+        return sorted(f"{s['metadata']['namespace']}/{s['metadata']['uid']}" for s in found)
+
+    for p in pods:
+        if p["metadata"]["labels"][POD_GROUP_LABEL]:  # only members are asked for their siblings
+            assert uids(indexed.siblings(p)) == uids(plain.siblings(p)), p["metadata"]
+    assert sorted(s["metadata"]["name"] for s in indexed.siblings(pods[0])) == ["a0", "a1"]
+
+
 # --- the whole scheduler: a gang that cannot complete ---
 def _gang_member(name: str, *, fits: bool = True) -> dict[str, Any]:
     raw = make_pod(name, cpu="1", uid=f"uid-{name}", node_selector=None if fits else {"no-such": "label"})
@@ -421,7 +457,7 @@ async def test_a_gang_that_cannot_complete_is_tried_once_then_waits_for_its_even
     keys = [f"default/{p['metadata']['name']}" for p in members]
 
     def attempts() -> list[int]:
-        return [qpi.attempts if (qpi := env.queue.get(k)) is not None else 0 for k in keys]
+        return [queued.attempts if (queued := env.queue.get(k)) is not None else 0 for k in keys]
 
     def parked() -> bool:
         return all(env.queue.where(k) == "unschedulable" for k in keys)
