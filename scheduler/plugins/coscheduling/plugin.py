@@ -21,7 +21,7 @@ Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from informers.resource import PODGROUPS, PODS
@@ -40,7 +40,7 @@ from scheduler.framework import (
     Status,
     WaitingPodHandle,
 )
-from scheduler.framework.listers import IndexedLister
+from scheduler.framework.listers import IndexedLister, Lister
 from scheduler.framework.objects import (
     labels_of,
     namespace_of,
@@ -84,6 +84,21 @@ def index_by_pod_group(pod: Mapping[str, Any]) -> list[str]:
     return [full_name] if full_name else []
 
 
+MembersFinder = Callable[[str, str], list[Mapping[str, Any]]]
+
+
+def members_finder(pods: Lister) -> MembersFinder:
+    """``(namespace, group) -> its pods`` in ``pods``: by an index the lister keeps from now on when it
+    can (IndexedLister; upstream adds an index to the pod informer too), else by scanning the namespace.
+    A gang's members are looked up several times per pod (PreEnqueue, PreFilter, Permit, the status
+    controller): a scan made each lookup cost as much as every other pod in the namespace."""
+    if isinstance(pods, IndexedLister):
+        indexed = pods
+        indexed.add_index(POD_GROUP_INDEX, index_by_pod_group)
+        return lambda namespace, name: list(indexed.by_index(POD_GROUP_INDEX, f"{namespace}/{name}"))
+    return lambda namespace, name: [p for p in pods.list(namespace) if pod_group_name(p) == name]
+
+
 def min_member(pg: Mapping[str, Any]) -> int:
     value = coscheduling_pod_group_spec(pg).get("minMember")
     return value if isinstance(value, int) else 0
@@ -107,13 +122,7 @@ class Coscheduling:
         self.handle = handle
         self.pod_groups = handle.lister(PODGROUPS)
         self.pods = handle.lister(PODS)
-        # Members are looked up several times per pod (PreEnqueue, PreFilter, Permit): by an index of
-        # the groups rather than a scan of the namespace, which made a gang's cost grow with every
-        # other pod there (upstream adds an index to the pod informer too).
-        self._members: IndexedLister | None = None
-        if isinstance(self.pods, IndexedLister):
-            self._members = self.pods
-            self._members.add_index(POD_GROUP_INDEX, index_by_pod_group)
+        self._members = members_finder(self.pods)
         self.reject_fraction = self.args.pod_group_reject_percentage / 100.0
         # Group full name -> expiry (handle.now()) of state kept with a deadline, as upstream's caches.
         self._permitted: dict[str, float] = {}
@@ -140,11 +149,7 @@ class Coscheduling:
 
     def siblings(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The group's pods the scheduler knows (not terminated), ``pod`` included."""
-        if self._members is not None:
-            return list(self._members.by_index(POD_GROUP_INDEX, pod_group_full_name(pod)))
-        name = pod_group_name(pod)
-        namespace = namespace_of(pod)
-        return [p for p in self.pods.list(namespace) if pod_group_name(p) == name]
+        return self._members(namespace_of(pod), pod_group_name(pod))
 
     def assigned_count(self, full_name: str, siblings: Sequence[Mapping[str, Any]]) -> int:
         """Members past Permit: those we let through plus those already bound (by an earlier run,
