@@ -413,6 +413,8 @@ class EventRecorder:
         with self._lock:
             gates = self._gates.setdefault(uid, [])
             earlier = [g for g in gates if g.nomination] if nominated_node is not None else []
+            if earlier:
+                gates[:] = [g for g in gates if not g.nomination]  # this patch waits for them instead
             gates.append(gate)
         # This patch sets the nomination: an earlier nominatedNodeName write not yet sent never is, and
         # one on the wire lands first, so the pod ends with this value whatever the writers' order.
