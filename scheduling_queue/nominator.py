@@ -26,11 +26,13 @@ def _nominated_node_name(pod: Pod) -> str:
 class Nominator:
     """node name -> nominated pods; each pod is nominated to at most one node."""
 
-    __slots__ = ("_by_node", "_pod_to_node", "version")
+    __slots__ = ("_by_node", "_pod_to_node", "_withdrawn", "version")
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Pod]] = {}
         self._pod_to_node: dict[str, str] = {}
+        # Pod -> a node the scheduler published for it and then took back (see withdraw()).
+        self._withdrawn: dict[str, str] = {}
         # Bumped on every change, so a reader can keep what it derived from the nominations until then.
         self.version = 0
 
@@ -48,6 +50,11 @@ class Nominator:
         if not node or (pod.get("spec") or {}).get("nodeName"):
             return
         ident = _ident(pod)
+        if node_name is None:
+            if self._withdrawn.get(ident) == node:
+                return  # the echo of a nomination taken back since
+        else:
+            self._withdrawn.pop(ident, None)  # the scheduler nominates it anew
         self._pod_to_node[ident] = node
         self._by_node.setdefault(node, {})[ident] = pod
         self.version += 1
@@ -71,6 +78,9 @@ class Nominator:
         in memory but before the status patch landed; dropping the reservation then would be wrong.
         """
         ident = _ident(old)
+        withdrawn = self._withdrawn.get(ident)
+        if withdrawn is not None and _nominated_node_name(new) != withdrawn:
+            del self._withdrawn[ident]  # the pod moved on (our clearing patch landed, or a new nomination)
         if ident not in self._pod_to_node and not _nominated_node_name(new):
             return
         keep: str | None = None
@@ -78,6 +88,19 @@ class Nominator:
             keep = self._pod_to_node.get(ident)
         self.delete_nominated_pod_if_exists(old)
         self.add_nominated_pod(new, keep)
+
+    def withdraw(self, pod: Pod, node_name: str) -> None:
+        """The scheduler published ``status.nominatedNodeName`` = ``node_name`` for ``pod`` and took it
+        back (a pod rejected while waiting at Permit): no nomination now, and the update that shows the
+        published value, which may arrive after the rejection (the writes are asynchronous), does not
+        bring it back. A later update showing any other value, or a new nomination, ends this."""
+        self.delete_nominated_pod_if_exists(pod)
+        self._withdrawn[_ident(pod)] = node_name
+
+    def forget(self, pod: Pod) -> None:
+        """The pod is gone: drop everything kept about it."""
+        self.delete_nominated_pod_if_exists(pod)
+        self._withdrawn.pop(_ident(pod), None)
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         pods = self._by_node.get(node_name)

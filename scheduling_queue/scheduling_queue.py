@@ -402,7 +402,7 @@ class SchedulingQueue:
         An in-flight attempt is marked so that its failure does not requeue the pod.
         """
         key = pod_key(pod)
-        self.nominator.delete_nominated_pod_if_exists(pod)
+        self.nominator.forget(pod)
         if key in self._active_pods:
             self._active.remove(key)
         elif key in self._backoff_pods:

@@ -20,7 +20,8 @@ from informers import (
     index_by_namespace,
 )
 from informers.store import Indexer
-from scheduler.framework.listers import KubeObject, ListerEventHandler, object_key
+from informers.store import IndexFunc as StoreIndexFunc
+from scheduler.framework.listers import IndexFunc, KubeObject, ListerEventHandler, object_key
 
 
 def _attach(
@@ -48,19 +49,34 @@ def _attach(
 class InformerLister:
     """A Lister over one informer's store (thread-safe reads: the store takes its own lock)."""
 
-    __slots__ = ("_handlers", "_informer", "_store", "spec")
+    __slots__ = ("_handlers", "_informer", "_store", "indexes", "spec")
 
     def __init__(self, spec: ResourceSpec) -> None:
         self.spec = spec
         self._store: Indexer | None = None
         self._informer: SharedInformer | None = None
         self._handlers: list[tuple[ListerEventHandler, Callable[[KubeObject], bool] | None]] = []
+        # Indexes plugins asked for (IndexedLister), given to the informer when it is created.
+        self.indexes: dict[str, IndexFunc] = {}
 
     def bind(self, informer: SharedInformer) -> None:
         self._store = informer.store
         self._informer = informer
         for handler, accept in self._handlers:
             _attach(informer, handler, accept)
+
+    def add_index(self, name: str, index: IndexFunc) -> None:
+        """See ``IndexedLister``: kept by the informer's store, updated with it under its lock."""
+        self.indexes.setdefault(name, index)
+        store = self._store
+        if store is not None and name not in store.index_names():
+            store.add_indexers({name: self.indexes[name]})
+
+    def by_index(self, name: str, value: str) -> Sequence[KubeObject]:
+        store = self._store
+        if store is None or name not in self.indexes:
+            return []
+        return store.by_index(name, value)
 
     def add_event_handler(
         self, handler: ListerEventHandler, accept: Callable[[KubeObject], bool] | None = None
@@ -124,9 +140,11 @@ class InformerListers:
         for spec, lister in self._listers.items():
             if spec in unserved:
                 continue
-            indexers = {NAMESPACE_INDEX: index_by_namespace} if spec.namespaced else None
+            indexers: dict[str, StoreIndexFunc] = dict(lister.indexes)
+            if spec.namespaced:
+                indexers[NAMESPACE_INDEX] = index_by_namespace
             selector = (field_selectors or {}).get(spec)
-            informer = factory.informer_for(spec, field_selector=selector, indexers=indexers)
+            informer = factory.informer_for(spec, field_selector=selector, indexers=indexers or None)
             lister.bind(informer)
             informers[spec] = informer
         return informers

@@ -134,6 +134,8 @@ class _StatusGate:
     lock: threading.Lock = field(default_factory=threading.Lock)
     idle: threading.Event = field(default_factory=threading.Event)
     cancelled: bool = False
+    # A nominatedNodeName write: a later condition patch that sets the nomination supersedes it.
+    nomination: bool = False
 
     def __post_init__(self) -> None:
         self.idle.set()
@@ -431,10 +433,21 @@ class EventRecorder:
             patch["status"]["nominatedNodeName"] = nominated_node
         gate = _StatusGate()
         with self._lock:
-            self._gates.setdefault(uid, []).append(gate)
+            gates = self._gates.setdefault(uid, [])
+            earlier = [g for g in gates if g.nomination] if nominated_node is not None else []
+            if earlier:
+                gates[:] = [g for g in gates if not g.nomination]  # this patch waits for them instead
+            gates.append(gate)
             self._conditions_sent[uid] = sent
+        # This patch sets the nomination: an earlier nominatedNodeName write not yet sent never is, and
+        # one on the wire lands first, so the pod ends with this value whatever the writers' order.
+        for superseded in earlier:
+            with superseded.lock:
+                superseded.cancelled = True
 
         def send() -> None:
+            for superseded in earlier:
+                superseded.idle.wait(STATUS_PATCH_TIMEOUT + 1.0)
             self._api.patch_pod_status(namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT)
 
         self._submit(_Write(uid, f"PodScheduled=False of {namespace}/{name}", send, gate=gate))
@@ -475,7 +488,10 @@ class EventRecorder:
         if inline:
             send()
             return
-        self._submit(_Write(uid, f"nominatedNodeName of {namespace}/{name}", send))
+        gate = _StatusGate(nomination=True)
+        with self._lock:
+            self._gates.setdefault(uid, []).append(gate)
+        self._submit(_Write(uid, f"nominatedNodeName of {namespace}/{name}", send, gate=gate))
 
     def before_bind(self, uid: str, timeout: float = STATUS_PATCH_TIMEOUT + 1.0) -> bool:
         """Called by a binding thread right before the Binding POST of pod ``uid``.

@@ -43,6 +43,7 @@ from scheduler.framework.objects import namespaced_name, object_meta, pod_status
 from scheduler.framework.objects_scheduling import coscheduling_pod_group_status
 from scheduler.plugins.coscheduling.plugin import (
     POD_GROUP_LABEL,
+    members_finder,
     min_member,
     pod_group_full_name,
     pod_group_name,
@@ -180,6 +181,7 @@ class PodGroupStatusController:
     ) -> None:
         self.pod_groups = pod_groups
         self.pods = pods
+        self._members = members_finder(pods)
         self.patch = patch
         self.clock = clock
         self.debounce = debounce
@@ -255,7 +257,7 @@ class PodGroupStatusController:
             if pg is None:
                 self._attempts.pop(key, None)
                 continue
-            members = [p for p in self.pods.list(namespace) if pod_group_name(p) == name]
+            members = self._members(namespace, name)
             desired = desired_status(pg, members, now)
             if desired is None:
                 continue

@@ -433,7 +433,15 @@ class Scheduler:
                 status = Status(status.code, list(status.reasons), "", status.error)
             # Counted in scheduler_schedule_attempts_total from the cycle's start, as upstream's
             # handleBindingCycleError -> handleSchedulingFailure (error, or unschedulable at Permit).
-            self.fail(qpi, pod, status, fwk, start=task.cycle_start, message=message)
+            self.fail(
+                qpi,
+                pod,
+                status,
+                fwk,
+                start=task.cycle_start,
+                message=message,
+                withdrawn=task.node_name if task.nominated else "",
+            )
         if forgotten:
             # As upstream, forgetting an assumed pod in the binding cycle is an AssignedPodDelete: pods
             # rejected for want of the room it held may fit now. Sent after the requeue and aimed at
@@ -508,7 +516,10 @@ class Scheduler:
         start: float | None = None,
         message: str = "",
         nominated: str | None = CLEAR_NOMINATION,
+        withdrawn: str = "",
     ) -> None:
+        """``withdrawn``: the node this attempt published as the pod's nominatedNodeName (it waited at
+        Permit), which the clearing below must take back even if the pod does not show it yet."""
         profile = fwk.profile_name if fwk is not None else ""
         text = message or status.message() or status.code.name
         if status.is_rejection():
@@ -527,7 +538,9 @@ class Scheduler:
         self.decisions.failed(qpi.key, text, error=result == "error")
         # Every other failure clears the nomination upstream (clearNominatedNode); a pod group waiting
         # for preemption nominates its members where the trial put them.
-        self._requeue_and_report(qpi, fwk, reason=reason, message=text, nominated=nominated)
+        self._requeue_and_report(
+            qpi, fwk, reason=reason, message=text, nominated=nominated, withdrawn=withdrawn
+        )
 
     def _requeue_and_report(
         self,
@@ -538,15 +551,21 @@ class Scheduler:
         message: str,
         nominated: str | None,
         event_note: str = "",
+        withdrawn: str = "",
     ) -> None:
         """``nominated``: upstream's NominatingInfo. None is ModeNoop (leave it); a name, or
         CLEAR_NOMINATION, is ModeOverride: the nominator learns it now, and the status patch carries it
         only when it differs from the pod's current ``status.nominatedNodeName`` (as ``updatePod``)."""
         self.queue.add_unschedulable_if_not_present(qpi)
         if nominated is not None:
+            if withdrawn and not nominated:
+                # Our own nominatedNodeName write may land after this failure: its echo must not
+                # nominate the pod again, and the clearing patch goes out even if the pod does not
+                # show the value yet (the recorder sends it after that write).
+                self.queue.nominator.withdraw(qpi.pod, withdrawn)
             self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
             current = _nominated_node(qpi.pod)
-            if current == nominated:
+            if current == nominated and not withdrawn:
                 nominated = None
         controller = fwk.profile_name if fwk is not None else "py-scheduler"
         self.recorder.event(

@@ -43,6 +43,8 @@ from informers.resource import (
 from scheduler.framework.objects import object_meta
 
 KubeObject = Mapping[str, Any]
+IndexFunc = Callable[[KubeObject], Iterable[str]]
+"""The index values of an object (none, one or several), as client-go's ``cache.IndexFunc``."""
 
 __all__ = [
     "CSI_DRIVERS",
@@ -69,6 +71,8 @@ __all__ = [
     "STATEFUL_SETS",
     "STORAGE_CLASSES",
     "WORKLOAD_PODGROUPS",
+    "IndexFunc",
+    "IndexedLister",
     "KubeObject",
     "Lister",
     "ListerEventHandler",
@@ -115,6 +119,22 @@ class WatchedLister(Lister, Protocol):
     ) -> None: ...
 
 
+@runtime_checkable
+class IndexedLister(Lister, Protocol):
+    """A Lister that keeps the secondary indexes plugins ask for (upstream plugins call AddIndexers on
+    the shared informer, then ByIndex): ``add_index`` at construction, ``by_index`` in a cycle. The
+    index is kept with the store itself, so it never lags behind ``list``."""
+
+    def add_index(self, name: str, index: IndexFunc) -> None:
+        """Index every object, present and future, by ``index``. A name already added keeps its first
+        function (the plugins of several profiles ask for the same index)."""
+        ...
+
+    def by_index(self, name: str, value: str) -> Sequence[KubeObject]:
+        """The objects whose index ``name`` holds ``value``; empty for an index never added."""
+        ...
+
+
 def object_key(name: str, namespace: str = "") -> str:
     """The store key of an object: ``namespace/name``, or ``name`` for cluster-scoped kinds."""
     return f"{namespace}/{name}" if namespace else name
@@ -136,6 +156,7 @@ class StaticLister:
     def __init__(self, objects: Iterable[KubeObject] = ()) -> None:
         self._by_key: dict[str, KubeObject] = {}
         self._handlers: list[tuple[ListerEventHandler, Callable[[KubeObject], bool] | None]] = []
+        self._indexes: dict[str, IndexFunc] = {}
         self.version = 0
         for obj in objects:
             self.add(obj)
@@ -180,3 +201,13 @@ class StaticLister:
 
     def get(self, name: str, namespace: str = "") -> KubeObject | None:
         return self._by_key.get(object_key(name, namespace))
+
+    def add_index(self, name: str, index: IndexFunc) -> None:
+        self._indexes.setdefault(name, index)
+
+    def by_index(self, name: str, value: str) -> Sequence[KubeObject]:
+        # Computed per call: a static lister is small (tests, simulate's snapshots).
+        index = self._indexes.get(name)
+        if index is None:
+            return []
+        return [o for o in self._by_key.values() if value in index(o)]

@@ -363,7 +363,9 @@ def test_killed_while_a_gang_waits_at_permit_the_gang_binds_whole_or_not_at_all(
     create(core_v1, namespace, [*(member(n, run_id, "kill", "100m") for n in ready), last])
 
     (tmp_path / "first").mkdir()
-    first = gang_scheduler(kubeconfig, tmp_path / "first").start()
+    # podGroupRejectPercentage 100: the member that does not fit leaves the others waiting at Permit
+    # (with the default 10, its PostFilter releases them and they wait in the queue for an event).
+    first = gang_scheduler(kubeconfig, tmp_path / "first", podGroupRejectPercentage=100).start()
     try:
         first.wait_ready(60)
         wait_for(lambda: waiting_at_permit(first, namespace, ready), 30, "3 members waiting at Permit")
@@ -374,7 +376,7 @@ def test_killed_while_a_gang_waits_at_permit_the_gang_binds_whole_or_not_at_all(
 
     second_dir = tmp_path / "second"
     second_dir.mkdir()
-    second = gang_scheduler(kubeconfig, second_dir).start()
+    second = gang_scheduler(kubeconfig, second_dir, podGroupRejectPercentage=100).start()
     try:
         second.wait_ready(60)
         wait_for(lambda: waiting_at_permit(second, namespace, ready), 30, "the restarted scheduler's waiters")

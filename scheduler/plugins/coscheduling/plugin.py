@@ -13,12 +13,15 @@ Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the 
 * Permit waits until ``minMember`` members are assumed or bound, then allows them all at once.
 * PostFilter and Unreserve release the whole group: every waiting member is rejected (Unreserve
   runs for each, so all resources they reserved are released), and the group backs off.
+* Queueing hints: a member's add and its PodGroup's add or spec update wake the group, as upstream's
+  registration (narrowed: other groups' pods are not its events). Ours: a pod delete or a node add or
+  update wakes only a group whose last PreFilter found ``minResources`` short of room.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from informers.resource import PODGROUPS, PODS
@@ -37,6 +40,7 @@ from scheduler.framework import (
     Status,
     WaitingPodHandle,
 )
+from scheduler.framework.listers import IndexedLister, Lister
 from scheduler.framework.objects import (
     labels_of,
     namespace_of,
@@ -56,6 +60,8 @@ POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PERMIT_STATE_KEY = "PermitCoscheduling"
 # Upstream's framework.PodsToActivateKey: the cycle moves these pods to activeQ after Permit.
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+# The pods lister's index of group members: "namespace/group" -> its pods.
+POD_GROUP_INDEX = "coscheduling/pod-group"
 
 
 def is_gang_member(pod: Mapping[str, Any]) -> bool:
@@ -71,6 +77,26 @@ def pod_group_name(pod: Mapping[str, Any]) -> str:
 def pod_group_full_name(pod: Mapping[str, Any]) -> str:
     name = pod_group_name(pod)
     return f"{namespace_of(pod)}/{name}" if name else ""
+
+
+def index_by_pod_group(pod: Mapping[str, Any]) -> list[str]:
+    full_name = pod_group_full_name(pod)
+    return [full_name] if full_name else []
+
+
+MembersFinder = Callable[[str, str], list[Mapping[str, Any]]]
+
+
+def members_finder(pods: Lister) -> MembersFinder:
+    """``(namespace, group) -> its pods`` in ``pods``: by an index the lister keeps from now on when it
+    can (IndexedLister; upstream adds an index to the pod informer too), else by scanning the namespace.
+    A gang's members are looked up several times per pod (PreEnqueue, PreFilter, Permit, the status
+    controller): a scan made each lookup cost as much as every other pod in the namespace."""
+    if isinstance(pods, IndexedLister):
+        indexed = pods
+        indexed.add_index(POD_GROUP_INDEX, index_by_pod_group)
+        return lambda namespace, name: list(indexed.by_index(POD_GROUP_INDEX, f"{namespace}/{name}"))
+    return lambda namespace, name: [p for p in pods.list(namespace) if pod_group_name(p) == name]
 
 
 def min_member(pg: Mapping[str, Any]) -> int:
@@ -96,6 +122,7 @@ class Coscheduling:
         self.handle = handle
         self.pod_groups = handle.lister(PODGROUPS)
         self.pods = handle.lister(PODS)
+        self._members = members_finder(self.pods)
         self.reject_fraction = self.args.pod_group_reject_percentage / 100.0
         # Group full name -> expiry (handle.now()) of state kept with a deadline, as upstream's caches.
         self._permitted: dict[str, float] = {}
@@ -105,6 +132,12 @@ class Coscheduling:
         self._assigned: dict[str, set[str]] = {}
         # The last pod-add event the hint answered, and whether its group had minMember pods then.
         self._add_memo: tuple[Mapping[str, Any], bool] | None = None
+        # Groups whose last PreFilter stopped at the minResources check: the only members that freed
+        # room (a pod deleted, a node added or changed) can help. Any other member rejected by this
+        # plugin (a sibling failed, Permit timed out) waits for its group's events, as upstream's;
+        # waking those on room events made a group that cannot complete retry in a loop, each
+        # rejected member's released reservation waking its siblings again.
+        self._short_of_room: set[str] = set()
 
     # --- lookups --------------------------------------------------------------------------------
     def get_pod_group(self, pod: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
@@ -116,9 +149,7 @@ class Coscheduling:
 
     def siblings(self, pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         """The group's pods the scheduler knows (not terminated), ``pod`` included."""
-        name = pod_group_name(pod)
-        namespace = namespace_of(pod)
-        return [p for p in self.pods.list(namespace) if pod_group_name(p) == name]
+        return self._members(namespace_of(pod), pod_group_name(pod))
 
     def assigned_count(self, full_name: str, siblings: Sequence[Mapping[str, Any]]) -> int:
         """Members past Permit: those we let through plus those already bound (by an earlier run,
@@ -199,10 +230,13 @@ class Coscheduling:
             return f"pre-filter pod {pod.name} cannot proceed due to gated pods in the same PodGroup"
         min_resources = coscheduling_pod_group_spec(pg).get("minResources")
         if not min_resources or self._active(self._permitted, full_name):
+            self._short_of_room.discard(full_name)
             return None
         gap = resource_gap(nodes, min_resources, need, full_name)
         if gap:
+            self._short_of_room.add(full_name)
             return "resource gap: " + ", ".join(f"{k}={v}" for k, v in sorted(gap.items()))
+        self._short_of_room.discard(full_name)
         self._permitted[full_name] = self.handle.now() + self.args.permit_waiting_time_seconds
         return None
 
@@ -291,9 +325,15 @@ class Coscheduling:
                 ClusterEvent(Resource.PodGroup, ActionType.Add | ActionType.Update),
                 self.is_schedulable_after_pod_group_change,
             ),
-            # A group that did not fit (minResources) may fit once others leave or nodes join.
-            ClusterEventWithHint(ClusterEvent(Resource.AssignedPod, ActionType.Delete)),
-            ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add | ActionType.Update)),
+            # Ours: a group turned away by its minResources check may fit once others leave or nodes
+            # join. Only that verdict depends on room; upstream registers neither event.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete), self.is_schedulable_after_pod_delete
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.Node, ActionType.Add | ActionType.Update),
+                self.is_schedulable_after_node_change,
+            ),
         ]
 
     @safe_hint
@@ -327,6 +367,24 @@ class Coscheduling:
         if isinstance(old_obj, Mapping) and (old_obj.get("spec") == new_obj.get("spec")):
             return QueueingHint.Skip  # a status update changes nothing for scheduling
         return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_pod_delete(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        full_name = pod_group_full_name(pod)
+        if full_name not in self._short_of_room:
+            return QueueingHint.Skip
+        if isinstance(old_obj, Mapping) and pod_group_full_name(old_obj) == full_name:
+            return QueueingHint.Skip  # the group's own pods already count as free room
+        return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_node_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        short = pod_group_full_name(pod) in self._short_of_room
+        return QueueingHint.Queue if short else QueueingHint.Skip
 
 
 def resource_gap(

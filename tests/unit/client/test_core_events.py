@@ -521,6 +521,49 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
     env.settle()
 
 
+def test_a_patch_that_clears_the_nomination_lands_after_the_nomination_on_the_wire() -> None:
+    """A pod that waited at Permit published nominatedNodeName, then failed: the failure's patch that
+    clears it waits for that write, so the pod never ends up nominated by a write that lost the race."""
+    env = Env()
+    on_wire, release = threading.Event(), threading.Event()
+    written: list[Any] = []
+
+    def slow_nomination(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if "conditions" not in body["status"]:
+            on_wire.set()
+            release.wait(10)
+        written.append(body["status"]["nominatedNodeName"])
+        return 200, b"{}"
+
+    env.rest.respond = slow_nomination
+    pod = make_pod("p")
+    env.recorder.nominate_pod(pod, "n1")
+    assert on_wire.wait(5)
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m", nominated_node="")
+    time.sleep(0.2)
+    assert written == []  # the clearing patch waits
+    release.set()
+    env.settle()
+    assert written == ["n1", ""]
+
+
+def test_a_nomination_not_yet_sent_is_dropped_by_the_patch_that_clears_it() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    env.recorder.nominate_pod(pod, "n1")
+    wait_until(lambda: env.recorder.pending_retries == 1)  # refused once, waiting for its retry
+    flaky.up = True
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m", nominated_node="")
+    env.clock.now += RETRY_INTERVAL
+    env.recorder.retry_due()
+    env.settle()
+    # The refused try is all the nomination ever got: its retry was dropped, the clearing patch landed.
+    assert flaky.refused == 1
+    assert [b["status"]["nominatedNodeName"] for b in flaky.written] == [""]
+
+
 @settings(max_examples=2000, deadline=None)
 @given(st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False, allow_infinity=False))
 def test_micro_time_prints_what_datetime_prints(now: float) -> None:

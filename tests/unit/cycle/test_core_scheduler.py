@@ -1002,6 +1002,30 @@ async def test_permit_wait_then_reject_parks_the_pod(make_env: MakeEnv) -> None:
     assert failed_events(env, "a")[0]["note"] == "0/1 nodes are available: 1 gang member failed."
 
 
+async def test_a_pod_rejected_at_permit_takes_back_the_nomination_it_published(make_env: MakeEnv) -> None:
+    """Waiting at Permit published nominatedNodeName (NominatedNodeNameForExpectation); rejected, the
+    pod clears it as upstream's clearNominatedNode does, even though the pod it holds does not show the
+    value yet, and the late echo of that write does not nominate it again (it would hold room on the
+    node against every other pod)."""
+    behaviour: dict[str, Any] = {"permit": "wait"}
+    env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
+    pod = make_pod("a", cpu="1")
+    env.queue.add(pod)
+    await env.schedule_next()
+    env.sched.waiting_pods["default/a"].reject("Gang", "gang member failed")
+    await env.wait_bindings(1)
+    echo = {**pod, "status": {"nominatedNodeName": "n1"}}
+    env.queue.update(pod, echo)
+    assert env.queue.nominator.nominated_node_for(echo) == ""
+    env.flush_writes()
+    written = [
+        c.body["status"]["nominatedNodeName"]
+        for c in env.rest.status_patches()
+        if "nominatedNodeName" in c.body.get("status", {})
+    ]
+    assert written == ["n1", ""]
+
+
 async def test_permit_wait_timeout_is_a_rejection_by_the_plugin(make_env: MakeEnv) -> None:
     behaviour: dict[str, Any] = {"permit": "wait", "timeout": 0.01}
     env = reserve_permit_env(make_env, behaviour, [make_node("n1")])

@@ -4,19 +4,22 @@ and core/core_test.go)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
 
-from informers.resource import PODGROUPS, PODS
+from informers.resource import PODGROUPS, PODS, ResourceSpec
 from scheduler.cycle.waiting_pods import WaitingPod, WaitingPods
 from scheduler.framework import CycleState, NodeInfo, PodInfo, Status
 from scheduler.framework.handle import WaitingPodHandle
+from scheduler.framework.listers import IndexedLister, Lister, StaticLister
 from scheduler.framework.status import Code
 from scheduler.plugins.coscheduling import POD_GROUP_LABEL, PODS_TO_ACTIVATE_KEY, Coscheduling
 from scheduler.plugins.errors import PluginArgsError
 from scheduling_queue.types import QueuedPodInfo
+from tests.unit.fakes import PROFILE, CoreEnv, make_node, make_pod, wait_for
 from tests.unit.plugins.plugin_testlib import FakeHandle, node, node_info, pod
 
 
@@ -353,3 +356,123 @@ async def test_a_member_add_wakes_the_group_only_once_min_member_exist_counting_
     # A member whose PodGroup does not exist yet waits for the PodGroup's add.
     orphan = member("o", "nopg")
     assert plugin.is_schedulable_after_pod_add(orphan, None, member("o2", "nopg")).name == "Skip"
+
+
+async def test_room_events_wake_only_a_group_turned_away_by_its_min_resources() -> None:
+    """A pod deleted or a node added can only change the minResources verdict: a group rejected for
+    anything else (its members released after a sibling failed, say) is not woken by them."""
+    pods = [member("a", "pg1"), member("b", "pg1")]
+    handle = GangHandle({PODS: pods, PODGROUPS: [pg("pg1", 2, minResources={"cpu": "20"})]})
+    plugin = plugin_for(handle)
+    other, sibling = member("x", "pg2", node_name="n0"), member("b", "pg1", node_name="n0")
+    assert plugin.is_schedulable_after_pod_delete(pods[0], other, None).name == "Skip"
+    assert plugin.is_schedulable_after_node_change(pods[0], None, node("n9")).name == "Skip"
+
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[0]), nodes_with_cpu("4", "4"))
+    assert status is not None and "resource gap" in status.message()
+    assert plugin.is_schedulable_after_pod_delete(pods[1], other, None).name == "Queue"
+    assert plugin.is_schedulable_after_node_change(pods[1], None, node("n9")).name == "Queue"
+    # The group's own pods already count as free room.
+    assert plugin.is_schedulable_after_pod_delete(pods[1], sibling, None).name == "Skip"
+
+    _, status = plugin.pre_filter(CycleState(), PodInfo(pods[0]), nodes_with_cpu(*["4"] * 5))
+    assert status is None
+    assert plugin.is_schedulable_after_pod_delete(pods[1], other, None).name == "Skip"
+    assert plugin.is_schedulable_after_node_change(pods[1], None, node("n9")).name == "Skip"
+
+
+class PlainLister:
+    """A Lister that keeps no indexes (a Handle's lister need not be an IndexedLister)."""
+
+    def __init__(self, objects: Sequence[Mapping[str, Any]]) -> None:
+        self._inner = StaticLister(objects)
+
+    def list(self, namespace: str | None = None) -> Sequence[Mapping[str, Any]]:
+        return self._inner.list(namespace)
+
+    def get(self, name: str, namespace: str = "") -> Mapping[str, Any] | None:
+        return self._inner.get(name, namespace)
+
+
+class PlainHandle(GangHandle):
+    def lister(self, resource: ResourceSpec) -> PlainLister:  # type: ignore[override]
+        return PlainLister(super().lister(resource).list())
+
+
+async def test_members_are_the_same_from_the_index_or_a_scan_of_the_namespace() -> None:
+    pods = [member("a0", "pg1"), member("a1", "pg1"), member("b0", "pg2"), member("x", "")]
+    elsewhere = member("a0", "pg1")
+    elsewhere["metadata"]["namespace"] = "other"
+    pods.append(elsewhere)
+    indexed = plugin_for(GangHandle({PODS: pods}))
+    plain = plugin_for(PlainHandle({PODS: pods}))
+    assert not isinstance(plain.pods, IndexedLister)
+
+    def uids(found: Sequence[Mapping[str, Any]]) -> list[str]:
+        return sorted(f"{s['metadata']['namespace']}/{s['metadata']['uid']}" for s in found)
+
+    for p in pods:
+        if p["metadata"]["labels"][POD_GROUP_LABEL]:  # only members are asked for their siblings
+            assert uids(indexed.siblings(p)) == uids(plain.siblings(p)), p["metadata"]
+    assert sorted(s["metadata"]["name"] for s in indexed.siblings(pods[0])) == ["a0", "a1"]
+
+
+# --- the whole scheduler: a gang that cannot complete ---
+def _gang_member(name: str, *, fits: bool = True) -> dict[str, Any]:
+    raw = make_pod(name, cpu="1", uid=f"uid-{name}", node_selector=None if fits else {"no-such": "label"})
+    raw["metadata"]["labels"] = {POD_GROUP_LABEL: "stuck"}
+    return raw
+
+
+async def test_a_gang_that_cannot_complete_is_tried_once_then_waits_for_its_events(
+    make_env: Callable[..., CoreEnv],
+) -> None:
+    """Three members, the last fits no node (scheduler-plugins' TestCoschedulingPlugin shape, on the
+    real cycle, queue and binding pool): the first two wait at Permit, the third fails Filter and its
+    PostFilter rejects them. All three then wait in unschedulablePods for one of their plugins' events,
+    as under scheduler-plugins, whose Coscheduling registers only pod adds and PodGroup adds/updates.
+    The reservations the rejected members release (AssignedPodDelete) must not wake their siblings:
+    with the early pop from backoffQ that made the group retry in a loop, each round's releases
+    starting the next."""
+    members = [_gang_member("stuck-0"), _gang_member("stuck-1"), _gang_member("stuck-2", fits=False)]
+    listers: dict[ResourceSpec, Lister] = {
+        PODS: StaticLister(members),
+        PODGROUPS: StaticLister([pg("stuck", 3)]),
+    }
+    env = make_env(
+        [make_node("n1", cpu="4"), make_node("n2", cpu="4")],
+        profile={
+            "schedulerName": PROFILE,
+            # scheduler-plugins' manifests/coscheduling profile, as the gang bench runs it.
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+            },
+            "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}],
+        },
+        listers=lambda spec: listers.get(spec) or StaticLister(),
+    )
+    for raw in members:
+        env.queue.add(raw)
+    keys = [f"default/{p['metadata']['name']}" for p in members]
+
+    def attempts() -> list[int]:
+        return [queued.attempts if (queued := env.queue.get(k)) is not None else 0 for k in keys]
+
+    def parked() -> bool:
+        return all(env.queue.where(k) == "unschedulable" for k in keys)
+
+    # Until all three are parked, or a member is tried a fourth time (the loop this guards against).
+    task = asyncio.create_task(env.sched.run())
+    try:
+        await wait_for(lambda: parked() or max(attempts()) > 3)
+        for _ in range(50):  # the loop has every chance to pick one of them up again
+            await asyncio.sleep(0)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert [env.queue.where(k) for k in keys] == ["unschedulable"] * 3
+    assert attempts() == [1, 1, 1]
+    assert env.rest.bindings() == {}
+    assert not any(env.cache.is_assumed(k) for k in keys)

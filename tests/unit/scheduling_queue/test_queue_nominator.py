@@ -64,3 +64,29 @@ def test_queue_tracks_nominations_of_its_pods() -> None:
     assert q.nominator.nominated_pods_for_node("node-1") == [newer]
     q.delete(newer)
     assert q.nominator.nominated_pods_for_node("node-1") == []
+
+
+def test_a_withdrawn_nomination_is_not_brought_back_by_the_echo_of_its_own_write() -> None:
+    """A pod that waited at Permit had nominatedNodeName=node-1 published, then was rejected: the
+    informer update showing node-1 (the write landing late) must not nominate it again; an update with
+    another value (the clearing patch landed) or a new nomination by the scheduler ends the withdrawal."""
+    n = Nominator()
+    plain, echo = make_pod("a"), make_pod("a", nominated_node_name="node-1")
+    n.withdraw(plain, "node-1")
+    n.update_nominated_pod(plain, echo)
+    assert n.nominated_node_for(echo) == "" and len(n) == 0
+    n.add_nominated_pod(echo)  # the same, seen as an add (ModeNoop)
+    assert len(n) == 0
+    cleared = make_pod("a")
+    n.update_nominated_pod(echo, cleared)
+    # Withdrawal over: a later nomination to the same node, published by preemption, counts again.
+    n.update_nominated_pod(cleared, echo)
+    assert n.nominated_node_for(echo) == "node-1"
+
+    b, b_echo = make_pod("b"), make_pod("b", nominated_node_name="node-2")
+    n.withdraw(b, "node-2")
+    n.add_nominated_pod(b, "node-2")  # the scheduler nominates it anew (preemption)
+    n.update_nominated_pod(b, b_echo)
+    assert n.nominated_node_for(b_echo) == "node-2"
+    n.forget(b_echo)
+    assert n.nominated_node_for(b_echo) == ""
