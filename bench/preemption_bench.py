@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import copy
+import cProfile
 import hashlib
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from bench.workloads import PREEMPTION_SIZES, preemption
@@ -64,7 +64,7 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
         if isinstance(plugin, DefaultPreemption):
             plugin._rng.seed(0)
     env.sched.algorithm._rng.seed(0)
-    spent: Counter[str] = Counter()
+    spent: dict[str, float] = defaultdict(float)
     cycles: Counter[str] = Counter()
     attempts: Counter[str] = Counter()
     deleted = 0
