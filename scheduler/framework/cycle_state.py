@@ -105,8 +105,10 @@ class _ScratchCycleState(CycleState):
         self._deleted: set[str] = set()
         self.record_plugin_metrics = base.record_plugin_metrics
         self.plugin_seconds = base.plugin_seconds
-        self.skip_filter_plugins = base.skip_filter_plugins.copy()
-        self.skip_score_plugins = base.skip_score_plugins.copy()
+        # Shared, not copied as clone() does: only PreFilter and PreScore add to them, and a what-if run
+        # comes after PreFilter and runs neither.
+        self.skip_filter_plugins = base.skip_filter_plugins
+        self.skip_score_plugins = base.skip_score_plugins
         self._filter_plugins = base._filter_plugins
 
     def _lookup(self, key: str) -> Any:
