@@ -5,9 +5,11 @@
 Builds the preemption workload's cluster (scheduler_perf's PreemptionBasic shape) in a Scheduler whose
 API server is a fake (tests/unit/fakes.py's CoreEnv): the low-priority pods bound, the high-priority
 pods pending. Each preemptor then goes the way it goes in a cluster: a failed cycle and PostFilter (the
-dry run, the nomination, the victims' writes off the loop), the victims' deletions delivered to the
-event handlers as the watch would, a second cycle and its bind confirmed by an update. Prints
-time.process_time per preemptor for each phase (the writer threads' CPU is counted too: process time).
+dry run, the nomination, the victims' writes off the loop), the nomination's status patch and the
+victims' deletions delivered to the event handlers as the watch would, a second cycle and its bind
+confirmed by an update. Prints time.process_time per preemptor for each phase (the writer threads' CPU
+is counted too: process time) and a digest of the decisions (victims, bindings), which the fake API
+server's writer threads can reorder now and then.
 """
 
 from __future__ import annotations
@@ -84,11 +86,22 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
                 handlers.on_pod_delete(by_name.pop(victim))
                 decisions.update(victim.encode())
                 deleted += 1
+            elif call.method == "PATCH" and call.path.endswith("/status"):
+                # The preemptor's nomination (and the victims' DisruptionTarget condition).
+                name = call.path.rsplit("/", 2)[-2]
+                nominated = (call.body.get("status") or {}).get("nominatedNodeName")
+                if name in pending and nominated is not None:
+                    new = copy.deepcopy(pending[name])
+                    new["status"] = {**(new.get("status") or {}), "nominatedNodeName": nominated}
+                    new["metadata"]["resourceVersion"] = str(int(new["metadata"]["resourceVersion"]) + 1)
+                    handlers.on_pod_update(pending[name], new)
+                    pending[name] = new
             elif call.method == "POST" and call.path.endswith("/binding"):
                 bound = pending.pop(call.body["metadata"]["name"])
                 decisions.update(f"{call.body['metadata']['name']}->{call.body['target']['name']}".encode())
                 new = copy.deepcopy(bound)
                 new["spec"]["nodeName"] = call.body["target"]["name"]
+                new["metadata"]["resourceVersion"] = str(int(new["metadata"]["resourceVersion"]) + 1)
                 handlers.on_pod_update(bound, new)
         spent["watch events"] += time.process_time() - begin
         cycles["watch events"] += 1
