@@ -468,9 +468,16 @@ class Framework:
         only these need ``run_filters_with_nominated_pods``; every other node filters as usual."""
         if self.nominator is None:
             return set()
+        names = self.nominator.nominated_node_names()
+        kept = self._nominated_nodes
+        if len(kept) > len(names):
+            # Nodes whose nominations are gone: their kept copies would only hold memory.
+            current = set(names)
+            for name in [name for name in kept if name not in current]:
+                del kept[name]
         return {
             name
-            for name in self.nominator.nominated_node_names()
+            for name in names
             if any(_counts_for(other, pod) for other in self.nominator.nominated_pods_for_node(name))
         }
 
