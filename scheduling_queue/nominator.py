@@ -26,7 +26,7 @@ def _nominated_node_name(pod: Pod) -> str:
 class Nominator:
     """node name -> nominated pods; each pod is nominated to at most one node."""
 
-    __slots__ = ("_by_node", "_pod_to_node", "_withdrawn", "version")
+    __slots__ = ("_by_node", "_node_versions", "_pod_to_node", "_withdrawn", "version")
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Pod]] = {}
@@ -35,6 +35,9 @@ class Nominator:
         self._withdrawn: dict[str, str] = {}
         # Bumped on every change, so a reader can keep what it derived from the nominations until then.
         self.version = 0
+        # Per node, the version of its last change: a reader keeps what it derived from one node's
+        # nominations while other nodes' change (each preemption changes one node).
+        self._node_versions: dict[str, int] = {}
 
     def __len__(self) -> int:
         return len(self._pod_to_node)
@@ -58,6 +61,7 @@ class Nominator:
         self._pod_to_node[ident] = node
         self._by_node.setdefault(node, {})[ident] = pod
         self.version += 1
+        self._node_versions[node] = self.version
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         ident = _ident(pod)
@@ -65,6 +69,7 @@ class Nominator:
         if node is None:
             return
         self.version += 1
+        self._node_versions[node] = self.version
         pods = self._by_node.get(node)
         if pods is not None:
             pods.pop(ident, None)
@@ -105,6 +110,10 @@ class Nominator:
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         pods = self._by_node.get(node_name)
         return list(pods.values()) if pods else []
+
+    def node_version(self, node_name: str) -> int:
+        """The version of the last change to ``node_name``'s nominations (0: never nominated to)."""
+        return self._node_versions.get(node_name, 0)
 
     def node_names(self) -> list[str]:
         """The nodes with at least one nominated pod."""

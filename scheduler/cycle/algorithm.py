@@ -313,7 +313,7 @@ class SchedulingAlgorithm:
                 special.append(position)
 
         def with_nominated(node: NodeInfo) -> Status | None:
-            return fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+            return fwk.run_filters_with_nominated_pods(state, pod, node, plugins, snapshot_node=True)
 
         feasible, processed, failures = find_feasible(
             columns,
@@ -351,7 +351,9 @@ class SchedulingAlgorithm:
             node = nodes[(run.start + i) % count]
             processed += 1
             if node.name in run.nominated_nodes:
-                node_status = fwk.run_filters_with_nominated_pods(state, pod, node, plugins)
+                node_status = fwk.run_filters_with_nominated_pods(
+                    state, pod, node, plugins, snapshot_node=True
+                )
             else:
                 node_status = run_filters(state, pod, node, plugins)
             if node_status is None:
@@ -377,7 +379,9 @@ class SchedulingAlgorithm:
         node = snapshot.get(nominated)
         if node is None:
             return None
-        status = fwk.run_filters_with_nominated_pods(state, pod, node, fwk.filter_plugins_for(state))
+        status = fwk.run_filters_with_nominated_pods(
+            state, pod, node, fwk.filter_plugins_for(state), snapshot_node=True
+        )
         if status is None:
             return node
         if status.code is Code.Error:

@@ -87,6 +87,9 @@ class FrameworkHandle:
     ) -> Status | None:
         return self.framework.run_filters_with_nominated_pods(state, pod, node)
 
+    def pre_filter_extensions_active(self, state: CycleState) -> bool:
+        return self.framework.pre_filter_extensions_active(state)
+
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
     ) -> Status | None:

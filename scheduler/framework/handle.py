@@ -127,6 +127,11 @@ class PreemptionHandle(Handle, Protocol):
         self, state: CycleState, pod: PodInfo, node: NodeInfo
     ) -> Status | None: ...
 
+    def pre_filter_extensions_active(self, state: CycleState) -> bool:
+        """Whether the AddPod/RemovePod calls below do anything for this cycle's pod (a PreFilter
+        extension its PreFilter did not skip): without one, a what-if run may leave them out."""
+        ...
+
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
     ) -> Status | None: ...

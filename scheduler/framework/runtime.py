@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 
 from scheduler.framework.columns import GENERATION_COLUMN, ColumnSpec, IntArray, merge_column_specs
-from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.cycle_state import CycleState, scratch_copy
 from scheduler.framework.handle import PreemptionExecutorHandle
 from scheduler.framework.interface import (
     EXTENSION_POINTS,
@@ -266,10 +266,14 @@ class Framework:
         # Which optional PostFilter protocols each plugin speaks, by id: a runtime-checkable Protocol's
         # isinstance walks its members, and PostFilter runs for every unschedulable attempt.
         self._post_filter_kinds: dict[int, tuple[bool, bool, bool]] = {}
+        self._pre_filter_extension_names = frozenset(name for name, _ in self._pre_filter_extensions)
         # Set by the scheduler that runs this framework; None (tests, simulate) means no nominations,
         # and no executor means preemption decides but does not act.
         self.nominator: PodNominator | None = None
         self.preemption_executor: PreemptionExecutorHandle | None = None
+        # node name -> (the snapshot's NodeInfo, its generation, the nominated pods added, the copy with
+        # them added): see run_filters_with_nominated_pods.
+        self._nominated_nodes: dict[str, tuple[NodeInfo, int, tuple[PodInfo, ...], NodeInfo]] = {}
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -397,7 +401,14 @@ class Framework:
         """The Filter plugins of this cycle. In a cycle that records plugin metrics they come wrapped
         in stopwatches (``timed=False`` for re-runs that are not part of the cycle, e.g. explain)."""
         skip = state.skip_filter_plugins
+        if not (timed and state.record_plugin_metrics):
+            # Kept on the state (its copies share it): a preemption dry run asks once per Filter run.
+            memo = state._filter_plugins
+            if memo is not None and memo[0] is self and memo[1] == skip:
+                return memo[2]  # type: ignore[no-any-return]
         plugins = [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
+        if not (timed and state.record_plugin_metrics):
+            state._filter_plugins = (self, frozenset(skip), plugins)
         if timed and state.record_plugin_metrics:
             timings = state.plugin_seconds
             return [_TimedFilter(p, self._batch_filters.get(p.name), timings) for p in plugins]
@@ -414,6 +425,10 @@ class Framework:
         return None
 
     # --- what-if runs: nominated pods and preemption (framework.go) ------------------------------
+    def pre_filter_extensions_active(self, state: CycleState) -> bool:
+        """Whether a PreFilter extension runs for this cycle's pod (one its PreFilter did not skip)."""
+        return not self._pre_filter_extension_names <= state.skip_filter_plugins
+
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo
     ) -> Status | None:
@@ -456,9 +471,16 @@ class Framework:
         only these need ``run_filters_with_nominated_pods``; every other node filters as usual."""
         if self.nominator is None:
             return set()
+        names = self.nominator.nominated_node_names()
+        kept = self._nominated_nodes
+        if len(kept) > len(names):
+            # Nodes whose nominations are gone: their kept copies would only hold memory.
+            current = set(names)
+            for name in [name for name in kept if name not in current]:
+                del kept[name]
         return {
             name
-            for name in self.nominator.nominated_node_names()
+            for name in names
             if any(_counts_for(other, pod) for other in self.nominator.nominated_pods_for_node(name))
         }
 
@@ -468,14 +490,20 @@ class Framework:
         pod: PodInfo,
         node: NodeInfo,
         plugins: Sequence[FilterPlugin] | None = None,
+        *,
+        snapshot_node: bool = False,
     ) -> Status | None:
         """Upstream's RunFilterPluginsWithNominatedPods: Filter with the higher-or-equal-priority pods
         nominated to ``node`` added (so two preemptors never claim the same freed room), then, if any
         were added and that passed, Filter again without them (pod affinity must not be satisfied by
-        pods that are not running yet)."""
+        pods that are not running yet).
+
+        ``snapshot_node``: ``node`` is the snapshot's, which nobody changes without giving it a new
+        generation (the Filter loop's nodes; a preemption dry run's copies are not). Then the node with
+        the nominated pods added is kept for the next cycles while that node and those pods stay."""
         if plugins is None:
             plugins = self.filter_plugins_for(state)
-        added, state_with, node_with = self._add_ge_nominated_pods(state, pod, node)
+        added, state_with, node_with = self._add_ge_nominated_pods(state, pod, node, snapshot_node)
         if isinstance(added, Status):
             return added
         status = self.run_filters(state_with, pod, node_with, plugins)
@@ -484,24 +512,34 @@ class Framework:
         return self.run_filters(state, pod, node, plugins)
 
     def _add_ge_nominated_pods(
-        self, state: CycleState, pod: PodInfo, node: NodeInfo
+        self, state: CycleState, pod: PodInfo, node: NodeInfo, snapshot_node: bool = False
     ) -> tuple[bool | Status, CycleState, NodeInfo]:
         nominated = self.nominated_pods_for_node(node.name)
         if not nominated:
             return False, state, node
-        node_out: NodeInfo | None = None
-        state_out = state
-        for other in nominated:
-            if not _counts_for(other, pod):
-                continue
-            if node_out is None:
-                node_out, state_out = node.clone(), state.clone()
+        counted = tuple(other for other in nominated if _counts_for(other, pod))
+        if not counted:
+            return False, state, node
+        # Lives for this Filter run only, while ``state`` stays as it is: a lazy copy does.
+        state_out = scratch_copy(state)
+        if snapshot_node and not self.pre_filter_extensions_active(state):
+            # Only the node changes (no PreFilter extension of this pod keeps state on the pods), and
+            # the same node with the same pods added is the same NodeInfo: build it once. Filter
+            # plugins only read the node they judge.
+            kept = self._nominated_nodes.get(node.name)
+            if kept is not None and kept[0] is node and kept[1] == node.generation and kept[2] == counted:
+                return True, state_out, kept[3]
+            node_out = node.clone()
+            for other in counted:
+                node_out.add_pod(other)
+            self._nominated_nodes[node.name] = (node, node.generation, counted, node_out)
+            return True, state_out, node_out
+        node_out = node.clone()
+        for other in counted:
             node_out.add_pod(other)
             status = self.run_pre_filter_extension_add_pod(state_out, pod, other, node_out)
             if status is not None:
                 return status, state, node
-        if node_out is None:
-            return False, state, node
         return True, state_out, node_out
 
     def batch_filter(self, plugin: FilterPlugin) -> BatchFilterPlugin | None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from scheduler import metrics
-from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.cycle_state import CycleState, scratch_copy
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.objects import pod_status
@@ -177,7 +177,8 @@ class Evaluator:
         num_candidates: int,
     ) -> tuple[list[Candidate], dict[str, Status], Status | None]:
         """Upstream's ``DryRunPreemption``, one node after another from ``offset``: each node's victims
-        are chosen on copies of the node and of the cycle state. Stops once ``num_candidates`` are found
+        are chosen on copies of the node and of the cycle state (a lazy copy of the state: each lives
+        for one node's run, and ``state`` does not change meanwhile). Stops once ``num_candidates`` are found
         and at least one of them violates no PDB. PDB-free candidates come first."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
@@ -187,7 +188,7 @@ class Evaluator:
         for i in range(count):
             node = potential_nodes[(offset + i) % count]
             victims, num_violations, status = self.interface.select_victims_on_node(
-                state.clone(), pod, node.clone(), pdbs
+                scratch_copy(state), pod, node.clone(), pdbs
             )
             if status is None and victims:
                 candidate = Candidate(node.name, tuple(victims), num_violations)

@@ -14,24 +14,30 @@ from scheduling_queue import SchedulingQueue
 class NominatedPods:
     """Loop-side only, like the queue it reads.
 
-    A node's nominated PodInfos are kept until the nominations change: a preemptor's dry run asks for
-    the same nodes' nominated pods several times per candidate node (Filter, then each reprieve)."""
+    A node's nominated PodInfos are kept until that node's nominations change: a preemptor's dry run
+    asks for the same nodes' nominated pods several times per candidate node (Filter, then each
+    reprieve), and every cycle's Filter asks for those of every node with nominations, of which one
+    preemption changes one."""
 
     def __init__(self, queue: SchedulingQueue, pod_infos: PodInfoCache) -> None:
         self._queue = queue
         self._pod_infos = pod_infos
-        self._by_node: dict[str, tuple[PodInfo, ...]] = {}
-        self._version = -1
+        # node name -> (the nominator's version of that node's last change, its nominated PodInfos)
+        self._by_node: dict[str, tuple[int, tuple[PodInfo, ...]]] = {}
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         nominator = self._queue.nominator
-        if nominator.version != self._version:
-            self._by_node.clear()
-            self._version = nominator.version
+        version = nominator.node_version(node_name)
         found = self._by_node.get(node_name)
-        if found is None:
-            found = self._by_node[node_name] = tuple(self._read(nominator.nominated_pods_for_node(node_name)))
-        return found
+        if found is not None and found[0] == version:
+            return found[1]
+        pods = tuple(self._read(nominator.nominated_pods_for_node(node_name)))
+        if pods:
+            self._by_node[node_name] = (version, pods)
+        else:
+            # Nothing to keep: a node without nominations costs no memory.
+            self._by_node.pop(node_name, None)
+        return pods
 
     def _read(self, pods: Sequence[Mapping[str, Any]]) -> list[PodInfo]:
         out: list[PodInfo] = []
