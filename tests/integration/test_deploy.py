@@ -37,8 +37,25 @@ def kubectl(
     )
 
 
+def forbid_pods(control_plane: Any, namespace: str) -> None:
+    """A quota of zero pods in ``namespace`` (created with it, before anything is applied there).
+
+    The applied Deployments' pods (system-cluster-critical, no tolerations, no nodeSelector) would stay
+    pending in the session's cluster, since no kubelet runs them, and the session's real kube-scheduler
+    would bind them onto the fresh nodes of whatever test runs next, overfilling nodes those tests
+    fill exactly. No test needs the pods: they are refused at admission, the Deployment and its
+    ReplicaSet are unaffected."""
+    for args in (
+        ("create", "namespace", namespace),
+        ("create", "quota", "no-pods", "--hard=pods=0", "-n", namespace),
+    ):
+        result = kubectl(control_plane, *args)
+        assert result.returncode == 0 or "AlreadyExists" in result.stderr, result.stderr
+
+
 def apply_deploy(control_plane: Any) -> None:
-    """Idempotent: the real (not dry-run) server-side apply of deploy/."""
+    """Idempotent: the real (not dry-run) server-side apply of deploy/ (its pods refused: forbid_pods)."""
+    forbid_pods(control_plane, NAMESPACE)
     result = kubectl(control_plane, "apply", "-k", str(DEPLOY), "--server-side", "--force-conflicts")
     assert result.returncode == 0, result.stderr
 

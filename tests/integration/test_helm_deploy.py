@@ -22,7 +22,7 @@ from devcluster.credentials import write_kubeconfig
 from devcluster.helm import CHART, template, template_text
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.test_deploy import can, kubectl, raw
+from tests.integration.test_deploy import can, forbid_pods, kubectl, raw
 from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,6 +167,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def applied(control_plane: Any, rendered: Path) -> list[dict[str, Any]]:
+    forbid_pods(control_plane, NAMESPACE)
     result = kubectl(control_plane, "apply", "--server-side", "--force-conflicts", "-f", str(rendered))
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(rendered.read_text()) if doc]
