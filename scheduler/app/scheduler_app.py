@@ -279,6 +279,8 @@ class SchedulerApp:
             await self._shutdown([])
             return self._exit_code
         self._start_informers(scheduler, resolution)
+        # The writer and binding threads start while the informers sync, on a thread of their own.
+        threads_started = loop.create_task(asyncio.to_thread(self._prestart_threads), name="threads")
         # The first load sample is taken while the informers sync (upstream takes it while the plugin
         # is built); its timers refresh it from then on.
         first_load_sample = loop.create_task(self.load_collectors.start(loop), name="load-metrics")
@@ -294,6 +296,7 @@ class SchedulerApp:
             self._start_elector(loop)
             if not await self._wait_leading():
                 return self._exit_code
+            await threads_started
             log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
             for controller in self.controllers:
                 controller.start()
@@ -314,6 +317,12 @@ class SchedulerApp:
             log.warning(
                 "no first load sample after %gs; scheduling starts without one", FIRST_LOAD_SAMPLE_SECONDS
             )
+
+    def _prestart_threads(self) -> None:
+        """Off the loop: every thread the loop hands work to in bursts, started before scheduling."""
+        self.recorder.prestart()
+        if self.scheduler is not None:
+            self.scheduler.binding_pool.prestart()
 
     def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:

@@ -27,6 +27,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
+from scheduler.util.threads import prestart_workers
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 # more, but a binding thread mostly waits for the API server: with too few of them, binds queue
 # behind other clients' requests (a flood of pod creations) while the scheduling cycle sits idle.
 # Each thread also writes its pod's Scheduled Event after the bind (96 = the 64 that kept pace with
-# binds alone, plus room for those writes); threads start only when all running ones are busy.
+# binds alone, plus room for those writes). The scheduler starts them all before scheduling
+# (``prestart``), so a burst never waits on the loop for threads to start.
 BINDING_WORKERS = 96
 
 
@@ -114,6 +116,12 @@ class BindingPool:
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    def prestart(self) -> bool:
+        """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
+        together from the loop, then find idle threads instead of the loop waiting for each new one
+        to start. At most BINDING_WORKERS: a larger pool (a large ``parallelism``) grows on demand."""
+        return prestart_workers(self._executor, min(self.max_workers, BINDING_WORKERS))
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
