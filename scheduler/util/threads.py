@@ -10,6 +10,7 @@ to start-up.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -30,10 +31,8 @@ def prestart_workers(executor: ThreadPoolExecutor, count: int, timeout: float = 
     barrier = threading.Barrier(count + 1, timeout=timeout)
 
     def wait_for_the_others() -> None:
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait()
-        except threading.BrokenBarrierError:
-            pass
 
     try:
         for _ in range(count):
