@@ -103,8 +103,9 @@ class BindingPool:
         # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
         # not handled, the Bind plugins run. Called on the binding thread.
         self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
-        # Upstream's NominatedNodeNameForExpectation (beta, on in v1.36): when a PreBind plugin will
-        # act, publish status.nominatedNodeName before PreBind. Called on the binding thread.
+        # Upstream's NominatedNodeNameForExpectation (beta, on since v1.35): when a PreBind plugin will
+        # act, publish status.nominatedNodeName before PreBind. Called on the binding thread. None =
+        # the gate is off: no PreBind pre-flights either (upstream runs them only for this).
         self.nominate: Callable[[BindingTask], None] | None = None
         # Called on the binding thread after a successful bind (the Scheduled Event, as upstream's
         # bindingCycle records it from the binding goroutine). Must not touch the loop's state.
@@ -185,12 +186,13 @@ class BindingPool:
     def _bind(self, task: BindingTask) -> BindingResult:
         pod, node, fwk, state = task.pod, task.node_name, task.fwk, task.state
         try:
-            pre_flight = fwk.run_pre_bind_pre_flights(state, pod, node)
-            if pre_flight is not None and pre_flight.code is not Code.Skip:
-                # Upstream: an error, or a rejection (which PreBindPreFlight may not give), fails it.
-                return BindingResult(task, Outcome.ERROR, pre_flight)
-            if pre_flight is None and not task.nominated and self.nominate is not None:
-                self.nominate(task)
+            if self.nominate is not None:
+                pre_flight = fwk.run_pre_bind_pre_flights(state, pod, node)
+                if pre_flight is not None and pre_flight.code is not Code.Skip:
+                    # Upstream: an error, or a rejection (which PreBindPreFlight may not give), fails it.
+                    return BindingResult(task, Outcome.ERROR, pre_flight)
+                if pre_flight is None and not task.nominated:
+                    self.nominate(task)
             status = fwk.run_pre_bind(state, pod, node)
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR
