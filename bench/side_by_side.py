@@ -53,9 +53,9 @@ MAX_MUTATING_INFLIGHT = 2000
 # Memory for 5,000 nodes + 10,000 pods in the apiserver, etcd and a scheduler, with room to spare.
 LARGE_MIN_FREE_GIB = 6.0
 # huge: 15,000 nodes + 30,000 pods (+ 30,000 Events) in the apiserver and etcd, a scheduler and the load
-# generator's lists. Peaks in one run (bench/results/latest.md, huge): apiserver 1.8 GiB, etcd 0.2, a scheduler
-# 0.7; this process 0.3 while creating pods, more while it lists them at the end: about 4 GiB, doubled
-# for the machine's other users.
+# generator's lists. Peaks in one run (bench/results/latest.md, huge): apiserver 1.8 GiB, etcd 0.2, a
+# scheduler 0.7; this process 0.3 while creating pods, more while it lists them at the end: about 4 GiB,
+# doubled for the machine's other users.
 HUGE_MIN_FREE_GIB = 8.0
 MIN_FREE_GIB = {workloads.LARGE: LARGE_MIN_FREE_GIB, workloads.HUGE: HUGE_MIN_FREE_GIB}
 SCHEDULER_KEYS = {

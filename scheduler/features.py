@@ -13,6 +13,9 @@ locks and dependencies are upstream's (``pkg/features/kube_features.go``, v1.37.
   volumes it would provision or bind there, along ``VolumeBindingArgs.shape``.
 * ``VolumeLimitScaling`` (beta, on since v1.37): NodeVolumeLimits rejects a node whose CSINode lacks a
   driver the pod's volumes need when that CSIDriver sets ``spec.preventPodSchedulingIfMissing``.
+* ``NominatedNodeNameForExpectation`` (beta, on since v1.35): the binding cycle publishes
+  ``status.nominatedNodeName`` = the chosen node when the pod waits at Permit or a PreBind plugin will
+  act (after the PreBind pre-flights, which run only with it). Off: neither, as kube-scheduler v1.34.
 * ``NodeDeclaredFeatures`` (GA and locked on since v1.37): the NodeDeclaredFeatures plugin is in the
   default profile; turning it off is refused with upstream's message.
 * Recognised but not implemented (alpha or off-by-default beta upstream): asking for them is a
@@ -36,6 +39,7 @@ SCHEDULER_PRE_QUEUEING_HINTS = "SchedulerPreQueueingHints"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 STORAGE_CAPACITY_SCORING = "StorageCapacityScoring"
 VOLUME_LIMIT_SCALING = "VolumeLimitScaling"
+NOMINATED_NODE_NAME_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
 DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
 DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
@@ -70,6 +74,7 @@ KNOWN_GATES: Mapping[str, GateSpec] = {
     NODE_DECLARED_FEATURES: GateSpec(True, "GA", locked=True),
     STORAGE_CAPACITY_SCORING: GateSpec(True, "Beta"),
     VOLUME_LIMIT_SCALING: GateSpec(True, "Beta"),
+    NOMINATED_NODE_NAME_FOR_EXPECTATION: GateSpec(True, "Beta"),
 }
 # Recognised (so the message can say why), but py-scheduler cannot honour them when on.
 NOT_IMPLEMENTED = frozenset(
@@ -125,6 +130,10 @@ class FeatureGates:
     @property
     def volume_limit_scaling(self) -> bool:
         return self.enabled(VOLUME_LIMIT_SCALING)
+
+    @property
+    def nominated_node_name_for_expectation(self) -> bool:
+        return self.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
 
 
 DEFAULT_FEATURE_GATES = FeatureGates()

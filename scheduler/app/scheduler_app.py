@@ -279,6 +279,8 @@ class SchedulerApp:
             await self._shutdown([])
             return self._exit_code
         self._start_informers(scheduler, resolution)
+        # The writer and binding threads start while the informers sync, on a thread of their own.
+        threads_started = loop.create_task(asyncio.to_thread(self._prestart_threads), name="threads")
         # The first load sample is taken while the informers sync (upstream takes it while the plugin
         # is built); its timers refresh it from then on.
         first_load_sample = loop.create_task(self.load_collectors.start(loop), name="load-metrics")
@@ -294,6 +296,7 @@ class SchedulerApp:
             self._start_elector(loop)
             if not await self._wait_leading():
                 return self._exit_code
+            await threads_started
             log.info("scheduling as %s for profiles %s", self.identity, sorted(self.frameworks))
             for controller in self.controllers:
                 controller.start()
@@ -314,6 +317,12 @@ class SchedulerApp:
             log.warning(
                 "no first load sample after %gs; scheduling starts without one", FIRST_LOAD_SAMPLE_SECONDS
             )
+
+    def _prestart_threads(self) -> None:
+        """Off the loop: every thread the loop hands work to in bursts, started before scheduling."""
+        self.recorder.prestart()
+        if self.scheduler is not None:
+            self.scheduler.binding_pool.prestart()
 
     def _build_scheduler(self, loop: asyncio.AbstractEventLoop) -> Scheduler:
         def pool_factory(on_done: Any) -> BindingPool:
@@ -337,6 +346,7 @@ class SchedulerApp:
             extenders=self.extenders,
             decisions=self.decisions,
             nearest_misses_in_events=self._nearest_misses_in_events,
+            nominated_node_name_for_expectation=self.features.nominated_node_name_for_expectation,
             pod_group_members=self._group_members if self._pod_lister is not None else None,
             pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )

@@ -44,6 +44,7 @@ from cachetools import TTLCache
 from scheduler.client.api import SchedulerApi
 from scheduler.framework.api_error import ApiError
 from scheduler.framework.objects import object_meta, pod_status
+from scheduler.util.threads import prestart_workers
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,7 @@ class EventRecorder:
         )
         self._dirty: set[tuple[str, str, str]] = set()
         self._executor = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="events")
+        self._writers = writers
         self._retry_interval = retry_interval
         self._max_tries = max_tries
         self._jitter = jitter
@@ -199,6 +201,11 @@ class EventRecorder:
         self.conditions_skipped = 0
 
     # --- the writer pool ----------------------------------------------------------------------
+    def prestart(self) -> bool:
+        """Start every writer thread now (off the loop; it blocks), so a burst of writes submitted from
+        the loop (a gang's nominatedNodeName patches) never waits there for threads to start."""
+        return prestart_workers(self._executor, self._writers)
+
     def _submit(self, write: _Write) -> None:
         with self._lock:
             if self._closed:

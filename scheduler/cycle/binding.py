@@ -27,6 +27,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
+from scheduler.util.threads import prestart_workers
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 # more, but a binding thread mostly waits for the API server: with too few of them, binds queue
 # behind other clients' requests (a flood of pod creations) while the scheduling cycle sits idle.
 # Each thread also writes its pod's Scheduled Event after the bind (96 = the 64 that kept pace with
-# binds alone, plus room for those writes); threads start only when all running ones are busy.
+# binds alone, plus room for those writes). The scheduler starts them all before scheduling
+# (``prestart``), so a burst never waits on the loop for threads to start.
 BINDING_WORKERS = 96
 
 
@@ -101,8 +103,9 @@ class BindingPool:
         # Upstream's extendersBinding, set when an extender binds: (handled, status) for a pod; when
         # not handled, the Bind plugins run. Called on the binding thread.
         self.extender_bind: Callable[[PodInfo, str], tuple[bool, Status | None]] | None = None
-        # Upstream's NominatedNodeNameForExpectation (beta, on in v1.36): when a PreBind plugin will
-        # act, publish status.nominatedNodeName before PreBind. Called on the binding thread.
+        # Upstream's NominatedNodeNameForExpectation (beta, on since v1.35): when a PreBind plugin will
+        # act, publish status.nominatedNodeName before PreBind. Called on the binding thread. None =
+        # the gate is off: no PreBind pre-flights either (upstream runs them only for this).
         self.nominate: Callable[[BindingTask], None] | None = None
         # Called on the binding thread after a successful bind (the Scheduled Event, as upstream's
         # bindingCycle records it from the binding goroutine). Must not touch the loop's state.
@@ -114,6 +117,12 @@ class BindingPool:
     @property
     def in_flight(self) -> int:
         return self._in_flight
+
+    def prestart(self) -> bool:
+        """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
+        together from the loop, then find idle threads instead of the loop waiting for each new one
+        to start. At most BINDING_WORKERS: a larger pool (a large ``parallelism``) grows on demand."""
+        return prestart_workers(self._executor, min(self.max_workers, BINDING_WORKERS))
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
@@ -177,12 +186,13 @@ class BindingPool:
     def _bind(self, task: BindingTask) -> BindingResult:
         pod, node, fwk, state = task.pod, task.node_name, task.fwk, task.state
         try:
-            pre_flight = fwk.run_pre_bind_pre_flights(state, pod, node)
-            if pre_flight is not None and pre_flight.code is not Code.Skip:
-                # Upstream: an error, or a rejection (which PreBindPreFlight may not give), fails it.
-                return BindingResult(task, Outcome.ERROR, pre_flight)
-            if pre_flight is None and not task.nominated and self.nominate is not None:
-                self.nominate(task)
+            if self.nominate is not None:
+                pre_flight = fwk.run_pre_bind_pre_flights(state, pod, node)
+                if pre_flight is not None and pre_flight.code is not Code.Skip:
+                    # Upstream: an error, or a rejection (which PreBindPreFlight may not give), fails it.
+                    return BindingResult(task, Outcome.ERROR, pre_flight)
+                if pre_flight is None and not task.nominated:
+                    self.nominate(task)
             status = fwk.run_pre_bind(state, pod, node)
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR

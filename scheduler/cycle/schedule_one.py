@@ -81,6 +81,7 @@ class Scheduler:
         pod_group_members: GroupMembers | None = None,
         pod_group: GroupObject | None = None,
         nearest_misses_in_events: bool = False,
+        nominated_node_name_for_expectation: bool = True,
     ) -> None:
         self.frameworks = dict(frameworks)
         # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
@@ -99,7 +100,11 @@ class Scheduler:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.binding_pool.after_bound = self._record_scheduled
-        self.binding_pool.nominate = self._publish_expected_node
+        # Feature gate NominatedNodeNameForExpectation (upstream's default: on): the binding cycle
+        # publishes where a pod that waits at Permit, or whose PreBind will act, is going.
+        self._nominate_expected = nominated_node_name_for_expectation
+        if nominated_node_name_for_expectation:
+            self.binding_pool.nominate = self._publish_expected_node
         self.extenders = extenders if extenders is not None else Extenders(())
         if self.extenders.has_binders:
             self.binding_pool.extender_bind = self.extenders.bind
@@ -314,9 +319,10 @@ class Scheduler:
                 waiting = self.waiting_pods.add(assumed, node_name, timeouts)
                 self._permit_tasks[id(waiting)] = task
                 # NominatedNodeNameForExpectation: a pod waiting at Permit tells others where it goes.
-                if _nominated_node(qpi.pod) != node_name:
-                    self.recorder.nominate_pod(qpi.pod, node_name)
-                task.nominated = True
+                if self._nominate_expected:
+                    if _nominated_node(qpi.pod) != node_name:
+                        self.recorder.nominate_pod(qpi.pod, node_name)
+                    task.nominated = True
                 self.decisions.assumed(state, node_name, waiting=True)
                 self._activate_requested(state)
                 return

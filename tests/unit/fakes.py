@@ -228,6 +228,7 @@ class CoreEnv:
         extra_registry: Mapping[str, PluginFactory] | None = None,
         may_bind: Callable[[], bool] = lambda: True,
         listers: Callable[[ResourceSpec], Lister] | None = None,
+        nominated_node_name_for_expectation: bool = True,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.clock = FakeClock()
@@ -283,6 +284,7 @@ class CoreEnv:
             clock=self.clock.now,
             api=self.api,
             decisions=self.decisions,
+            nominated_node_name_for_expectation=nominated_node_name_for_expectation,
         )
 
     def _snapshot(self) -> Snapshot:

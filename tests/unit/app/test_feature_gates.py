@@ -20,6 +20,8 @@ def test_defaults_are_upstreams_v1_37_defaults() -> None:
     assert gates.storage_capacity_scoring and gates.volume_limit_scaling
     # GA and locked on since v1.37.
     assert gates.enabled("NodeDeclaredFeatures")
+    # Beta and on since v1.35.
+    assert gates.nominated_node_name_for_expectation
     # Everything py-scheduler refuses is off by default, so the defaults always start.
     assert not any(KNOWN_GATES[name].default for name in NOT_IMPLEMENTED)
 
@@ -31,8 +33,11 @@ def test_generic_workload_alone_turns_gang_scheduling_on() -> None:
 
 
 def test_beta_gates_turn_off() -> None:
-    gates = parse_feature_gates("StorageCapacityScoring=false,VolumeLimitScaling=false")
+    gates = parse_feature_gates(
+        "StorageCapacityScoring=false,VolumeLimitScaling=false,NominatedNodeNameForExpectation=false"
+    )
     assert not gates.storage_capacity_scoring and not gates.volume_limit_scaling
+    assert not gates.nominated_node_name_for_expectation
 
 
 @pytest.mark.parametrize(

@@ -620,3 +620,22 @@ def test_event_names_stay_valid_subdomains_for_long_pod_names(pod_name: str) -> 
     assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name), name
     assert name.startswith(pod_name[:200])
     assert event_name(pod_name) != name  # a random suffix per Event
+
+
+def test_prestart_starts_every_writer_before_any_write() -> None:
+    # So a burst of writes submitted from the loop (a gang's nominatedNodeName patches) never waits
+    # there for a writer thread to start.
+    recorder = EventRecorder(
+        SchedulerApi(FakeRest()),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=Clock(),
+        writers=3,
+    )
+    try:
+        before = set(threading.enumerate())
+        assert recorder.prestart()
+        started = set(threading.enumerate()) - before
+        assert len(started) == 3
+        assert all(t.name.startswith("events_") for t in started)
+    finally:
+        recorder.shutdown(wait=True)

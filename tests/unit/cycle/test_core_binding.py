@@ -223,3 +223,28 @@ async def test_a_failing_result_handler_does_not_lose_the_rest_of_the_batch(
     await wait_for(lambda: len(delivered) == len(tasks))
     assert sorted(delivered) == [f"default/p{i}" for i in range(5)]
     assert harness.pool.in_flight == 0
+
+
+async def test_prestarted_threads_take_a_burst_of_binds_without_starting_more(
+    harness_factory: Callable[..., Harness],
+) -> None:
+    # A released gang: its binds are submitted together from the loop and run at once. After
+    # prestart they run on threads that were already there, so submit() never started one.
+    arrived = threading.Barrier(2, timeout=5.0)
+    ran_on: list[threading.Thread] = []
+
+    def bind_together() -> Status | None:
+        ran_on.append(threading.current_thread())
+        arrived.wait()
+        return None
+
+    harness = harness_factory(Binder(bind_together))
+    assert await asyncio.to_thread(harness.pool.prestart)
+    before = set(threading.enumerate())
+    tasks = [harness.task(f"p{i}") for i in range(2)]
+    for task in tasks:
+        harness.pool.submit(task)
+    await wait_for(lambda: len(harness.results) == len(tasks))
+    assert [r.outcome for r in harness.results] == [Outcome.BOUND] * 2
+    assert len(set(ran_on)) == 2
+    assert set(ran_on) <= before

@@ -986,6 +986,32 @@ async def test_permit_wait_then_allow_binds(make_env: MakeEnv) -> None:
     assert len([c for c in env.rest.status_patches() if "nominatedNodeName" in str(c.body)]) == 1
 
 
+async def test_with_nominated_node_name_for_expectation_off_nothing_is_published(
+    make_env: MakeEnv,
+) -> None:
+    # As kube-scheduler with the gate off (v1.34): neither the pod waiting at Permit nor the one whose
+    # PreBind will act gets status.nominatedNodeName, and PreBind pre-flights are not consulted.
+    behaviour: dict[str, Any] = {"permit": "wait"}
+    env = make_env(
+        [make_node("n1")],
+        extra_registry={
+            "Reserver": lambda args, handle: ReservePlugin(behaviour),
+            "Gang": lambda args, handle: PermitPlugin(behaviour),
+            "Working": lambda args, handle: WorkingPreBind(True),
+        },
+        profile=profile_with(reserve=["Reserver"], permit=["Gang"], preBind=["Working"]),
+        nominated_node_name_for_expectation=False,
+    )
+    env.queue.add(make_pod("a"))
+    await env.schedule_next()
+    env.sched.waiting_pods["default/a"].allow()
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.BOUND
+    env.flush_writes()
+    assert [c for c in env.rest.status_patches() if "nominatedNodeName" in str(c.body)] == []
+    assert [c for c in env.rest.calls if c.path.endswith("/binding")]
+
+
 async def test_permit_wait_then_reject_parks_the_pod(make_env: MakeEnv) -> None:
     behaviour: dict[str, Any] = {"permit": "wait"}
     env = reserve_permit_env(make_env, behaviour, [make_node("n1")])
