@@ -45,7 +45,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.listers import StaticLister
-from scheduler.framework.resources import Resource
+from scheduler.framework.resources import comparable_amounts
 from scheduler.framework.runtime import PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
@@ -769,18 +769,6 @@ def _essence(v: PyVerdict) -> tuple[Any, ...]:
     )
 
 
-def _amounts(resource: Resource) -> tuple[Any, ...]:
-    """A Resource as comparable values; an extended resource counted down to 0 is no resource."""
-    scalar = sorted((name, amount) for name, amount in resource.scalar.items() if amount)
-    return (
-        resource.milli_cpu,
-        resource.memory,
-        resource.ephemeral_storage,
-        resource.allowed_pod_number,
-        scalar,
-    )
-
-
 def snapshot_drift(incremental: SnapshotLister, fresh: SnapshotLister) -> list[str]:
     """Where two snapshots of the same objects disagree on what a node holds, whatever the order of its
     pods: the node list, each node's pods (as a set), what they request, its allocatable and host ports.
@@ -790,9 +778,9 @@ def snapshot_drift(incremental: SnapshotLister, fresh: SnapshotLister) -> list[s
         return {
             info.name: (
                 sorted(info.pods),
-                _amounts(info.requested),
-                _amounts(info.non_zero_requested),
-                _amounts(info.allocatable),
+                comparable_amounts(info.requested),
+                comparable_amounts(info.non_zero_requested),
+                comparable_amounts(info.allocatable),
                 sorted(info.used_ports.items()),
             )
             for info in snapshot.node_infos()

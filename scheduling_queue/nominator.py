@@ -26,15 +26,15 @@ def _nominated_node_name(pod: Pod) -> str:
 class Nominator:
     """node name -> nominated pods; each pod is nominated to at most one node."""
 
-    __slots__ = ("_by_node", "_node_versions", "_pod_to_node", "_withdrawn", "version")
+    __slots__ = ("_by_node", "_changes", "_node_versions", "_pod_to_node", "_withdrawn")
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Pod]] = {}
         self._pod_to_node: dict[str, str] = {}
         # Pod -> a node the scheduler published for it and then took back (see withdraw()).
         self._withdrawn: dict[str, str] = {}
-        # Bumped on every change, so a reader can keep what it derived from the nominations until then.
-        self.version = 0
+        # Counts every change; a node's version is the count at its last change, so versions never repeat.
+        self._changes = 0
         # Per node, the version of its last change: a reader keeps what it derived from one node's
         # nominations while other nodes' change (each preemption changes one node).
         self._node_versions: dict[str, int] = {}
@@ -60,16 +60,16 @@ class Nominator:
             self._withdrawn.pop(ident, None)  # the scheduler nominates it anew
         self._pod_to_node[ident] = node
         self._by_node.setdefault(node, {})[ident] = pod
-        self.version += 1
-        self._node_versions[node] = self.version
+        self._changes += 1
+        self._node_versions[node] = self._changes
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
         ident = _ident(pod)
         node = self._pod_to_node.pop(ident, None)
         if node is None:
             return
-        self.version += 1
-        self._node_versions[node] = self.version
+        self._changes += 1
+        self._node_versions[node] = self._changes
         pods = self._by_node.get(node)
         if pods is not None:
             pods.pop(ident, None)

@@ -158,6 +158,20 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
 
 
+def comparable_amounts(resource: Resource) -> tuple[int, int, int, int, tuple[tuple[str, int], ...]]:
+    """Every amount of ``resource`` as one comparable value: an extended resource counted down to 0 (a
+    pod added, then removed) is no resource, so two Resources holding the same amounts compare equal
+    (the dataclass's own ``==`` tells them apart by that leftover key)."""
+    scalar = tuple(sorted((name, amount) for name, amount in resource.scalar.items() if amount))
+    return (
+        resource.milli_cpu,
+        resource.memory,
+        resource.ephemeral_storage,
+        resource.allowed_pod_number,
+        scalar,
+    )
+
+
 def _ceil(amount: Fraction) -> int:
     return -((-amount.numerator) // amount.denominator)
 

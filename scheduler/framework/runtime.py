@@ -401,18 +401,19 @@ class Framework:
         """The Filter plugins of this cycle. In a cycle that records plugin metrics they come wrapped
         in stopwatches (``timed=False`` for re-runs that are not part of the cycle, e.g. explain)."""
         skip = state.skip_filter_plugins
-        if not (timed and state.record_plugin_metrics):
-            # Kept on the state (its copies share it): a preemption dry run asks once per Filter run.
-            memo = state._filter_plugins
-            if memo is not None and memo[0] is self and memo[1] == skip:
-                return memo[2]  # type: ignore[no-any-return]
-        plugins = [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
-        if not (timed and state.record_plugin_metrics):
-            state._filter_plugins = (self, frozenset(skip), plugins)
         if timed and state.record_plugin_metrics:
             timings = state.plugin_seconds
-            return [_TimedFilter(p, self._batch_filters.get(p.name), timings) for p in plugins]
+            return [_TimedFilter(p, self._batch_filters.get(p.name), timings) for p in self._unskipped(skip)]
+        # Kept on the state (its copies share it): a preemption dry run asks once per Filter run.
+        memo = state._filter_plugins
+        if memo is not None and memo[0] is self and memo[1] == skip:
+            return memo[2]  # type: ignore[no-any-return]
+        plugins = self._unskipped(skip)
+        state._filter_plugins = (self, frozenset(skip), plugins)
         return plugins
+
+    def _unskipped(self, skip: set[str]) -> list[FilterPlugin]:
+        return [p for p in self.plugins.filter if p.name not in skip] if skip else self.plugins.filter
 
     def run_filters(
         self, state: CycleState, pod: PodInfo, node: NodeInfo, plugins: Sequence[FilterPlugin]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from scheduler.cache import NodeTree, SchedulerCache, Snapshot, new_snapshot, zone_key
 from scheduler.framework.handle import SnapshotLister
-from scheduler.framework.resources import Resource
+from scheduler.framework.resources import Resource, comparable_amounts
 from scheduler.framework.types import NodeInfo, PodInfo
 
 ZONE = "topology.kubernetes.io/zone"
@@ -315,17 +315,6 @@ class Model:
         self.incarnation = itertools.count()
 
 
-def _nonzero(resource: Resource) -> tuple[int, int, int, int, tuple[tuple[str, int], ...]]:
-    scalar = tuple(sorted((k, v) for k, v in resource.scalar.items() if v))
-    return (
-        resource.milli_cpu,
-        resource.memory,
-        resource.ephemeral_storage,
-        resource.allowed_pod_number,
-        scalar,
-    )
-
-
 def _apply(cache: SchedulerCache, model: Model, snap: Snapshot, op: tuple[Any, ...]) -> None:
     kind = op[0]
     if kind == "node":
@@ -417,10 +406,10 @@ def _check(cache: SchedulerCache, model: Model, snap: Snapshot) -> None:
         assert expected is not None
         assert info.node is model.nodes[name]
         assert set(info.pods) == set(expected.pods)
-        assert _nonzero(info.requested) == _nonzero(expected.requested)
-        assert _nonzero(info.non_zero_requested) == _nonzero(expected.non_zero_requested)
+        assert comparable_amounts(info.requested) == comparable_amounts(expected.requested)
+        assert comparable_amounts(info.non_zero_requested) == comparable_amounts(expected.non_zero_requested)
         assert info.used_ports == expected.used_ports
-        assert _nonzero(info.allocatable) == _nonzero(expected.allocatable)
+        assert comparable_amounts(info.allocatable) == comparable_amounts(expected.allocatable)
 
         # Independently of the cache code: sum the model's pods on this node.
         on_node = [
@@ -432,8 +421,8 @@ def _check(cache: SchedulerCache, model: Model, snap: Snapshot) -> None:
             requested.add(pod.requests)
             non_zero.add(pod.non_zero_requests)
             ports.update(pod.host_ports)
-        assert _nonzero(info.requested) == _nonzero(requested)
-        assert _nonzero(info.non_zero_requested) == _nonzero(non_zero)
+        assert comparable_amounts(info.requested) == comparable_amounts(requested)
+        assert comparable_amounts(info.non_zero_requested) == comparable_amounts(non_zero)
         assert info.used_ports == dict(ports)
 
     for image in IMAGES:
