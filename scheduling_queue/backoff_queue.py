@@ -1,6 +1,6 @@
 """backoffQ: pods waiting out their backoff after a failed attempt (upstream's ``backoff_queue.go``).
 
-Backoff follows v1.36 with SchedulerPopFromBackoffQ (beta, on). A pod's backoff is
+Backoff follows v1.37 with SchedulerPopFromBackoffQ (beta, on). A pod's backoff is
 ``initial * 2**(attempts-1)`` capped at max, and its expiry is truncated to a 1-second ordering window:
 the pod backs off until that window is over. Truncating lets pods whose backoffs end within the same
 second be taken in QueueSort order rather than by a few milliseconds of expiry.
@@ -10,7 +10,9 @@ Two heaps, as upstream:
 * pods rejected by plugins, ordered by window and then by QueueSort. When activeQ is empty the head
   is popped early (:meth:`BackoffQueue.pop_rejected`) rather than letting the scheduler idle;
 * pods whose attempt failed with an error, ordered by expiry alone and never popped early: an error
-  (an API failure, say) is not something another try a moment later is likely to avoid.
+  (an API failure, say) is not something another try a moment later is likely to avoid. Pod group
+  members (GenericWorkload) are kept here too, as upstream keeps a pod group entity, whose rejector
+  set is always empty.
 
 Both heaps use lazy deletion against one dict, as :mod:`scheduling_queue.active_queue` does.
 """
@@ -107,11 +109,12 @@ class BackoffQueue:
         qpi: QueuedPodInfo = entry[-1]
         return qpi
 
-    def push(self, qpi: QueuedPodInfo) -> bool:
-        """Add the pod until :meth:`expiry`; True when it may be popped early (a plugin rejected it)."""
+    def push(self, qpi: QueuedPodInfo, *, early: bool = True) -> bool:
+        """Add the pod until :meth:`expiry`; True when it may be popped early (a plugin rejected it and
+        ``early`` allows it). ``early`` False keeps a rejected pod to its full backoff, as an error is."""
         expiry = self.expiry(qpi)
         entry: Entry
-        if not qpi.unschedulable_plugins and not qpi.pending_plugins:
+        if not early or (not qpi.unschedulable_plugins and not qpi.pending_plugins):
             entry = (expiry, next(self._seq), qpi)
             heappush(self._error_heap, entry)
             self._entries[qpi.key] = entry

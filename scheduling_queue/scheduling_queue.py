@@ -705,7 +705,11 @@ class SchedulingQueue:
         return True
 
     def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
-        if self._backoff.push(qpi):
+        # A pod group member serves its whole backoff: upstream queues the group as one entity whose
+        # rejector set stays empty, so its backoffQ keeps it with the errors, never popped early. Taken
+        # early, a gang that cannot fit would be retried back to back whenever activeQ is empty.
+        early = not (self._generic_workload and _in_scheduling_group(qpi.pod))
+        if self._backoff.push(qpi, early=early):
             # A pop waiting on an empty activeQ may take this pod now (SchedulerPopFromBackoffQ).
             self._wake()
         self._incoming[(BACKOFF, label)] += 1

@@ -177,6 +177,21 @@ def test_gang_that_cannot_fit_binds_nothing_and_holds_nothing_while_one_that_fit
         )
 
     wait_for(lambda: podgroup_entities() >= 1, 30, "the pending gang counted as a podgroup entity")
+
+    # It retries at its backoff's pace (1 s, 2 s, 4 s, ...), never back to back: the group is not
+    # taken from backoffQ early while activeQ is empty, as upstream's group entity is not.
+    def unschedulable_group_attempts() -> float:
+        return sum(
+            v
+            for (name, labels), v in schedulers.metrics(scheduler).items()
+            if name == "scheduler_podgroup_schedule_attempts_total"
+            and dict(labels).get("result") == "unschedulable"
+        )
+
+    before = unschedulable_group_attempts()
+    time.sleep(4)
+    retries = unschedulable_group_attempts() - before
+    assert retries <= 4, f"the gang that cannot fit was tried {retries:.0f} times in 4 s"
     # Nothing of the big gang is held: two plain pods of 1.5 CPU (one per node, beside 3 x 1 CPU of
     # "fits") are placed while it keeps retrying.
     create(

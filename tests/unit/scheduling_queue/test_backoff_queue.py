@@ -71,6 +71,14 @@ def test_an_early_pop_takes_rejected_pods_by_window_then_queue_sort_and_never_er
     assert "default/error" in q
 
 
+def test_a_rejected_pod_pushed_without_early_waits_out_its_backoff_like_an_error() -> None:
+    q = BackoffQueue()
+    assert q.push(record("member"), early=False) is False
+    assert q.push(record("plain")) is True
+    assert names([q.pop_rejected()]) == ["plain"] and q.pop_rejected() is None
+    assert names(q.pop_expired(102.0)) == ["member"]
+
+
 def test_a_custom_less_orders_within_a_window() -> None:
     q = BackoffQueue(less=lambda a, b: a.key < b.key)
     for name in ("c", "a", "b"):

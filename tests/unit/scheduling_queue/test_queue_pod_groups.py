@@ -54,3 +54,19 @@ def test_rejected_members_go_to_backoff_only_with_the_gate(clock: FakeClock) -> 
     fail(on, pop(on), "NodeResourcesFit")
     assert on.where("default/a") == BACKOFF
     assert on.where("default/plain") == UNSCHEDULABLE
+
+
+def test_a_backing_off_member_is_not_popped_early_when_active_is_empty(clock: FakeClock) -> None:
+    """SchedulerPopFromBackoffQ takes a rejected pod early when activeQ is empty; a pod group member
+    serves its backoff in full (upstream's group entity has no rejector set, so its backoffQ keeps it
+    with the errors). Otherwise a gang that cannot fit is retried back to back on an idle scheduler."""
+    q = SchedulingQueue(clock=clock, generic_workload=True)
+    q.add(member("a"))
+    q.add(make_pod("plain"))
+    fail(q, pop(q), "NodeResourcesFit")  # the member: to backoffQ (1 s)
+    plain = pop(q)
+    q.add_unschedulable_if_not_present(plain)  # an error: backoffQ, never popped early either
+    assert q.where("default/a") == BACKOFF and q.where("default/plain") == BACKOFF
+    assert q.pop_nowait() is None
+    clock.advance(2.0)  # past the 1 s backoff and its ordering window
+    assert {pop(q).key, pop(q).key} == {"default/a", "default/plain"}
