@@ -31,6 +31,7 @@ GenericWorkload rule), as upstream's.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from scheduler.framework.podgroup import PodGroupInfo, ProposedAssignment
 from scheduler.framework.runtime import Framework, PluginError
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
+from scheduling_queue import IN_FLIGHT
 from scheduling_queue.nominator import Nominator
 from scheduling_queue.types import QueuedPodInfo, pod_key
 
@@ -65,6 +67,8 @@ from scheduling_queue.types import QueuedPodInfo, pod_key
 GroupMembers = Callable[[str, str], Sequence[Mapping[str, Any]]]
 # (namespace, podGroupName) -> the PodGroup object, or None (not watched, or not there).
 GroupObject = Callable[[str, str], Mapping[str, Any] | None]
+
+log = logging.getLogger(__name__)
 
 PLACEMENT_FEASIBILITY_ERROR = "failed to evaluate placement feasibility: "
 
@@ -156,19 +160,29 @@ class PodGroupCycle:
             self._write_condition(first, pod_group, False, REASON_SCHEDULER_ERROR, invalid)
             return
         start = time.perf_counter()
-        # Upstream's skipPodGroupPodSchedule, before the snapshot is touched: begin() refreshes it.
-        attempts = [attempt for qpi in queued if (attempt := sched.begin(qpi)) is not None]
-        if not attempts:
-            return  # every member was skipped (deleted, not ours, already binding): no cycle ran
-        fwk = attempts[0].fwk
-        info = PodGroupInfo(pod_group or {}, tuple(a.pod for a in attempts))
         try:
-            result = self._algorithm(fwk, info, [(a, a.state) for a in attempts])
-            metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
-            if result.status is not None and result.status.code is Code.Unschedulable:
-                self._post_filter(fwk, info, attempts, result)
-        finally:
-            sched.snapshot.restore()
+            # Upstream's skipPodGroupPodSchedule, before the snapshot is touched: begin() refreshes it.
+            attempts = [attempt for qpi in queued if (attempt := sched.begin(qpi)) is not None]
+            if not attempts:
+                return  # every member was skipped (deleted, not ours, already binding): no cycle ran
+            fwk = attempts[0].fwk
+            info = PodGroupInfo(pod_group or {}, tuple(a.pod for a in attempts))
+            try:
+                result = self._algorithm(fwk, info, [(a, a.state) for a in attempts])
+                metrics.POD_GROUP_SCHEDULING_ALGORITHM_DURATION.observe(time.perf_counter() - start)
+                if result.status is not None and result.status.code is Code.Unschedulable:
+                    self._post_filter(fwk, info, attempts, result)
+            finally:
+                sched.snapshot.restore()
+        except Exception as err:
+            # Nothing is assumed or handed to binding before _submit, so every member still in flight
+            # goes back to the queue as an error (the loop's own handler knows only the first).
+            log.exception("pod group cycle crashed for %s", first.key)
+            error = Status.as_error(f"internal error in the scheduling cycle: {type(err).__name__}: {err}")
+            for qpi in queued:
+                if sched.queue.where(qpi.key) == IN_FLIGHT:
+                    sched.fail(qpi, None, error, None)
+            return
         self._submit(first, pod_group, result, fwk, start)
 
     # --- the algorithm ---------------------------------------------------------------------------

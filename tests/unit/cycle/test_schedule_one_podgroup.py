@@ -226,3 +226,29 @@ async def test_a_gang_whose_members_refuse_to_preempt_is_not_eligible(make_env: 
         "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
         "pod group preemption: not eligible due to preemptionPolicy=Never."
     )
+
+
+async def test_a_crash_inside_the_group_cycle_requeues_every_member_it_popped(
+    make_env: MakeEnv, monkeypatch: Any
+) -> None:
+    """A bug in a plugin must not strand the members the cycle took from the queue: each goes back as
+    an error (backoffQ), none is left in flight, and the snapshot is the cache's again."""
+    from scheduling_queue import BACKOFF
+
+    members = [member(f"m{i}", "g", "1") for i in range(3)]
+    gang = Gang(make_env, [make_node("n1", cpu="4")], [pod_group("g", 3)], members)
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("plugin bug")
+
+    monkeypatch.setattr(gang.env.fwk, "run_placement_feasible", broken)
+    await gang.run_cycle()
+    assert {
+        m["metadata"]["name"]: gang.env.queue.where(f"default/{m['metadata']['name']}") for m in members
+    } == {
+        "m0": BACKOFF,
+        "m1": BACKOFF,
+        "m2": BACKOFF,
+    }
+    assert not gang.env.sched.snapshot.has_changes()
+    assert gang.env.rest.bindings() == {}
