@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from bench.procstat import sample
 from devcluster.cluster import WORKLOAD_FEATURE_GATES
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
@@ -453,3 +454,37 @@ def test_py_scheduler_without_the_gates_refuses_group_members_by_name(
         assert bound(core_v1, namespace, "solo") == 0
     finally:
         proc.stop()
+
+
+def test_a_scheduler_holding_pods_it_cannot_place_stays_idle(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, schedulers: Schedulers
+) -> None:
+    """A gang that cannot fit, a pod too big for any node and a pod whose node selector matches none:
+    once each has been tried, py-scheduler waits for events and backoffs instead of retrying in a loop
+    (measured as the process's CPU time over a quiet window, not as wall time)."""
+    nodes(api_client, run_id, 2)
+    pod_group(api_client, namespace, "big", 4)
+    pods = [member(f"big-{i}", run_id, "py-scheduler", "big", "3") for i in range(4)]
+    pods.append(make_pod("too-big", run_id, cpu="10"))
+    pods.append(make_pod("nowhere", run_id, node_selector={"zone": "none"}))
+    create(core_v1, namespace, pods)
+
+    def refused() -> set[str]:
+        return {
+            e["involvedObject"]["name"]
+            for e in list_events(core_v1, namespace)
+            if e.get("reason") == "FailedScheduling"
+        }
+
+    wanted = {"too-big", "nowhere", *(f"big-{i}" for i in range(4))}
+    wait_for(lambda: refused() >= wanted, 60, "every pod tried and refused")
+    time.sleep(3)  # the first retries after 1 s and 2 s backoffs
+    assert schedulers.py.proc is not None
+    pid = schedulers.py.proc.pid
+    before, start = sample(pid).cpu_seconds, time.monotonic()
+    time.sleep(6)
+    used, window = sample(pid).cpu_seconds - before, time.monotonic() - start
+    assert used < 0.25 * window, (
+        f"py-scheduler used {used:.2f} CPU-seconds in {window:.1f} s with nothing to do"
+    )
+    assert bound(core_v1, namespace, "") == 0
