@@ -34,6 +34,26 @@ class _BatchFilter(Protocol):
 # The first window is as large as the nodes still needed; later ones follow the rejection rate seen.
 _MIN_WINDOW = 32
 
+# Per snapshot size, the positions 0..count-1 twice over (read-only): every cycle's visiting order
+# is a view of it, rather than three fresh arrays the size of the snapshot.
+_RINGS: dict[int, IntArray] = {}
+_MAX_RINGS = 16
+
+
+def _round_robin(count: int, start: int) -> IntArray:
+    """Positions ``start, start + 1, ... count - 1, 0, ... start - 1``: the snapshot from ``start``."""
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    ring = _RINGS.get(count)
+    if ring is None:
+        if len(_RINGS) >= _MAX_RINGS:
+            _RINGS.clear()
+        ring = np.tile(np.arange(count, dtype=np.int64), 2)
+        ring.flags.writeable = False
+        _RINGS[count] = ring
+    start %= count
+    return ring[start : start + count]
+
 
 def find_feasible(
     columns: ColumnStore,
@@ -60,7 +80,7 @@ def find_feasible(
     and (node, status) for each processed node that failed, in visit order.
     """
     count = len(columns)
-    order: IntArray = (np.arange(count, dtype=np.int64) + start) % count
+    order = _round_robin(count, start)
     special_positions: IntArray | None = None
     if special and special_filter is not None:
         special_positions = np.fromiter(special, dtype=np.int64, count=len(special))

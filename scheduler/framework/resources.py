@@ -195,7 +195,10 @@ def parse_resource_list(raw: Any, what: str = "") -> Amounts:
 
 def _add(total: Amounts, other: Mapping[str, Fraction]) -> None:
     for name, amount in other.items():
-        total[name] = total.get(name, 0) + amount
+        current = total.get(name)
+        # A first amount is taken as it is: ``0 + Fraction`` goes through Fraction's reflected add
+        # (an ABC check and a new Fraction), a cost every parsed pod paid once per resource.
+        total[name] = amount if current is None else current + amount
 
 
 def _max_into(total: Amounts, other: Mapping[str, Fraction]) -> None:
