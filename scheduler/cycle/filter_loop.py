@@ -87,6 +87,7 @@ def find_feasible(
     batches = [batch_of(plugin) for plugin in plugins]
     all_batch = all(batch is not None for batch in batches)
     found_parts: list[IntArray] = []
+    found_spans: list[int | None] = []
     failures: list[tuple[NodeInfo, Status]] = []
     infos = columns.infos
     alive: IntArray | slice
@@ -95,7 +96,8 @@ def find_feasible(
         need = num_to_find - found
         size = need if processed == 0 else need * processed // max(found, 1)
         window = order[processed : processed + min(max(size, _MIN_WINDOW), count - processed)]
-        subset = NodeSubset(columns, window)
+        first = (start + processed) % count
+        subset = NodeSubset(columns, window, span=first)
         results, masks = _run_batches(batches, state, pod, subset)
         overrides: dict[int, Status | None] = {}
         if special_positions is not None:
@@ -117,11 +119,12 @@ def find_feasible(
         processed += cut
         found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
         found_parts.append(window[alive])
+        # A window whose first nodes all passed: the feasible nodes are consecutive too.
+        found_spans.append(first if isinstance(alive, slice) and alive.start == 0 else None)
         failures.extend(_failures(rejected, window, infos, plugins, results, overrides))
     if len(found_parts) == 1:
-        positions = found_parts[0]
-    else:
-        positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
+        return NodeSubset(columns, found_parts[0], span=found_spans[0]), processed, failures
+    positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
     return NodeSubset(columns, positions), processed, failures
 
 

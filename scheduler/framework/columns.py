@@ -145,17 +145,33 @@ class NodeSubset(Sequence[NodeInfo]):
     NodeInfo objects, so the list of them is built only when something indexes or iterates it.
     """
 
-    __slots__ = ("_gathered", "_infos", "columns", "positions")
+    __slots__ = ("_gathered", "_infos", "_span", "columns", "positions")
 
-    def __init__(self, columns: ColumnStore, positions: IntArray) -> None:
+    def __init__(self, columns: ColumnStore, positions: IntArray, *, span: int | None = None) -> None:
+        """``span``: when given, ``positions`` are known to be ``span, span + 1, ...`` round the end of
+        the snapshot (a window of the Filter loop where every node passed): gathers are then slices of
+        the columns rather than fancy-indexed copies."""
         self.columns = columns
         self.positions = positions
+        self._span = span
         self._infos: list[NodeInfo] | None = None
         self._gathered: dict[str, Any] = {}
 
+    def _take(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``values[self.positions]``; for a span, one or two slices (read-only when a view)."""
+        first = self._span
+        if first is None:
+            return values[self.positions]
+        end = first + len(self.positions)
+        if end <= len(values):
+            view = values[first:end]
+            view.flags.writeable = False
+            return view
+        return np.concatenate((values[first:], values[: end - len(values)]))
+
     def _list(self) -> list[NodeInfo]:
         if self._infos is None:
-            self._infos = self.columns.infos[self.positions].tolist()
+            self._infos = self._take(self.columns.infos).tolist()
         return self._infos
 
     def __len__(self) -> int:
@@ -186,7 +202,7 @@ class NodeSubset(Sequence[NodeInfo]):
         name = column_name(column)
         values = self._gathered.get(name)
         if values is None:
-            values = self._gathered[name] = self.columns.array(name)[self.positions]
+            values = self._gathered[name] = self._take(self.columns.array(name))
         result: npt.NDArray[Any] = values
         return result
 
@@ -205,7 +221,7 @@ class NodeSubset(Sequence[NodeInfo]):
         cache_key = "label/" + key
         values = self._gathered.get(cache_key)
         if values is None:
-            values = self._gathered[cache_key] = self.columns.label_codes(key)[self.positions]
+            values = self._gathered[cache_key] = self._take(self.columns.label_codes(key))
         result: IntArray = values
         return result
 
