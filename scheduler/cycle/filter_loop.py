@@ -12,7 +12,7 @@ from typing import Any, Protocol, overload
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset
+from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset, consecutive_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.masked import ok_mask, rejection_lookup
 from scheduler.framework.status import Code, Status
@@ -97,7 +97,7 @@ def find_feasible(
         size = need if processed == 0 else need * processed // max(found, 1)
         window = order[processed : processed + min(max(size, _MIN_WINDOW), count - processed)]
         first = (start + processed) % count
-        subset = NodeSubset(columns, window, span=first)
+        subset = consecutive_subset(columns, window, first)
         results, masks = _run_batches(batches, state, pod, subset)
         overrides: dict[int, Status | None] = {}
         if special_positions is not None:
@@ -123,7 +123,9 @@ def find_feasible(
         found_spans.append(first if isinstance(alive, slice) and alive.start == 0 else None)
         failures.extend(_failures(rejected, window, infos, plugins, results, overrides))
     if len(found_parts) == 1:
-        return NodeSubset(columns, found_parts[0], span=found_spans[0]), processed, failures
+        only, span = found_parts[0], found_spans[0]
+        subset = NodeSubset(columns, only) if span is None else consecutive_subset(columns, only, span)
+        return subset, processed, failures
     positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
     return NodeSubset(columns, positions), processed, failures
 

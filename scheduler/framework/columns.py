@@ -122,6 +122,8 @@ class ColumnStore(Protocol):
 
     def nonzero_rows(self, column: ColumnSpec | str) -> int: ...
 
+    def all_positive(self, column: ColumnSpec | str) -> bool: ...
+
     def label_codes(self, key: str) -> IntArray: ...
 
     def label_code(self, key: str, value: str) -> int: ...
@@ -147,13 +149,11 @@ class NodeSubset(Sequence[NodeInfo]):
 
     __slots__ = ("_gathered", "_infos", "_span", "columns", "positions")
 
-    def __init__(self, columns: ColumnStore, positions: IntArray, *, span: int | None = None) -> None:
-        """``span``: when given, ``positions`` are known to be ``span, span + 1, ...`` round the end of
-        the snapshot (a window of the Filter loop where every node passed): gathers are then slices of
-        the columns rather than fancy-indexed copies."""
+    def __init__(self, columns: ColumnStore, positions: IntArray) -> None:
         self.columns = columns
         self.positions = positions
-        self._span = span
+        # See ``consecutive_subset``: the first position of a run of consecutive ones, or None.
+        self._span: int | None = None
         self._infos: list[NodeInfo] | None = None
         self._gathered: dict[str, Any] = {}
 
@@ -234,8 +234,21 @@ class NodeSubset(Sequence[NodeInfo]):
         key = column_name(column) + "/all_positive"
         known = self._gathered.get(key)
         if known is None:
-            known = self._gathered[key] = bool((self.gather(column) > 0).all())
+            # Positive in every row of the snapshot (the usual answer, kept by the store) covers
+            # every subset; otherwise this subset's rows decide.
+            known = self._gathered[key] = self.columns.all_positive(column) or bool(
+                (self.gather(column) > 0).all()
+            )
         return bool(known)
+
+
+def consecutive_subset(columns: ColumnStore, positions: IntArray, first: int) -> NodeSubset:
+    """``NodeSubset(columns, positions)`` for positions known to be ``first, first + 1, ...`` round
+    the end of the snapshot (a window of the Filter loop, or the nodes of one that all passed): its
+    gathers are then slices of the columns (read-only views) rather than fancy-indexed copies."""
+    subset = NodeSubset(columns, positions)
+    subset._span = first
+    return subset
 
 
 def as_subset(nodes: Sequence[NodeInfo]) -> NodeSubset | None:
