@@ -67,8 +67,10 @@ def test_a_consecutive_subset_gathers_what_fancy_indexing_does(
     assert fast.gather(CAPACITY).tolist() == plain.gather(CAPACITY).tolist()
     assert fast.label_codes("capacity").tolist() == plain.label_codes("capacity").tolist()
     assert [node.name for node in fast] == [node.name for node in plain]
-    assert fast.all_positive(CAPACITY) == plain.all_positive(CAPACITY) == all(
-        capacities[p] > 0 for p in positions.tolist()
+    assert (
+        fast.all_positive(CAPACITY)
+        == plain.all_positive(CAPACITY)
+        == all(capacities[p] > 0 for p in positions.tolist())
     )
     if length and first + length <= count:
         # A view of the column itself: writing through it must fail, not change the snapshot.
@@ -137,7 +139,7 @@ def test_pod_requests_sum_each_resource_exactly(containers: list[dict[str, str]]
         "metadata": {"name": "p", "namespace": "default"},
         "spec": {
             "containers": [
-                {"name": f"c{i}", "resources": {"requests": requests}} for i, requests in enumerate(containers)
+                {"name": f"c{i}", "resources": {"requests": wanted}} for i, wanted in enumerate(containers)
             ]
         },
     }
