@@ -1,9 +1,10 @@
 """The scheduling loop's cheaper forms of plain operations give exactly the plain answers: the
 round-robin order, consecutive subsets' sliced gathers, the store-level all-positive answer, the
-shared all-pass masks, the one-reduction score range check and the pod request sums."""
+shared all-pass masks, the one-reduction score range check, the pod request sums and millicores."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -17,7 +18,12 @@ from scheduler.framework import NodeColumn, NodeInfo, NodeSubset, all_pass
 from scheduler.framework.columns import consecutive_subset
 from scheduler.framework.interface import MAX_NODE_SCORE, MIN_NODE_SCORE
 from scheduler.framework.quantity import parse_quantity
-from scheduler.framework.resources import pod_request_amounts, pod_requests_and_non_zero
+from scheduler.framework.resources import (
+    _ceil,
+    _ceil_milli,
+    pod_request_amounts,
+    pod_requests_and_non_zero,
+)
 from scheduler.framework.runtime import _out_of_range
 from tests.unit.fakes import make_node
 
@@ -155,3 +161,8 @@ def test_pod_requests_sum_each_resource_exactly(containers: list[dict[str, str]]
     assert plain.memory == int(expected.get("memory", 0))
     assert plain.get("example.com/gpu") == int(expected.get("example.com/gpu", 0))
     assert non_zero.milli_cpu >= plain.milli_cpu
+
+
+@given(st.fractions(min_value=-(10**6), max_value=10**9))
+def test_millicores_round_up_as_the_fraction_arithmetic_does(amount: Fraction) -> None:
+    assert _ceil_milli(amount) == _ceil(amount * 1000) == math.ceil(amount * 1000)
