@@ -148,6 +148,7 @@ class NodeColumns:
         "_label_vocabulary",
         "_last_required",
         "_nonzero",
+        "_positive",
         "_row_updates",
         "_specs",
         "_vocabularies",
@@ -161,6 +162,9 @@ class NodeColumns:
         self._specs: dict[str, ColumnSpec] = {}
         self._arrays: dict[str, npt.NDArray[Any]] = {}
         self._nonzero: dict[str, int] = {}
+        # Columns known to be positive in every row (asked by ``all_positive``); a set() that writes
+        # a value <= 0 into one forgets it.
+        self._positive: set[str] = set()
         self._vocabularies: dict[str, _Vocabulary] = {}
         self._row_updates: list[_RowUpdate] = []
         self._last_required: Sequence[ColumnSpec] | None = None
@@ -233,6 +237,9 @@ class NodeColumns:
             array[position] = value
         for key, codes in self._label_codes.items():
             codes[position] = self._code(key, _label(info, key))
+        if self._positive:
+            arrays = self._arrays
+            self._positive = {name for name in self._positive if arrays[name][position] > 0}
         if self._derived:
             dirty = self._dirty
             dirty.append(position)
@@ -315,6 +322,18 @@ class NodeColumns:
         """An interned column's kept value per code (index 0: None)."""
         self.array(column)
         return self._vocabularies[column_name(column)].values
+
+    def all_positive(self, column: ColumnSpec | str) -> bool:
+        """Whether every row holds a value > 0 (a capacity every node has). A true answer is kept
+        until a row is set to a value <= 0, so a cycle asking about the same few columns pays a
+        set lookup rather than a pass over the rows."""
+        name = column_name(column)
+        if name in self._positive:
+            return True
+        if bool((self.array(name) > 0).all()):
+            self._positive.add(name)
+            return True
+        return False
 
     def nonzero_rows(self, column: ColumnSpec | str) -> int:
         """The number of rows with a non-zero value (code), for counted and interned columns."""

@@ -442,7 +442,8 @@ class SchedulingAlgorithm:
         """The index of the best-scoring node; ties broken uniformly at random (upstream samples a
         reservoir, which picks each tied node with the same probability)."""
         values = np.asarray(scores)
-        ties = np.flatnonzero(values == values.max())
+        # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
+        ties = (values == values.max()).nonzero()[0]
         return int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
 
 

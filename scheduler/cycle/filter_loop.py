@@ -12,7 +12,7 @@ from typing import Any, Protocol, overload
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset
+from scheduler.framework.columns import BoolArray, ColumnStore, IntArray, NodeSubset, consecutive_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.masked import ok_mask, rejection_lookup
 from scheduler.framework.status import Code, Status
@@ -33,6 +33,26 @@ class _BatchFilter(Protocol):
 
 # The first window is as large as the nodes still needed; later ones follow the rejection rate seen.
 _MIN_WINDOW = 32
+
+# Per snapshot size, the positions 0..count-1 twice over (read-only): every cycle's visiting order
+# is a view of it, rather than three fresh arrays the size of the snapshot.
+_RINGS: dict[int, IntArray] = {}
+_MAX_RINGS = 16
+
+
+def _round_robin(count: int, start: int) -> IntArray:
+    """Positions ``start, start + 1, ... count - 1, 0, ... start - 1``: the snapshot from ``start``."""
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    ring = _RINGS.get(count)
+    if ring is None:
+        if len(_RINGS) >= _MAX_RINGS:
+            _RINGS.clear()
+        ring = np.tile(np.arange(count, dtype=np.int64), 2)
+        ring.flags.writeable = False
+        _RINGS[count] = ring
+    start %= count
+    return ring[start : start + count]
 
 
 def find_feasible(
@@ -60,13 +80,14 @@ def find_feasible(
     and (node, status) for each processed node that failed, in visit order.
     """
     count = len(columns)
-    order: IntArray = (np.arange(count, dtype=np.int64) + start) % count
+    order = _round_robin(count, start)
     special_positions: IntArray | None = None
     if special and special_filter is not None:
         special_positions = np.fromiter(special, dtype=np.int64, count=len(special))
     batches = [batch_of(plugin) for plugin in plugins]
     all_batch = all(batch is not None for batch in batches)
     found_parts: list[IntArray] = []
+    found_spans: list[int | None] = []
     failures: list[tuple[NodeInfo, Status]] = []
     infos = columns.infos
     alive: IntArray | slice
@@ -75,7 +96,8 @@ def find_feasible(
         need = num_to_find - found
         size = need if processed == 0 else need * processed // max(found, 1)
         window = order[processed : processed + min(max(size, _MIN_WINDOW), count - processed)]
-        subset = NodeSubset(columns, window)
+        first = (start + processed) % count
+        subset = consecutive_subset(columns, window, first)
         results, masks = _run_batches(batches, state, pod, subset)
         overrides: dict[int, Status | None] = {}
         if special_positions is not None:
@@ -97,11 +119,14 @@ def find_feasible(
         processed += cut
         found += alive.stop - alive.start if isinstance(alive, slice) else len(alive)
         found_parts.append(window[alive])
+        # A window whose first nodes all passed: the feasible nodes are consecutive too.
+        found_spans.append(first if isinstance(alive, slice) and alive.start == 0 else None)
         failures.extend(_failures(rejected, window, infos, plugins, results, overrides))
     if len(found_parts) == 1:
-        positions = found_parts[0]
-    else:
-        positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
+        only, span = found_parts[0], found_spans[0]
+        subset = NodeSubset(columns, only) if span is None else consecutive_subset(columns, only, span)
+        return subset, processed, failures
+    positions = np.concatenate(found_parts) if found_parts else np.zeros(0, dtype=np.int64)
     return NodeSubset(columns, positions), processed, failures
 
 

@@ -122,6 +122,8 @@ class ColumnStore(Protocol):
 
     def nonzero_rows(self, column: ColumnSpec | str) -> int: ...
 
+    def all_positive(self, column: ColumnSpec | str) -> bool: ...
+
     def label_codes(self, key: str) -> IntArray: ...
 
     def label_code(self, key: str, value: str) -> int: ...
@@ -145,17 +147,31 @@ class NodeSubset(Sequence[NodeInfo]):
     NodeInfo objects, so the list of them is built only when something indexes or iterates it.
     """
 
-    __slots__ = ("_gathered", "_infos", "columns", "positions")
+    __slots__ = ("_gathered", "_infos", "_span", "columns", "positions")
 
     def __init__(self, columns: ColumnStore, positions: IntArray) -> None:
         self.columns = columns
         self.positions = positions
+        # See ``consecutive_subset``: the first position of a run of consecutive ones, or None.
+        self._span: int | None = None
         self._infos: list[NodeInfo] | None = None
         self._gathered: dict[str, Any] = {}
 
+    def _take(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``values[self.positions]``; for a span, one or two slices (read-only when a view)."""
+        first = self._span
+        if first is None:
+            return values[self.positions]
+        end = first + len(self.positions)
+        if end <= len(values):
+            view = values[first:end]
+            view.flags.writeable = False
+            return view
+        return np.concatenate((values[first:], values[: end - len(values)]))
+
     def _list(self) -> list[NodeInfo]:
         if self._infos is None:
-            self._infos = self.columns.infos[self.positions].tolist()
+            self._infos = self._take(self.columns.infos).tolist()
         return self._infos
 
     def __len__(self) -> int:
@@ -186,7 +202,7 @@ class NodeSubset(Sequence[NodeInfo]):
         name = column_name(column)
         values = self._gathered.get(name)
         if values is None:
-            values = self._gathered[name] = self.columns.array(name)[self.positions]
+            values = self._gathered[name] = self._take(self.columns.array(name))
         result: npt.NDArray[Any] = values
         return result
 
@@ -205,7 +221,7 @@ class NodeSubset(Sequence[NodeInfo]):
         cache_key = "label/" + key
         values = self._gathered.get(cache_key)
         if values is None:
-            values = self._gathered[cache_key] = self.columns.label_codes(key)[self.positions]
+            values = self._gathered[cache_key] = self._take(self.columns.label_codes(key))
         result: IntArray = values
         return result
 
@@ -218,8 +234,21 @@ class NodeSubset(Sequence[NodeInfo]):
         key = column_name(column) + "/all_positive"
         known = self._gathered.get(key)
         if known is None:
-            known = self._gathered[key] = bool((self.gather(column) > 0).all())
+            # Positive in every row of the snapshot (the usual answer, kept by the store) covers
+            # every subset; otherwise this subset's rows decide.
+            known = self._gathered[key] = self.columns.all_positive(column) or bool(
+                (self.gather(column) > 0).all()
+            )
         return bool(known)
+
+
+def consecutive_subset(columns: ColumnStore, positions: IntArray, first: int) -> NodeSubset:
+    """``NodeSubset(columns, positions)`` for positions known to be ``first, first + 1, ...`` round
+    the end of the snapshot (a window of the Filter loop, or the nodes of one that all passed): its
+    gathers are then slices of the columns (read-only views) rather than fancy-indexed copies."""
+    subset = NodeSubset(columns, positions)
+    subset._span = first
+    return subset
 
 
 def as_subset(nodes: Sequence[NodeInfo]) -> NodeSubset | None:

@@ -53,11 +53,25 @@ def rejection_lookup(statuses: Sequence[Status | None]) -> Callable[[int], Statu
     return statuses.__getitem__
 
 
-def all_pass(count: int) -> MaskedStatuses:
-    def never(index: int) -> Status:
-        raise IndexError(index)
+def _never(index: int) -> Status:
+    raise IndexError(index)
 
-    return MaskedStatuses(np.ones(count, dtype=np.bool_), never, all_ok=True)
+
+# Read-only all-true masks by length: a batch plugin that passes every node (the usual answer of
+# NodeUnschedulable, TaintToleration, ...) would otherwise allocate one per window of every cycle.
+_ALL_TRUE: dict[int, BoolArray] = {}
+_ALL_TRUE_MAX = 256
+
+
+def all_pass(count: int) -> MaskedStatuses:
+    ok = _ALL_TRUE.get(count)
+    if ok is None:
+        if len(_ALL_TRUE) >= _ALL_TRUE_MAX:
+            _ALL_TRUE.clear()
+        ok = np.ones(count, dtype=np.bool_)
+        ok.flags.writeable = False
+        _ALL_TRUE[count] = ok
+    return MaskedStatuses(ok, _never, all_ok=True)
 
 
 def ok_mask(statuses: Sequence[Status | None]) -> BoolArray:

@@ -825,13 +825,14 @@ class Framework:
                 raw = self._normalize(plugin.name, state, pod, nodes, raw)
             weight = self.score_weights.get(plugin.name, 1)
             values_array = _checked_array(plugin.name, nodes, raw)
-            if len(values_array) and (
-                values_array.min() < MIN_NODE_SCORE or values_array.max() > MAX_NODE_SCORE
-            ):
+            if len(values_array) and _out_of_range(values_array):
                 bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
                 index = int(np.flatnonzero(bad)[0])
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
-            totals += values_array * weight
+            if weight == 1:
+                totals += values_array
+            else:
+                totals += values_array * weight
             if breakdown is not None:
                 breakdown.append((plugin.name, given, values_array, weight))
         return totals
@@ -1043,6 +1044,13 @@ def _score_node_by_node(
     if record:
         _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
     return per_node
+
+
+def _out_of_range(values: IntArray) -> bool:
+    """Whether some int64 score is outside [MIN_NODE_SCORE, MAX_NODE_SCORE], in one reduction: shifted
+    by the minimum and read as unsigned, a score below the range wraps to a huge value."""
+    shifted = values - MIN_NODE_SCORE if MIN_NODE_SCORE else values
+    return bool(shifted.view(np.uint64).max() > MAX_NODE_SCORE - MIN_NODE_SCORE)
 
 
 def _checked_array(plugin: str, nodes: Sequence[NodeInfo], raw: Sequence[int] | IntArray) -> IntArray:

@@ -649,6 +649,10 @@ class DynamicResources:
         )
 
     def normalize_score_array(self, state: CycleState, pod: PodInfo, scores: IntArray) -> IntArray:
+        s: _State | None = state.get(STATE_KEY)
+        if s is None or not s.claims:
+            # Without claims every node scored 0 (``score``); normalising zeros gives them back.
+            return scores
         return default_normalize_score_array(100, False, scores)
 
     # --- Reserve / Unreserve ----------------------------------------------------------------------
