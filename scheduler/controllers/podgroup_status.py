@@ -160,7 +160,7 @@ def desired_status(
 def _stored(field: str, value: Any) -> Any:
     """How upstream's object holds a field: its status fields are ``omitempty``, so a count of zero (or
     an empty string) is no field at all."""
-    return None if value in (0, "") and field in COUNT_FIELDS + ("occupiedBy",) else value
+    return None if field in (*COUNT_FIELDS, "occupiedBy") and value in (0, "") else value
 
 
 def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
