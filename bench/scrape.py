@@ -17,6 +17,7 @@ Samples = dict[str, float]
 
 BATCHING_HITS = "py_scheduler_batching_hits"
 BATCHING_MISSES = "py_scheduler_batching_misses"
+CONNECTIONS_OPENED = "py_scheduler_api_connections_opened"
 
 
 def parse(text: str) -> Samples:

@@ -283,7 +283,11 @@ async def _measure(
         if machine is not None:
             usage |= {"machine_cpu_s": machine.machine_cpu_s, "own_cpu_s": machine.own_cpu_s,
                       "window_s": machine.wall_s}  # fmt: skip
-        batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
+        batching = {
+            "batching_hits": scrape.BATCHING_HITS,
+            "batching_misses": scrape.BATCHING_MISSES,
+            "connections_opened": scrape.CONNECTIONS_OPENED,
+        }
         for key, name in batching.items():
             if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
                 usage[key] = grown
@@ -499,6 +503,8 @@ def run_one(
     )
     if write_counts:
         result.notes.append(f"API server writes during the run: {write_counts}")
+    if (opened := usage.get("connections_opened")) is not None:
+        result.notes.append(f"API connections opened by the binding and writer threads: {int(opened)}")
     scheduled_events = int(usage.get("events/Scheduled", 0))
     if kind != schedulers.CEILING and scheduled_events < len(record.bound):
         # Deferred writes would flatter the scheduler: the apiserver does that work after the clock.

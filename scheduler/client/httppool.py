@@ -21,6 +21,7 @@ import urllib3
 from urllib3.util.wait import wait_for_read
 
 from informers.credentials import TLSContexts
+from scheduler import metrics
 from scheduler.client.http_response import read_response
 
 
@@ -120,13 +121,15 @@ class ConnectionPool:
         handshake, so only now is there one): keep its session for the next connection, and count
         how this one was opened."""
         session = sock.session
+        resumed = bool(sock.session_reused)
         with self._lock:
-            if sock.session_reused:
+            if resumed:
                 self.resumed += 1
             else:
                 self.handshakes += 1
             if session is not None:
                 self._session = (sock.context, session)
+        metrics.observe_connection_opened(resumed)
 
     def _get(self, cert: tuple[str, str] | None) -> http.client.HTTPConnection:
         stale: list[http.client.HTTPConnection] = []
