@@ -7,17 +7,29 @@ from pathlib import Path
 
 from bench import prereqs, scrape, side_by_side, workloads
 
-APISERVER_METRICS = """\
-# HELP apiserver_request_total [STABLE] Counter of apiserver requests
-# TYPE apiserver_request_total counter
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 128
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 100
-apiserver_request_total{code="409",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="status",verb="PATCH",version="v1"} 3
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="scheduling.x-k8s.io",resource="podgroups",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 19
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="LIST",version="v1"} 7
-apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 2
-apiserver_request_total{code="201",component="apiserver",dry_run="",group="events.k8s.io",resource="events",scope="resource",subresource="",verb="POST",version="v1"} 152
-"""
+
+def _line(verb: str, resource: str, subresource: str, code: str, count: int, group: str = "") -> str:
+    labels = (
+        f'code="{code}",component="apiserver",dry_run="",group="{group}",resource="{resource}",'
+        f'scope="resource",subresource="{subresource}",verb="{verb}",version="v1"'
+    )
+    return f"apiserver_request_total{{{labels}}} {count}"
+
+
+APISERVER_METRICS = "\n".join(
+    [
+        "# HELP apiserver_request_total [STABLE] Counter of apiserver requests",
+        "# TYPE apiserver_request_total counter",
+        _line("POST", "pods", "binding", "201", 128),
+        _line("PATCH", "pods", "status", "200", 100),
+        _line("PATCH", "pods", "status", "409", 3),
+        _line("PATCH", "podgroups", "status", "200", 19, group="scheduling.x-k8s.io"),
+        _line("LIST", "pods", "", "200", 7),
+        _line("WATCH", "pods", "", "200", 2),
+        _line("POST", "events", "", "201", 152, group="events.k8s.io"),
+        'apiserver_request_duration_seconds_count{verb="POST",resource="pods"} 9',
+    ]
+)
 
 
 def test_writes_are_counted_by_verb_and_resource_over_codes_and_reads_left_out() -> None:
