@@ -118,10 +118,12 @@ class ConnectionPool:
 
     def _learn_session(self, sock: Any) -> None:
         """After the first response on a new connection (TLS 1.3 sends session tickets after the
-        handshake, so only now is there one): keep its session for the next connection, and count
-        how this one was opened."""
-        session = sock.session
+        handshake, so only now is there one): count how it was opened, and after a full handshake keep
+        its session for the next connections. A resumed one leaves the kept session as it is: the API
+        server takes a ticket many times over, and reading a session out costs about a quarter of a
+        resumed connect."""
         resumed = bool(sock.session_reused)
+        session = None if resumed else sock.session
         with self._lock:
             if resumed:
                 self.resumed += 1
