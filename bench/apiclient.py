@@ -64,6 +64,11 @@ class BenchClient:
                 raise ApiError(resp.status, data)
             return orjson.loads(data) if data else None
 
+    async def text(self, path: str) -> str:
+        """GET ``path`` as text (the API server's /metrics); empty when it cannot be read."""
+        async with self.session.get(self.server + path) as resp:
+            return await resp.text() if resp.status == 200 else ""
+
     async def create_namespace(self, name: str) -> None:
         body = orjson.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         await self.request("POST", "/api/v1/namespaces", body, ok=(201, 409))

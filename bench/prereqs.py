@@ -177,6 +177,59 @@ class ExtenderProcess:
             self._proc.wait(5)
 
 
+class PeerControllerProcess:
+    """scheduler-plugins' controller (``cmd/controller``: the PodGroup and ElasticQuota reconcilers) beside
+    the scheduler-plugins scheduler, as its deployments run it. py-scheduler keeps PodGroup status in
+    process, so without this the peer would skip the PodGroup writes, and their watch events, that
+    py-scheduler makes. The bench's client qps/burst (its own defaults are 5/10); no leader election."""
+
+    def __init__(self, binary: Path, kubeconfig: Path, log_path: Path, qps: int, burst: int) -> None:
+        self.argv = [str(binary), "--metricsAddr=0", "--probeAddr=0", f"--qps={qps}", f"--burst={burst}"]
+        self.kubeconfig = kubeconfig
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as out:
+            self._proc = subprocess.Popen(
+                self.argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, "KUBECONFIG": str(self.kubeconfig)},
+            )  # fmt: skip
+        log.info("scheduler-plugins controller started (pid %d)", self._proc.pid)
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self._proc.send_signal(signal.SIGTERM)
+        try:
+            self._proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(5)
+
+
+async def wait_pod_groups_settled(client: BenchClient, namespace: str, timeout: float = 30.0) -> int:
+    """Wait until every PodGroup of ``namespace`` shows a phase (its controller has seen it): the first
+    status write of each group then happens before the clock for every contestant. Returns how many
+    groups are still without one at the timeout (0 = settled)."""
+    path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups"
+    deadline = time.monotonic() + timeout
+    while True:
+        groups = (await client.list(path))["items"]
+        unsettled = sum(1 for pg in groups if not (pg.get("status") or {}).get("phase"))
+        if unsettled == 0 or time.monotonic() >= deadline:
+            return unsettled
+        await asyncio.sleep(0.1)
+
+
 async def _list_claims(cp: ControlPlane) -> list[dict[str, Any]]:
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=4) as client:
         items: list[dict[str, Any]] = (await client.list("/apis/resource.k8s.io/v1/resourceclaims"))["items"]

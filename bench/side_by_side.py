@@ -39,6 +39,7 @@ from bench.claim_watch import ClaimWatch
 from bench.foreign_cpu import cpu_window, read_cpu
 from bench.loadgen import DEFAULT_CONCURRENCY, BindingWatch, RunRecord, create_pods, create_pods_steadily
 from bench.procstat import sample
+from devcluster import peers
 from devcluster.binaries import k8s_version
 from devcluster.cluster import ControlPlane
 from devcluster.nodes import create_nodes
@@ -196,11 +197,14 @@ async def _measure(
     on_started: Callable[[], None],
     extra_pids: dict[str, int] | None = None,
     metrics: Callable[[], scrape.Samples] | None = None,
+    settle_pod_groups: bool = False,
 ) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]], list[str]]:
     """The measured run: (record, usage, the pods and nodes at the end, problems the claim watch saw)."""
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
         await client.create_namespace(NAMESPACE)
         await _warm_up(client, contestant.scheduler_name)
+        if settle_pod_groups and (left := await prereqs.wait_pod_groups_settled(client, NAMESPACE)):
+            log.warning("%d PodGroups still without a phase when the clock starts", left)
         for class_name, value in workload.priority_classes.items():
             body: dict[str, object] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass"}
             body |= {"metadata": {"name": class_name}, "value": value}
@@ -222,6 +226,7 @@ async def _measure(
         machine_before = read_cpu()
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
         metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
+        writes_before = scrape.api_writes(await client.text("/metrics"))
         on_started()
         churning = (
             asyncio.create_task(
@@ -258,6 +263,7 @@ async def _measure(
         after = {name: sample(pid) for name, pid in pids.items()}
         machine = cpu_window(machine_before, read_cpu())
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
+        writes = scrape.grown(writes_before, scrape.api_writes(await client.text("/metrics")))
         await watch.stop()
         problems: list[str] = []
         if claims is not None:
@@ -277,10 +283,16 @@ async def _measure(
         if machine is not None:
             usage |= {"machine_cpu_s": machine.machine_cpu_s, "own_cpu_s": machine.own_cpu_s,
                       "window_s": machine.wall_s}  # fmt: skip
-        batching = {"batching_hits": scrape.BATCHING_HITS, "batching_misses": scrape.BATCHING_MISSES}
+        batching = {
+            "batching_hits": scrape.BATCHING_HITS,
+            "batching_misses": scrape.BATCHING_MISSES,
+            "connections_opened": scrape.CONNECTIONS_OPENED,
+        }
         for key, name in batching.items():
             if (grown := scrape.delta(metrics_before, metrics_after, name)) is not None:
                 usage[key] = grown
+        for key, count in writes.items():
+            usage[f"writes/{key}"] = count
         for name in extra_pids or {}:
             usage[f"{name}_cpu_s"] = after[name].cpu_seconds - before[name].cpu_seconds
         pods = (await client.list(f"/api/v1/namespaces/{NAMESPACE}/pods"))["items"]
@@ -303,6 +315,7 @@ def run_one(
     profiler: str | None,
     profile_dir: Path,
     keep_logs: Path | None = None,
+    peer_controller: bool = True,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
     load_before = load.read_loadavg()
@@ -329,6 +342,13 @@ def run_one(
         prereqs.create_objects(cp, workload)
         if workload.controllers:
             cp.start_controller_manager(controllers=workload.controllers)
+        controller = None
+        if peer_controller and workload.peer_controller and kind == schedulers.SCHED_PLUGINS:
+            controller = prereqs.PeerControllerProcess(
+                peers.scheduler_plugins().controller, cp.kubeconfig, workdir / "controller.log",
+                qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST,
+            )  # fmt: skip
+            controller.start()
         extender = None
         if workload.extender is not None:
             extender = prereqs.ExtenderProcess(workload.extender, workdir / "extender.log")
@@ -348,6 +368,8 @@ def run_one(
         except BaseException:
             if extender is not None:
                 extender.stop()
+            if controller is not None:
+                controller.stop()
             raise
         spy_out = profile_dir / f"{workload.name}-{kind}.py-spy.txt"
 
@@ -370,10 +392,20 @@ def run_one(
                     timeout=timeout,
                     concurrency=concurrency,
                     on_started=on_started,
-                    extra_pids={"extender": extender.pid} if extender is not None else None,
+                    extra_pids=extra_pids(extender, controller),
                     metrics=contestant.metrics if isinstance(contestant, schedulers.PyScheduler) else None,
+                    # Whoever keeps PodGroup status has given each group its first phase before the clock.
+                    settle_pod_groups=workload.peer_controller
+                    and (controller is not None or kind == schedulers.PY),
                 )
             )
+            if controller is not None:
+                # Like for like: py-scheduler's CPU includes its in-process PodGroup controller.
+                usage["cpu_s"] += usage["controller_cpu_s"]
+                notes.append(
+                    f"scheduler-plugins controller: {usage['controller_cpu_s']:.1f} CPU s, included in CPU s"
+                    + ("" if controller.alive() else " (it exited during the run: see its log)")
+                )
             plugins = contestant.plugins()
             violations = prereqs.verify(cp, workload, pods, nodes) + watched
             if workload.report_spread:
@@ -393,6 +425,10 @@ def run_one(
                 shutil.copyfile(contestant.log_path, keep_logs / f"{workload.name}-{kind}.log")
             if extender is not None:
                 extender.stop()
+            if controller is not None:
+                controller.stop()
+                if keep_logs is not None:
+                    shutil.copyfile(controller.log_path, keep_logs / f"{workload.name}-{kind}-controller.log")
             if profiler and kind == schedulers.PY:
                 notes.append(f"profiled with {profiler} (slower than unprofiled)")
         if probe is not None:
@@ -459,6 +495,16 @@ def run_one(
     )
     if event_counts:
         result.notes.append(f"Events written: {event_counts}")
+    # The load generator's own writes (pod creates) included: the same for every contestant.
+    write_counts = ", ".join(
+        f"{int(count)} {key.removeprefix('writes/')}"
+        for key, count in sorted(usage.items())
+        if key.startswith("writes/")
+    )
+    if write_counts:
+        result.notes.append(f"API server writes during the run: {write_counts}")
+    if (opened := usage.get("connections_opened")) is not None:
+        result.notes.append(f"API connections opened by the binding and writer threads: {int(opened)}")
     scheduled_events = int(usage.get("events/Scheduled", 0))
     if kind != schedulers.CEILING and scheduled_events < len(record.bound):
         # Deferred writes would flatter the scheduler: the apiserver does that work after the clock.
@@ -501,12 +547,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs of basic per scheduler; the median is reported"
     )
+    parser.add_argument(
+        "--no-peer-controller",
+        action="store_true",
+        help="gang: run the scheduler-plugins scheduler without its controller (PodGroup status unkept)",
+    )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
     parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
     parser.add_argument("--note", help="a line for the report's Machine section (who else used the machine)")
     parser.add_argument("--raw", type=Path, help="raw JSON output (default next to --out, .raw.json)")
     parser.add_argument("--render-only", type=Path, metavar="RAW", help="re-render a raw JSON file; no runs")
     return parser.parse_args(argv)
+
+
+def extra_pids(*processes: prereqs.ExtenderProcess | prereqs.PeerControllerProcess | None) -> dict[str, int]:
+    """The helper processes of a run whose CPU is measured with the scheduler's, by name."""
+    names = {prereqs.ExtenderProcess: "extender", prereqs.PeerControllerProcess: "controller"}
+    return {names[type(p)]: p.pid for p in processes if p is not None}
 
 
 def workload_names(requested: str | None, *, quick: bool) -> list[str]:
@@ -609,6 +666,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         profiler=args.profile,
                         profile_dir=profile_dir,
                         keep_logs=args.keep_logs,
+                        peer_controller=not args.no_peer_controller,
                     )
                 )
     settings = {

@@ -133,6 +133,9 @@ class Workload:
     # The scheduler py-scheduler is compared with (bench.schedulers.PEERS), and the profile (plugins,
     # pluginConfig) both run instead of the default one; CRDs installed before any object.
     peer: str = KUBE
+    # Run the peer's own controller beside it (scheduler-plugins' PodGroup/ElasticQuota controller on
+    # gang, where py-scheduler keeps PodGroup status in process); its CPU counts as the peer's.
+    peer_controller: bool = False
     profile: dict[str, Any] | None = None
     crds: tuple[Path, ...] = ()
 
@@ -973,6 +976,8 @@ def build(name: str, *, quick: bool = False) -> Workload:
 # --- gang (Coscheduling) against scheduler-plugins: side_by_side's gang workload and bench/gang_bench.py ---
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PODGROUP_CRD = REPO / "deploy/components/podgroup-crd/crd.yaml"
+# scheduler-plugins' controller also reconciles ElasticQuotas: it does not start without their CRD.
+ELASTICQUOTA_CRD = REPO / "deploy/components/elasticquota-crd/crd.yaml"
 PERMIT_WAITING_SECONDS = 10
 # scheduler-plugins' manifests/coscheduling/scheduler-config.yaml: Coscheduling multiPoint and queueSort.
 COSCHEDULING_PROFILE: dict[str, Any] = {
@@ -1052,5 +1057,6 @@ def gang_side_by_side(nodes: int, gangs: int, size: int, incomplete: int) -> Wor
     )
     workload.peer = SCHED_PLUGINS
     workload.profile = COSCHEDULING_PROFILE
-    workload.crds = (PODGROUP_CRD,)
+    workload.crds = (PODGROUP_CRD, ELASTICQUOTA_CRD)
+    workload.peer_controller = True
     return workload

@@ -374,6 +374,20 @@ def observe_batching(result: str) -> None:
     (BATCHING_HITS if result == "hit" else BATCHING_MISSES).inc()
 
 
+# Ours: each connection to the API server costs a TLS handshake (Go's client multiplexes one HTTP/2
+# connection; ours hold one per binding or writer thread in flight).
+API_CONNECTIONS_OPENED = Counter(
+    "py_scheduler_api_connections_opened",
+    "Connections the binding and writer threads opened to the API server, by TLS handshake: full, "
+    "or resumed (the session of an earlier connection; no certificate signature or verification).",
+    ["handshake"],
+)
+
+
+def observe_connection_opened(resumed: bool) -> None:
+    API_CONNECTIONS_OPENED.labels("resumed" if resumed else "full").inc()
+
+
 _M = TypeVar("_M", bound=MetricWrapperBase)
 _children: dict[tuple[int, tuple[str, ...]], MetricWrapperBase] = {}
 

@@ -24,6 +24,12 @@ the 48 h guard means something.
 
 Writes go to the status subresource (a JSON merge patch, as upstream's ``Status().Patch``) from a worker
 thread, never from the event loop; a failed write is retried with backoff, a 404 (group deleted) dropped.
+Each group's changes within ``DEBOUNCE_SECONDS`` are one patch holding only the fields that changed, in
+upstream's content (its status fields are ``omitempty``: zero counts are absent); nothing changed, no
+request. Upstream sends two requests per reconcile (``Status().Patch`` then ``Patch`` with the same
+merge patch, empty ones included), so for a gang created pod by pod it makes several per group where
+this makes one per phase change ("" -> Pending when the group appears, Pending -> Scheduling when
+``minMember`` pods exist, ...).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ GC_GUARD_SECONDS = 48 * 3600
 DEBOUNCE_SECONDS = 0.2
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0)
 STATUS_FIELDS = ("phase", "occupiedBy", "running", "succeeded", "failed", "scheduleStartTime")
+COUNT_FIELDS = ("running", "succeeded", "failed")
 
 Patcher = Callable[[str, str, Mapping[str, Any]], None]
 
@@ -150,10 +157,24 @@ def desired_status(
     return status
 
 
+def _stored(field: str, value: Any) -> Any:
+    """How upstream's object holds a field: its status fields are ``omitempty``, so a count of zero (or
+    an empty string) is no field at all."""
+    return None if field in (*COUNT_FIELDS, "occupiedBy") and value in (0, "") else value
+
+
 def status_patch(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
-    """The merge patch taking ``current`` to ``desired`` over the fields the controller owns; counts of
-    zero are written as 0 rather than dropped, so a count that fell to zero is seen to."""
-    return {f: desired[f] for f in STATUS_FIELDS if f in desired and current.get(f) != desired[f]}
+    """The merge patch taking ``current`` to ``desired`` over the fields the controller owns, with
+    upstream's content (``client.MergeFrom`` of ``omitempty`` fields): a count of zero is left out, and
+    one that falls to zero is removed (null), never written as 0. Empty when nothing changed: no write."""
+    patch: dict[str, Any] = {}
+    for name in STATUS_FIELDS:
+        if name not in desired:
+            continue
+        want = _stored(name, desired[name])
+        if _stored(name, current.get(name)) != want:
+            patch[name] = want
+    return patch
 
 
 def patch_status_with(api: Any) -> Patcher:

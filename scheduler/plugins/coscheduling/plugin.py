@@ -21,6 +21,7 @@ Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the 
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -106,8 +107,12 @@ def min_member(pg: Mapping[str, Any]) -> int:
 
 def _created(obj: Mapping[str, Any]) -> float | None:
     stamp = object_meta(obj).get("creationTimestamp")
-    if not isinstance(stamp, str):
-        return None
+    return _timestamp(stamp) if isinstance(stamp, str) else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _timestamp(stamp: str) -> float | None:
+    """RFC 3339 -> seconds. QueueSort asks twice per comparison, for the same few groups' stamps."""
     try:
         return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -130,8 +135,9 @@ class Coscheduling:
         self._last_failed: dict[str, float] = {}
         # Group full name -> uids of members that passed Permit (waiting or binding).
         self._assigned: dict[str, set[str]] = {}
-        # The last pod-add event the hint answered, and whether its group had minMember pods then.
-        self._add_memo: tuple[Mapping[str, Any], bool] | None = None
+        # The last pod-add event the hint answered: the pod, its group's name and namespace, and whether
+        # the group had minMember pods then.
+        self._add_memo: tuple[Mapping[str, Any], str, str, bool] | None = None
         # Groups whose last PreFilter stopped at the minResources check: the only members that freed
         # room (a pod deleted, a node added or changed) can help. Any other member rejected by this
         # plugin (a sibling failed, Permit timed out) waits for its group's events, as upstream's;
@@ -343,17 +349,19 @@ class Coscheduling:
         # Another member of the same group appeared: worth a retry only once minMember exist. Every
         # held member is asked about the same add, so the count is taken once per event: a gang of
         # 500 created pod by pod costs 500 counts, not 500 x 500 re-run PreEnqueues of 500 each.
-        full_name = pod_group_full_name(pod)
-        if not (full_name and isinstance(new_obj, Mapping) and pod_group_full_name(new_obj) == full_name):
+        # The added pod's group (and whether it is complete) once per event; per held pod only a label
+        # and a namespace compared: every bind is a pod add asked of every held pod.
+        if not isinstance(new_obj, Mapping):
             return QueueingHint.Skip
         memo = self._add_memo
-        if memo is not None and memo[0] is new_obj:
-            complete = memo[1]
-        else:
-            _, pg = self.get_pod_group(new_obj)
+        if memo is None or memo[0] is not new_obj:
+            group, pg = self.get_pod_group(new_obj)
             # No PodGroup yet: its add wakes the group (is_schedulable_after_pod_group_change).
             complete = pg is not None and len(self.siblings(new_obj)) >= min_member(pg)
-            self._add_memo = (new_obj, complete)
+            memo = self._add_memo = (new_obj, pod_group_name(new_obj), namespace_of(new_obj), complete)
+        _, group, namespace, complete = memo
+        if not group or pod_group_name(pod) != group or namespace_of(pod) != namespace:
+            return QueueingHint.Skip
         return QueueingHint.Queue if complete else QueueingHint.Skip
 
     @safe_hint

@@ -92,10 +92,28 @@ def test_the_48_hour_guard() -> None:
     assert desired_status(stale, pods("Running", "Running", "Running"), NOW) is None
 
 
-def test_the_patch_holds_only_what_changed_and_writes_zeroes() -> None:
+def test_the_patch_holds_only_what_changed_and_removes_counts_fallen_to_zero() -> None:
+    # Upstream's fields are omitempty: a zero count is no field, so one that fell to zero is removed.
     current = {"phase": "Running", "running": 3, "succeeded": 0}
     desired = {"phase": "Running", "running": 0, "succeeded": 0, "failed": 0}
-    assert status_patch(current, desired) == {"running": 0, "failed": 0}
+    assert status_patch(current, desired) == {"running": None}
+
+
+def test_a_group_entering_scheduling_is_one_patch_without_zero_counts() -> None:
+    pg = group(3, {"phase": "Pending"})
+    desired = desired_status(pg, pods("Pending", "Pending", "Pending"), NOW)
+    assert desired is not None
+    assert status_patch(pg["status"], desired) == {
+        "phase": "Scheduling",
+        "scheduleStartTime": "2023-11-14T22:13:20Z",
+        "occupiedBy": "ns/job-1",
+    }
+
+
+def test_nothing_changed_is_no_patch() -> None:
+    current = {"phase": "Scheduling", "occupiedBy": "ns/job-1", "scheduleStartTime": "2023-11-14T22:13:20Z"}
+    desired = desired_status(group(3, current), pods("Pending", "Pending", "Pending"), NOW)
+    assert desired is not None and status_patch(current, desired) == {}
 
 
 class FakeLister:

@@ -326,6 +326,16 @@ async def test_hints_wake_a_group_on_its_own_pod_group_and_members_only() -> Non
     plugin = plugin_for(GangHandle({PODGROUPS: [pg("pg1", 2)], PODS: [waiting, member("b", "pg1")]}))
     assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg1")).name == "Queue"
     assert plugin.is_schedulable_after_pod_add(waiting, None, member("b", "pg2")).name == "Skip"
+    assert plugin.is_schedulable_after_pod_add(member("solo", ""), None, member("b", "pg1")).name == "Skip"
+
+
+async def test_a_complete_namesake_group_in_another_namespace_wakes_nobody_here() -> None:
+    waiting, namesake, elsewhere = member("a", "pg1"), member("c", "pg1"), pg("pg1", 1)
+    namesake["metadata"]["namespace"] = elsewhere["metadata"]["namespace"] = "elsewhere"
+    handle = GangHandle({PODGROUPS: [pg("pg1", 2), elsewhere], PODS: [waiting, namesake]})
+    plugin = plugin_for(handle)
+    assert plugin.is_schedulable_after_pod_add(namesake, None, namesake).name == "Queue"  # its own group
+    assert plugin.is_schedulable_after_pod_add(waiting, None, namesake).name == "Skip"
     assert plugin.is_schedulable_after_pod_group_change(waiting, None, pg("pg1", 2)).name == "Queue"
     assert plugin.is_schedulable_after_pod_group_change(waiting, None, pg("pg2", 2)).name == "Skip"
     status_only = pg("pg1", 2)

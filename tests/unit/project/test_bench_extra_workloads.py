@@ -159,6 +159,8 @@ def test_gang_workload_has_a_podgroup_per_gang_and_its_crd() -> None:
     labelled = {p["metadata"]["labels"][workloads.POD_GROUP_LABEL] for p in workload.pods}
     assert set(groups) == labelled and set(groups.values()) == {8}
     assert all(o.body["kind"] == "PodGroup" for o in workload.objects)
-    assert workload.crds == (workloads.PODGROUP_CRD,) and workloads.PODGROUP_CRD.exists()
+    # The ElasticQuota CRD too: the peer's controller, run beside it, does not start without it.
+    assert workload.crds == (workloads.PODGROUP_CRD, workloads.ELASTICQUOTA_CRD)
+    assert all(path.exists() for path in workload.crds)
     stuck = {name.rsplit("-", 1)[0] for name in workload.expect_unschedulable}
     assert stuck and all(name.startswith("stuck-") for name in stuck)
