@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler import metrics
@@ -94,6 +94,9 @@ class FrameworkHandle:
 
     def pre_filter_extensions_active(self, state: CycleState) -> bool:
         return self.framework.pre_filter_extensions_active(state)
+
+    def sign_pod(self, pod: PodInfo) -> Hashable | None:
+        return self.framework.sign_pod(pod)
 
     def amounts_trial(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> NodeTrial | None:
         return self.framework.amounts_trial(state, pod, node)

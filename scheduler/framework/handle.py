@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState
@@ -146,6 +146,10 @@ class PreemptionHandle(Handle, Protocol):
     def pre_filter_extensions_active(self, state: CycleState) -> bool:
         """Whether the AddPod/RemovePod calls below do anything for this cycle's pod (a PreFilter
         extension its PreFilter did not skip): without one, a what-if run may leave them out."""
+        ...
+
+    def sign_pod(self, pod: PodInfo) -> Hashable | None:
+        """The pod's scheduling signature (``Framework.sign_pod``), or None."""
         ...
 
     def amounts_trial(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> NodeTrial | None:

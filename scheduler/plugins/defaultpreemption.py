@@ -48,7 +48,7 @@ from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
-from scheduler.preemption.trial import copy_or_amounts
+from scheduler.preemption.trial import HopelessNodes, copy_or_amounts
 from scheduler.preemption.victims import Victim, split_by_budgets, victims_on
 from scheduler.preemption.victims import by_importance as victims_by_importance
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -135,6 +135,8 @@ class DefaultPreemption:
         self.handle = cast(PreemptionHandle, handle)
         self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
         self._rng = rng or random.Random()
+        self._hopeless = HopelessNodes(self.handle)
+        self._by_priority = type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
         self.evaluator = Evaluator(
             self.name,
             lambda: self.handle.snapshot,
@@ -235,6 +237,11 @@ class DefaultPreemption:
         pod then fits, add them back most important first (those a PDB protects before the others, so
         they are reprieved first), keeping out only those it cannot fit beside. Returns the victims
         (most important first), how many violate a PDB, and the status."""
+        # Victims chosen by priority alone: a node where a pod of this signature and priority could not
+        # fit even with them all gone stays so until the node or its nominations change.
+        key = self._hopeless.key(state, pod) if self._by_priority else None
+        if key is not None and (known := self._hopeless.get(key, pod, node)) is not None:
+            return [], 0, known
         potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
         if not potential:
             return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
@@ -245,6 +252,8 @@ class DefaultPreemption:
                 return [], 0, status
         status = trial.filter()
         if status is not None:
+            if key is not None:
+                self._hopeless.put(key, pod, node, status)
             return [], 0, status
 
         # The node's pod order when GetVictimsOnNode made one victim per pod (v1.37): it orders

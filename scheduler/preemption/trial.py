@@ -7,9 +7,11 @@ does (``CopyTrial``).
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import NodeTrial, PreemptionHandle
-from scheduler.framework.status import Status
+from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
 
@@ -48,3 +50,58 @@ def copy_or_amounts(handle: PreemptionHandle, state: CycleState, pod: PodInfo, n
     """A trial of ``node`` (the snapshot's, left as it is) for ``pod``: by arithmetic when exact."""
     trial = handle.amounts_trial(state, pod, node)
     return trial if trial is not None else CopyTrial(handle, state, pod, node)
+
+
+class HopelessNodes:
+    """The nodes where a preemptor did not fit even with every lower-priority pod gone, and why, kept
+    while nothing that verdict reads changes: the node (the snapshot's NodeInfo and its generation),
+    its nominated pods (the nominator's kept tuple), and the preemptor as Filter sees it (its
+    scheduling signature, ``Framework.sign_pod``, whose promise is the same Filter verdict on a node in
+    the same state) and as victims and counted nominated pods are chosen (its priority). A later
+    preemptor of that signature and priority fails there the same way without a what-if run: in the
+    preemption workload each preemptor walks past the nodes earlier ones were nominated to.
+
+    Not used when the victims are chosen by more than priority, when the pod cannot be signed, in a
+    cycle that times its plugins, or where the preemptor (or the one kept) is itself nominated to the
+    node (it never counts against itself)."""
+
+    def __init__(self, handle: PreemptionHandle) -> None:
+        self._handle = handle
+        # node name -> (NodeInfo, generation, nominated pods, (signature, priority), status)
+        self._kept: dict[str, tuple[NodeInfo, int, Sequence[PodInfo], Hashable, Status]] = {}
+        # The last pod signed, and its key: a dry run asks once per node.
+        self._signed: tuple[PodInfo, Hashable | None] | None = None
+
+    def key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        if state.record_plugin_metrics:
+            return None
+        signed = self._signed
+        if signed is None or signed[0] is not pod:
+            signature = self._handle.sign_pod(pod)
+            signed = self._signed = (pod, None if signature is None else (signature, pod.priority))
+        return signed[1]
+
+    def get(self, key: Hashable, pod: PodInfo, node: NodeInfo) -> Status | None:
+        kept = self._kept.get(node.name)
+        if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] != key:
+            return None
+        nominated = self._handle.nominated_pods_for_node(node.name)
+        if kept[2] is not nominated or _nominated_here(pod, nominated):
+            return None
+        status = kept[4]
+        # Its own copy: the caller's diagnosis may change it.
+        return Status(status.code, list(status.reasons), status.plugin)
+
+    def put(self, key: Hashable, pod: PodInfo, node: NodeInfo, status: Status) -> None:
+        if status.code not in (Code.Unschedulable, Code.UnschedulableAndUnresolvable):
+            return
+        nominated = self._handle.nominated_pods_for_node(node.name)
+        if _nominated_here(pod, nominated):
+            self._kept.pop(node.name, None)
+            return
+        self._kept[node.name] = (node, node.generation, nominated, key, status)
+
+
+def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:
+    me = pod.uid or pod.key
+    return any((other.uid or other.key) == me for other in nominated)

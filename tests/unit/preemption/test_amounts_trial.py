@@ -11,6 +11,7 @@ back to a copy, and are checked to.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -200,3 +201,74 @@ def test_a_nominated_pod_already_on_the_node_needs_a_copy() -> None:
     low = mk("low", 20, {"cpu": "1"}, node_name="n0")
     env = _one_node(low)
     assert _refused(env, mk("high", 10, {"cpu": "1"}), {"n0": [PodInfo(low)]})
+
+
+# --- nodes found hopeless, kept across preemptors ----------------------------------------------------
+
+
+class _KeptNominator(_Nominator):
+    """As the scheduler's NominatedPods: a node's tuple stays the same object until its nominations
+    change (which is what the kept verdicts compare)."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.kept: dict[str, tuple[PodInfo, ...]] = {}
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self.kept.get(node_name, ())
+
+    def nominate(self, node_name: str, pod: PodInfo) -> None:
+        self.kept[node_name] = (*self.kept.get(node_name, ()), pod)
+
+
+def _counting(get: Callable[..., Status | None], found: list[Status]) -> Callable[..., Status | None]:
+    def counted(*args: Any) -> Status | None:
+        status = get(*args)
+        if status is not None:
+            found.append(status)
+        return status
+
+    return counted
+
+
+def test_nodes_found_hopeless_are_skipped_only_while_nothing_they_read_changes() -> None:
+    """Preemptors of a few shapes, one after another, while nominations come and go and nodes change:
+    each dry run gives what the plain path gives, and some of them skip nodes found hopeless before."""
+    skipped: list[Status] = []
+    for seed in range(60):
+        rng = random.Random(seed)
+        env, _, _ = _cluster(seed)
+        nominator = _KeptNominator()
+        env.fwk.nominator = nominator
+        hopeless = env.plugin._hopeless
+        hopeless.get = _counting(hopeless.get, skipped)  # type: ignore[method-assign]
+        shapes = [{"cpu": rng.choice(["1", "2", "2500m"]), "memory": "1Gi"} for _ in range(2)]
+        preemptors = [mk(f"pre{step}", rng.choice([10, 15]), rng.choice(shapes)) for step in range(12)]
+        for step, preemptor in enumerate(preemptors[:10]):
+            state, info = env.prefilter(preemptor)
+            nodes = env.snapshot.node_infos()
+            pdbs = env.plugin._pdbs()
+            offset = rng.randrange(len(nodes))
+            num = rng.randint(1, len(nodes))
+            found, statuses, _ = env.plugin.evaluator.dry_run_preemption(
+                state, info, nodes, pdbs, offset, num
+            )
+            expected, expected_statuses = _plain_dry_run(
+                env.fwk, env.plugin, state, info, nodes, pdbs, offset, num
+            )
+            assert _key(found) == _key(expected), (seed, step)
+            assert _status_key(statuses) == _status_key(expected_statuses), (seed, step)
+            change = rng.random()
+            target = rng.choice(nodes)
+            if change < 0.3:
+                # A preemptor nominated: that node's nominations change.
+                nominator.nominate(target.name, PodInfo(mk(f"nom{step}", 20, {"cpu": "500m"})))
+            elif change < 0.5 and target.pods:
+                # A victim leaves: the node changes, and so does its generation (as the cache does).
+                target.remove_pod(next(iter(target.pods)))
+                target.generation += 1
+            elif change < 0.7:
+                # A later preemptor is itself nominated somewhere (its earlier attempt): never counted
+                # against itself, though it counts against the preemptors before it.
+                nominator.nominate(target.name, PodInfo(preemptors[step + rng.choice([1, 2])]))
+    assert skipped
