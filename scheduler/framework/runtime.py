@@ -277,9 +277,10 @@ class Framework:
         # node name -> (the snapshot's NodeInfo, its generation, the nominated pods added, the copy with
         # them added): see run_filters_with_nominated_pods.
         self._nominated_nodes: dict[str, tuple[NodeInfo, int, tuple[PodInfo, ...], NodeInfo]] = {}
-        # A cycle's Filter plugins (filter_plugins_for) and the same as an AmountsTrial checks them, or
-        # None when some plugin reads the pods on the node otherwise (see amounts_trial).
-        self._amounts_checks: tuple[list[FilterPlugin], FilterChecks | None] | None = None
+        # A cycle's Filter plugins (filter_plugins_for) -> the same as an AmountsTrial checks them, or
+        # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
+        # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
+        self._amounts_checks: dict[tuple[FilterPlugin, ...], FilterChecks | None] = {}
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -479,9 +480,10 @@ class Framework:
 
         None when a PreFilter extension is active for the pod (its state follows the pods), when a
         Filter plugin of the cycle neither ignores the pods on the node nor sees them only as amounts,
-        when the cycle records per-plugin metrics (the runs on a copy are what they time), and when a
-        nominated pod to count is already on the node (adding it there would not add one pod)."""
-        if state.record_plugin_metrics or self.pre_filter_extensions_active(state):
+        and when a nominated pod to count is already on the node (adding it there would not add one
+        pod). In a cycle that records per-plugin metrics the trial adds to them the series the runs on
+        a copy would."""
+        if self.pre_filter_extensions_active(state):
             return None
         checks = self._filter_checks(state)
         if checks is None:
@@ -493,14 +495,15 @@ class Framework:
             keys = {other.key for other in counted}
             if len(keys) != len(counted) or not keys.isdisjoint(node.pods):
                 return None
-        return AmountsTrial(state, pod, node, checks, counted)
+        timings = state.plugin_seconds if state.record_plugin_metrics else None
+        return AmountsTrial(state, pod, node, checks, counted, timings)
 
     def _filter_checks(self, state: CycleState) -> FilterChecks | None:
-        plugins = self.filter_plugins_for(state, timed=False)
-        kept = self._amounts_checks
-        # The list is kept on the cycle's state and its copies: asked once per node, worked out once.
-        if kept is not None and kept[0] is plugins:
-            return kept[1]
+        plugins = tuple(self.filter_plugins_for(state, timed=False))
+        try:
+            return self._amounts_checks[plugins]
+        except KeyError:
+            pass
         checks: list[tuple[FilterPlugin, AmountsFilterPlugin | None]] = []
         result: FilterChecks | None = None
         for plugin in plugins:
@@ -512,7 +515,7 @@ class Framework:
                 break
         else:
             result = tuple(checks)
-        self._amounts_checks = (plugins, result)
+        self._amounts_checks[plugins] = result
         return result
 
     def nodes_with_nominated_pods_for(self, pod: PodInfo) -> set[str]:

@@ -20,12 +20,16 @@ a copy of the node).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import Any
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import AmountsFilter, AmountsFilterPlugin, FilterPlugin
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
+
+_perf = time.perf_counter
 
 # The cycle's Filter plugins, each with itself as an amounts plugin, or None when it ignores the pods.
 FilterChecks = tuple[tuple[FilterPlugin, AmountsFilterPlugin | None], ...]
@@ -33,9 +37,14 @@ FilterChecks = tuple[tuple[FilterPlugin, AmountsFilterPlugin | None], ...]
 
 class AmountsTrial:
     """One node of a dry run: ``remove``/``add`` a pod, then ``filter`` gives what
-    RunFilterPluginsWithNominatedPods would give on a copy of the node changed the same way."""
+    RunFilterPluginsWithNominatedPods would give on a copy of the node changed the same way.
 
-    __slots__ = ("_amounts", "_fixed", "_node", "_num_pods", "_requested")
+    ``timings`` (the cycle's ``plugin_seconds``, in a cycle that records plugin metrics): each
+    ``filter`` adds to it under the keys a Filter run on a copy would add, (plugin, "Filter", code) for
+    each plugin in order up to the first failure, the time the arithmetic took (a node-only plugin's
+    one call counted at the first ``filter``), so a sampled cycle reports the same series."""
+
+    __slots__ = ("_amounts", "_fixed", "_node", "_num_pods", "_requested", "_steps", "_timings")
 
     def __init__(
         self,
@@ -44,6 +53,7 @@ class AmountsTrial:
         node: NodeInfo,
         checks: FilterChecks,
         nominated: Sequence[PodInfo],
+        timings: dict[tuple[str, str, str], float] | None = None,
     ) -> None:
         self._node = node
         # The sums as the first Filter run sees them: the node's pods plus the counted nominated pods
@@ -56,17 +66,28 @@ class AmountsTrial:
         # The amounts plugins before the first node-only plugin that fails (those after it are never
         # reached), and that failure.
         amounts: list[tuple[str, AmountsFilter]] = []
+        # With timings: every plugin up to that failure, in order, as (name, verdict of an amounts
+        # plugin, else the node-only verdict and the seconds its call took).
+        steps: list[list[Any]] = []
         fixed: Status | None = None
         for plugin, by_amounts in checks:
             if by_amounts is not None:
-                amounts.append((plugin.name, by_amounts.amounts_filter(state, pod)))
+                verdict = by_amounts.amounts_filter(state, pod)
+                amounts.append((plugin.name, verdict))
+                steps.append([plugin.name, verdict, None, 0.0])
                 continue
+            began = _perf()
             status = plugin.filter(state, pod, node)
-            if status is not None and status.code is not Code.Success:
+            failed = status is not None and status.code is not Code.Success
+            steps.append([plugin.name, None, status if failed else None, _perf() - began])
+            if failed:
+                assert status is not None
                 fixed = status.with_plugin(plugin.name)
                 break
         self._amounts = tuple(amounts)
         self._fixed = fixed
+        self._timings = timings
+        self._steps = steps
 
     def remove(self, pod: PodInfo) -> None:
         """``pod`` (one of the node's) taken off the node."""
@@ -79,8 +100,27 @@ class AmountsTrial:
         self._num_pods += 1
 
     def filter(self) -> Status | None:
+        if self._timings is not None:
+            return self._timed_filter(self._timings)
         for name, verdict in self._amounts:
             status = verdict(self._node, self._requested, self._num_pods)
             if status is not None and status.code is not Code.Success:
                 return status.with_plugin(name)
         return self._fixed
+
+    def _timed_filter(self, timings: dict[tuple[str, str, str], float]) -> Status | None:
+        for step in self._steps:
+            name, verdict, status, seconds = step
+            if verdict is not None:
+                began = _perf()
+                status = verdict(self._node, self._requested, self._num_pods)
+                seconds = _perf() - began
+            else:
+                step[3] = 0.0
+            label = "Success" if status is None else status.code.name
+            key = (name, "Filter", label)
+            timings[key] = timings.get(key, 0.0) + seconds
+            if status is not None and status.code is not Code.Success:
+                failed: Status = status.with_plugin(name)
+                return failed
+        return None

@@ -187,13 +187,26 @@ def test_a_pod_with_anti_affinity_needs_a_copy() -> None:
     assert _refused(env, mk("high", 10, {"cpu": "2"}, extra_spec=affinity))
 
 
-def test_a_cycle_that_times_plugins_uses_a_copy() -> None:
-    """The per-plugin Filter timings of a sampled cycle are those of the runs on a copy."""
-    env = _one_node(mk("low", 0, {"cpu": "1"}, node_name="n0"))
-    state, info = env.prefilter(mk("high", 10, {"cpu": "2"}))
-    state.record_plugin_metrics = True
-    [n] = env.snapshot.node_infos()
-    assert env.fwk.amounts_trial(state, info, n) is None
+@pytest.mark.parametrize("seed", range(80))
+def test_a_sampled_cycle_records_the_series_filter_on_a_copy_would(seed: int) -> None:
+    """A cycle that records per-plugin metrics: the dry run by arithmetic decides the same and adds
+    time under the same (plugin, "Filter", code) keys as the runs on a copy."""
+    env, preemptor, nominated = _cluster(seed)
+    env.fwk.nominator = _Nominator(nominated)
+    nodes = env.snapshot.node_infos()
+    pdbs = env.plugin._pdbs()
+    offset, num = seed % len(nodes), 1 + seed % len(nodes)
+    results = []
+    for by_amounts in (True, False):
+        state, info = env.prefilter(preemptor)
+        state.record_plugin_metrics = True
+        handle = env.plugin.handle
+        if not by_amounts:
+            handle.amounts_trial = lambda *args: None  # type: ignore[method-assign]
+        found, statuses, _ = env.plugin.evaluator.dry_run_preemption(state, info, nodes, pdbs, offset, num)
+        results.append((_key(found), _status_key(statuses), sorted(state.plugin_seconds)))
+    assert results[0] == results[1]
+    assert results[0][2]
 
 
 def test_a_nominated_pod_already_on_the_node_needs_a_copy() -> None:
