@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler import metrics
@@ -14,7 +14,12 @@ from scheduler.cycle.schedule_one import POD_SPEC_PLUGIN
 from scheduler.features import DEFAULT_FEATURE_GATES, FeatureGates
 from scheduler.framework.conformance import PluginCheckError, plugin_problems
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.handle import PreemptionExecutorHandle, SnapshotLister, WaitingPodHandle
+from scheduler.framework.handle import (
+    NodeTrial,
+    PreemptionExecutorHandle,
+    SnapshotLister,
+    WaitingPodHandle,
+)
 from scheduler.framework.interface import Plugin, PluginFactory
 from scheduler.framework.listers import KubeObject, Lister, ResourceSpec, StaticLister
 from scheduler.framework.load_metrics import LoadMetricsSource, NoLoadMetrics, TrimaranSpec
@@ -89,6 +94,12 @@ class FrameworkHandle:
 
     def pre_filter_extensions_active(self, state: CycleState) -> bool:
         return self.framework.pre_filter_extensions_active(state)
+
+    def sign_pod(self, pod: PodInfo) -> Hashable | None:
+        return self.framework.sign_pod(pod)
+
+    def amounts_trial(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> NodeTrial | None:
+        return self.framework.amounts_trial(state, pod, node)
 
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo

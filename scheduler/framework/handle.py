@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.cycle_state import CycleState
@@ -117,6 +117,22 @@ class PreemptionExecutorHandle(Protocol):
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool: ...
 
 
+class NodeTrial(Protocol):
+    """The what-if node of a preemption dry run: pods taken off and given back, Filter asked between."""
+
+    def remove(self, pod: PodInfo) -> Status | None:
+        """Takes ``pod`` off the node; a status is a PreFilter extension's error."""
+        ...
+
+    def add(self, pod: PodInfo) -> Status | None:
+        """Gives ``pod`` back to the node; a status is a PreFilter extension's error."""
+        ...
+
+    def filter(self) -> Status | None:
+        """RunFilterPluginsWithNominatedPods on the node as it now stands."""
+        ...
+
+
 class PreemptionHandle(Handle, Protocol):
     """What preemption needs beyond Handle. Upstream's Handle is the framework itself; here the
     scheduler's Handle delegates these to the profile's Framework once it is built."""
@@ -130,6 +146,15 @@ class PreemptionHandle(Handle, Protocol):
     def pre_filter_extensions_active(self, state: CycleState) -> bool:
         """Whether the AddPod/RemovePod calls below do anything for this cycle's pod (a PreFilter
         extension its PreFilter did not skip): without one, a what-if run may leave them out."""
+        ...
+
+    def sign_pod(self, pod: PodInfo) -> Hashable | None:
+        """The pod's scheduling signature (``Framework.sign_pod``), or None."""
+        ...
+
+    def amounts_trial(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> NodeTrial | None:
+        """A dry run's what-if on ``node`` by arithmetic where that is exact (``Framework.amounts_trial``),
+        else None: then the caller works on a copy of the node."""
         ...
 
     def run_pre_filter_extension_add_pod(

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from scheduler.framework.columns import ColumnSpec
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.resources import Resource
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduling_queue.types import ClusterEventWithHint, QueuedPodInfo
@@ -72,6 +73,31 @@ class PreFilterExtensions(Protocol):
 @runtime_checkable
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class AmountsFilterPlugin(FilterPlugin, Protocol):
+    """A Filter whose verdict on a node depends on the pods there only through how many there are and
+    the sum of their requests, and that never fails a node with fewer or smaller pods where it passed
+    one with more (NodeResourcesFit). A preemption dry run then judges a node with victims taken off
+    and nominated pods added by arithmetic, without copying the node (``scheduler.framework.trial``).
+    """
+
+    def amounts_filter(self, state: CycleState, pod: PodInfo) -> AmountsFilter:
+        """``filter`` for this cycle's pod, as a function of the node and of what its pods request in
+        sum and how many there are (asked once per node of a dry run, then per victim reprieved)."""
+        ...
+
+
+# (node, summed requests of its pods, how many pods) -> the Filter verdict; see AmountsFilterPlugin.
+AmountsFilter = Callable[[NodeInfo, Resource, int], Status | None]
+
+
+def filter_ignores_pods_on_node(plugin: object) -> bool:
+    """Whether a Filter plugin promises that its verdict reads the Node object and the cycle state
+    only, never the pods on the node (class attribute ``filter_ignores_pods_on_node = True``): a
+    preemption dry run asks it once per node instead of once per victim reprieved."""
+    return getattr(plugin, "filter_ignores_pods_on_node", False) is True
 
 
 @runtime_checkable

@@ -24,6 +24,7 @@ from scheduler.framework.interface import (
     EXTENSION_POINTS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    AmountsFilterPlugin,
     AwaitingPostFilterPlugin,
     BatchFilterPlugin,
     BatchScoreExtensions,
@@ -50,6 +51,7 @@ from scheduler.framework.interface import (
     ScoreExtensions,
     ScorePlugin,
     SignPlugin,
+    filter_ignores_pods_on_node,
 )
 from scheduler.framework.masked import ok_mask
 from scheduler.framework.podgroup import (
@@ -59,6 +61,7 @@ from scheduler.framework.podgroup import (
     PodGroupSchedulingFunc,
 )
 from scheduler.framework.status import Code, Status
+from scheduler.framework.trial import AmountsTrial, FilterChecks
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.framework.unsupported import UnsupportedFieldGuard
 from scheduling_queue.types import (
@@ -274,6 +277,10 @@ class Framework:
         # node name -> (the snapshot's NodeInfo, its generation, the nominated pods added, the copy with
         # them added): see run_filters_with_nominated_pods.
         self._nominated_nodes: dict[str, tuple[NodeInfo, int, tuple[PodInfo, ...], NodeInfo]] = {}
+        # A cycle's Filter plugins (filter_plugins_for) -> the same as an AmountsTrial checks them, or
+        # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
+        # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
+        self._amounts_checks: dict[tuple[FilterPlugin, ...], FilterChecks | None] = {}
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -466,6 +473,50 @@ class Framework:
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         return () if self.nominator is None else self.nominator.nominated_pods_for_node(node_name)
+
+    def amounts_trial(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> AmountsTrial | None:
+        """A preemption dry run's what-if on ``node`` (which it leaves alone) by arithmetic, when that
+        gives exactly what Filter runs on a copy would (``scheduler.framework.trial``); else None.
+
+        None when a PreFilter extension is active for the pod (its state follows the pods), when a
+        Filter plugin of the cycle neither ignores the pods on the node nor sees them only as amounts,
+        and when a nominated pod to count is already on the node (adding it there would not add one
+        pod). In a cycle that records per-plugin metrics the trial adds to them the series the runs on
+        a copy would."""
+        if self.pre_filter_extensions_active(state):
+            return None
+        checks = self._filter_checks(state)
+        if checks is None:
+            return None
+        counted: tuple[PodInfo, ...] = ()
+        nominated = self.nominated_pods_for_node(node.name)
+        if nominated:
+            counted = tuple(other for other in nominated if _counts_for(other, pod))
+            keys = {other.key for other in counted}
+            if len(keys) != len(counted) or not keys.isdisjoint(node.pods):
+                return None
+        timings = state.plugin_seconds if state.record_plugin_metrics else None
+        return AmountsTrial(state, pod, node, checks, counted, timings)
+
+    def _filter_checks(self, state: CycleState) -> FilterChecks | None:
+        plugins = tuple(self.filter_plugins_for(state, timed=False))
+        try:
+            return self._amounts_checks[plugins]
+        except KeyError:
+            pass
+        checks: list[tuple[FilterPlugin, AmountsFilterPlugin | None]] = []
+        result: FilterChecks | None = None
+        for plugin in plugins:
+            if isinstance(plugin, AmountsFilterPlugin):
+                checks.append((plugin, plugin))
+            elif filter_ignores_pods_on_node(plugin):
+                checks.append((plugin, None))
+            else:
+                break
+        else:
+            result = tuple(checks)
+        self._amounts_checks[plugins] = result
+        return result
 
     def nodes_with_nominated_pods_for(self, pod: PodInfo) -> set[str]:
         """The nodes where a nominated pod of higher or equal priority (not ``pod``) changes Filter:

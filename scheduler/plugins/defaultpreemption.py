@@ -48,6 +48,7 @@ from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
+from scheduler.preemption.trial import HopelessNodes, copy_or_amounts
 from scheduler.preemption.victims import Victim, split_by_budgets, victims_on
 from scheduler.preemption.victims import by_importance as victims_by_importance
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -134,6 +135,8 @@ class DefaultPreemption:
         self.handle = cast(PreemptionHandle, handle)
         self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
         self._rng = rng or random.Random()
+        self._hopeless = HopelessNodes(self.handle)
+        self._by_priority = type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
         self.evaluator = Evaluator(
             self.name,
             lambda: self.handle.snapshot,
@@ -229,49 +232,47 @@ class DefaultPreemption:
         node: NodeInfo,
         pdbs: Sequence[PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status | None]:
-        """Upstream's ``SelectVictimsOnNode``, on copies of the node and state: remove every
-        lower-priority pod; if the pod then fits, add them back most important first (those a PDB
-        protects before the others, so they are reprieved first), keeping out only those it cannot fit
-        beside. Returns the victims (most important first), how many violate a PDB, and the status."""
-        handle = self.handle
-        # Without a PreFilter extension for this pod, its AddPod/RemovePod calls do nothing: leave
-        # them out (a dry run makes five to ten per node).
-        extensions = handle.pre_filter_extensions_active(state)
+        """Upstream's ``SelectVictimsOnNode``, on a what-if of the snapshot's ``node`` (a copy, or its
+        arithmetic where that is exact: ``copy_or_amounts``): remove every lower-priority pod; if the
+        pod then fits, add them back most important first (those a PDB protects before the others, so
+        they are reprieved first), keeping out only those it cannot fit beside. Returns the victims
+        (most important first), how many violate a PDB, and the status."""
+        # Victims chosen by priority alone: a node where a pod of this signature and priority could not
+        # fit even with them all gone stays so until the node or its nominations change.
+        key = self._hopeless.key(state, pod) if self._by_priority else None
+        if key is not None and (known := self._hopeless.get(key, pod, node)) is not None:
+            return [], 0, known
+        potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
+        if not potential:
+            return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
+        trial = copy_or_amounts(self.handle, state, pod, node)
+        for victim in potential:
+            status = trial.remove(victim)
+            if status is not None:
+                return [], 0, status
+        status = trial.filter()
+        if status is not None:
+            if key is not None:
+                self._hopeless.put(key, pod, node, status)
+            return [], 0, status
+
         # The node's pod order when GetVictimsOnNode made one victim per pod (v1.37): it orders
         # unstarted victims of one priority (``by_importance``).
         created = {p.key: i for i, p in enumerate(node.pods.values())}
-        potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
-        for victim in potential:
-            node.remove_pod(victim.key)
-            if extensions:
-                status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, node)
-                if status is not None:
-                    return [], 0, status
-        if not potential:
-            return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
-
-        status = handle.run_filter_plugins_with_nominated_pods(state, pod, node)
-        if status is not None:
-            return [], 0, status
-
         potential = self.order_victims(potential, created)
         violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
 
         def reprieve(victim: PodInfo) -> tuple[bool, Status | None]:
-            node.add_pod(victim)
-            if extensions:
-                status = handle.run_pre_filter_extension_add_pod(state, pod, victim, node)
+            status = trial.add(victim)
+            if status is not None:
+                return False, status
+            fits = trial.filter() is None
+            if not fits:
+                status = trial.remove(victim)
                 if status is not None:
                     return False, status
-            fits = handle.run_filter_plugins_with_nominated_pods(state, pod, node) is None
-            if not fits:
-                node.remove_pod(victim.key)
-                if extensions:
-                    status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, node)
-                    if status is not None:
-                        return False, status
                 victims.append(victim)
             return fits, None
 
@@ -343,6 +344,7 @@ class WorkloadAwareDefaultPreemption(DefaultPreemption):
         copy) changes; the pods of a victim on other nodes are taken off and given back through the
         PreFilter extensions only, with those nodes as the snapshot has them. Returns every pod of the
         chosen victims (those on other nodes too), most important victim first."""
+        node = node.clone()
         handle = self.handle
         snapshot = handle.snapshot
         main = node.name

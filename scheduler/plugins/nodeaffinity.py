@@ -114,6 +114,9 @@ class NodeAffinity:
     """
 
     name = names.NODE_AFFINITY
+    # Filter reads the node's labels and the pod's required node affinity, never the pods on the node
+    # (preemption dry runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def sign(self, pod: PodInfo) -> Hashable | None:
         """nodeSelector and the affinity stanza (its pod (anti-)affinity parts make InterPodAffinity

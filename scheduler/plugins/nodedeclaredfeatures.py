@@ -121,6 +121,9 @@ class NodeDeclaredFeatures:
     """
 
     name = names.NODE_DECLARED_FEATURES
+    # Filter reads the node's declared features and what the pod needs, never the pods on the node (preemption
+    # dry runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())

@@ -34,6 +34,9 @@ class NodeName:
     """
 
     name = names.NODE_NAME
+    # Filter reads the pod's spec.nodeName against the node's name, never the pods on the node (preemption dry
+    # runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def sign(self, pod: PodInfo) -> Hashable | None:
         return pod.node_name

@@ -66,6 +66,9 @@ class NodeUnschedulable:
     """
 
     name = names.NODE_UNSCHEDULABLE
+    # Filter reads the node's spec.unschedulable and the pod's tolerations, never the pods on the node
+    # (preemption dry runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def sign(self, pod: PodInfo) -> Hashable | None:
         return spec_part(pod, "tolerations")

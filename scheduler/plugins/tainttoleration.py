@@ -110,6 +110,9 @@ class TaintToleration:
     """
 
     name = names.TAINT_TOLERATION
+    # Filter reads the node's taints and the pod's tolerations, never the pods on the node (preemption dry
+    # runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def sign(self, pod: PodInfo) -> Hashable | None:
         return spec_part(pod, "tolerations")

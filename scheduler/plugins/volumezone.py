@@ -87,6 +87,9 @@ class VolumeZone:
     """
 
     name = names.VOLUME_ZONE
+    # Filter reads the node's zone labels and the pod's volumes' topology, never the pods on the node
+    # (preemption dry runs ask once per node).
+    filter_ignores_pods_on_node = True
 
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Only pods without claims: a claim's PV and storage class are objects of their own."""

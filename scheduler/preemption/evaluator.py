@@ -56,7 +56,9 @@ class PreemptionInterface(Protocol):
         node: NodeInfo,
         pdbs: Sequence[PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status | None]:
-        """Victims (most important first), how many violate a PDB, and None on success."""
+        """Victims (most important first), how many violate a PDB, and None on success. ``node`` is the
+        snapshot's, which must stay as it is (work on a copy, or on its arithmetic); ``state`` is this
+        node's own copy."""
         ...
 
 
@@ -177,9 +179,10 @@ class Evaluator:
         num_candidates: int,
     ) -> tuple[list[Candidate], dict[str, Status], Status | None]:
         """Upstream's ``DryRunPreemption``, one node after another from ``offset``: each node's victims
-        are chosen on copies of the node and of the cycle state (a lazy copy of the state: each lives
-        for one node's run, and ``state`` does not change meanwhile). Stops once ``num_candidates`` are found
-        and at least one of them violates no PDB. PDB-free candidates come first."""
+        are chosen on a copy of the cycle state (a lazy copy: each lives for one node's run, and
+        ``state`` does not change meanwhile) and a what-if of the node that leaves the snapshot's
+        alone. Stops once ``num_candidates`` are found and at least one of them violates no PDB.
+        PDB-free candidates come first."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
@@ -188,7 +191,7 @@ class Evaluator:
         for i in range(count):
             node = potential_nodes[(offset + i) % count]
             victims, num_violations, status = self.interface.select_victims_on_node(
-                scratch_copy(state), pod, node.clone(), pdbs
+                scratch_copy(state), pod, node, pdbs
             )
             if status is None and victims:
                 candidate = Candidate(node.name, tuple(victims), num_violations)

@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_MAX_INSERTION = 12
+# Up to this many items Go sorts by insertion (stable: it swaps only on a strict ``less``).
+MAX_INSERTION = 12
 _INCREASING, _DECREASING, _UNKNOWN = 1, 2, 0
 
 
@@ -77,7 +78,7 @@ def _pdqsort(data: _Data, a: int, b: int, limit: int) -> None:
     was_partitioned = True
     while True:
         length = b - a
-        if length <= _MAX_INSERTION:
+        if length <= MAX_INSERTION:
             _insertion_sort(data, a, b)
             return
         if limit == 0:

@@ -12,7 +12,7 @@ from typing import Any
 
 from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.types import PodInfo
-from scheduler.preemption.gosort import sort_slice
+from scheduler.preemption.gosort import MAX_INSERTION, sort_slice
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
@@ -57,9 +57,23 @@ def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = N
     comparison, so ``less`` held both ways and Go's algorithm decided.) With GenericWorkload the
     victims are ``scheduler.preemption.victims``'s."""
     order = created if created is not None else {p.key: i for i, p in enumerate(pods)}
+    if len(pods) <= MAX_INSERTION:
+        # Go sorts this few with an insertion sort that swaps only on a strict ``less``: stable. And
+        # ``_more_important_victim(a, b)`` holds exactly when ``_victim_rank(a) < _victim_rank(b)``, a
+        # strict weak order, so Python's stable sort by that rank leaves what Go's leaves.
+        return sorted(pods, key=lambda pod: _victim_rank(pod, order))
     out = list(pods)
     sort_slice(out, lambda a, b: _more_important_victim(a, b, order))
     return out
+
+
+def _victim_rank(pod: PodInfo, created: Mapping[str, int]) -> tuple[int, int, float]:
+    """``_more_important_victim`` as a sort key: higher priority first, then started pods by start
+    time, then unstarted ones in node order."""
+    started = _parse_time(pod_status(pod.pod).get("startTime"))
+    if started is None:
+        return (-pod.priority, 1, created.get(pod.key, 0))
+    return (-pod.priority, 0, started)
 
 
 def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:

@@ -422,7 +422,9 @@ class QuotaPreemptor:
         node: NodeInfo,
         pdbs: Sequence[PodDisruptionBudget],
     ) -> tuple[list[PodInfo], int, Status | None]:
-        """Upstream's ``SelectVictimsOnNode`` override, on the Evaluator's copies of node and state."""
+        """Upstream's ``SelectVictimsOnNode`` override, on a copy of the snapshot's node and the
+        Evaluator's copy of the state."""
+        node = node.clone()
         snapshot = _snapshot_state(state)
         if snapshot is None:
             return [], 0, Status(Code.Unschedulable, ["Failed to read elasticQuotaSnapshot from cycleState"])

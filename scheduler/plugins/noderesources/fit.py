@@ -25,6 +25,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.interface import AmountsFilter
 from scheduler.framework.masked import all_pass
 from scheduler.framework.objects import pod_spec
 from scheduler.framework.resources import pod_requests
@@ -113,13 +114,18 @@ class FitRequest:
 
 def insufficient_resources(request: FitRequest, node: NodeInfo) -> tuple[list[str], bool]:
     """The failure reasons (``fitsRequest``) and whether no preemption could ever fix them."""
+    return insufficient_amounts(request, node.allocatable, node.requested, len(node.pods))
+
+
+def insufficient_amounts(
+    request: FitRequest, allocatable: ResourceVector, requested: ResourceVector, num_pods: int
+) -> tuple[list[str], bool]:
+    """``insufficient_resources`` on a node whose pods number ``num_pods`` and request ``requested``."""
     reasons: list[str] = []
-    allocatable = node.allocatable
-    if len(node.pods) >= allocatable.allowed_pod_number:
+    if num_pods >= allocatable.allowed_pod_number:
         reasons.append(REASON_TOO_MANY_PODS)
     if request.empty:
         return reasons, False
-    requested = node.requested
     unresolvable = False
     cpu = request.milli_cpu
     if cpu > 0 and cpu > allocatable.milli_cpu - requested.milli_cpu:
@@ -289,6 +295,22 @@ class NodeResourcesFit:
         if not reasons:
             return None
         return Status(Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable, reasons)
+
+    def amounts_filter(self, state: CycleState, pod: PodInfo) -> AmountsFilter:
+        """``filter`` with the node's pods given as their count and summed requests, all it reads of
+        them (a preemption dry run's arithmetic, ``AmountsFilterPlugin``)."""
+        request: FitRequest | None = state.get(PRE_FILTER_STATE_KEY)
+        if request is None:
+            request = self._fit_request(pod)
+
+        def verdict(node: NodeInfo, requested: ResourceVector, num_pods: int) -> Status | None:
+            reasons, unresolvable = insufficient_amounts(request, node.allocatable, requested, num_pods)
+            if not reasons:
+                return None
+            code = Code.UnschedulableAndUnresolvable if unresolvable else Code.Unschedulable
+            return Status(code, reasons)
+
+        return verdict
 
     def filter_nodes(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

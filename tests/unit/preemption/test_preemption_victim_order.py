@@ -11,11 +11,14 @@ important one, reprieved first; the newest is the victim. (v1.36's ``MoreImporta
 
 from __future__ import annotations
 
+import random
 from typing import Any
+
+import pytest
 
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.preemption.gosort import sort_slice
-from scheduler.preemption.pods import by_importance
+from scheduler.preemption.pods import _more_important_victim, by_importance
 from tests.unit.plugins.plugin_testlib import node, pod
 from tests.unit.preemption.test_preemption import LOW, Env, mk, names_of
 
@@ -137,6 +140,20 @@ def test_sort_slice_replays_go() -> None:
 def _pod(name: str, priority: int, start: str | None = None) -> PodInfo:
     status = {"startTime": start} if start else None
     return PodInfo(pod(name, uid=name, node_name="n", extra_spec={"priority": priority}, status=status))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_by_importance_gives_go_sorts_order(seed: int) -> None:
+    """Up to 12 pods are ordered by a stable sort on a rank, more are replayed through Go's sort: both
+    give what Go's sort.Slice with MoreImportantVictim gives (started and unstarted pods, shared start
+    times and priorities, node orders with gaps and pods missing from them)."""
+    rng = random.Random(seed)
+    starts = [None, "2026-01-01T00:00:00Z", "2026-01-01T00:00:05Z", "2026-01-02T00:00:00Z"]
+    pods = [_pod(f"p{i}", rng.choice([0, 0, 5, 7]), rng.choice(starts)) for i in range(rng.randint(0, 16))]
+    created = {p.key: rng.randint(0, 20) for p in pods if rng.random() < 0.9}
+    replayed = list(pods)
+    sort_slice(replayed, lambda a, b: _more_important_victim(a, b, created))
+    assert [p.name for p in by_importance(pods, created)] == [p.name for p in replayed]
 
 
 def test_by_importance_as_upstream_orders_unstarted_pods() -> None:

@@ -1,0 +1,107 @@
+"""The what-if node of a preemption dry run: pods taken off and given back, Filter asked in between.
+
+``copy_or_amounts`` picks how: by arithmetic where that is exact (``scheduler.framework.trial``), else on a
+copy of the node with the PreFilter extensions told of every change, as upstream's SelectVictimsOnNode
+does (``CopyTrial``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.handle import NodeTrial, PreemptionHandle
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo, PodInfo
+
+
+class CopyTrial:
+    """The general way: a copy of the node changed pod by pod, the PreFilter extensions (AddPod,
+    RemovePod) run for each change when one is active for the pod, Filter run on the copy."""
+
+    __slots__ = ("_extensions", "_handle", "_pod", "_state", "node")
+
+    def __init__(self, handle: PreemptionHandle, state: CycleState, pod: PodInfo, node: NodeInfo) -> None:
+        self._handle = handle
+        self._state = state
+        self._pod = pod
+        self.node = node.clone()
+        # Without a PreFilter extension for this pod, its AddPod/RemovePod calls do nothing: leave
+        # them out (a dry run makes five to ten per node).
+        self._extensions = handle.pre_filter_extensions_active(state)
+
+    def remove(self, pod: PodInfo) -> Status | None:
+        self.node.remove_pod(pod.key)
+        if not self._extensions:
+            return None
+        return self._handle.run_pre_filter_extension_remove_pod(self._state, self._pod, pod, self.node)
+
+    def add(self, pod: PodInfo) -> Status | None:
+        self.node.add_pod(pod)
+        if not self._extensions:
+            return None
+        return self._handle.run_pre_filter_extension_add_pod(self._state, self._pod, pod, self.node)
+
+    def filter(self) -> Status | None:
+        return self._handle.run_filter_plugins_with_nominated_pods(self._state, self._pod, self.node)
+
+
+def copy_or_amounts(handle: PreemptionHandle, state: CycleState, pod: PodInfo, node: NodeInfo) -> NodeTrial:
+    """A trial of ``node`` (the snapshot's, left as it is) for ``pod``: by arithmetic when exact."""
+    trial = handle.amounts_trial(state, pod, node)
+    return trial if trial is not None else CopyTrial(handle, state, pod, node)
+
+
+class HopelessNodes:
+    """The nodes where a preemptor did not fit even with every lower-priority pod gone, and why, kept
+    while nothing that verdict reads changes: the node (the snapshot's NodeInfo and its generation),
+    its nominated pods (the nominator's kept tuple), and the preemptor as Filter sees it (its
+    scheduling signature, ``Framework.sign_pod``, whose promise is the same Filter verdict on a node in
+    the same state) and as victims and counted nominated pods are chosen (its priority). A later
+    preemptor of that signature and priority fails there the same way without a what-if run: in the
+    preemption workload each preemptor walks past the nodes earlier ones were nominated to.
+
+    Not used when the victims are chosen by more than priority, when the pod cannot be signed, in a
+    cycle that times its plugins, or where the preemptor (or the one kept) is itself nominated to the
+    node (it never counts against itself)."""
+
+    def __init__(self, handle: PreemptionHandle) -> None:
+        self._handle = handle
+        # node name -> (NodeInfo, generation, nominated pods, (signature, priority), status)
+        self._kept: dict[str, tuple[NodeInfo, int, Sequence[PodInfo], Hashable, Status]] = {}
+        # The last pod signed, and its key: a dry run asks once per node.
+        self._signed: tuple[PodInfo, Hashable | None] | None = None
+
+    def key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
+        if state.record_plugin_metrics:
+            return None
+        signed = self._signed
+        if signed is None or signed[0] is not pod:
+            signature = self._handle.sign_pod(pod)
+            signed = self._signed = (pod, None if signature is None else (signature, pod.priority))
+        return signed[1]
+
+    def get(self, key: Hashable, pod: PodInfo, node: NodeInfo) -> Status | None:
+        kept = self._kept.get(node.name)
+        if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] != key:
+            return None
+        nominated = self._handle.nominated_pods_for_node(node.name)
+        if kept[2] is not nominated or _nominated_here(pod, nominated):
+            return None
+        status = kept[4]
+        # Its own copy: the caller's diagnosis may change it.
+        return Status(status.code, list(status.reasons), status.plugin)
+
+    def put(self, key: Hashable, pod: PodInfo, node: NodeInfo, status: Status) -> None:
+        if status.code not in (Code.Unschedulable, Code.UnschedulableAndUnresolvable):
+            return
+        nominated = self._handle.nominated_pods_for_node(node.name)
+        if _nominated_here(pod, nominated):
+            self._kept.pop(node.name, None)
+            return
+        self._kept[node.name] = (node, node.generation, nominated, key, status)
+
+
+def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:
+    me = pod.uid or pod.key
+    return any((other.uid or other.key) == me for other in nominated)
