@@ -76,6 +76,10 @@ class Listener:
         self._on_add: AddFunc | None = getattr(handler, "on_add", None)
         self._on_update: UpdateFunc | None = getattr(handler, "on_update", None)
         self._on_delete: DeleteFunc | None = getattr(handler, "on_delete", None)
+        # Which notification kinds (ADD, UPDATE, DELETE) have a function to call. The others are not
+        # queued at all: a delete-only handler on the pod informer would otherwise wake its task for
+        # every pod add and update just to drop them.
+        self._wanted = (self._on_add is not None, self._on_update is not None, self._on_delete is not None)
         self._filter = filter_func
         self._resource = resource
         self._queue: deque[Notification] = deque()
@@ -102,6 +106,8 @@ class Listener:
             return False
 
     def _push(self, note: Notification) -> None:
+        if not self._wanted[note[0]]:
+            return
         self._queue.append(note)
         self._enqueued += 1
         if self._idle:
@@ -118,7 +124,7 @@ class Listener:
             for obj in objs:
                 self.add(obj, is_initial_list)
             return
-        if objs:
+        if objs and self._wanted[ADD]:
             self._queue.extend([(ADD, obj, is_initial_list) for obj in objs])
             self._enqueued += len(objs)
             if self._idle:

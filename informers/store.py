@@ -162,8 +162,12 @@ class Indexer:
 
     def _reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
         for name, fn in self._indexers.items():
-            old_values = set(fn(old)) if old is not None else set()
-            new_values = set(fn(new)) if new is not None else set()
+            old_list = fn(old) if old is not None else ()
+            new_list = fn(new) if new is not None else ()
+            if old_list == new_list:
+                # The usual update (same namespace, same node): no sets to build for every event.
+                continue
+            old_values, new_values = set(old_list), set(new_list)
             if old_values == new_values:
                 continue
             index = self._indices[name]

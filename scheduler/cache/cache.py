@@ -75,17 +75,12 @@ def _identity(pod: PodLike) -> tuple[str, str]:
 
 def with_node_name(info: PodInfo, node_name: str) -> PodInfo:
     """A copy of ``info`` whose pod has ``spec.nodeName`` set, reusing the parsed requests and ports."""
-    copy = PodInfo.__new__(PodInfo)
-    for slot in PodInfo.__slots__:
-        setattr(copy, slot, getattr(info, slot))
     spec = dict(info.spec)
     spec["nodeName"] = node_name
     pod = dict(info.pod)
     pod["spec"] = spec
-    copy.pod = pod
-    copy.spec = spec
+    copy = info._copy_for(pod, spec, info.resource_version)
     copy.node_name = node_name
-    copy.memo = dict(info.memo)
     return copy
 
 

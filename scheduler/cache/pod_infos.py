@@ -7,10 +7,9 @@ a dict lookup, so every consumer goes through one shared ``PodInfoCache``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
-
-from cachetools import LRUCache
 
 from scheduler.framework.objects import object_meta
 from scheduler.framework.types import PodInfo, PodSpecError
@@ -28,10 +27,14 @@ class PodInfoCache:
     because their key would not identify one version.
     """
 
-    __slots__ = ("_entries", "hits", "misses", "successors")
+    __slots__ = ("_entries", "_max_size", "hits", "misses", "successors")
 
     def __init__(self, max_size: int = DEFAULT_MAX_SIZE) -> None:
-        self._entries: LRUCache[_Key, PodInfo | str] = LRUCache(maxsize=max_size)
+        # Least recently used first. An OrderedDict rather than cachetools' LRUCache: every pod version
+        # passes here on the loop thread (pending, bound, relisted), and its C move_to_end/popitem cost
+        # a fraction of LRUCache's Python-level bookkeeping per lookup and insert.
+        self._entries: OrderedDict[_Key, PodInfo | str] = OrderedDict()
+        self._max_size = max_size
         self.hits = 0
         self.misses = 0
         # Misses answered from the previous version's PodInfo.
@@ -47,26 +50,34 @@ class PodInfoCache:
             self.misses += 1
             return PodInfo(pod)
         key = (uid, resource_version)
-        entry = self._entries.get(key)
+        entries = self._entries
+        entry = entries.get(key)
         if entry is None:
             self.misses += 1
             if previous is not None:
                 successor = previous.successor(pod)
                 if successor is not None:
                     self.successors += 1
-                    self._entries[key] = successor
+                    self._insert(key, successor)
                     return successor
             try:
                 info = PodInfo(pod)
             except PodSpecError as err:
-                self._entries[key] = str(err)
+                self._insert(key, str(err))
                 raise
-            self._entries[key] = info
+            self._insert(key, info)
             return info
+        entries.move_to_end(key)
         self.hits += 1
         if isinstance(entry, str):
             raise PodSpecError(entry)
         return entry
+
+    def _insert(self, key: _Key, entry: PodInfo | str) -> None:
+        entries = self._entries
+        entries[key] = entry
+        if len(entries) > self._max_size:
+            entries.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._entries)

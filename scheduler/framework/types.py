@@ -129,13 +129,29 @@ class PodInfo:
             "annotations"
         ):
             return None
+        return self._copy_for(pod, spec, meta.get("resourceVersion", ""))
+
+    def _copy_for(self, pod: Mapping[str, Any], spec: Mapping[str, Any], resource_version: str) -> PodInfo:
+        """This PodInfo's parsed facts for another version of the pod (written out slot by slot: a
+        bind's echo reaches this once per pod on the loop thread, and a getattr/setattr loop over the
+        slots costs several times more)."""
         copy = PodInfo.__new__(PodInfo)
-        for slot in PodInfo.__slots__:
-            setattr(copy, slot, getattr(self, slot))
-        copy.pod = pod
-        copy.spec = spec
-        copy.resource_version = meta.get("resourceVersion", "")
+        copy.has_pod_affinity = self.has_pod_affinity
+        copy.has_required_anti_affinity = self.has_required_anti_affinity
+        copy.host_ports = self.host_ports
+        copy.key = self.key
         copy.memo = dict(self.memo)
+        copy.name = self.name
+        copy.namespace = self.namespace
+        copy.node_name = self.node_name
+        copy.non_zero_requests = self.non_zero_requests
+        copy.pod = pod
+        copy.priority = self.priority
+        copy.requests = self.requests
+        copy.resource_version = resource_version
+        copy.scheduler_name = self.scheduler_name
+        copy.spec = spec
+        copy.uid = self.uid
         return copy
 
     def derived(self, name: str, build: Callable[[PodInfo], T]) -> T:

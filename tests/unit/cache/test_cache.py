@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
+from scheduler.cache.cache import with_node_name
 from scheduler.framework.types import HostPort, PodInfo, PodSpecError
 
 MI = 1024 * 1024
@@ -561,6 +562,44 @@ def test_bound_version_of_an_assumed_pod_reuses_the_assumed_pod_info() -> None:
     assert not cache.is_assumed("default/p")
     node = cache.node_info("n1")
     assert node is not None and node.requested.milli_cpu == 500 and node.requested.memory == GI
+
+
+def test_successor_and_assumed_copies_carry_every_parsed_fact() -> None:
+    """Every PodInfo slot is either carried over or set for the new version: a slot added to PodInfo
+    and forgotten by the copies fails here."""
+    infos = PodInfoCache()
+    pending = make_pod("p", cpu="500m", memory="1Gi")
+    pending["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    pending["spec"]["priority"] = 7
+    pending["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "zone"}
+            ]
+        }
+    }
+    original = infos.get(pending)
+    original.derived("test/memo", lambda info: "kept")
+    assumed = with_node_name(original, "n1")
+    bound = _bound_version(pending, "n1")
+    confirmed = assumed.successor(bound)
+    assert confirmed is not None
+    changed = {"pod", "spec", "node_name", "resource_version", "memo"}
+    for slot in PodInfo.__slots__:
+        if slot not in changed:
+            assert getattr(assumed, slot) == getattr(original, slot), slot
+            assert getattr(confirmed, slot) == getattr(original, slot), slot
+    assert assumed.spec["nodeName"] == "n1" and assumed.pod["spec"] is assumed.spec
+    assert "nodeName" not in original.spec
+    assert (confirmed.pod, confirmed.spec) == (bound, bound["spec"])
+    assert confirmed.resource_version == bound["metadata"]["resourceVersion"] != original.resource_version
+    assert assumed.node_name == confirmed.node_name == "n1"
+    assert assumed.memo == confirmed.memo == original.memo
+    assert assumed.memo is not original.memo and confirmed.memo is not assumed.memo
+    parsed = PodInfo(bound)
+    for slot in PodInfo.__slots__:
+        if slot != "memo":
+            assert getattr(confirmed, slot) == getattr(parsed, slot), slot
 
 
 @pytest.mark.parametrize(

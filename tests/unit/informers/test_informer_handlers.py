@@ -17,6 +17,7 @@ from informers import (
     index_by_node_name,
     strip_managed_fields,
 )
+from informers.handlers import Listener, ResourceEventHandlerFuncs
 from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
 
@@ -378,3 +379,60 @@ async def test_handlers_sync_times_out_while_a_handler_is_stuck() -> None:
     async with factory:
         assert await factory.wait_for_cache_sync(5)
         assert not await factory.wait_for_handlers_sync(0.05)
+
+
+async def test_a_handler_without_some_kinds_queues_only_the_kinds_it_has() -> None:
+    """A delete-only handler (the app's pending-write cleanup on pods) is not woken for adds and
+    updates; filter-made deletes and adds still reach the handlers that have them, in order."""
+    server = FakeApiServer()
+    server.create(PODS, make_pod("pending"))
+    informer = SharedInformer(server, PODS, clock=FakeClock())
+    deletes: list[str] = []
+    adds: list[str] = []
+    delete_only = informer.add_event_handler(
+        on_delete=lambda obj: deletes.append(name(obj)),
+        filter_func=lambda p: not p["spec"].get("nodeName"),
+    )
+    add_only = informer.add_event_handler(
+        on_add=lambda obj, initial: adds.append(name(obj)),
+        filter_func=lambda p: not p["spec"].get("nodeName"),
+    )
+    await started(server, informer)
+    assert await delete_only.wait_synced(5) and await add_only.wait_synced(5)
+    pending = server.get(PODS, "default/pending")
+    assert pending is not None
+    bound = server.update(PODS, pending | {"spec": {"nodeName": "n2"}})  # leaves the filter: a delete
+    server.update(PODS, bound | {"spec": {}})  # enters it again: an add
+    server.create(PODS, make_pod("other"))
+    await eventually(lambda: "default/other" in informer.store and len(adds) == 3)
+    server.delete(PODS, "default/other")
+    await eventually(lambda: len(deletes) == 2)
+    assert deletes == ["pending", "other"]
+    assert adds == ["pending", "pending", "other"]
+    await informer.stop()
+
+
+def test_a_listener_does_not_queue_kinds_its_handler_lacks() -> None:
+    """Nothing is queued (so the listener's task is not woken) for a kind without a function."""
+    filter_calls: list[str] = []
+
+    def unassigned(pod: Any) -> bool:
+        filter_calls.append(name(pod))
+        return not pod["spec"].get("nodeName")
+
+    listener = Listener(ResourceEventHandlerFuncs(on_delete=lambda obj: None), resource="pods")
+    filtered = Listener(
+        ResourceEventHandlerFuncs(on_delete=lambda obj: None), resource="pods", filter_func=unassigned
+    )
+    pending, bound = make_pod("a"), make_pod("a", node="n1")
+    for target in (listener, filtered):
+        target.add_all([pending, make_pod("b")], True)
+        target.add(pending, False)
+        target.update(pending, pending)
+    assert listener.pending == filtered.pending == 0
+    listener.update(pending, bound)
+    filtered.update(pending, bound)  # leaves the filter: a delete, which the handler has
+    listener.delete(bound)
+    assert (listener.pending, filtered.pending) == (1, 1)
+    # The filter still sees every event, as before.
+    assert filter_calls == ["a", "b", "a", "a", "a", "a", "a"]
