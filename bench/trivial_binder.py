@@ -57,17 +57,11 @@ class HonestWriter:
     def __init__(self, kubeconfig: str, qps: float, burst: int) -> None:
         from scheduler.client.api import SchedulerApi
         from scheduler.client.events import EVENT_WRITERS, EventRecorder
-        from scheduler.client.kubeclient import MAX_WRITE_CONNECTIONS, RestClient, load_configuration
+        from scheduler.client.kubeclient import RestClient, load_configuration
         from scheduler.cycle.binding import BINDING_WORKERS
 
         pool_size = max(16, BINDING_WORKERS) + EVENT_WRITERS  # scheduler_app's formula (parallelism 16)
-        self.rest = RestClient(
-            load_configuration(kubeconfig),
-            qps=qps,
-            burst=burst,
-            pool_size=pool_size,
-            max_connections=MAX_WRITE_CONNECTIONS,
-        )
+        self.rest = RestClient(load_configuration(kubeconfig), qps=qps, burst=burst, pool_size=pool_size)
         self.api = SchedulerApi(self.rest)
         self.recorder = EventRecorder(self.api, reporting_instance=f"bench-honest-limit_{os.getpid()}",
                                       clock=time.time)  # fmt: skip

@@ -37,7 +37,7 @@ from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.discovery import discover
 from scheduler.client.events import EVENT_WRITERS, EventRecorder
-from scheduler.client.kubeclient import MAX_WRITE_CONNECTIONS, RestClient, load_configuration
+from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.client.load_watcher import Collectors
 from scheduler.config import SchedulerConfig, config_to_dict
 from scheduler.controllers import Controller, podgroup_status
@@ -111,13 +111,7 @@ class SchedulerApp:
         conn = config.client_connection
         # A connection for every binding thread and event writer, so none is opened per request.
         pool_size = max(16, config.parallelism, BINDING_WORKERS) + EVENT_WRITERS
-        self.rest = RestClient(
-            self.configuration,
-            qps=conn.qps,
-            burst=conn.burst,
-            pool_size=pool_size,
-            max_connections=MAX_WRITE_CONNECTIONS,
-        )
+        self.rest = RestClient(self.configuration, qps=conn.qps, burst=conn.burst, pool_size=pool_size)
         self.api = SchedulerApi(self.rest)
         self.clock = time.time
         self.cache = SchedulerCache()

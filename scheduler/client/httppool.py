@@ -63,21 +63,16 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 
 class ConnectionPool:
     """Up to ``maxsize`` idle connections kept for reuse; more are opened when all are busy and
-    closed after use (urllib3's ``block=False``). ``max_open`` bounds the requests in flight, and so
-    the connections open at once: a thread asking for one more waits (up to its request's timeout)
-    for a connection to come back rather than opening another."""
+    closed after use (urllib3's ``block=False``)."""
 
     def __init__(
         self,
         configuration: Any,
         *,
         maxsize: int = 16,
-        max_open: int | None = None,
         connect_timeout: float = 10.0,
         tls: TLSContexts | None = None,
     ) -> None:
-        if max_open is not None and max_open < 1:
-            raise ValueError("max_open must be at least 1")
         url = urlsplit(str(configuration.host))
         self.scheme = url.scheme or "https"
         self.host = url.hostname or "localhost"
@@ -97,11 +92,6 @@ class ConnectionPool:
         self._host_header = netloc if self.port in (None, default_port) else f"{netloc}:{self.port}"
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
-        # Every connection costs the API server and us a TLS handshake, and both are on the same few
-        # cores: beyond a few dozen requests in flight the server only queues them anyway, so a burst of
-        # binds and events (96 binding threads, 64 writers) waits for a connection instead of opening
-        # one per thread.
-        self._slots = threading.BoundedSemaphore(max_open) if max_open is not None else None
         # The newest TLS session the server gave us, and the context it belongs to. Binding and writer
         # threads each hold a connection, so a burst opens dozens: resuming skips the server's
         # certificate signature and our chain verification on each (a full handshake with the API
@@ -194,25 +184,6 @@ class ConnectionPool:
         cert: tuple[str, str] | None = None,
     ) -> tuple[int, bytes, str | None]:
         """``request``, with the response's Retry-After header (None when absent)."""
-        slots = self._slots
-        if slots is None:
-            return self._request(method, path, body, headers, timeout, cert)
-        if not slots.acquire(timeout=timeout):
-            raise ConnectionFailed(f"{method} {path}: no connection free within {timeout:g}s")
-        try:
-            return self._request(method, path, body, headers, timeout, cert)
-        finally:
-            slots.release()
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None,
-        headers: dict[str, str],
-        timeout: float,
-        cert: tuple[str, str] | None,
-    ) -> tuple[int, bytes, str | None]:
         conn = self._get(cert)
         fresh = conn.sock is None
         try:

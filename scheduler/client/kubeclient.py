@@ -146,11 +146,6 @@ class RateLimiter:
 USER_AGENT = "py-scheduler"
 
 
-# Requests the scheduler's writers (binding threads, event writers, status patches) keep in flight
-# at most, so a burst opens at most this many connections (ConnectionPool's max_open).
-MAX_WRITE_CONNECTIONS = 24
-
-
 class RestClient:
     """Blocking JSON requests against the API server, safe to share between threads."""
 
@@ -161,7 +156,6 @@ class RestClient:
         qps: float = 50.0,
         burst: int = 100,
         pool_size: int = 16,
-        max_connections: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ):
@@ -175,9 +169,7 @@ class RestClient:
         self.credentials = connection.credentials
         self.host: str = configuration.host.rstrip("/")
         self.limiter = RateLimiter(qps, burst, clock=clock)
-        self._pool = ConnectionPool(
-            configuration, maxsize=pool_size, max_open=max_connections, tls=connection.tls
-        )
+        self._pool = ConnectionPool(configuration, maxsize=pool_size, tls=connection.tls)
 
     @staticmethod
     def _headers(content_type: str, authorization: str | None) -> dict[str, str]:
