@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import orjson
 import yaml
 from kubernetes import client as k8s
 
+from bench import processes
 from bench.apiclient import BenchClient
 from bench.workloads import (
     INIT_NAMESPACE,
@@ -167,14 +167,7 @@ class ExtenderProcess:
             return {}
 
     def stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(5)
+        processes.stop(self._proc)
 
 
 class PeerControllerProcess:
@@ -206,14 +199,7 @@ class PeerControllerProcess:
         return self._proc is not None and self._proc.poll() is None
 
     def stop(self) -> None:
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            self._proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(5)
+        processes.stop(self._proc)
 
 
 async def wait_pod_groups_settled(client: BenchClient, namespace: str, timeout: float = 30.0) -> int:

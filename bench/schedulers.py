@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from bench import scrape
+from bench import processes, scrape
 from devcluster import peers
 from devcluster.cluster import ControlPlane
 from devcluster.probe import free_port, http_get, unverified_tls
@@ -320,15 +320,8 @@ class PyScheduler:
                 self._spy.wait(30)
             except subprocess.TimeoutExpired:
                 self._spy.kill()
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        self._proc.send_signal(signal.SIGTERM)
-        try:
-            # A profiler writes its report on exit; that can take a while.
-            self._proc.wait(120 if self._profiler else 20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(10)
+        # A profiler writes its report on exit; that can take a while.
+        processes.stop(self._proc, 120 if self._profiler else 20, after_kill=10)
 
 
 class TrivialBinder:
@@ -376,10 +369,4 @@ class TrivialBinder:
         return {"multiPoint": ["(none: round-robin bind, no filtering or scoring)"]}
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-                self._proc.wait(5)
+        processes.stop(self._proc)
