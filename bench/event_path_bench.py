@@ -5,7 +5,7 @@ as the API server serialises it, managedFields included) and, once the pod is as
 bind's echo MODIFIED (nodeName and the PodScheduled condition set). Each line goes through the same
 steps as on the scheduler's loop: orjson decode, the informer's transform and store, the listener, the
 event handlers, the scheduling queue (hints for the assigned-pod event included) and the cache.
-Each listener runs in its own task, as in the informer, so an event wakes the tasks it is for.
+Each listener has its own task, as in the informer; an idle one is called in line by the informer.
 The cycle itself is reduced to pop, assume, finish_binding and done, with a window of pods in flight
 as the binding pool keeps them.
 
@@ -251,7 +251,7 @@ class _Env:
         self.node_names = self.cache.node_names()
 
     def start(self) -> None:
-        """The listeners' tasks, as the informer starts them: each event wakes the ones it is for."""
+        """The listeners' tasks, as the informer starts them (an idle one is called in line)."""
         for listener in self.listeners:
             listener.start()
 

@@ -10,7 +10,8 @@ on the caller's asyncio event loop and works on raw JSON dicts (orjson), never c
 * **Indexer**: thread-safe store keyed ``namespace/name`` (or ``name``) with named indexes.
 * **SharedInformer**: handlers (sync or async callables) each get their own ordered queue and task, so a
   slow or failing handler never stalls the watch or other handlers. The store is updated before any
-  handler hears of a change. Synchronous handlers must be quick: they run on the loop.
+  handler hears of a change. Synchronous handlers must be quick: they run on the loop (an idle one
+  straight from the informer's call, in order, without a task wake-up per event).
 * **InformerFactory**: one informer per resource and selectors; ``start``, ``stop``, ``wait_for_cache_sync``.
 * Metrics ``py_scheduler_informer_*`` in prometheus-client's default registry.
 * ``informers.testing``: an in-memory ``FakeApiServer`` (a Transport with paging, selectors, history,

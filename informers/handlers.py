@@ -80,6 +80,19 @@ class Listener:
         # queued at all: a delete-only handler on the pod informer would otherwise wake its task for
         # every pod add and update just to drop them.
         self._wanted = (self._on_add is not None, self._on_update is not None, self._on_delete is not None)
+        # A listener whose functions are all plain (not coroutine functions) is called in line by
+        # the informer when it is idle, its queue empty and not stopped: the event then reaches the
+        # handler as the task would have delivered it next, without a task wake-up (a future and a
+        # loop pass) per watch event. ``_in_line`` counts such calls since the task last ran, so a
+        # burst still yields the loop every _YIELD_EVERY events (the excess goes through the task).
+        self._sync_handlers = not any(
+            fn is not None and inspect.iscoroutinefunction(fn)
+            for fn in (self._on_add, self._on_update, self._on_delete)
+        )
+        self._in_line = 0
+        # An awaitable an in-line call returned (a plain function may still return one): the task
+        # awaits it before anything queued after it.
+        self._returned: Awaitable[None] | None = None
         self._filter = filter_func
         self._resource = resource
         self._queue: deque[Notification] = deque()
@@ -108,11 +121,29 @@ class Listener:
     def _push(self, note: Notification) -> None:
         if not self._wanted[note[0]]:
             return
-        self._queue.append(note)
         self._enqueued += 1
+        if self._idle and self._sync_handlers and self._in_line < _YIELD_EVERY:
+            self._deliver_in_line(note)
+            return
+        self._queue.append(note)
         if self._idle:
             self._idle = False
             self._wakeup.set()
+
+    def _deliver_in_line(self, note: Notification) -> None:
+        """Run the handler now, in the informer's call. The listener is not idle meanwhile, so an
+        event the handler itself causes (re-entrantly) is queued behind this one, for the task."""
+        self._idle = False
+        self._in_line += 1
+        result = self._call(note)
+        if result is not None:
+            self._returned = result  # delivered once the task has awaited it
+        else:
+            self._delivered()
+        if self._queue or self._returned is not None:
+            self._wakeup.set()
+        else:
+            self._idle = True
 
     def add(self, obj: KubeObject, is_initial_list: bool) -> None:
         if self._filter is None or self._passes(obj):
@@ -184,6 +215,8 @@ class Listener:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        # Not idle once stopped: events are queued again (and not delivered) as before start().
+        self._idle = False
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -193,32 +226,55 @@ class Listener:
         queue = self._queue
         since_yield = 0
         while True:
+            self._in_line = 0
+            returned, self._returned = self._returned, None
+            if returned is not None:
+                await self._await_result(returned)
+                self._delivered()
+                since_yield = 0
             if not queue:
                 self._idle = True
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 since_yield = 0
                 continue
-            kind, a, b = queue.popleft()
-            try:
-                if kind == ADD:
-                    result = self._on_add(a, b) if self._on_add is not None else None
-                elif kind == UPDATE:
-                    result = self._on_update(a, b) if self._on_update is not None else None
-                else:
-                    result = self._on_delete(a) if self._on_delete is not None else None
-                if result is not None and inspect.isawaitable(result):
-                    await result
-                    since_yield = 0
-            except Exception:
-                self._record_error("handler")
-            self._processed += 1
-            if self._sync_target is not None and not self._synced.is_set():
-                self._check_synced()
+            result = self._call(queue.popleft())
+            if result is not None:
+                await self._await_result(result)
+                since_yield = 0
+            self._delivered()
             since_yield += 1
             if since_yield >= _YIELD_EVERY:
                 since_yield = 0
                 await asyncio.sleep(0)
+
+    def _call(self, note: Notification) -> Awaitable[None] | None:
+        """The handler's function for this notification; an awaitable it returned, if any."""
+        kind, a, b = note
+        try:
+            if kind == ADD:
+                result = self._on_add(a, b) if self._on_add is not None else None
+            elif kind == UPDATE:
+                result = self._on_update(a, b) if self._on_update is not None else None
+            else:
+                result = self._on_delete(a) if self._on_delete is not None else None
+        except Exception:
+            self._record_error("handler")
+            return None
+        if result is not None and inspect.isawaitable(result):
+            return result
+        return None
+
+    async def _await_result(self, result: Awaitable[None]) -> None:
+        try:
+            await result
+        except Exception:
+            self._record_error("handler")
+
+    def _delivered(self) -> None:
+        self._processed += 1
+        if self._sync_target is not None and not self._synced.is_set():
+            self._check_synced()
 
     def _record_error(self, what: str) -> None:
         self.errors += 1

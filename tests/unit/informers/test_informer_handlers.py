@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import REGISTRY
 
 from informers import (
@@ -17,6 +19,7 @@ from informers import (
     index_by_node_name,
     strip_managed_fields,
 )
+from informers import handlers as handlers_module
 from informers.handlers import Listener, ResourceEventHandlerFuncs
 from informers.testing import FakeApiServer, FakeClock, connection_refused, eventually, make_pod
 
@@ -436,3 +439,171 @@ def test_a_listener_does_not_queue_kinds_its_handler_lacks() -> None:
     assert (listener.pending, filtered.pending) == (1, 1)
     # The filter still sees every event, as before.
     assert filter_calls == ["a", "b", "a", "a", "a", "a", "a"]
+
+
+async def _idle(listener: Listener) -> None:
+    """Started, and its task waiting for work (a few loop passes)."""
+    listener.start()
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def test_an_idle_listener_calls_a_plain_handler_in_line() -> None:
+    """No task wake-up per event: an idle listener with plain functions delivers during the call
+    that enqueues, and the sync count includes it."""
+    seen: list[str] = []
+    listener = Listener(
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: seen.append(name(obj))), resource="pods"
+    )
+    listener.mark_synced()
+    await _idle(listener)
+    listener.add(make_pod("a"), False)
+    assert seen == ["a"] and listener.pending == 0
+    listener.add(make_pod("b"), False)
+    assert seen == ["a", "b"]
+    await listener.stop()
+
+
+async def test_a_listener_not_started_or_stopped_does_not_deliver_in_line() -> None:
+    seen: list[str] = []
+    listener = Listener(
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: seen.append(name(obj))), resource="pods"
+    )
+    listener.add(make_pod("before-start"), False)
+    assert seen == [] and listener.pending == 1
+    await _idle(listener)
+    assert seen == ["before-start"]
+    await listener.stop()
+    listener.add(make_pod("after-stop"), False)
+    assert seen == ["before-start"] and listener.pending == 1
+
+
+async def test_coroutine_handlers_go_through_the_task() -> None:
+    seen: list[str] = []
+
+    async def on_add(obj: Any, initial: bool) -> None:
+        seen.append(name(obj))
+
+    listener = Listener(ResourceEventHandlerFuncs(on_add=on_add), resource="pods")
+    await _idle(listener)
+    listener.add(make_pod("a"), False)
+    assert seen == [] and listener.pending == 1
+    await eventually(lambda: seen == ["a"])
+    await listener.stop()
+
+
+async def test_an_awaitable_returned_in_line_is_awaited_before_later_events() -> None:
+    """A plain function may return an awaitable; the events after it wait for it, and the
+    listener is synced only once it completed."""
+    seen: list[str] = []
+    release = asyncio.Event()
+
+    async def slow(label: str) -> None:
+        await release.wait()
+        seen.append(label)
+
+    def on_add(obj: Any, initial: bool) -> Any:
+        if name(obj) == "slow":
+            return slow("slow")
+        seen.append(name(obj))
+        return None
+
+    listener = Listener(ResourceEventHandlerFuncs(on_add=on_add), resource="pods")
+    await _idle(listener)
+    listener.add(make_pod("slow"), True)
+    listener.mark_synced()
+    listener.add(make_pod("after"), False)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert seen == [] and not listener.has_synced()
+    release.set()
+    await eventually(lambda: seen == ["slow", "after"])
+    assert listener.has_synced()
+    await listener.stop()
+
+
+async def test_an_event_a_handler_causes_is_delivered_after_the_current_one() -> None:
+    """Re-entrant enqueue from inside an in-line call: queued behind, delivered by the task."""
+    seen: list[str] = []
+    listener: Listener
+
+    def on_add(obj: Any, initial: bool) -> None:
+        seen.append("start " + name(obj))
+        if name(obj) == "outer":
+            listener.add(make_pod("inner"), False)
+        seen.append("end " + name(obj))
+
+    listener = Listener(ResourceEventHandlerFuncs(on_add=on_add), resource="pods")
+    await _idle(listener)
+    listener.add(make_pod("outer"), False)
+    listener.add(make_pod("next"), False)  # queued behind "inner", not called ahead of it
+    assert seen == ["start outer", "end outer"]
+    await eventually(lambda: len(seen) == 6)
+    assert seen == ["start outer", "end outer", "start inner", "end inner", "start next", "end next"]
+    await listener.stop()
+
+
+async def test_a_burst_is_delivered_in_order_and_yields_the_loop() -> None:
+    """At most _YIELD_EVERY events in line before the task takes over: a long synchronous burst
+    (a relist's reconcile) leaves the loop room to run other tasks, and order holds."""
+    seen: list[str] = []
+    listener = Listener(
+        ResourceEventHandlerFuncs(on_add=lambda obj, initial: seen.append(name(obj))), resource="pods"
+    )
+    await _idle(listener)
+    names = [f"p{i}" for i in range(3 * handlers_module._YIELD_EVERY)]
+    for pod_name in names:
+        listener.add(make_pod(pod_name), False)
+    assert seen == names[: handlers_module._YIELD_EVERY]
+    await eventually(lambda: len(seen) == len(names))
+    assert seen == names
+    await listener.stop()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "update", "delete", "pass"]), st.booleans()), max_size=150))
+def test_in_line_and_task_delivery_give_the_handler_the_same_sequence(steps: list[tuple[str, bool]]) -> None:
+    """Random enqueues, loop passes and coroutine results: a listener that may deliver in line
+    calls its handler with exactly the sequence a task-only listener does."""
+
+    async def run(in_line: bool) -> list[tuple[str, str]]:
+        calls: list[tuple[str, str]] = []
+
+        async def later(kind: str, label: str) -> None:
+            await asyncio.sleep(0)
+            calls.append((kind + " done", label))
+
+        def record(kind: str, label: str, awaits: bool) -> Any:
+            calls.append((kind, label))
+            return later(kind, label) if awaits else None
+
+        awaiting: set[str] = set()
+        listener = Listener(
+            ResourceEventHandlerFuncs(
+                on_add=lambda obj, initial: record("add", name(obj), name(obj) in awaiting),
+                on_update=lambda old, new: record("update", name(new), name(new) in awaiting),
+            ),
+            resource="pods",
+        )
+        if not in_line:
+            listener._sync_handlers = False
+        await _idle(listener)
+        for index, (kind, flag) in enumerate(steps):
+            pod = make_pod(f"p{index}")
+            if flag:
+                awaiting.add(name(pod))
+            if kind == "add":
+                listener.add(pod, False)
+            elif kind == "update":
+                listener.update(pod, pod)
+            elif kind == "delete":
+                listener.delete(pod)  # no function for it: never delivered
+            elif flag:
+                await asyncio.sleep(0)
+        await eventually(lambda: listener.pending == 0 and listener._returned is None)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await listener.stop()
+        return calls
+
+    assert asyncio.run(run(True)) == asyncio.run(run(False))
