@@ -368,6 +368,8 @@ class SchedulerApp:
             profiles=self.frameworks.keys(),
             on_pending_pod_deleted=scheduler.reject_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
+            on_pod_bound=scheduler.pod_bound,
+            on_pod_deleted=scheduler.pod_deleted,
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(

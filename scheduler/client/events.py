@@ -507,15 +507,22 @@ class EventRecorder:
         for, at most ``timeout``. Returns False when that wait timed out (the caller may bind anyway:
         the patch's own timeout is shorter, so it has failed or landed by then).
         """
+        gates = self.cancel_condition_patches(uid)
+        deadline = time.monotonic() + timeout
+        return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+
+    def cancel_condition_patches(self, uid: str) -> list[_StatusGate]:
+        """Cancel pod ``uid``'s condition patches not yet sent (or waiting for a retry): the pod is
+        bound, and a PodScheduled=False landing now would contradict it. Returns every gate, those on
+        the wire included (``before_bind`` waits for them). Never blocks: callable from the loop."""
         with self._lock:
-            gates = self._gates.pop(uid, ())
+            gates = self._gates.pop(uid, [])
             # A cancelled patch never lands: a later failure of this pod must send its own.
             self._conditions_sent.pop(uid, None)
         for gate in gates:
             with gate.lock:
                 gate.cancelled = True
-        deadline = time.monotonic() + timeout
-        return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+        return gates
 
     # --- shutdown -----------------------------------------------------------------------------
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> bool:

@@ -94,6 +94,8 @@ class BindingPool:
         self._before_bind = before_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
+        # Uids of the pods submitted and not yet delivered (on the loop only).
+        self._binding_uids: set[str] = set()
         self._closed = False
         self._results: list[BindingResult] = []
         self._results_lock = threading.Lock()
@@ -118,6 +120,10 @@ class BindingPool:
     def in_flight(self) -> int:
         return self._in_flight
 
+    def is_binding(self, uid: str) -> bool:
+        """On the loop: whether pod ``uid`` is in the binding cycle (submitted, result not delivered)."""
+        return uid in self._binding_uids
+
     def prestart(self) -> bool:
         """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
         together from the loop, then find idle threads instead of the loop waiting for each new one
@@ -128,6 +134,7 @@ class BindingPool:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
         self._executor.submit(self._run, task)
         self._in_flight += 1
+        self._binding_uids.add(task.pod.uid)
         self._idle.clear()
 
     def report(self, result: BindingResult) -> None:
@@ -174,6 +181,7 @@ class BindingPool:
 
     def _deliver(self, result: BindingResult) -> None:
         self._in_flight -= 1
+        self._binding_uids.discard(result.task.pod.uid)
         if self._in_flight == 0:
             self._idle.set()
         if self._closed:

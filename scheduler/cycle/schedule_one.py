@@ -17,7 +17,7 @@ from typing import Any
 
 from scheduler import metrics
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
-from scheduler.client.api import BindingConflict, SchedulerApi
+from scheduler.client.api import BindingConflict, BindingOutcomeUnknown, SchedulerApi
 from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingAlgorithm, SchedulingError, runs_post_filter
 from scheduler.cycle.attempt import Attempt, one_node_message
@@ -29,6 +29,7 @@ from scheduler.cycle.schedule_one_podgroup import (
     PodGroupCycle,
     in_scheduling_group,
 )
+from scheduler.cycle.unknown_binds import UnknownBind, UnknownBinds
 from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
@@ -100,6 +101,8 @@ class Scheduler:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.binding_pool.after_bound = self._record_scheduled
+        # Bindings whose outcome is unknown, settled by the watch (``pod_bound``).
+        self.unknown_binds = UnknownBinds()
         # Feature gate NominatedNodeNameForExpectation (upstream's default: on): the binding cycle
         # publishes where a pod that waits at Permit, or whose PreBind will act, is going.
         self._nominate_expected = nominated_node_name_for_expectation
@@ -375,16 +378,69 @@ class Scheduler:
     def _record_scheduled(self, task: BindingTask) -> None:
         """On the binding thread, once bound: the Scheduled Event, written there and then (one thread
         hand-off less per pod than the writer pool, and none of its cost on the loop)."""
+        self._scheduled_event(task.qpi.pod, task.pod.key, task.node_name, task.fwk.profile_name, inline=True)
+
+    def _scheduled_event(
+        self, pod: Mapping[str, Any], key: str, node_name: str, profile: str, *, inline: bool
+    ) -> None:
         self.recorder.event(
-            task.qpi.pod,
+            pod,
             event_type=NORMAL,
             reason="Scheduled",
             action="Binding",
-            message=f"Successfully assigned {task.pod.key} to {task.node_name}",
-            controller=task.fwk.profile_name,
+            message=f"Successfully assigned {key} to {node_name}",
+            controller=profile,
             aggregate=False,
-            inline=True,
+            inline=inline,
         )
+
+    # --- bindings whose outcome is unknown ----------------------------------------------------
+    def pod_bound(self, pod: Mapping[str, Any]) -> None:
+        """The watch shows ``pod`` bound (an add or update of an assigned pod). If a Binding of ours
+        whose outcome was unknown sent it to that very node, that Binding landed: the bind is reported
+        as one that succeeded (the Scheduled Event, the pod-bound metrics), and a PodScheduled=False
+        patch of the failed attempt not yet sent is cancelled. The attempt itself stays counted as
+        the error it was (``scheduler_schedule_attempts_total``), and PostBind does not run: the
+        failed attempt already ran Unreserve, and upstream runs PostBind only in a binding cycle
+        whose Bind succeeded. While a later attempt of the pod is binding, its result decides."""
+        uid = object_meta(pod).get("uid", "")
+        if uid not in self.unknown_binds or self.binding_pool.is_binding(uid):
+            return
+        record = self.unknown_binds.settle(pod)
+        if record is not None:
+            self._unknown_bind_landed(pod, record)
+
+    def pod_deleted(self, pod: Mapping[str, Any]) -> None:
+        """The watch shows ``pod`` deleted: a Binding of it whose outcome was unknown no longer matters."""
+        self.unknown_binds.forget(object_meta(pod).get("uid", ""))
+
+    def _unknown_bind_landed(self, pod: Mapping[str, Any], record: UnknownBind) -> None:
+        log.info("binding %s to %s landed although its answer was lost", record.key, record.node_name)
+        self.recorder.cancel_condition_patches(object_meta(pod).get("uid", ""))
+        self._scheduled_event(pod, record.key, record.node_name, record.profile, inline=False)
+        self.stats.scheduled += 1
+        metrics.observe_pod_bound(record.attempts, self.clock() - record.initial_attempt_timestamp)
+
+    def _remember_unknown_bind(self, task: BindingTask, result: BindingResult) -> None:
+        """After a failed binding: keep a Binding whose outcome is unknown, and settle one the watch
+        showed bound while this attempt was binding (``pod_bound`` left it to this result)."""
+        uid = task.pod.uid
+        error = result.status.error if result.status is not None else None
+        if isinstance(error, BindingOutcomeUnknown):
+            self.unknown_binds.remember(
+                uid,
+                UnknownBind(
+                    task.pod.key,
+                    error.node_name,
+                    task.fwk.profile_name,
+                    task.qpi.attempts,
+                    task.qpi.initial_attempt_timestamp,
+                ),
+            )
+        if uid in self.unknown_binds:
+            cached = self.cache.get_pod(task.pod.key)
+            if cached is not None and cached.uid == uid and not self.cache.is_assumed(task.pod.key):
+                self.pod_bound(cached.pod)
 
     def _publish_expected_node(self, task: BindingTask) -> None:
         """On the binding thread, when a PreBind plugin will act (upstream's bindingCycle with
@@ -410,7 +466,14 @@ class Scheduler:
             self.stats.scheduled += 1
             metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
             metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)
+            self.unknown_binds.forget(pod.uid)
             return
+        self._finish_failed_binding(result)
+        self._remember_unknown_bind(task, result)
+
+    def _finish_failed_binding(self, result: BindingResult) -> None:
+        task = result.task
+        qpi, pod, fwk = task.qpi, task.pod, task.fwk
         fwk.run_unreserve(task.state, pod, task.node_name)
         forgotten = self.cache.forget_pod(pod.key)
         if result.outcome is Outcome.CONFLICT and (
