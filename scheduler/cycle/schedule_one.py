@@ -421,6 +421,21 @@ class Scheduler:
         self.stats.scheduled += 1
         metrics.observe_pod_bound(record.attempts, self.clock() - record.initial_attempt_timestamp)
 
+    def _watch_shows_landed(self, result: BindingResult) -> bool:
+        """A Binding whose outcome is unknown, of a pod the watch has shown bound (same uid) to the
+        node that Binding was sent to, while it was in flight."""
+        error = result.status.error if result.status is not None else None
+        if result.outcome is not Outcome.ERROR or not isinstance(error, BindingOutcomeUnknown):
+            return False
+        key = result.task.pod.key
+        cached = self.cache.get_pod(key)
+        return (
+            cached is not None
+            and cached.uid == result.task.pod.uid
+            and cached.node_name == error.node_name
+            and not self.cache.is_assumed(key)
+        )
+
     def _remember_unknown_bind(self, task: BindingTask, result: BindingResult) -> None:
         """After a failed binding: keep a Binding whose outcome is unknown, and settle one the watch
         showed bound while this attempt was binding (``pod_bound`` left it to this result)."""
@@ -457,6 +472,14 @@ class Scheduler:
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
+        if self._watch_shows_landed(result):
+            # The Binding's answer was lost, but the watch already shows the pod bound where it was
+            # sent: it succeeded, and writing the failure now would put PodScheduled=False on a bound
+            # pod. The rest of a successful binding cycle runs here: PostBind, the Event, the metrics.
+            log.info("binding %s to %s landed although its answer was lost", pod.key, task.node_name)
+            fwk.run_post_bind(task.state, pod, task.node_name)
+            self._scheduled_event(qpi.pod, pod.key, task.node_name, fwk.profile_name, inline=False)
+            result = BindingResult(task, Outcome.BOUND, bind_seconds=result.bind_seconds)
         self.decisions.binding_done(
             task.state, bound=result.outcome is Outcome.BOUND, message=str(result.status or "")
         )

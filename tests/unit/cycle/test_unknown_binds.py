@@ -249,3 +249,27 @@ async def test_a_refused_binding_is_no_unknown_outcome(make_env: MakeEnv) -> Non
     await env.wait_bindings(1, timeout=5.0)
     assert env.results[0].outcome is Outcome.ERROR
     assert len(env.sched.unknown_binds) == 0
+
+
+async def test_a_lost_binding_the_watch_showed_landed_while_in_flight_is_a_success(
+    make_env: MakeEnv,
+) -> None:
+    """The watch shows the pod bound before the Binding's failure (answer lost, read-back failed)
+    reaches the loop: it is a successful bind, and no failure is written onto the bound pod."""
+    server = ApiServer()
+    env = make_env([make_node("n1")], respond=server)
+    h = handlers(env)
+    pod = make_pod("a", cpu="1")
+    h.on_pod_add(pod)
+    await env.schedule_next()
+    # The Binding landed; the watch shows it before the binding thread's failure reaches the loop.
+    h.on_pod_update(pod, bound_to(pod, "n1"))
+    await env.wait_bindings(1)
+    error = env.results[0].status.error if env.results[0].status is not None else None
+    assert isinstance(error, BindingOutcomeUnknown)
+    assert env.sched.stats.scheduled == 1 and env.sched.stats.errors == 0
+    assert env.queue.where("default/a") is None
+    assert len(env.sched.unknown_binds) == 0
+    env.flush_writes()
+    assert [e["reason"] for e in env.rest.events()] == ["Scheduled"]
+    assert env.rest.status_patches() == []
