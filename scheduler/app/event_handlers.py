@@ -75,7 +75,10 @@ class EventHandlers:
         wakes_on_add: Callable[[Obj], bool] | None = None,
         on_pod_bound: Callable[[Obj], None] | None = None,
         on_pod_deleted: Callable[[Obj], None] | None = None,
+        on_node_deleted: Callable[[Obj], None] | None = None,
     ) -> None:
+        # A node deleted: bindings to it not yet sent are not sent (``Scheduler.node_deleted``).
+        self.on_node_deleted = on_node_deleted
         # A pod seen bound (added assigned, or newly assigned) and any pod deleted: they settle a
         # Binding whose outcome was unknown (``Scheduler.pod_bound``, ``Scheduler.pod_deleted``).
         self.on_pod_bound = on_pod_bound
@@ -165,7 +168,10 @@ class EventHandlers:
         metrics.observe_event_handling("NodeUpdate", time.perf_counter() - start)
 
     def on_node_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        self.cache.remove_node(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self.cache.remove_node(node)
+        if self.on_node_deleted is not None:
+            self.on_node_deleted(node)
 
     # --- kinds plugins list -------------------------------------------------------------------
     def watch_other_kind(self, spec: ResourceSpec, informer: SharedInformer) -> None:

@@ -370,6 +370,7 @@ class SchedulerApp:
             wakes_on_add=self._wakes_on_add(),
             on_pod_bound=scheduler.pod_bound,
             on_pod_deleted=scheduler.pod_deleted,
+            on_node_deleted=scheduler.node_deleted,
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(

@@ -370,6 +370,8 @@ class Scheduler:
         if task is None:
             return
         if status is None and not self._stopping:
+            # The pod may have waited long: its node may be gone meanwhile.
+            task.node_deleted = not self.cache.has_node(task.node_name)
             self.binding_pool.submit(task)
             return
         status = status or Status.unschedulable("scheduler is shutting down")
@@ -409,6 +411,10 @@ class Scheduler:
         record = self.unknown_binds.settle(pod)
         if record is not None:
             self._unknown_bind_landed(pod, record)
+
+    def node_deleted(self, node: Mapping[str, Any]) -> None:
+        """The watch shows ``node`` deleted: bindings to it not yet sent are not sent (``BindingPool``)."""
+        self.binding_pool.node_deleted(object_meta(node).get("name", ""))
 
     def pod_deleted(self, pod: Mapping[str, Any]) -> None:
         """The watch shows ``pod`` deleted: a Binding of it whose outcome was unknown no longer matters."""
