@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +34,13 @@ from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.objects import object_meta, pod_status, scheduler_name_of
+from scheduler.framework.objects import object_meta, pod_spec, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
+from scheduler.util.timestamps import rfc3339_seconds
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
@@ -47,6 +48,12 @@ log = logging.getLogger(__name__)
 
 # Upstream's framework.PodsToActivateKey: a CycleState entry listing pods to move to activeQ.
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+# A Scheduled Event the previous process may have left unwritten: its writes were retried for about
+# two minutes (scheduler.client.events), so pods bound this long before start-up are looked at.
+SCHEDULED_EVENT_RECOVERY_SECONDS = 180.0
+# Each costs one write (a 409 where the Event exists); a flood of recent binds is not replayed whole.
+MAX_RECOVERED_SCHEDULED_EVENTS = 2000
 
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
@@ -394,7 +401,33 @@ class Scheduler:
             controller=profile,
             aggregate=False,
             inline=inline,
+            once_per_pod=True,
         )
+
+    def recover_scheduled_events(self, pods: Iterable[Mapping[str, Any]], now: float) -> int:
+        """At start-up, before the first cycle: the Scheduled Event of every pod of our profiles that
+        was bound within ``SCHEDULED_EVENT_RECOVERY_SECONDS`` (by PodScheduled's lastTransitionTime,
+        which the API server sets at binding), written again. A scheduler killed while it bound pods
+        left Events on the wire or waiting for a retry; the name is the one the first write used, so
+        where it had landed the API server refuses the copy (409) and nothing is doubled. At most
+        ``MAX_RECOVERED_SCHEDULED_EVENTS``, the most recent first. Returns how many were sent."""
+        recent: list[tuple[float, Mapping[str, Any]]] = []
+        for pod in pods:
+            node = pod_spec(pod).get("nodeName") or ""
+            if not node or scheduler_name_of(pod) not in self.frameworks:
+                continue
+            for cond in pod_status(pod).get("conditions") or ():
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+                    bound_at = rfc3339_seconds(cond.get("lastTransitionTime"))
+                    if bound_at is not None and now - bound_at <= SCHEDULED_EVENT_RECOVERY_SECONDS:
+                        recent.append((bound_at, pod))
+        recent.sort(key=lambda item: item[0], reverse=True)
+        for _, pod in recent[:MAX_RECOVERED_SCHEDULED_EVENTS]:
+            meta = object_meta(pod)
+            key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            node = str(pod_spec(pod).get("nodeName"))
+            self._scheduled_event(pod, key, node, scheduler_name_of(pod), inline=False)
+        return min(len(recent), MAX_RECOVERED_SCHEDULED_EVENTS)
 
     # --- bindings whose outcome is unknown ----------------------------------------------------
     def pod_bound(self, pod: Mapping[str, Any]) -> None:

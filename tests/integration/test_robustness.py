@@ -332,3 +332,60 @@ def test_a_partitioned_leader_exits_1_within_the_renew_deadline_and_binds_nothin
     assert sent, "no binding was sent before the freeze"
     assert max(sent) < lost[0], "\n".join(lines[lost[0] - 5 : lost[0] + 20])
     assert_no_traceback(proc)
+
+
+# --- the scheduler killed mid-burst -----------------------------------------------------------------
+
+
+def test_every_pod_bound_before_a_sigkill_has_one_scheduled_event_after_the_restart(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    """py-scheduler is SIGKILLed while it binds a burst of pods: Bindings that landed whose Scheduled
+    Event was on the wire or waiting for a retry would never get one (kube-scheduler has the same
+    gap). The restarted scheduler writes the Event of every pod bound shortly before it started that
+    lacks one, under the name the first write used, so none is written twice."""
+    add_nodes(api_client, run_id, 10)
+    # Events slower than Bindings: a low event rate is not configurable, so the client rate is low for
+    # all, keeping bindings and their Events in flight at the kill.
+    cfg = scheduler_config(leader_elect=False, extra={"clientConnection": {"qps": 60, "burst": 60}})
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = SchedulerProcess(control_plane.kubeconfig, first_dir, cfg).start()
+    processes.append(first)
+    first.wait_ready(60)
+    total = 300
+    create_pods(core_v1, namespace, [make_pod(f"p{i}", run_id) for i in range(total)])
+    wait_for(lambda: len(bound(core_v1, namespace)) >= 60, 60, "bindings under way")
+    first.kill()
+    bound_at_kill = bound(core_v1, namespace)
+
+    second = SchedulerProcess(control_plane.kubeconfig, second_dir, cfg).start()
+    processes.append(second)
+    second.wait_ready(60)
+    wait_for(lambda: len(bound(core_v1, namespace)) == total, 120, f"all {total} pods bound")
+
+    def scheduled() -> collections.Counter[str]:
+        return collections.Counter(
+            e["involvedObject"]["name"]
+            for e in list_events(core_v1, namespace)
+            if e.get("reason") == "Scheduled"
+        )
+
+    wait_for(
+        lambda: bound(core_v1, namespace) <= set(scheduled()),
+        60,
+        "a Scheduled Event for every bound pod",
+    )
+    counts = scheduled()
+    assert max(counts.values()) == 1, [name for name, n in counts.items() if n > 1]
+    print(f"bound at the kill: {len(bound_at_kill)} of {total}")
+    assert second.stop() == 0, second.log_tail()
+    assert_no_traceback(second)
