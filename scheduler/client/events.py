@@ -471,6 +471,25 @@ class EventRecorder:
 
         self._submit(_Write(uid, f"PodScheduled=False of {namespace}/{name}", send, gate=gate))
 
+    def pod_condition_scheduled(self, pod: Mapping[str, Any]) -> None:
+        """PodScheduled=True on a bound pod that a failed attempt's patch left showing False (what the
+        API server sets at binding; a kubelet would also set it, a cluster without one never would)."""
+        meta = object_meta(pod)
+        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
+        condition = {
+            "type": "PodScheduled",
+            "status": "True",
+            "reason": None,
+            "message": None,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(self._clock()),
+        }
+        patch = {"status": {"conditions": [condition]}}
+        send = functools.partial(
+            self._api.patch_pod_status, namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT
+        )
+        self._submit(_Write(uid, f"PodScheduled=True of {namespace}/{name}", send))
+
     def annotate_pod(self, key: str, uid: str, annotations: Mapping[str, str]) -> None:
         """Merge ``annotations`` into pod ``key`` (namespace/name), off the loop like the condition.
 

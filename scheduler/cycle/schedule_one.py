@@ -456,6 +456,12 @@ class Scheduler:
     def _unknown_bind_landed(self, pod: Mapping[str, Any], record: UnknownBind) -> None:
         log.info("binding %s to %s landed although its answer was lost", record.key, record.node_name)
         self.recorder.cancel_condition_patches(object_meta(pod).get("uid", ""))
+        if any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in pod_status(pod).get("conditions") or ()
+        ):
+            # The failed attempt's patch landed after the Binding: the pod is bound, and says so.
+            self.recorder.pod_condition_scheduled(pod)
         self._scheduled_event(pod, record.key, record.node_name, record.profile, inline=False)
         self.stats.scheduled += 1
         metrics.observe_pod_bound(record.attempts, self.clock() - record.initial_attempt_timestamp)

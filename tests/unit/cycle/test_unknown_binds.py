@@ -273,3 +273,25 @@ async def test_a_lost_binding_the_watch_showed_landed_while_in_flight_is_a_succe
     env.flush_writes()
     assert [e["reason"] for e in env.rest.events()] == ["Scheduled"]
     assert env.rest.status_patches() == []
+
+
+async def test_a_landed_binding_whose_failure_patch_landed_after_it_says_scheduled_again(
+    make_env: MakeEnv,
+) -> None:
+    """The failed attempt's PodScheduled=False reached the API server after the Binding that landed:
+    the watch shows the pod bound and not scheduled; once settled it says PodScheduled=True."""
+    server = ApiServer()
+    env = make_env([make_node("n1")], respond=server)
+    h = handlers(env)
+    pod = make_pod("a", cpu="1")
+    await lose_a_binding(env, h, pod)
+    server.up = True
+    shown = bound_to(pod, "n1")
+    shown["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}]
+    h.on_pod_update(pod, shown)
+    env.flush_writes()
+    [patch] = [
+        c.body for c in env.rest.status_patches() if c.body["status"]["conditions"][0]["status"] == "True"
+    ]
+    condition = patch["status"]["conditions"][0]
+    assert (condition["type"], condition["reason"], condition["message"]) == ("PodScheduled", None, None)
