@@ -73,7 +73,16 @@ class EventHandlers:
         profiles: Collection[str],
         on_pending_pod_deleted: Callable[[str, str], None] | None = None,
         wakes_on_add: Callable[[Obj], bool] | None = None,
+        on_pod_bound: Callable[[Obj], None] | None = None,
+        on_pod_deleted: Callable[[Obj], None] | None = None,
+        on_node_deleted: Callable[[Obj], None] | None = None,
     ) -> None:
+        # A node deleted: bindings to it not yet sent are not sent (``Scheduler.node_deleted``).
+        self.on_node_deleted = on_node_deleted
+        # A pod seen bound (added assigned, or newly assigned) and any pod deleted: they settle a
+        # Binding whose outcome was unknown (``Scheduler.pod_bound``, ``Scheduler.pod_deleted``).
+        self.on_pod_bound = on_pod_bound
+        self.on_pod_deleted = on_pod_deleted
         # Rejects the pod if it waits at Permit, as upstream's deletePodFromSchedulingQueue does.
         self.on_pending_pod_deleted = on_pending_pod_deleted
         # New pending pods whose add is a cluster event for the others (UnscheduledPod/Add): a gang's
@@ -92,6 +101,8 @@ class EventHandlers:
         if _assigned(pod):
             self.cache.add_pod(pod)
             self.queue.assigned_pod_added(pod)
+            if self.on_pod_bound is not None:
+                self.on_pod_bound(pod)
             metrics.observe_event_handling("AssignedPodAdd", time.perf_counter() - start)
         elif self.responsible_for(pod):
             self.queue.add(pod)
@@ -108,6 +119,8 @@ class EventHandlers:
                     self.queue.delete(old)
                 self.cache.add_pod(new)
                 self.queue.assigned_pod_added(new)
+                if self.on_pod_bound is not None:
+                    self.on_pod_bound(new)
             else:
                 self.cache.update_pod(old, new)
                 self.queue.assigned_pod_updated(old, new)
@@ -126,6 +139,8 @@ class EventHandlers:
     def on_pod_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         start = time.perf_counter()
         pod = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        if self.on_pod_deleted is not None:
+            self.on_pod_deleted(pod)
         if _assigned(pod):
             self.cache.remove_pod(pod)
             self.queue.assigned_pod_deleted(pod)
@@ -153,7 +168,10 @@ class EventHandlers:
         metrics.observe_event_handling("NodeUpdate", time.perf_counter() - start)
 
     def on_node_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
-        self.cache.remove_node(obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj)
+        node = obj.obj if isinstance(obj, DeletedFinalStateUnknown) else obj
+        self.cache.remove_node(node)
+        if self.on_node_deleted is not None:
+            self.on_node_deleted(node)
 
     # --- kinds plugins list -------------------------------------------------------------------
     def watch_other_kind(self, spec: ResourceSpec, informer: SharedInformer) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from informers import NODES, PODS, AsyncTransport, InformerFactory, strip_managed_fields
+from informers import NODES, PODS, AsyncTransport, InformerFactory, SharedInformer, strip_managed_fields
 from informers.resource import ELASTIC_QUOTAS, NODE_RESOURCE_TOPOLOGIES, PODGROUPS, WORKLOAD_PODGROUPS
 from scheduler import metrics
 from scheduler.app import api_versions
@@ -141,6 +141,8 @@ class SchedulerApp:
         self.elector: LeaderElector | None = None
         self.server: Servers | None = None
         self.factory: InformerFactory | None = None
+        # The pods' informer: its store is read once more at start-up (recover_scheduled_events).
+        self._pods_informer: SharedInformer | None = None
         self.transport: AsyncTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._leading = asyncio.Event()
@@ -301,6 +303,10 @@ class SchedulerApp:
             for controller in self.controllers:
                 controller.start()
             await self._wait_first_load_sample(first_load_sample)
+            assert self._pods_informer is not None
+            recovered = scheduler.recover_scheduled_events(self._pods_informer.store.list(), self.clock())
+            if recovered:
+                log.info("Scheduled Events of %d recently bound pods written again", recovered)
             return await self._schedule_until_stopped(loop, scheduler)
         finally:
             await self._shutdown(background)
@@ -368,12 +374,16 @@ class SchedulerApp:
             profiles=self.frameworks.keys(),
             on_pending_pod_deleted=scheduler.reject_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
+            on_pod_bound=scheduler.pod_bound,
+            on_pod_deleted=scheduler.pod_deleted,
+            on_node_deleted=scheduler.node_deleted,
         )
         nodes = self.factory.informer_for(NODES)
         nodes.add_event_handler(
             on_add=handlers.on_node_add, on_update=handlers.on_node_update, on_delete=handlers.on_node_delete
         )
         pods = self.factory.informer_for(PODS, field_selector=ACTIVE_POD_SELECTOR)
+        self._pods_informer = pods
         pods.add_event_handler(
             on_add=handlers.on_pod_add, on_update=handlers.on_pod_update, on_delete=handlers.on_pod_delete
         )

@@ -319,6 +319,11 @@ class SchedulerCache:
         info = self._nodes.get(name)
         return None if info is None else info.clone()
 
+    def has_node(self, name: str) -> bool:
+        """Whether node ``name`` exists as the watch shows it (a ghost, deleted, does not)."""
+        info = self._nodes.get(name)
+        return info is not None and info.node is not None
+
     def node_names(self) -> list[str]:
         """Live nodes in snapshot order (zones interleaved)."""
         return self._tree.list()

@@ -59,6 +59,24 @@ class BindingConflict(ApiError):
         return self.pod_state in SETTLED_POD_STATES
 
 
+class BindingOutcomeUnknown(ApiError):
+    """The Binding failed, but a try of it may have been stored: its answer was lost (a reset, a
+    timeout while reading the response) or was a 5xx, and the read that would have told failed too.
+    ``node_name`` is where it was sent; the watch settles it (``scheduler.cycle.unknown_binds``).
+    Otherwise it is the error of the last try, with its status, text and retryability."""
+
+    def __init__(self, err: ApiError, node_name: str) -> None:
+        super().__init__(err.status, err.detail, retryable=err.retryable, api_message=err.api_message)
+        self.node_name = node_name
+
+
+def outcome_unknown(err: ApiError) -> bool:
+    """Whether a write that failed with ``err`` may still have been stored: no answer came (other than
+    a refused connection, which sent nothing), or the API server answered a 5xx (an etcd timeout is
+    answered after the write may have been committed)."""
+    return (err.status == 0 and not connection_refused(err)) or err.status >= 500
+
+
 def connection_refused(err: BaseException) -> bool:
     """Whether ``err`` (or what caused it) is a refused connection (utilnet.IsConnectionRefused)."""
     seen: set[int] = set()
@@ -138,6 +156,9 @@ class SchedulerApi:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
         }
         path = f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}/binding"
+        # A try whose outcome is unknown may have been stored: a later try's 409 "already assigned"
+        # is then our own Binding, and the final error says the pod may be bound.
+        maybe_stored = False
         for attempt in range(len(BIND_BACKOFF_SECONDS) + 1):
             try:
                 self._call("POST", path, body)
@@ -148,7 +169,10 @@ class SchedulerApi:
                     # a namesake (the uid precondition), or deleted: one read tells which, so the
                     # scheduler decides as upstream's handleSchedulingFailure does with its pod lister,
                     # without waiting for the watch. Not worth a retry (upstream's Retriable says so too).
-                    state = self._pod_state(namespace, name, uid)
+                    state, bound_to = self._pod_state(namespace, name, uid)
+                    if maybe_stored and state == POD_BOUND and bound_to == node_name:
+                        log.info("binding %s/%s to %s landed on an earlier try", namespace, name, node_name)
+                        return
                     raise BindingConflict(
                         err.status, err.detail, api_message=err.api_message, pod_state=state
                     ) from err
@@ -157,28 +181,32 @@ class SchedulerApi:
                     # was stored: it is bound, and reporting an error would write SchedulerError onto it.
                     log.info("binding %s/%s to %s landed despite %s", namespace, name, node_name, err)
                     return
+                maybe_stored = maybe_stored or outcome_unknown(err)
                 if attempt == len(BIND_BACKOFF_SECONDS) or not bind_retriable(err):
+                    if maybe_stored:
+                        raise BindingOutcomeUnknown(err, node_name) from err
                     raise
                 delay = BIND_BACKOFF_SECONDS[attempt]
                 log.info("binding %s/%s to %s: %s; retrying", namespace, name, node_name, err)
                 time.sleep(delay + random.uniform(0, BIND_BACKOFF_JITTER * delay))
 
-    def _pod_state(self, namespace: str, name: str, uid: str) -> str:
-        """What the API server holds under this pod's name now (``POD_*``)."""
+    def _pod_state(self, namespace: str, name: str, uid: str) -> tuple[str, str]:
+        """What the API server holds under this pod's name now (``POD_*``), and its node if bound."""
         try:
             data = self._call(
                 "GET", f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}", timeout=LANDED_TIMEOUT
             )
             pod = orjson.loads(data)
         except ApiError as err:
-            return POD_GONE if err.status == 404 else POD_UNKNOWN
+            return (POD_GONE if err.status == 404 else POD_UNKNOWN), ""
         except orjson.JSONDecodeError:
-            return POD_UNKNOWN
+            return POD_UNKNOWN, ""
         if not isinstance(pod, dict):
-            return POD_UNKNOWN
+            return POD_UNKNOWN, ""
         if uid and object_meta(pod).get("uid") != uid:
-            return POD_REPLACED
-        return POD_BOUND if pod_spec(pod).get("nodeName") else POD_PENDING
+            return POD_REPLACED, ""
+        node = str(pod_spec(pod).get("nodeName") or "")
+        return (POD_BOUND if node else POD_PENDING), node
 
     def _landed(self, namespace: str, name: str, uid: str, node_name: str) -> bool:
         """Whether this pod (this uid) is bound to ``node_name`` now; False when that cannot be read."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import logging
 import math
 import random
@@ -79,12 +80,20 @@ EVENT_NAME_LIMIT = 253
 _EVENT_NAME_SUFFIX = 1 + 16  # "." and 8 random bytes in hex
 
 
-def event_name(pod_name: str) -> str:
+def event_name(pod_name: str, suffix: str = "") -> str:
     """ "<pod>.<random hex>", the pod's part cut so the name stays valid: client-go's recorder appends
     its suffix to any name, and the API server refuses the Event of a pod named near the 253-character
-    limit (its FailedScheduling was lost). A cut ending in "." or "-" keeps the name a subdomain."""
+    limit (its FailedScheduling was lost). A cut ending in "." or "-" keeps the name a subdomain.
+    ``suffix``: 16 hex digits instead of random ones (``once_per_pod_suffix``)."""
     keep = pod_name[: EVENT_NAME_LIMIT - _EVENT_NAME_SUFFIX].rstrip(".-")
-    return f"{keep or 'pod'}.{secrets.token_hex(8)}"
+    return f"{keep or 'pod'}.{suffix or secrets.token_hex(8)}"
+
+
+def once_per_pod_suffix(uid: str, reason: str) -> str:
+    """The name suffix of an Event a pod gets at most once (Scheduled: a pod is bound once), the same
+    for every writer: a second write of it, by a restarted scheduler or a lost answer's retry, is
+    refused by the API server (409) instead of making a duplicate."""
+    return hashlib.sha256(f"{uid}/{reason}".encode()).hexdigest()[:16]
 
 
 def truncate_note(message: str) -> str:
@@ -317,10 +326,13 @@ class EventRecorder:
         controller: str,
         aggregate: bool = True,
         inline: bool = False,
+        once_per_pod: bool = False,
     ) -> None:
         """``inline``: write it in the calling thread (a binding thread, never the loop), not through
         the writer pool: one thread hand-off less per pod. Only for events that are not aggregated
-        (the series bookkeeping belongs to the loop); a retry still goes through the pool."""
+        (the series bookkeeping belongs to the loop); a retry still goes through the pool.
+        ``once_per_pod``: an Event the pod gets once (Scheduled), named after its uid and reason, so
+        writing it again never makes a second one."""
         meta = object_meta(pod)
         namespace = meta.get("namespace", "default")
         uid = meta.get("uid", "")
@@ -334,7 +346,7 @@ class EventRecorder:
                 self._dirty.add(key)
                 self.aggregated += 1
                 return
-        name = event_name(meta.get("name", "pod"))
+        name = event_name(meta.get("name", "pod"), once_per_pod_suffix(uid, reason) if once_per_pod else "")
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
@@ -459,6 +471,25 @@ class EventRecorder:
 
         self._submit(_Write(uid, f"PodScheduled=False of {namespace}/{name}", send, gate=gate))
 
+    def pod_condition_scheduled(self, pod: Mapping[str, Any]) -> None:
+        """PodScheduled=True on a bound pod that a failed attempt's patch left showing False (what the
+        API server sets at binding; a kubelet would also set it, a cluster without one never would)."""
+        meta = object_meta(pod)
+        namespace, name, uid = meta.get("namespace", "default"), meta.get("name", ""), meta.get("uid", "")
+        condition = {
+            "type": "PodScheduled",
+            "status": "True",
+            "reason": None,
+            "message": None,
+            "lastProbeTime": None,
+            "lastTransitionTime": rfc3339(self._clock()),
+        }
+        patch = {"status": {"conditions": [condition]}}
+        send = functools.partial(
+            self._api.patch_pod_status, namespace, name, patch, timeout=STATUS_PATCH_TIMEOUT
+        )
+        self._submit(_Write(uid, f"PodScheduled=True of {namespace}/{name}", send))
+
     def annotate_pod(self, key: str, uid: str, annotations: Mapping[str, str]) -> None:
         """Merge ``annotations`` into pod ``key`` (namespace/name), off the loop like the condition.
 
@@ -507,15 +538,22 @@ class EventRecorder:
         for, at most ``timeout``. Returns False when that wait timed out (the caller may bind anyway:
         the patch's own timeout is shorter, so it has failed or landed by then).
         """
+        gates = self.cancel_condition_patches(uid)
+        deadline = time.monotonic() + timeout
+        return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+
+    def cancel_condition_patches(self, uid: str) -> list[_StatusGate]:
+        """Cancel pod ``uid``'s condition patches not yet sent (or waiting for a retry): the pod is
+        bound, and a PodScheduled=False landing now would contradict it. Returns every gate, those on
+        the wire included (``before_bind`` waits for them). Never blocks: callable from the loop."""
         with self._lock:
-            gates = self._gates.pop(uid, ())
+            gates = self._gates.pop(uid, [])
             # A cancelled patch never lands: a later failure of this pod must send its own.
             self._conditions_sent.pop(uid, None)
         for gate in gates:
             with gate.lock:
                 gate.cancelled = True
-        deadline = time.monotonic() + timeout
-        return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+        return gates
 
     # --- shutdown -----------------------------------------------------------------------------
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> bool:

@@ -66,6 +66,8 @@ class BindingTask:
     cycle_start: float
     # status.nominatedNodeName was already published (the pod waited at Permit).
     nominated: bool = False
+    # Set on the loop when the watch shows the node deleted; read by the binding thread before Bind.
+    node_deleted: bool = False
 
 
 @dataclass(slots=True)
@@ -94,6 +96,8 @@ class BindingPool:
         self._before_bind = before_bind
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
+        # The tasks submitted and not yet delivered, by pod uid (on the loop only).
+        self._binding: dict[str, BindingTask] = {}
         self._closed = False
         self._results: list[BindingResult] = []
         self._results_lock = threading.Lock()
@@ -118,6 +122,16 @@ class BindingPool:
     def in_flight(self) -> int:
         return self._in_flight
 
+    def is_binding(self, uid: str) -> bool:
+        """On the loop: whether pod ``uid`` is in the binding cycle (submitted, result not delivered)."""
+        return uid in self._binding
+
+    def node_deleted(self, node_name: str) -> None:
+        """On the loop: the watch shows ``node_name`` deleted; a binding to it not yet sent is not sent."""
+        for task in self._binding.values():
+            if task.node_name == node_name:
+                task.node_deleted = True
+
     def prestart(self) -> bool:
         """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
         together from the loop, then find idle threads instead of the loop waiting for each new one
@@ -128,6 +142,7 @@ class BindingPool:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
         self._executor.submit(self._run, task)
         self._in_flight += 1
+        self._binding[task.pod.uid] = task
         self._idle.clear()
 
     def report(self, result: BindingResult) -> None:
@@ -174,6 +189,8 @@ class BindingPool:
 
     def _deliver(self, result: BindingResult) -> None:
         self._in_flight -= 1
+        if self._binding.get(result.task.pod.uid) is result.task:
+            del self._binding[result.task.pod.uid]
         if self._in_flight == 0:
             self._idle.set()
         if self._closed:
@@ -197,6 +214,10 @@ class BindingPool:
             if status is not None:
                 outcome = Outcome.REJECTED if status.is_rejection() else Outcome.ERROR
                 return BindingResult(task, outcome, status)
+            if task.node_deleted:
+                # The API server would store a Binding to a node that is gone (it does not check), and
+                # the pod would sit there until the pod garbage collector deleted it: retry instead.
+                return BindingResult(task, Outcome.ERROR, Status.as_error(f'node "{node}" was deleted'))
             self._before_bind(pod.uid)
             if not self._may_bind():
                 return BindingResult(task, Outcome.ABANDONED)

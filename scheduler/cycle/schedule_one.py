@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from scheduler import metrics
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
-from scheduler.client.api import BindingConflict, SchedulerApi
+from scheduler.client.api import BindingConflict, BindingOutcomeUnknown, SchedulerApi
 from scheduler.client.events import NORMAL, WARNING, EventRecorder
 from scheduler.cycle.algorithm import CLEAR_NOMINATION, SchedulingAlgorithm, SchedulingError, runs_post_filter
 from scheduler.cycle.attempt import Attempt, one_node_message
@@ -29,16 +29,18 @@ from scheduler.cycle.schedule_one_podgroup import (
     PodGroupCycle,
     in_scheduling_group,
 )
+from scheduler.cycle.unknown_binds import UnknownBind, UnknownBinds
 from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.objects import object_meta, pod_status, scheduler_name_of
+from scheduler.framework.objects import object_meta, pod_spec, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
 from scheduler.preemption.executor import PreemptionExecutor
 from scheduler.preemption.nominated import NominatedPods
+from scheduler.util.timestamps import rfc3339_seconds
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, SchedulingQueue
 from scheduling_queue.types import QueuedPodInfo
 
@@ -46,6 +48,12 @@ log = logging.getLogger(__name__)
 
 # Upstream's framework.PodsToActivateKey: a CycleState entry listing pods to move to activeQ.
 PODS_TO_ACTIVATE_KEY = "kubernetes.io/pods-to-activate"
+
+# A Scheduled Event the previous process may have left unwritten: its writes were retried for about
+# two minutes (scheduler.client.events), so pods bound this long before start-up are looked at.
+SCHEDULED_EVENT_RECOVERY_SECONDS = 180.0
+# Each costs one write (a 409 where the Event exists); a flood of recent binds is not replayed whole.
+MAX_RECOVERED_SCHEDULED_EVENTS = 2000
 
 # A pod whose spec we cannot read waits in unschedulablePods under this name until it is updated,
 # instead of spinning through backoff.
@@ -100,6 +108,8 @@ class Scheduler:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)
         self.binding_pool.after_bound = self._record_scheduled
+        # Bindings whose outcome is unknown, settled by the watch (``pod_bound``).
+        self.unknown_binds = UnknownBinds()
         # Feature gate NominatedNodeNameForExpectation (upstream's default: on): the binding cycle
         # publishes where a pod that waits at Permit, or whose PreBind will act, is going.
         self._nominate_expected = nominated_node_name_for_expectation
@@ -367,6 +377,8 @@ class Scheduler:
         if task is None:
             return
         if status is None and not self._stopping:
+            # The pod may have waited long: its node may be gone meanwhile.
+            task.node_deleted = not self.cache.has_node(task.node_name)
             self.binding_pool.submit(task)
             return
         status = status or Status.unschedulable("scheduler is shutting down")
@@ -375,16 +387,120 @@ class Scheduler:
     def _record_scheduled(self, task: BindingTask) -> None:
         """On the binding thread, once bound: the Scheduled Event, written there and then (one thread
         hand-off less per pod than the writer pool, and none of its cost on the loop)."""
+        self._scheduled_event(task.qpi.pod, task.pod.key, task.node_name, task.fwk.profile_name, inline=True)
+
+    def _scheduled_event(
+        self, pod: Mapping[str, Any], key: str, node_name: str, profile: str, *, inline: bool
+    ) -> None:
         self.recorder.event(
-            task.qpi.pod,
+            pod,
             event_type=NORMAL,
             reason="Scheduled",
             action="Binding",
-            message=f"Successfully assigned {task.pod.key} to {task.node_name}",
-            controller=task.fwk.profile_name,
+            message=f"Successfully assigned {key} to {node_name}",
+            controller=profile,
             aggregate=False,
-            inline=True,
+            inline=inline,
+            once_per_pod=True,
         )
+
+    def recover_scheduled_events(self, pods: Iterable[Mapping[str, Any]], now: float) -> int:
+        """At start-up, before the first cycle: the Scheduled Event of every pod of our profiles that
+        was bound within ``SCHEDULED_EVENT_RECOVERY_SECONDS`` (by PodScheduled's lastTransitionTime,
+        which the API server sets at binding), written again. A scheduler killed while it bound pods
+        left Events on the wire or waiting for a retry; the name is the one the first write used, so
+        where it had landed the API server refuses the copy (409) and nothing is doubled. At most
+        ``MAX_RECOVERED_SCHEDULED_EVENTS``, the most recent first. Returns how many were sent."""
+        recent: list[tuple[float, Mapping[str, Any]]] = []
+        for pod in pods:
+            node = pod_spec(pod).get("nodeName") or ""
+            if not node or scheduler_name_of(pod) not in self.frameworks:
+                continue
+            for cond in pod_status(pod).get("conditions") or ():
+                if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+                    bound_at = rfc3339_seconds(cond.get("lastTransitionTime"))
+                    if bound_at is not None and now - bound_at <= SCHEDULED_EVENT_RECOVERY_SECONDS:
+                        recent.append((bound_at, pod))
+        recent.sort(key=lambda item: item[0], reverse=True)
+        for _, pod in recent[:MAX_RECOVERED_SCHEDULED_EVENTS]:
+            meta = object_meta(pod)
+            key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+            node = str(pod_spec(pod).get("nodeName"))
+            self._scheduled_event(pod, key, node, scheduler_name_of(pod), inline=False)
+        return min(len(recent), MAX_RECOVERED_SCHEDULED_EVENTS)
+
+    # --- bindings whose outcome is unknown ----------------------------------------------------
+    def pod_bound(self, pod: Mapping[str, Any]) -> None:
+        """The watch shows ``pod`` bound (an add or update of an assigned pod). If a Binding of ours
+        whose outcome was unknown sent it to that very node, that Binding landed: the bind is reported
+        as one that succeeded (the Scheduled Event, the pod-bound metrics), and a PodScheduled=False
+        patch of the failed attempt not yet sent is cancelled. The attempt itself stays counted as
+        the error it was (``scheduler_schedule_attempts_total``), and PostBind does not run: the
+        failed attempt already ran Unreserve, and upstream runs PostBind only in a binding cycle
+        whose Bind succeeded. While a later attempt of the pod is binding, its result decides."""
+        uid = object_meta(pod).get("uid", "")
+        if uid not in self.unknown_binds or self.binding_pool.is_binding(uid):
+            return
+        record = self.unknown_binds.settle(pod)
+        if record is not None:
+            self._unknown_bind_landed(pod, record)
+
+    def node_deleted(self, node: Mapping[str, Any]) -> None:
+        """The watch shows ``node`` deleted: bindings to it not yet sent are not sent (``BindingPool``)."""
+        self.binding_pool.node_deleted(object_meta(node).get("name", ""))
+
+    def pod_deleted(self, pod: Mapping[str, Any]) -> None:
+        """The watch shows ``pod`` deleted: a Binding of it whose outcome was unknown no longer matters."""
+        self.unknown_binds.forget(object_meta(pod).get("uid", ""))
+
+    def _unknown_bind_landed(self, pod: Mapping[str, Any], record: UnknownBind) -> None:
+        log.info("binding %s to %s landed although its answer was lost", record.key, record.node_name)
+        self.recorder.cancel_condition_patches(object_meta(pod).get("uid", ""))
+        if any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in pod_status(pod).get("conditions") or ()
+        ):
+            # The failed attempt's patch landed after the Binding: the pod is bound, and says so.
+            self.recorder.pod_condition_scheduled(pod)
+        self._scheduled_event(pod, record.key, record.node_name, record.profile, inline=False)
+        self.stats.scheduled += 1
+        metrics.observe_pod_bound(record.attempts, self.clock() - record.initial_attempt_timestamp)
+
+    def _watch_shows_landed(self, result: BindingResult) -> bool:
+        """A Binding whose outcome is unknown, of a pod the watch has shown bound (same uid) to the
+        node that Binding was sent to, while it was in flight."""
+        error = result.status.error if result.status is not None else None
+        if result.outcome is not Outcome.ERROR or not isinstance(error, BindingOutcomeUnknown):
+            return False
+        key = result.task.pod.key
+        cached = self.cache.get_pod(key)
+        return (
+            cached is not None
+            and cached.uid == result.task.pod.uid
+            and cached.node_name == error.node_name
+            and not self.cache.is_assumed(key)
+        )
+
+    def _remember_unknown_bind(self, task: BindingTask, result: BindingResult) -> None:
+        """After a failed binding: keep a Binding whose outcome is unknown, and settle one the watch
+        showed bound while this attempt was binding (``pod_bound`` left it to this result)."""
+        uid = task.pod.uid
+        error = result.status.error if result.status is not None else None
+        if isinstance(error, BindingOutcomeUnknown):
+            self.unknown_binds.remember(
+                uid,
+                UnknownBind(
+                    task.pod.key,
+                    error.node_name,
+                    task.fwk.profile_name,
+                    task.qpi.attempts,
+                    task.qpi.initial_attempt_timestamp,
+                ),
+            )
+        if uid in self.unknown_binds:
+            cached = self.cache.get_pod(task.pod.key)
+            if cached is not None and cached.uid == uid and not self.cache.is_assumed(task.pod.key):
+                self.pod_bound(cached.pod)
 
     def _publish_expected_node(self, task: BindingTask) -> None:
         """On the binding thread, when a PreBind plugin will act (upstream's bindingCycle with
@@ -401,6 +517,14 @@ class Scheduler:
     def _on_binding_done(self, result: BindingResult) -> None:
         task = result.task
         qpi, pod, fwk = task.qpi, task.pod, task.fwk
+        if self._watch_shows_landed(result):
+            # The Binding's answer was lost, but the watch already shows the pod bound where it was
+            # sent: it succeeded, and writing the failure now would put PodScheduled=False on a bound
+            # pod. The rest of a successful binding cycle runs here: PostBind, the Event, the metrics.
+            log.info("binding %s to %s landed although its answer was lost", pod.key, task.node_name)
+            fwk.run_post_bind(task.state, pod, task.node_name)
+            self._scheduled_event(qpi.pod, pod.key, task.node_name, fwk.profile_name, inline=False)
+            result = BindingResult(task, Outcome.BOUND, bind_seconds=result.bind_seconds)
         self.decisions.binding_done(
             task.state, bound=result.outcome is Outcome.BOUND, message=str(result.status or "")
         )
@@ -410,7 +534,14 @@ class Scheduler:
             self.stats.scheduled += 1
             metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
             metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)
+            self.unknown_binds.forget(pod.uid)
             return
+        self._finish_failed_binding(result)
+        self._remember_unknown_bind(task, result)
+
+    def _finish_failed_binding(self, result: BindingResult) -> None:
+        task = result.task
+        qpi, pod, fwk = task.qpi, task.pod, task.fwk
         fwk.run_unreserve(task.state, pod, task.node_name)
         forgotten = self.cache.forget_pod(pod.key)
         if result.outcome is Outcome.CONFLICT and (

@@ -524,3 +524,82 @@ def _gone(core_v1: Any, namespace: str, name: str, uid: str) -> bool:
     return all(
         p["metadata"]["uid"] != uid for p in list_pods(core_v1, namespace) if p["metadata"]["name"] == name
     )
+
+
+class LostAnswers:
+    """The proxy's chooser: each named pod's first Binding loses its answer (the connection dropped
+    after sending, or a 500), landed or not, and the first read of that pod fails too (503), so the
+    scheduler cannot tell what became of it."""
+
+    BINDINGS = {
+        "landed": Fault(hang=0.5, forward_first=True),
+        "not-landed": Fault(hang=0.5),
+        "landed-500": Fault(status=500, forward_first=True),
+    }
+
+    def __init__(self, namespace: str) -> None:
+        self.lock = threading.Lock()
+        self.namespace = namespace
+        self.bindings: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()
+
+    def __call__(self, method: str, path: str) -> Fault | None:
+        kind = FaultProxy.kind(method, path)
+        prefix = f"/api/v1/namespaces/{self.namespace}/pods/"
+        with self.lock:
+            if kind == "POST binding":
+                name = path.rsplit("/", 2)[-2]
+                self.bindings[name] += 1
+                return self.BINDINGS.get(name) if self.bindings[name] == 1 else None
+            name = path.removeprefix(prefix)
+            if method == "GET" and path.startswith(prefix) and name in self.BINDINGS:
+                self.reads[name] += 1
+                return Fault(status=503) if self.reads[name] == 1 else None
+        return None
+
+
+def test_a_binding_whose_answer_and_read_back_were_lost_gets_one_scheduled_event(
+    *,
+    control_plane: Any,
+    core_v1: Any,
+    api_client: Any,
+    namespace: str,
+    run_id: str,
+    processes: list[SchedulerProcess],
+    tmp_path: Path,
+) -> None:
+    """A Binding whose answer was lost and whose read-back failed may have landed. ``landed``: it did;
+    the watch shows the pod bound where it was sent, and the scheduler writes its Scheduled Event
+    (kube-scheduler would write none, and report SchedulerError). ``not-landed``: it did not; the pod
+    is retried and bound once. ``landed-500``: a 500 after the write, the retry answered 409 "already
+    assigned" to that node: the first try landed. Each pod: bound, one Scheduled Event,
+    PodScheduled=True."""
+    create_nodes(api_client, [make_node(f"{run_id}-n0", labels={RUN_LABEL: run_id})])
+    chooser = LostAnswers(namespace)
+    names = list(LostAnswers.BINDINGS)
+    with fault_proxy(control_plane) as proxy:
+        proxy.chooser = chooser
+        proc = start_through(proxy, control_plane, tmp_path, scheduler_config(), processes)
+        create_pods(core_v1, namespace, [make_pod(name, run_id) for name in names])
+
+        def settled() -> bool:
+            return all(
+                p["spec"].get("nodeName")
+                and len(_events_of(core_v1, namespace, p["metadata"]["name"], "Scheduled"))
+                for p in list_pods(core_v1, namespace)
+            )
+
+        wait_for(settled, 60, "every pod bound with its Scheduled Event")
+        time.sleep(2.0)  # room for a second Event or a late PodScheduled=False to show up
+        for pod in list_pods(core_v1, namespace):
+            name = pod["metadata"]["name"]
+            assert len(_events_of(core_v1, namespace, name, "Scheduled")) == 1, name
+            conditions = {c["type"]: c["status"] for c in pod["status"].get("conditions") or ()}
+            assert conditions.get("PodScheduled") == "True", (name, pod["status"])
+        # Every fault happened as described.
+        assert chooser.bindings == Counter({"landed": 1, "not-landed": 2, "landed-500": 2}), chooser.bindings
+        assert all(chooser.reads[name] >= 1 for name in names), chooser.reads
+        log = proc.log_path.read_text(errors="replace")
+        assert "landed although its answer was lost" in log or "landed on an earlier try" in log
+        assert "Traceback" not in log
+        proc.assert_running()

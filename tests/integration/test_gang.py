@@ -19,7 +19,7 @@ from kubernetes import client as k8s
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, create_pods, list_pods, make_pod, new_run_id
+from tests.integration.workload import RUN_LABEL, create_pods, list_nodes, list_pods, make_pod, new_run_id
 
 CRD = Path(__file__).resolve().parents[2] / "deploy/components/podgroup-crd/crd.yaml"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -392,3 +392,44 @@ def test_killed_while_a_gang_waits_at_permit_the_gang_binds_whole_or_not_at_all(
         second.assert_running()
     finally:
         second.stop()
+
+
+def test_a_member_whose_node_is_deleted_while_it_waits_at_permit_is_not_bound_there(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path, crd: None
+) -> None:
+    """The API server stores a Binding to a node that no longer exists (it does not check), and the pod
+    would sit there until the pod garbage collector deleted it. A member waiting at Permit whose node
+    is deleted meanwhile gets no Binding when the gang completes: it is retried and binds on a node
+    that exists, so the whole gang ends bound on live nodes."""
+    doomed, spare = f"doomed-{run_id}", f"spare-{run_id}"
+    create_nodes(api_client, [make_node(doomed, labels={RUN_LABEL: run_id})])
+    pod_group(api_client, namespace, "moved", 2, scheduleTimeoutSeconds=120)
+    last = member("moved-1", run_id, "moved", "100m")
+    last["spec"]["nodeSelector"]["gang-ready"] = "yes"  # fits only on the spare node, added later
+    create(core_v1, namespace, [member("moved-0", run_id, "moved", "100m"), last])
+    # podGroupRejectPercentage 100: the member that does not fit leaves the other waiting at Permit.
+    proc = gang_scheduler(
+        kubeconfig, tmp_path, permitWaitingTimeSeconds=60, podGroupRejectPercentage=100
+    ).start()
+    try:
+        proc.wait_ready(60)
+        wait_for(lambda: waiting_at_permit(proc, namespace, ["moved-0"]), 30, "moved-0 waiting at Permit")
+        core_v1.delete_node(doomed)
+        wait_for(
+            lambda: all(n["metadata"]["name"] != doomed for n in list_nodes(core_v1, run_id)),
+            10,
+            "the node deleted",
+        )
+        create_nodes(api_client, [make_node(spare, labels={RUN_LABEL: run_id, "gang-ready": "yes"})])
+
+        def placed() -> dict[str, str]:
+            return {
+                p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in list_pods(core_v1, namespace)
+            }
+
+        wait_for(lambda: all(placed().values()), 60, "the gang bound")
+        assert placed() == {"moved-0": spare, "moved-1": spare}
+        proc.assert_running()
+        assert "Traceback" not in proc.log_path.read_text(errors="replace")
+    finally:
+        proc.stop()

@@ -132,6 +132,26 @@ def test_deletes_reach_queue_and_cache_tombstones_included(env: Env) -> None:
     assert info is not None and info.requested.milli_cpu == 0
 
 
+def test_pods_seen_bound_and_pods_deleted_are_reported(env: Env) -> None:
+    """What settles a Binding whose outcome was unknown: every pod the watch shows newly bound (an
+    add of an assigned pod, an update that assigns it) and every deleted pod."""
+    bound: list[str] = []
+    deleted: list[str] = []
+    env.handlers.on_pod_bound = lambda pod: bound.append(pod["metadata"]["name"])
+    env.handlers.on_pod_deleted = lambda pod: deleted.append(pod["metadata"]["name"])
+    env.handlers.on_node_add(make_node("n1"))
+    pending = make_pod("p", cpu="1")
+    env.handlers.on_pod_add(pending)
+    env.handlers.on_pod_add(make_pod("other", node_name="n1", scheduler_name="default-scheduler"))
+    assigned = bumped(pending, lambda p: p["spec"].__setitem__("nodeName", "n1"))
+    env.handlers.on_pod_update(pending, assigned)
+    env.handlers.on_pod_update(assigned, bumped(assigned, lambda p: p["metadata"].__setitem__("labels", {})))
+    assert bound == ["other", "p"]
+    env.handlers.on_pod_delete(DeletedFinalStateUnknown("default/p", assigned))
+    env.handlers.on_pod_delete(make_pod("q"))
+    assert deleted == ["p", "q"]
+
+
 def test_freed_room_wakes_a_pod_rejected_for_resources(env: Env) -> None:
     env.handlers.on_node_add(make_node("n1", cpu="2"))
     hog = make_pod("hog", cpu="2", node_name="n1", scheduler_name="default-scheduler")

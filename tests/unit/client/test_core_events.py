@@ -639,3 +639,13 @@ def test_prestart_starts_every_writer_before_any_write() -> None:
         assert all(t.name.startswith("events_") for t in started)
     finally:
         recorder.shutdown(wait=True)
+
+
+def test_an_event_a_pod_gets_once_is_named_after_its_uid_and_reason() -> None:
+    from scheduler.client.events import event_name, once_per_pod_suffix
+
+    suffix = once_per_pod_suffix("uid-1", "Scheduled")
+    assert len(suffix) == 16 and int(suffix, 16) >= 0
+    assert suffix == once_per_pod_suffix("uid-1", "Scheduled")
+    assert suffix != once_per_pod_suffix("uid-2", "Scheduled")
+    assert event_name("web-0", suffix) == f"web-0.{suffix}"

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import urllib3
 
-from scheduler.client.api import BindingConflict, SchedulerApi
+from scheduler.client.api import BindingConflict, BindingOutcomeUnknown, SchedulerApi
 from scheduler.client.kubeclient import RateLimiter
 from scheduler.framework.api_error import ApiError
 from tests.unit.fakes import FakeRest, status_error
@@ -402,3 +402,86 @@ def test_a_definite_refusal_is_not_checked_again() -> None:
     with pytest.raises(ApiError):
         client.bind("default", "p", "uid-1", "n1")
     assert [c.method for c in rest.calls] == ["POST"]
+
+
+# --- a Binding whose outcome stays unknown ------------------------------------------------------------
+
+
+def _refused() -> Exception:
+    err = urllib3.exceptions.ProtocolError("connect failed")
+    err.__cause__ = ConnectionRefusedError(111, "refused")
+    return err
+
+
+@pytest.mark.parametrize("post", [LOST, status_error(500, "etcd timeout"), status_error(504, "gateway")])
+def test_a_lost_answer_that_cannot_be_read_back_says_the_binding_may_have_landed(
+    post: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "GET":
+            raise _refused()  # the API server went down with the answer
+        if isinstance(post, BaseException):
+            raise post
+        answer: tuple[int, bytes] = post
+        return answer
+
+    client, _ = api(respond)
+    with pytest.raises(BindingOutcomeUnknown) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert info.value.node_name == "n1"
+    # Otherwise the error it was: its status, text and retryability.
+    assert info.value.retryable
+    assert info.value.status == (0 if post is LOST else post[0])
+
+
+@pytest.mark.parametrize("post", [status_error(403, "forbidden"), status_error(429, "slow down"), None])
+def test_a_certain_failure_is_no_unknown_outcome(post: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refusal, throttling and a refused connection (nothing sent) say the Binding was not stored."""
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "GET" or post is None:
+            raise _refused()
+        answer: tuple[int, bytes] = post
+        return answer
+
+    client, _ = api(respond)
+    with pytest.raises(ApiError) as info:
+        client.bind("default", "p", "uid-1", "n1")
+    assert not isinstance(info.value, BindingOutcomeUnknown)
+
+
+@pytest.mark.parametrize(
+    ("bound_to", "landed"), [("n1", True), ("n2", False)], ids=["our-node", "another-node"]
+)
+def test_already_assigned_after_a_try_that_may_have_landed(
+    bound_to: str, landed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 500 whose read-back failed, then 409 "already assigned" on the retry (upstream's BindPod
+    retries a 500): bound to our node with our uid, it was our first try that landed."""
+    monkeypatch.setattr("scheduler.client.api.time.sleep", lambda _: None)
+    posts = iter([status_error(500, "etcd timeout"), status_error(409, "already assigned")])
+    gets = iter([status_error(503, "still starting"), (200, _pod("uid-1", bound_to))])
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        return next(posts) if method == "POST" else next(gets)
+
+    client, rest = api(respond)
+    if landed:
+        client.bind("default", "p", "uid-1", "n1")
+    else:
+        with pytest.raises(BindingConflict) as info:
+            client.bind("default", "p", "uid-1", "n1")
+        assert info.value.pod_state == "bound"
+    assert [c.method for c in rest.calls] == ["POST", "GET", "POST", "GET"]
+
+
+def test_already_assigned_on_the_first_try_is_a_conflict_even_on_our_node() -> None:
+    """Without an earlier try of this call that may have landed, the binding is someone else's (or an
+    earlier attempt's, which the scheduler's own record settles)."""
+    answers = {"POST": status_error(409, "already assigned"), "GET": (200, _pod("uid-1", "n1"))}
+    client, _ = api(lambda m, p, b: answers[m])
+    with pytest.raises(BindingConflict):
+        client.bind("default", "p", "uid-1", "n1")
