@@ -364,8 +364,7 @@ class SchedulingAlgorithm:
             nominated = nominated_pods_for_node(node.name)
             status = verdicts.get(key, pod, node, nominated)
             if status is MISSING:
-                status = with_nominated(node)
-                verdicts.put(key, pod, node, nominated, status)
+                status = verdicts.put(key, pod, node, nominated, with_nominated(node))
             return status
 
         return kept_or_judged

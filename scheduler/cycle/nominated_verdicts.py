@@ -30,6 +30,8 @@ MISSING = Status(Code.Error, ["no kept verdict"])
 
 # Past this many kept nodes beyond those with nominations now, the stale entries are dropped.
 _SLACK = 64
+# Distinct statuses shared at most (a few per plugin in practice).
+_MAX_SHARED = 1024
 
 
 class NominatedVerdicts:
@@ -37,6 +39,9 @@ class NominatedVerdicts:
 
     def __init__(self) -> None:
         self._kept: dict[str, tuple[NodeInfo, int, Sequence[PodInfo], Hashable, Status | None]] = {}
+        # One Status object per distinct (code, reasons, plugin): a diagnosis counts its statuses by
+        # identity (``distinct_statuses``), as the batch path's shared ones, not one per node.
+        self._shared: dict[tuple[Code, tuple[str, ...], str], Status] = {}
 
     @staticmethod
     def key(signature: Hashable | None, pod: PodInfo) -> Hashable | None:
@@ -59,11 +64,19 @@ class NominatedVerdicts:
 
     def put(
         self, key: Hashable, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo], status: Status | None
-    ) -> None:
+    ) -> Status | None:
+        """Keep ``status`` (the verdict just judged) where that is exact; returns it, or an equal
+        Status already kept for another node (Filter statuses are never changed once made)."""
         if (status is not None and status.code is Code.Error) or _nominated_here(pod, nominated):
             self._kept.pop(node.name, None)
-            return
+            return status
+        if status is not None:
+            shared = self._shared
+            if len(shared) >= _MAX_SHARED:
+                shared.clear()
+            status = shared.setdefault((status.code, tuple(status.reasons), status.plugin), status)
         self._kept[node.name] = (node, node.generation, nominated, key, status)
+        return status
 
     def prune(self, live: Sequence[str]) -> None:
         """Drop the nodes not in ``live`` (those with nominations now) once too many are kept."""
