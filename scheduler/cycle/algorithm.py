@@ -353,12 +353,15 @@ class SchedulingAlgorithm:
 
         if not needed or state.record_plugin_metrics:
             return with_nominated
+        nominator = fwk.nominator
+        if nominator is None:
+            return with_nominated
         key = NominatedVerdicts.key(signature if signature is not None else fwk.sign_pod(pod), pod)
         if key is None:
             return with_nominated
         verdicts = self.nominated_verdicts
         verdicts.prune(list(run.nominated_nodes))
-        nominated_pods_for_node = fwk.nominated_pods_for_node
+        nominated_pods_for_node = nominator.nominated_pods_for_node
 
         def kept_or_judged(node: NodeInfo) -> Status | None:
             nominated = nominated_pods_for_node(node.name)

@@ -57,9 +57,12 @@ class NominatedVerdicts:
             or kept[1] != node.generation
             or kept[2] is not nominated
             or kept[3] != key
-            or _nominated_here(pod, nominated)
         ):
             return MISSING
+        me = pod.uid or pod.key
+        for other in nominated:
+            if (other.uid or other.key) == me:
+                return MISSING
         return kept[4]
 
     def put(
