@@ -356,10 +356,10 @@ class SchedulingAlgorithm:
         nominator = fwk.nominator
         if nominator is None:
             return with_nominated
-        key = NominatedVerdicts.key(signature if signature is not None else fwk.sign_pod(pod), pod)
+        verdicts = self.nominated_verdicts
+        key = verdicts.key(signature if signature is not None else fwk.sign_pod(pod), pod)
         if key is None:
             return with_nominated
-        verdicts = self.nominated_verdicts
         verdicts.prune(list(run.nominated_nodes))
         nominated_pods_for_node = nominator.nominated_pods_for_node
 

@@ -32,6 +32,8 @@ MISSING = Status(Code.Error, ["no kept verdict"])
 _SLACK = 64
 # Distinct statuses shared at most (a few per plugin in practice).
 _MAX_SHARED = 1024
+# Distinct pod keys kept at most (then forgotten: verdicts kept for older keys are judged again).
+_MAX_KEYS = 256
 
 
 class NominatedVerdicts:
@@ -42,11 +44,18 @@ class NominatedVerdicts:
         # One Status object per distinct (code, reasons, plugin): a diagnosis counts its statuses by
         # identity (``distinct_statuses``), as the batch path's shared ones, not one per node.
         self._shared: dict[tuple[Code, tuple[str, ...], str], Status] = {}
+        self._keys: dict[Hashable, Hashable] = {}
 
-    @staticmethod
-    def key(signature: Hashable | None, pod: PodInfo) -> Hashable | None:
-        """What a verdict depends on in the pod, or None: keep nothing for it."""
-        return None if signature is None else (signature, pod.priority)
+    def key(self, signature: Hashable | None, pod: PodInfo) -> Hashable | None:
+        """What a verdict depends on in the pod, or None: keep nothing for it. One object per
+        distinct key, so a kept verdict's key is compared by identity."""
+        if signature is None:
+            return None
+        keys = self._keys
+        if len(keys) >= _MAX_KEYS:
+            keys.clear()
+        key = (signature, pod.priority)
+        return keys.setdefault(key, key)
 
     def get(self, key: Hashable, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo]) -> Status | None:
         """The kept verdict of ``node`` for a pod of ``key``, or ``MISSING``."""
@@ -56,7 +65,7 @@ class NominatedVerdicts:
             or kept[0] is not node
             or kept[1] != node.generation
             or kept[2] is not nominated
-            or kept[3] != key
+            or kept[3] is not key
         ):
             return MISSING
         me = pod.uid or pod.key

@@ -161,7 +161,7 @@ def test_a_pod_nominated_to_the_node_keeps_nothing_there() -> None:
     me = PodInfo(_renamed(_pod(rng, "me"), "me", 100))
     other = PodInfo(_renamed(_pod(rng, "other"), "other", 100))
     nominated = (me,)
-    key = NominatedVerdicts.key(("sig",), me)
+    key = verdicts.key(("sig",), me)
     verdicts.put(key, me, node, nominated, None)
     assert verdicts.get(key, me, node, nominated) is MISSING
     assert verdicts.get(key, other, node, nominated) is MISSING
@@ -169,9 +169,7 @@ def test_a_pod_nominated_to_the_node_keeps_nothing_there() -> None:
     assert verdicts.get(key, other, node, nominated) is None
     assert verdicts.get(key, me, node, nominated) is MISSING
     assert (
-        verdicts.get(
-            NominatedVerdicts.key(("sig",), PodInfo(_renamed(me.pod, "x", 0))), other, node, nominated
-        )
+        verdicts.get(verdicts.key(("sig",), PodInfo(_renamed(me.pod, "x", 0))), other, node, nominated)
         is MISSING
     )
-    assert NominatedVerdicts.key(None, me) is None
+    assert verdicts.key(None, me) is None
