@@ -64,7 +64,7 @@ def _hits(algorithm: SchedulingAlgorithm, found: list[Status | None]) -> None:
             found.append(status)
         return status
 
-    verdicts.get = counted  # type: ignore[method-assign]
+    verdicts.get = counted  # type: ignore[method-assign, assignment]
 
 
 def _key(status: Status | None) -> tuple[Any, ...] | None:
@@ -169,7 +169,7 @@ def test_a_pod_nominated_to_the_node_keeps_nothing_there() -> None:
     assert verdicts.get(key, other, node, nominated) is None
     assert verdicts.get(key, me, node, nominated) is MISSING
     assert (
-        verdicts.get(verdicts.key(("sig",), PodInfo(_renamed(me.pod, "x", 0))), other, node, nominated)
+        verdicts.get(verdicts.key(("sig",), PodInfo(_renamed(dict(me.pod), "x", 0))), other, node, nominated)
         is MISSING
     )
     assert verdicts.key(None, me) is None

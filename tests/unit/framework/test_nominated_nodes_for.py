@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from scheduler.cache import Snapshot
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
 from tests.unit.fakes import PROFILE, build_frameworks
@@ -54,7 +55,8 @@ def _plain(nominator: _VersionedNominator, pod: PodInfo) -> set[str]:
 
 
 def _framework() -> Framework:
-    return build_frameworks(lambda: None, None, lambda: 0.0)[PROFILE]
+    snapshot = Snapshot()
+    return build_frameworks(lambda: snapshot, None, lambda: 0.0)[PROFILE]
 
 
 def test_kept_answers_equal_the_plain_ones_while_nominations_change() -> None:
