@@ -111,6 +111,11 @@ class Nominator:
         pods = self._by_node.get(node_name)
         return list(pods.values()) if pods else []
 
+    @property
+    def version(self) -> int:
+        """Changes with every change to any node's nominations (versions never repeat)."""
+        return self._changes
+
     def node_version(self, node_name: str) -> int:
         """The version of the last change to ``node_name``'s nominations (0: never nominated to)."""
         return self._node_versions.get(node_name, 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,7 @@ from scheduler.cache.columns import NodeColumns
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.batching import BatchCache, BatchEntry
 from scheduler.cycle.filter_loop import find_feasible, first_nodes
+from scheduler.cycle.nominated_verdicts import MISSING, NominatedVerdicts
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
 from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
@@ -100,6 +101,9 @@ class SchedulingAlgorithm:
         self.batch: BatchCache | None = BatchCache() if batching else None
         # The cache entry the current attempt filtered with; its Score step reads and fills it.
         self._batched: BatchEntry | None = None
+        # Verdicts on nodes with nominated pods, kept while the node, its nominations and the pod's
+        # shape stay (scheduler.cycle.nominated_verdicts).
+        self.nominated_verdicts = NominatedVerdicts()
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
@@ -246,7 +250,7 @@ class SchedulingAlgorithm:
             ):
                 feasible, processed = self._filter_with_batch_cache(run, signature, columns)
             elif plugins:
-                feasible, processed = self._filter_columns(run, columns, snapshot)
+                feasible, processed = self._filter_columns(run, columns, snapshot, signature)
             else:
                 feasible = first_nodes(columns, run.start, num_to_find)
                 processed = len(feasible)
@@ -302,9 +306,11 @@ class SchedulingAlgorithm:
         return feasible, processed
 
     def _filter_columns(
-        self, run: _FilterRun, columns: NodeColumns, snapshot: Snapshot
+        self, run: _FilterRun, columns: NodeColumns, snapshot: Snapshot, signature: Hashable | None = None
     ) -> tuple[Sequence[NodeInfo], int]:
-        """Filter all nodes as arrays; nodes with nominated pods to count go node by node."""
+        """Filter all nodes as arrays; nodes with nominated pods to count go node by node, their
+        verdicts kept across cycles where nothing they read changed. ``signature``: the pod's, if signed
+        already."""
         fwk, state, pod, plugins = run.fwk, run.state, run.pod, run.plugins
         special: list[int] = []
         for name in run.nominated_nodes:
@@ -312,9 +318,7 @@ class SchedulingAlgorithm:
             if position is not None:
                 special.append(position)
 
-        def with_nominated(node: NodeInfo) -> Status | None:
-            return fwk.run_filters_with_nominated_pods(state, pod, node, plugins, snapshot_node=True)
-
+        with_nominated = self._nominated_filter(run, signature, bool(special))
         feasible, processed, failures = find_feasible(
             columns,
             run.start,
@@ -336,6 +340,37 @@ class SchedulingAlgorithm:
                 self._note_rejector(run.diagnosis, rejection)
                 noted = rejection
         return feasible, processed
+
+    def _nominated_filter(
+        self, run: _FilterRun, signature: Hashable | None, needed: bool
+    ) -> Callable[[NodeInfo], Status | None]:
+        """The verdict of a node with nominated pods to count (RunFilterPluginsWithNominatedPods), kept
+        across cycles for pods of the same signature and priority where that is exact."""
+        fwk, state, pod, plugins = run.fwk, run.state, run.pod, run.plugins
+
+        def with_nominated(node: NodeInfo) -> Status | None:
+            return fwk.run_filters_with_nominated_pods(state, pod, node, plugins, snapshot_node=True)
+
+        if not needed or state.record_plugin_metrics:
+            return with_nominated
+        nominator = fwk.nominator
+        if nominator is None:
+            return with_nominated
+        verdicts = self.nominated_verdicts
+        key = verdicts.key(signature if signature is not None else fwk.sign_pod(pod), pod)
+        if key is None:
+            return with_nominated
+        verdicts.prune(list(run.nominated_nodes))
+        nominated_pods_for_node = nominator.nominated_pods_for_node
+
+        def kept_or_judged(node: NodeInfo) -> Status | None:
+            nominated = nominated_pods_for_node(node.name)
+            status = verdicts.get(key, pod, node, nominated)
+            if status is MISSING:
+                status = verdicts.put(key, pod, node, nominated, with_nominated(node))
+            return status
+
+        return kept_or_judged
 
     def _filter_node_by_node(
         self, run: _FilterRun, nodes: Sequence[NodeInfo]

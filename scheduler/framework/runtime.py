@@ -12,6 +12,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -109,6 +110,9 @@ class PodNominator(Protocol):
     def nominated_node_names(self) -> Sequence[str]:
         """The nodes with at least one nominated pod."""
         ...
+
+    # Optional: ``version``, an int (>= 0) that changes with every change to the nominations, lets
+    # the framework keep what it derived from all of them (read with getattr).
 
 
 def _noop_point(point: str, status: str, seconds: float) -> None:
@@ -277,6 +281,9 @@ class Framework:
         # node name -> (the snapshot's NodeInfo, its generation, the nominated pods added, the copy with
         # them added): see run_filters_with_nominated_pods.
         self._nominated_nodes: dict[str, tuple[NodeInfo, int, tuple[PodInfo, ...], NodeInfo]] = {}
+        # nodes_with_nominated_pods_for's last answer for a priority, while the nominations stay (the
+        # nominator's version): (version, priority, nodes, pod -> the node where it alone counts).
+        self._counted_nominations: tuple[int, int, frozenset[str], dict[str, str]] | None = None
         # A cycle's Filter plugins (filter_plugins_for) -> the same as an AmountsTrial checks them, or
         # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
         # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
@@ -518,23 +525,41 @@ class Framework:
         self._amounts_checks[plugins] = result
         return result
 
-    def nodes_with_nominated_pods_for(self, pod: PodInfo) -> set[str]:
+    def nodes_with_nominated_pods_for(self, pod: PodInfo) -> AbstractSet[str]:
         """The nodes where a nominated pod of higher or equal priority (not ``pod``) changes Filter:
         only these need ``run_filters_with_nominated_pods``; every other node filters as usual."""
-        if self.nominator is None:
+        nominator = self.nominator
+        if nominator is None:
             return set()
-        names = self.nominator.nominated_node_names()
-        kept = self._nominated_nodes
-        if len(kept) > len(names):
-            # Nodes whose nominations are gone: their kept copies would only hold memory.
-            current = set(names)
-            for name in [name for name in kept if name not in current]:
-                del kept[name]
-        return {
-            name
-            for name in names
-            if any(_counts_for(other, pod) for other in self.nominator.nominated_pods_for_node(name))
-        }
+        version: int = getattr(nominator, "version", -1)
+        counted = self._counted_nominations
+        if counted is None or version < 0 or counted[0] != version or counted[1] != pod.priority:
+            names = nominator.nominated_node_names()
+            kept = self._nominated_nodes
+            if len(kept) > len(names):
+                # Nodes whose nominations are gone: their kept copies would only hold memory.
+                current = set(names)
+                for name in [name for name in kept if name not in current]:
+                    del kept[name]
+            # Per node, the nominated pods of this priority or higher; the pod never counts against
+            # itself, so a node where it is the only one is left out for it alone.
+            nodes: set[str] = set()
+            alone: dict[str, str] = {}
+            for name in names:
+                idents = [
+                    other.uid or other.key
+                    for other in nominator.nominated_pods_for_node(name)
+                    if other.priority >= pod.priority
+                ]
+                if idents:
+                    nodes.add(name)
+                    if len(set(idents)) == 1:
+                        alone[idents[0]] = name
+            counted = (version, pod.priority, frozenset(nodes), alone)
+            if version >= 0:
+                self._counted_nominations = counted
+        only_there = counted[3].get(pod.uid or pod.key)
+        return counted[2] - {only_there} if only_there is not None else counted[2]
 
     def run_filters_with_nominated_pods(
         self,

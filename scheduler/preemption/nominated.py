@@ -21,12 +21,14 @@ class NominatedPods:
 
     def __init__(self, queue: SchedulingQueue, pod_infos: PodInfoCache) -> None:
         self._queue = queue
+        # The queue's one Nominator (it never replaces it): asked once per node per Filter run.
+        self._nominator = queue.nominator
         self._pod_infos = pod_infos
         # node name -> (the nominator's version of that node's last change, its nominated PodInfos)
         self._by_node: dict[str, tuple[int, tuple[PodInfo, ...]]] = {}
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
-        nominator = self._queue.nominator
+        nominator = self._nominator
         version = nominator.node_version(node_name)
         found = self._by_node.get(node_name)
         if found is not None and found[0] == version:
@@ -49,11 +51,16 @@ class NominatedPods:
                 continue
         return out
 
+    @property
+    def version(self) -> int:
+        """The nominator's: changes with every change to the nominations."""
+        return self._nominator.version
+
     def nominated_node_names(self) -> list[str]:
-        return self._queue.nominator.node_names()
+        return self._nominator.node_names()
 
     def clear_nomination(self, pod: Mapping[str, Any]) -> None:
-        self._queue.nominator.add_nominated_pod(pod, "")
+        self._nominator.add_nominated_pod(pod, "")
 
     def activate(self, pod: Mapping[str, Any]) -> None:
         self._queue.activate([pod])

@@ -52,6 +52,10 @@ def copy_or_amounts(handle: PreemptionHandle, state: CycleState, pod: PodInfo, n
     return trial if trial is not None else CopyTrial(handle, state, pod, node)
 
 
+# Distinct preemptor keys kept at most (then forgotten: kept nodes of older keys are judged again).
+_MAX_KEYS = 256
+
+
 class HopelessNodes:
     """The nodes where a preemptor did not fit even with every lower-priority pod gone, and why, kept
     while nothing that verdict reads changes: the node (the snapshot's NodeInfo and its generation),
@@ -71,6 +75,9 @@ class HopelessNodes:
         self._kept: dict[str, tuple[NodeInfo, int, Sequence[PodInfo], Hashable, Status]] = {}
         # The last pod signed, and its key: a dry run asks once per node.
         self._signed: tuple[PodInfo, Hashable | None] | None = None
+        # One object per distinct key, so a kept node's key is compared by identity: comparing equal
+        # signatures of different pods item by item cost more than the rest of a skip.
+        self._keys: dict[Hashable, Hashable] = {}
 
     def key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
         if state.record_plugin_metrics:
@@ -78,12 +85,18 @@ class HopelessNodes:
         signed = self._signed
         if signed is None or signed[0] is not pod:
             signature = self._handle.sign_pod(pod)
-            signed = self._signed = (pod, None if signature is None else (signature, pod.priority))
+            key: Hashable | None = None
+            if signature is not None:
+                keys = self._keys
+                if len(keys) >= _MAX_KEYS:
+                    keys.clear()
+                key = keys.setdefault((signature, pod.priority), (signature, pod.priority))
+            signed = self._signed = (pod, key)
         return signed[1]
 
     def get(self, key: Hashable, pod: PodInfo, node: NodeInfo) -> Status | None:
         kept = self._kept.get(node.name)
-        if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] != key:
+        if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] is not key:
             return None
         nominated = self._handle.nominated_pods_for_node(node.name)
         if kept[2] is not nominated or _nominated_here(pod, nominated):

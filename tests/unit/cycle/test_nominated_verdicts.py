@@ -1,0 +1,175 @@
+"""Verdicts on nodes with nominated pods, kept across cycles (scheduler.cycle.nominated_verdicts): every
+cycle's Filter outcome (feasible nodes, processed count, every rejection's status) must be exactly what
+the per-node two-pass loop gives (upstream findNodesThatPassFilters with nominated pods), while the
+nodes, their nominations and the pods' shapes and priorities change between cycles.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from scheduler.cycle.algorithm import SchedulingAlgorithm, num_feasible_nodes_to_find
+from scheduler.cycle.nominated_verdicts import MISSING, NominatedVerdicts
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.status import Status
+from scheduler.framework.types import NodeInfo, PodInfo
+from tests.unit.cycle.test_batch_equivalence import _cluster, _pod
+from tests.unit.cycle.test_nominated_filter_equivalence import _reference
+
+
+class _KeptNominator:
+    """As the scheduler's NominatedPods: a node's tuple stays the same object until its nominations
+    change (which is what the kept verdicts compare)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, tuple[PodInfo, ...]] = {}
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self.kept.get(node_name, ())
+
+    def nominated_node_names(self) -> Sequence[str]:
+        return list(self.kept)
+
+    def nominate(self, node_name: str, pod: PodInfo) -> None:
+        for name, pods in list(self.kept.items()):
+            rest = tuple(p for p in pods if p.uid != pod.uid)
+            if len(rest) != len(pods):
+                if rest:
+                    self.kept[name] = rest
+                else:
+                    del self.kept[name]
+        self.kept[node_name] = (*self.kept.get(node_name, ()), pod)
+
+    def clear(self, node_name: str) -> None:
+        self.kept.pop(node_name, None)
+
+
+def _renamed(raw: dict[str, Any], name: str, priority: int) -> dict[str, Any]:
+    pod = copy.deepcopy(raw)
+    pod["metadata"].update(name=name, uid=f"uid-{name}")
+    pod["spec"]["priority"] = priority
+    return pod
+
+
+def _hits(algorithm: SchedulingAlgorithm, found: list[Status | None]) -> None:
+    verdicts = algorithm.nominated_verdicts
+    get = verdicts.get
+
+    def counted(*args: Any) -> Status | None:
+        status = get(*args)
+        if status is not MISSING:
+            found.append(status)
+        return status
+
+    verdicts.get = counted  # type: ignore[method-assign, assignment]
+
+
+def _key(status: Status | None) -> tuple[Any, ...] | None:
+    return None if status is None else (status.code, tuple(status.reasons), status.plugin)
+
+
+def test_kept_verdicts_give_the_two_pass_loop_while_nodes_and_nominations_change() -> None:
+    hits: list[Status | None] = []
+    for seed in range(16):
+        cache, snapshot, fwk, rng = _cluster(seed, nodes=60 if seed % 2 else 200)
+        nominator = _KeptNominator()
+        fwk.nominator = nominator
+        algorithm = SchedulingAlgorithm(rng=random.Random(0))
+        _hits(algorithm, hits)
+        shapes = [_pod(rng, f"shape-{k}") for k in range(2)]
+        pods = [
+            _renamed(rng.choice(shapes), f"p{step}", rng.choice([0, 100, 100, 1000])) for step in range(14)
+        ]
+        nodes = snapshot.node_infos()
+        # Nodes with nominations from the start: most cycles walk past some.
+        for k, node in enumerate(rng.sample(list(nodes), len(nodes) // 2)):
+            nominator.nominate(
+                node.name, PodInfo(_renamed(_pod(rng, "nom"), f"nom{k}", rng.choice([0, 1000])))
+            )
+        for step, raw in enumerate(pods[:12]):
+            nodes = snapshot.node_infos()
+            pod = PodInfo(raw)
+            start = rng.randrange(len(nodes))
+            num_to_find = num_feasible_nodes_to_find(fwk.percentage_of_nodes_to_score, len(nodes))
+            state = CycleState()
+            pre_result, pre_status = fwk.run_pre_filter(state, pod, nodes)
+            if pre_status is None and (pre_result is None or pre_result.node_names is None):
+                want = _reference(fwk, state, pod, nodes, start, num_to_find)
+                algorithm.next_start_node_index = start
+                feasible, diagnosis = algorithm._find_nodes_that_fit(fwk, CycleState(), pod, nodes, snapshot)
+                assert [n.name for n in feasible] == want[0], (seed, step)
+                assert algorithm.next_start_node_index == (start + want[1]) % len(nodes), (seed, step)
+                got = {name: _key(s) for name, s in diagnosis.node_to_status.items()}
+                assert got == want[2], (seed, step)
+            for _ in range(3):
+                _change(rng, cache, snapshot, nominator, nodes, pods, step)
+        fwk.nominator = None
+    assert any(hit is None for hit in hits) and any(hit is not None for hit in hits)
+
+
+def _change(
+    rng: random.Random,
+    cache: Any,
+    snapshot: Any,
+    nominator: _KeptNominator,
+    nodes: Sequence[NodeInfo],
+    pods: list[dict[str, Any]],
+    step: int,
+) -> None:
+    """One change between cycles, of what a kept verdict reads (or nothing)."""
+    change = rng.random()
+    target = rng.choice(list(nodes))
+    if change < 0.25:
+        # A pod nominated: that node's nominations change (a new tuple).
+        nominated = _renamed(_pod(rng, "late"), f"late{step}-{rng.random()}", rng.choice([0, 100, 1000]))
+        if rng.random() < 0.5:
+            # One that claims the node's free room: the verdict there turns.
+            nominated["spec"]["containers"][0]["resources"]["requests"] = _free_room(target)
+        nominator.nominate(target.name, PodInfo(nominated))
+    elif change < 0.35:
+        nominator.clear(target.name)
+    elif change < 0.55:
+        # A pod bound to the node (or one leaving): the snapshot's node changes generation.
+        existing = [p for p in target.pods.values()]
+        if existing and rng.random() < 0.5:
+            cache.remove_pod(existing[0].pod)
+        else:
+            bound = _pod(rng, f"bound{step}-{rng.random()}", node_name=target.name)
+            if rng.random() < 0.5:
+                bound["spec"]["containers"][0]["resources"]["requests"] = _free_room(target)
+            cache.add_pod(bound)
+        cache.update_snapshot(snapshot)
+    elif change < 0.75:
+        # A later pod is itself nominated to the node (its earlier attempt): it never counts against
+        # itself, though it counts against pods of the same shape.
+        later = pods[step + rng.choice([1, 2])]
+        nominator.nominate(target.name, PodInfo(later))
+
+
+def _free_room(node: NodeInfo) -> dict[str, str]:
+    """Requests that take the node's free cpu (or a little, on a full node)."""
+    return {"cpu": f"{max(node.allocatable.milli_cpu - node.requested.milli_cpu, 1)}m"}
+
+
+def test_a_pod_nominated_to_the_node_keeps_nothing_there() -> None:
+    verdicts = NominatedVerdicts()
+    _, snapshot, _, rng = _cluster(1, nodes=4)
+    node = snapshot.node_infos()[0]
+    me = PodInfo(_renamed(_pod(rng, "me"), "me", 100))
+    other = PodInfo(_renamed(_pod(rng, "other"), "other", 100))
+    nominated = (me,)
+    key = verdicts.key(("sig",), me)
+    verdicts.put(key, me, node, nominated, None)
+    assert verdicts.get(key, me, node, nominated) is MISSING
+    assert verdicts.get(key, other, node, nominated) is MISSING
+    verdicts.put(key, other, node, nominated, None)
+    assert verdicts.get(key, other, node, nominated) is None
+    assert verdicts.get(key, me, node, nominated) is MISSING
+    assert (
+        verdicts.get(verdicts.key(("sig",), PodInfo(_renamed(dict(me.pod), "x", 0))), other, node, nominated)
+        is MISSING
+    )
+    assert verdicts.key(None, me) is None
