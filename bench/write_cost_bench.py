@@ -4,8 +4,9 @@ One fresh control plane; per round, ``--pods`` pending pods (a schedulerName nob
 created before the clock, then each is bound and given its Scheduled Event through py-scheduler's
 own client (``bench.trivial_binder.HonestWriter``: RestClient, SchedulerApi, EventRecorder inline on
 the binding threads), with the request bodies as JSON or as protobuf. Rounds alternate the formats;
-the figure is kube-apiserver's CPU (utime+stime) over the writes, per pod. The API server does the
-same storage work either way, so the difference is decoding (and what decoding allocates).
+the figure is kube-apiserver's CPU (utime+stime) over the writes, per pod, and the last line the
+median over the pairs of protobuf's round over the JSON round before it. The API server does the same
+storage work either way, so the difference is decoding (and what decoding allocates).
 
     python -m bench.write_cost_bench --pods 2000 --rounds 4
 """
@@ -91,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     for fmt, values in costs.items():
         print(f"{fmt}: median {statistics.median(values):.0f} us per pod (Binding + Event) over "
               f"{len(values)} rounds: {', '.join(f'{v:.0f}' for v in values)}")  # fmt: skip
+    # Each protobuf round against the JSON round just before it: drift in the machine's load hits both.
+    ratios = [pb / js for js, pb in zip(costs["json"], costs["protobuf"], strict=True)]
+    listed = ", ".join(f"{r:.2f}" for r in ratios)
+    print(f"protobuf/json per pair: {listed}; median {statistics.median(ratios):.2f}")
     return 0
 
 

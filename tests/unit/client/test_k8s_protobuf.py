@@ -99,7 +99,7 @@ def _set_fields(message: Any) -> dict[str, Any]:
 
 
 def test_binding_decodes_to_the_json_body() -> None:
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": {"name": "pod-ü", "namespace": "ns", "uid": "0f1e-uid"},
@@ -114,7 +114,7 @@ def test_binding_decodes_to_the_json_body() -> None:
 
 @pytest.mark.parametrize("stamp", [0.0, 1_795_000_000.25, 1_795_000_000.999_999_6, time.time()])
 def test_event_decodes_to_the_json_body(stamp: float) -> None:
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {"name": "p.18a2b3c4d5e6f708", "namespace": "ns"},
@@ -150,7 +150,7 @@ def test_event_decodes_to_the_json_body(stamp: float) -> None:
 
 
 def test_an_unknown_field_is_refused_not_dropped() -> None:
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "events.k8s.io/v1",
         "kind": "Event",
         "metadata": {"name": "e", "namespace": "ns"},
