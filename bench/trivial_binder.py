@@ -6,7 +6,8 @@
   and then the ``Scheduled`` Event (events.k8s.io/v1, reason Scheduled, action Binding, note
   "Successfully assigned ns/pod to node", as kube-scheduler v1.36 writes it), both through
   py-scheduler's own client: its ``RestClient`` (the same qps/burst token bucket and the same
-  connection pool size as ``scheduler.app``), ``SchedulerApi.bind`` and ``EventRecorder.event`` inline on
+  connection pool size as ``scheduler.app``; protobuf bodies, as the scheduler's default
+  ``contentType`` sends them), ``SchedulerApi.bind`` and ``EventRecorder.event`` inline on
   one of ``BINDING_WORKERS`` binding threads, as py-scheduler's binding cycle writes them. No filtering,
   scoring, cache or queue: what is left is the per-pod API cost, so "fraction of the limit" says how
   much a scheduler loses to everything else.
