@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.client import k8s_protobuf
 from scheduler.client.events import micro_time
@@ -178,3 +180,65 @@ def test_long_strings_use_multi_byte_lengths() -> None:
     _, event = _unwrap(k8s_protobuf.encode_event(body), "Event")
     assert event.note == note
     assert event.type == "Warning"
+
+
+TEXT = st.text(max_size=200)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(TEXT, min_size=15, max_size=15),
+    stamp=st.floats(min_value=0, max_value=4_000_000_000, allow_nan=False),
+)
+def test_the_straight_path_writes_what_the_field_tables_write(texts: list[str], stamp: float) -> None:
+    """The scheduler's usual shapes take a faster path; any strings (empty, non-ASCII, 128 bytes or
+    more, which leave it for the tables) must give the tables' bytes, which the decoder reads back."""
+    t = iter(texts)
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": next(t), "namespace": next(t), "uid": next(t)},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": next(t)},
+    }
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": next(t), "namespace": next(t)},
+        "eventTime": micro_time(stamp),
+        "reportingController": next(t),
+        "reportingInstance": next(t),
+        "action": next(t),
+        "reason": next(t),
+        "note": next(t),
+        "type": next(t),
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": next(t),
+            "name": next(t),
+            "uid": next(t),
+            "resourceVersion": "1",
+        },
+    }
+    assert k8s_protobuf.encode_binding(binding) == k8s_protobuf.encode_with_tables(
+        binding, k8s_protobuf._BINDING
+    )
+    encoded = k8s_protobuf.encode_event(event)
+    assert encoded == k8s_protobuf.encode_with_tables(event, k8s_protobuf._EVENT)
+    _, decoded = _unwrap(encoded, "Event")
+    assert (decoded.note, decoded.regarding.uid, decoded.metadata.name) == (
+        event["note"],
+        event["regarding"]["uid"],  # type: ignore[index]
+        event["metadata"]["name"],  # type: ignore[index]
+    )
+
+
+def test_a_usual_body_with_a_non_string_falls_back_and_is_refused() -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "namespace": "ns", "uid": 7},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n"},
+    }
+    with pytest.raises(ValueError, match=r"Binding.metadata.uid: expected a string, got int"):
+        k8s_protobuf.encode_binding(body)
