@@ -2,8 +2,8 @@
 
 The API server decodes a protobuf body several times cheaper than the same object in JSON, and a
 scheduler writes two of them per pod (kube-scheduler sends both as protobuf). Only these two messages
-are needed, each with the fields the scheduler sets, so they are written here by hand (a dozen lines
-of the wire format) rather than generated: see README.md ("Dependencies").
+are needed, each with the fields the scheduler sets, so they are written here by hand (strings,
+lengths and one timestamp) rather than generated: see README.md ("Dependencies").
 
 The body is the API server's envelope: the magic ``k8s\\x00`` followed by a ``runtime.Unknown``
 (k8s.io/apimachinery/pkg/runtime/generated.proto) whose ``raw`` holds the object's message, from
