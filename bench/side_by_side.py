@@ -34,6 +34,7 @@ from pathlib import Path
 import orjson
 
 from bench import analysis, load, plots, prereqs, report, scale, schedulers, scrape, summary, workloads
+from bench import apiserver_profile as apiserver_profile_
 from bench.apiclient import BenchClient
 from bench.claim_watch import ClaimWatch
 from bench.foreign_cpu import cpu_window, read_cpu
@@ -198,6 +199,7 @@ async def _measure(
     extra_pids: dict[str, int] | None = None,
     metrics: Callable[[], scrape.Samples] | None = None,
     settle_pod_groups: bool = False,
+    apiserver_profile: Path | None = None,
 ) -> tuple[RunRecord, dict[str, float], list[dict[str, object]], list[dict[str, object]], list[str]]:
     """The measured run: (record, usage, the pods and nodes at the end, problems the claim watch saw)."""
     async with BenchClient(cp.server, cp.token, cp.ca_file, connections=concurrency + 8) as client:
@@ -227,6 +229,11 @@ async def _measure(
         # Counters over the measured run only: the warm-up and init pods are not in the difference.
         metrics_before = await asyncio.to_thread(metrics) if metrics is not None else {}
         writes_before = scrape.api_writes(await client.text("/metrics"))
+        profiling = None
+        if apiserver_profile is not None:
+            stem = f"{workload.name}-{contestant.scheduler_name}-{time.strftime('%H%M%S')}"
+            profiling = apiserver_profile_.ApiserverProfile(client, apiserver_profile, stem)
+            await profiling.start()
         on_started()
         churning = (
             asyncio.create_task(
@@ -264,6 +271,8 @@ async def _measure(
         machine = cpu_window(machine_before, read_cpu())
         metrics_after = await asyncio.to_thread(metrics) if metrics is not None else {}
         writes = scrape.grown(writes_before, scrape.api_writes(await client.text("/metrics")))
+        if profiling is not None:
+            await profiling.stop()
         await watch.stop()
         problems: list[str] = []
         if claims is not None:
@@ -316,6 +325,7 @@ def run_one(
     profile_dir: Path,
     keep_logs: Path | None = None,
     peer_controller: bool = True,
+    apiserver_profile: Path | None = None,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
     load_before = load.read_loadavg()
@@ -325,6 +335,7 @@ def run_one(
             priority_and_fairness=False,
             max_requests_inflight=MAX_INFLIGHT,
             max_mutating_requests_inflight=MAX_MUTATING_INFLIGHT,
+            apiserver_args=apiserver_profile_.PROFILING_ARGS if apiserver_profile is not None else (),
         ) as cp,
     ):
         workdir = Path(tmp)
@@ -397,6 +408,7 @@ def run_one(
                     # Whoever keeps PodGroup status has given each group its first phase before the clock.
                     settle_pod_groups=workload.peer_controller
                     and (controller is not None or kind == schedulers.PY),
+                    apiserver_profile=apiserver_profile,
                 )
             )
             if controller is not None:
@@ -538,6 +550,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smaller clusters and fewer pods")
     parser.add_argument("--profile", choices=schedulers.PROFILERS, help="profile py-scheduler's runs")
     parser.add_argument(
+        "--apiserver-profile",
+        type=Path,
+        metavar="DIR",
+        help="serve kube-apiserver's pprof; keep its CPU profiles and /metrics of each measured run in DIR",
+    )
+    parser.add_argument(
         "--keep-logs",
         type=Path,
         metavar="DIR",
@@ -667,6 +685,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         profile_dir=profile_dir,
                         keep_logs=args.keep_logs,
                         peer_controller=not args.no_peer_controller,
+                        apiserver_profile=args.apiserver_profile,
                     )
                 )
     settings = {

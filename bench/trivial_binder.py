@@ -6,7 +6,8 @@
   and then the ``Scheduled`` Event (events.k8s.io/v1, reason Scheduled, action Binding, note
   "Successfully assigned ns/pod to node", as kube-scheduler v1.36 writes it), both through
   py-scheduler's own client: its ``RestClient`` (the same qps/burst token bucket and the same
-  connection pool size as ``scheduler.app``), ``SchedulerApi.bind`` and ``EventRecorder.event`` inline on
+  connection pool size as ``scheduler.app``; protobuf bodies, as the scheduler's default
+  ``contentType`` sends them), ``SchedulerApi.bind`` and ``EventRecorder.event`` inline on
   one of ``BINDING_WORKERS`` binding threads, as py-scheduler's binding cycle writes them. No filtering,
   scoring, cache or queue: what is left is the per-pod API cost, so "fraction of the limit" says how
   much a scheduler loses to everything else.
@@ -54,7 +55,7 @@ class HonestWriter:
     """The Binding and the Scheduled Event of one pod, written on a binding thread through py-scheduler's
     client stack, configured as ``scheduler.app.scheduler_app`` configures it."""
 
-    def __init__(self, kubeconfig: str, qps: float, burst: int) -> None:
+    def __init__(self, kubeconfig: str, qps: float, burst: int, *, protobuf_writes: bool = True) -> None:
         from scheduler.client.api import SchedulerApi
         from scheduler.client.events import EVENT_WRITERS, EventRecorder
         from scheduler.client.kubeclient import RestClient, load_configuration
@@ -62,7 +63,7 @@ class HonestWriter:
 
         pool_size = max(16, BINDING_WORKERS) + EVENT_WRITERS  # scheduler_app's formula (parallelism 16)
         self.rest = RestClient(load_configuration(kubeconfig), qps=qps, burst=burst, pool_size=pool_size)
-        self.api = SchedulerApi(self.rest)
+        self.api = SchedulerApi(self.rest, protobuf_writes=protobuf_writes)
         self.recorder = EventRecorder(self.api, reporting_instance=f"bench-honest-limit_{os.getpid()}",
                                       clock=time.time)  # fmt: skip
         self.threads = ThreadPoolExecutor(max_workers=BINDING_WORKERS, thread_name_prefix="binding")

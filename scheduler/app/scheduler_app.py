@@ -40,6 +40,7 @@ from scheduler.client.events import EVENT_WRITERS, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.client.load_watcher import Collectors
 from scheduler.config import SchedulerConfig, config_to_dict
+from scheduler.config.types import PROTOBUF_CONTENT_TYPE
 from scheduler.controllers import Controller, podgroup_status
 from scheduler.cycle.binding import BINDING_WORKERS, BindingPool
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hints
@@ -112,7 +113,8 @@ class SchedulerApp:
         # A connection for every binding thread and event writer, so none is opened per request.
         pool_size = max(16, config.parallelism, BINDING_WORKERS) + EVENT_WRITERS
         self.rest = RestClient(self.configuration, qps=conn.qps, burst=conn.burst, pool_size=pool_size)
-        self.api = SchedulerApi(self.rest)
+        # Upstream's default contentType: the Binding and Event of every pod go out as protobuf.
+        self.api = SchedulerApi(self.rest, protobuf_writes=conn.content_type == PROTOBUF_CONTENT_TYPE)
         self.clock = time.time
         self.cache = SchedulerCache()
         self.pod_infos = PodInfoCache()

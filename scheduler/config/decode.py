@@ -32,6 +32,7 @@ from scheduler.config.types import (
     DEFAULT_RENEW_DEADLINE,
     DEFAULT_RETRY_PERIOD,
     DEFAULT_SCHEDULER_NAME,
+    JSON_CONTENT_TYPE,
     KIND,
     LEASES_RESOURCE_LOCK,
     PLUGIN_SET_NAMES,
@@ -168,9 +169,9 @@ def _decode_leader_election(dec: Decoder, raw: Any, path: FieldPath) -> LeaderEl
 def _decode_client_connection(dec: Decoder, raw: Any, path: FieldPath) -> ClientConnectionConfig:
     d = dec.mapping(raw, path, _CLIENT_CONNECTION_FIELDS)
     content_type = dec.string(d, "contentType", path, "") or DEFAULT_CONTENT_TYPE
-    if content_type == PROTOBUF_CONTENT_TYPE:
+    if content_type not in (PROTOBUF_CONTENT_TYPE, JSON_CONTENT_TYPE):
         log.warning(
-            "%s: %s is accepted but py-scheduler always talks JSON", path.child("contentType"), content_type
+            "%s: %s is accepted but py-scheduler writes JSON with it", path.child("contentType"), content_type
         )
     return ClientConnectionConfig(
         kubeconfig=dec.string(d, "kubeconfig", path, ""),

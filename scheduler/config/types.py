@@ -21,9 +21,12 @@ DEFAULT_LEASE_NAME = "py-scheduler"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
 LEASES_RESOURCE_LOCK = "leases"
 
-# Upstream's default is protobuf; py-scheduler speaks JSON only (see docs/architecture.md: raw JSON dicts).
-DEFAULT_CONTENT_TYPE = "application/json"
+# clientConnection.contentType: the body format of writes, protobuf by default as upstream. py-scheduler
+# sends its per-pod Binding and Event as protobuf with it (scheduler.client.k8s_protobuf); everything else
+# it writes, and all it reads, stays JSON (docs/architecture.md: objects are raw JSON dicts).
+JSON_CONTENT_TYPE = "application/json"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
+DEFAULT_CONTENT_TYPE = PROTOBUF_CONTENT_TYPE
 
 DEFAULT_PARALLELISM = 16
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0  # 0 = adaptive (5%..50% by cluster size)

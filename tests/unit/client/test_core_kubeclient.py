@@ -485,3 +485,20 @@ def test_already_assigned_on_the_first_try_is_a_conflict_even_on_our_node() -> N
     client, _ = api(lambda m, p, b: answers[m])
     with pytest.raises(BindingConflict):
         client.bind("default", "p", "uid-1", "n1")
+
+
+def test_an_event_the_protobuf_encoder_refuses_still_goes_out_as_json() -> None:
+    rest = FakeRest()
+    usual = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "d"},
+        "reason": "Scheduled",
+    }
+    unusual = {**usual, "metadata": {"name": "p.2", "namespace": "d"}, "someFutureField": "x"}
+    api = SchedulerApi(rest, protobuf_writes=True)  # type: ignore[arg-type]
+    api.create_event("d", usual)
+    api.create_event("d", unusual)
+    sent = rest.matching("POST", "/events")
+    assert [c.content_type for c in sent] == ["application/vnd.kubernetes.protobuf", "application/json"]
+    assert sent[1].body == unusual

@@ -45,9 +45,9 @@ def test_defaults_match_upstream_with_our_names() -> None:
     cc = cfg.client_connection
     assert (cc.qps, cc.burst) == (50.0, 100)
     assert cc.kubeconfig == ""
-    # Deliberate differences: our own lease and profile name; JSON, not protobuf.
+    # Deliberate differences: our own lease and profile name. Upstream's protobuf writes.
     assert le.resource_name == "py-scheduler"
-    assert cc.content_type == "application/json"
+    assert cc.content_type == "application/vnd.kubernetes.protobuf"
     assert [p.scheduler_name for p in cfg.profiles] == ["py-scheduler"]
     assert cfg.profiles[0].percentage_of_nodes_to_score is None
     assert cfg.profiles[0].plugin_config == ()
@@ -100,10 +100,17 @@ def test_json_is_accepted() -> None:
     assert parse_config(json.dumps(doc).encode()) == cfg
 
 
-def test_protobuf_content_type_is_accepted_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_json_and_protobuf_are_taken_and_other_types_warned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     cfg = parse_config(HEADER + "clientConnection: {contentType: application/vnd.kubernetes.protobuf}\n")
     assert cfg.client_connection.content_type == "application/vnd.kubernetes.protobuf"
-    assert "JSON" in caplog.text
+    cfg = parse_config(HEADER + "clientConnection: {contentType: application/json}\n")
+    assert cfg.client_connection.content_type == "application/json"
+    assert caplog.text == ""
+    cfg = parse_config(HEADER + "clientConnection: {contentType: application/yaml}\n")
+    assert cfg.client_connection.content_type == "application/yaml"
+    assert "application/yaml is accepted but py-scheduler writes JSON with it" in caplog.text
 
 
 FULL = f"""\
