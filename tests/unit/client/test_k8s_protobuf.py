@@ -13,15 +13,12 @@ import time
 from typing import Any
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.client import k8s_protobuf
 from scheduler.client.events import micro_time
-
-descriptor_pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
-descriptor_pool = pytest.importorskip("google.protobuf.descriptor_pool")
-message_factory = pytest.importorskip("google.protobuf.message_factory")
 
 STRING = 9
 INT64 = 3
