@@ -93,10 +93,10 @@ class SchedulingAlgorithm:
     def __init__(self, rng: random.Random | None = None, *, batching: bool = False) -> None:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
-        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.cycle.batching). Placements
-        # equal one-by-one scheduling, but it is off by default: measured (bench.batching_bench), a hit
-        # still pays PreFilter, PreScore, signing and per-plugin dispatch for the changed rows, which on
-        # the vectorised plugins costs about what judging the whole window does (optimisation-log).
+        # Identical pods reuse the last Filter verdicts, raw Scores and PreFilter/PreScore state
+        # (scheduler.cycle.batching). Placements equal one-by-one scheduling. Off by default: a hit
+        # saves about a quarter of schedule_pod in-process (bench.batching_bench), too little of a
+        # pod's CPU end to end to show above the shared machine's noise (optimisation-log).
         self.batch: BatchCache | None = BatchCache() if batching else None
         # The cache entry the current attempt filtered with; its Score step reads and fills it.
         self._batched: BatchEntry | None = None
