@@ -1,17 +1,21 @@
 """CPU per pod of the scheduling algorithm with and without opportunistic batching.
 
-    python -m bench.batching_bench [--nodes 1000,5000] [--pods 500]
+    python -m bench.batching_bench [--nodes 1000,5000] [--pods 500] [--repeat 1]
 
 Builds the basic workload's cluster in-process (identical nodes, identical 100m/128Mi pods), schedules
 pods one after another (each placed pod assumed into the cache, the snapshot updated, as the cycle
 does) and prints time.process_time per pod for SchedulingAlgorithm.schedule_pod, batching off and on.
+With --repeat N the two alternate N times and the medians are printed with each run's numbers and
+the load average before and after (the machine may be shared).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import random
+import statistics
 import time
 from typing import Any
 
@@ -57,14 +61,29 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", default="1000,5000")
     parser.add_argument("--pods", type=int, default=500)
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     for nodes in (int(n) for n in args.nodes.split(",")):
-        off, _, _ = _measure(nodes, args.pods, False)
-        on, hits, misses = _measure(nodes, args.pods, True)
+        load_before = os.getloadavg()[0]
+        offs: list[float] = []
+        ons: list[float] = []
+        hits = misses = 0
+        for _ in range(args.repeat):
+            offs.append(_measure(nodes, args.pods, False)[0])
+            on, hits, misses = _measure(nodes, args.pods, True)
+            ons.append(on)
+        off, on = statistics.median(offs), statistics.median(ons)
         print(
             f"basic {nodes} nodes: schedule_pod CPU per pod {off * 1e6:.0f} us -> {on * 1e6:.0f} us "
             f"with batching ({off / on:.2f}x; hits {hits}, misses {misses})"
         )
+        if args.repeat > 1:
+            runs_off = " ".join(f"{v * 1e6:.0f}" for v in offs)
+            runs_on = " ".join(f"{v * 1e6:.0f}" for v in ons)
+            print(
+                f"  off {runs_off}; on {runs_on} "
+                f"(us; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})"
+            )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import numpy as np
 
 from scheduler.cache.columns import NodeColumns
 from scheduler.cache.snapshot import Snapshot
-from scheduler.cycle.batching import BatchCache, BatchEntry
+from scheduler.cycle.batching import BatchCache, BatchEntry, PreState
 from scheduler.cycle.filter_loop import find_feasible, first_nodes
 from scheduler.cycle.nominated_verdicts import MISSING, NominatedVerdicts
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
@@ -27,7 +27,7 @@ from scheduler.framework.interface import FilterPlugin
 from scheduler.framework.objects import pod_status
 from scheduler.framework.runtime import PRE_FILTER_NARROWING_KEY, Framework, go_list
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo
+from scheduler.framework.types import Diagnosis, NodeInfo, PodInfo, PreFilterResult
 
 log = logging.getLogger(__name__)
 
@@ -94,16 +94,19 @@ class SchedulingAlgorithm:
     def __init__(self, rng: random.Random | None = None, *, batching: bool = False) -> None:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
-        # Identical pods reuse the last Filter verdicts and raw Scores (scheduler.cycle.batching). Placements
-        # equal one-by-one scheduling, but it is off by default: measured (bench.batching_bench), a hit
-        # still pays PreFilter, PreScore, signing and per-plugin dispatch for the changed rows, which on
-        # the vectorised plugins costs about what judging the whole window does (optimisation-log).
+        # Identical pods reuse the last Filter verdicts, raw Scores and PreFilter/PreScore state
+        # (scheduler.cycle.batching). Placements equal one-by-one scheduling. Off by default: a hit
+        # saves about a quarter of schedule_pod in-process (bench.batching_bench), too little of a
+        # pod's CPU end to end to show above the shared machine's noise (optimisation-log).
         self.batch: BatchCache | None = BatchCache() if batching else None
         # The cache entry the current attempt filtered with; its Score step reads and fills it.
         self._batched: BatchEntry | None = None
         # Verdicts on nodes with nominated pods, kept while the node, its nominations and the pod's
         # shape stay (scheduler.cycle.nominated_verdicts).
         self.nominated_verdicts = NominatedVerdicts()
+        # The PreFilter/PreScore state kept for the current attempt's signature: PreScore replays it,
+        # or records into it when only PreFilter's part is known yet.
+        self._pre_state: PreState | None = None
 
     def schedule_pod(
         self, fwk: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
@@ -177,12 +180,13 @@ class SchedulingAlgorithm:
         only; extenders cannot sign pods)."""
         diagnosis = Diagnosis()
         self._batched = None
+        self._pre_state = None
         signature: Hashable | None = None
         if batching and self.batch is not None and fwk.signers is not None:
             signature = fwk.sign_pod(pod)
             if signature is None:
                 self.batch.unsignable()
-        pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
+        pre_result, status = self._pre_filter(fwk, state, pod, all_nodes, signature)
         if status is not None:
             self._pre_filter_rejected(state, status, all_nodes, diagnosis)
             return [], diagnosis
@@ -226,6 +230,38 @@ class SchedulingAlgorithm:
         elif not feasible:
             self._blame_narrowing(state, diagnosis, all_nodes)
         return feasible, diagnosis
+
+    def _pre_filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        all_nodes: Sequence[NodeInfo],
+        signature: Hashable | None,
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Run PreFilter, or hand the pod what it wrote for the last pod of the same signature when
+        every PreFilter and PreScore plugin promises that depends on the signature alone. Cycles that
+        time each plugin (record_plugin_metrics) run the plugins, so their metrics stay complete."""
+        if (
+            signature is None
+            or self.batch is None
+            or not fwk.pre_state_replayable
+            or state.record_plugin_metrics
+        ):
+            return fwk.run_pre_filter(state, pod, all_nodes)
+        pre = self.batch.pre_state(fwk.profile_name, signature)
+        if pre is not None and (fwk.guard is None or fwk.guard.check(pod) is None):
+            began = time.perf_counter()
+            pre.replay_pre_filter(state)
+            self.batch.stats.pre_filter_replays += 1
+            self._pre_state = pre
+            fwk.observe_point("PreFilter", "Success", time.perf_counter() - began)
+            return None, None
+        before = state.written()
+        pre_result, status = fwk.run_pre_filter(state, pod, all_nodes)
+        if pre_result is None and status is None:
+            self._pre_state = self.batch.keep_pre_filter(fwk.profile_name, signature, before, state)
+        return pre_result, status
 
     def _filter(
         self,
@@ -462,9 +498,20 @@ class SchedulingAlgorithm:
     ) -> list[int] | IntArray:
         if not fwk.has_score_plugins() and not with_extenders:
             return [1] * len(nodes)
-        status = fwk.run_pre_score(state, pod, nodes)
-        if status is not None:
-            raise PreScoreError(status)
+        pre = self._pre_state if not with_extenders else None
+        if pre is not None and pre.score_data is not None:
+            began = time.perf_counter()
+            pre.replay_pre_score(state)
+            if self.batch is not None:
+                self.batch.stats.pre_score_replays += 1
+            fwk.observe_point("PreScore", "Success", time.perf_counter() - began)
+        else:
+            before = state.written() if pre is not None else None
+            status = fwk.run_pre_score(state, pod, nodes)
+            if status is not None:
+                raise PreScoreError(status)
+            if pre is not None and before is not None:
+                pre.keep_pre_score(before, state)
         if batched is not None and self.batch is not None and isinstance(nodes, NodeSubset):
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
             return fwk.run_score_array(state, pod, nodes, raw)

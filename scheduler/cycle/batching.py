@@ -17,10 +17,17 @@ The signature (``Framework.sign_pod``) promises that a plugin's verdict and raw 
 depend only on that node's state and the pod's signature, so a row whose generation is unchanged
 keeps its answers. Rows move only when nodes are added or removed, which builds new columns: entries
 of other columns are discarded.
+
+Per signature it also keeps what PreFilter and PreScore wrote to the CycleState (``PreState``) when
+every such plugin of the profile promises that this is a function of the signature alone
+(``pre_state_from_signature``): the next pod of that signature takes shallow copies of those values
+instead of running the two points. Changed rows, usually one, are judged and scored through the
+plugins' per-node methods: a vectorised call on one row costs about what it does on hundreds.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +48,9 @@ _UNKNOWN = -1
 MAX_ENTRIES = 8
 # Past this share of changed rows, judging everything afresh costs no more than patching.
 _REBUILD_SHARE = 4
+# Up to this many rows are judged and scored through the per-node plugin methods (same answers as the
+# batch ones: tests/unit/cycle/test_batch_equivalence.py); more go through one batch call per plugin.
+_PER_NODE_ROWS = 8
 
 
 @dataclass(slots=True)
@@ -50,6 +60,9 @@ class BatchStats:
     hits: int = 0
     misses: int = 0
     unsignable: int = 0
+    # PreFilter and PreScore points answered from the state kept for the pod's signature.
+    pre_filter_replays: int = 0
+    pre_score_replays: int = 0
 
 
 @dataclass(slots=True)
@@ -63,15 +76,89 @@ class BatchEntry:
     raw: dict[str, IntArray] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class PreState:
+    """What PreFilter and PreScore wrote to the CycleState of a pod of one signature, and the plugins
+    they skipped. Kept only when both points passed without narrowing the nodes."""
+
+    filter_data: dict[str, Any]
+    skip_filter: frozenset[str]
+    score_data: dict[str, Any] | None = None
+    skip_score: frozenset[str] = frozenset()
+
+    def replay_pre_filter(self, state: CycleState) -> None:
+        for key, value in self.filter_data.items():
+            state.write(key, _fresh(value))
+        state.skip_filter_plugins.update(self.skip_filter)
+
+    def replay_pre_score(self, state: CycleState) -> None:
+        assert self.score_data is not None
+        for key, value in self.score_data.items():
+            state.write(key, _fresh(value))
+        state.skip_score_plugins.update(self.skip_score)
+
+    def keep_pre_score(self, before: dict[str, Any], state: CycleState) -> None:
+        """Record what PreScore wrote (``before``: ``state.written()`` taken just before it ran)."""
+        score_data = _written_since(before, state)
+        if score_data is not None:
+            self.score_data = score_data
+            self.skip_score = frozenset(state.skip_score_plugins)
+
+
+def _written_since(before: dict[str, Any], state: CycleState) -> dict[str, Any] | None:
+    """The keys a phase wrote, with their values as written, or None when it deleted a key (not a
+    state a copy of the values can reproduce)."""
+    after = state.written()
+    if any(key not in after for key in before):
+        return None
+    changed: dict[str, Any] = {}
+    for key, value in after.items():
+        if before.get(key, _ABSENT) is not value:
+            # Copied now, so later phases of this cycle cannot change what the next pod receives.
+            changed[key] = _fresh(value)
+    return changed
+
+
+_ABSENT: Any = object()
+# Values no phase can change: shared as they are.
+_IMMUTABLE = (tuple, frozenset, str, bytes, int, float, bool, type(None))
+
+
+def _fresh(value: Any) -> Any:
+    """A value for one cycle's state: a shallow copy, unless nothing could change it."""
+    return value if isinstance(value, _IMMUTABLE) else copy.copy(value)
+
+
 class BatchCache:
     """The per-profile cache of one SchedulingAlgorithm (the loop's only scheduling task uses it)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
         self._entries: dict[str, OrderedDict[Hashable, BatchEntry]] = {}
+        self._pre_states: dict[str, OrderedDict[Hashable, PreState]] = {}
         self._max_entries = max_entries
         self.stats = BatchStats()
         # Called with "hit" or "miss" per signed pod (metrics); unsignable pods count as misses.
         self.observe: Callable[[str], None] = _ignore
+
+    def pre_state(self, profile: str, signature: Hashable) -> PreState | None:
+        """The PreFilter/PreScore state kept for this signature, if any."""
+        kept = self._pre_states.get(profile)
+        return kept.get(signature) if kept is not None else None
+
+    def keep_pre_filter(
+        self, profile: str, signature: Hashable, before: dict[str, Any], state: CycleState
+    ) -> PreState | None:
+        """Record what PreFilter wrote for this signature (``before``: ``state.written()`` taken just
+        before it ran); PreScore's part is added when it runs."""
+        filter_data = _written_since(before, state)
+        if filter_data is None:
+            return None
+        kept = self._pre_states.setdefault(profile, OrderedDict())
+        pre = kept[signature] = PreState(filter_data, frozenset(state.skip_filter_plugins))
+        kept.move_to_end(signature)
+        while len(kept) > self._max_entries:
+            kept.popitem(last=False)
+        return pre
 
     def unsignable(self) -> None:
         self.stats.unsignable += 1
@@ -142,11 +229,14 @@ class BatchCache:
     ) -> None:
         """Each row's first failing plugin (plugin order, as the per-node loop) and its Status.
         Batch plugins are pure, so judging a row another plugin already rejected changes nothing."""
-        subset = NodeSubset(columns, rows)
-        first: IntArray = np.full(len(rows), -1, dtype=np.int64)
         statuses = entry.statuses
         for row in rows.tolist():
             statuses.pop(row, None)
+        if len(rows) <= _PER_NODE_ROWS:
+            _judge_per_node(entry, rows, columns, state, pod, plugins)
+            return
+        subset = NodeSubset(columns, rows)
+        first: IntArray = np.full(len(rows), -1, dtype=np.int64)
         for plugin_index, plugin in enumerate(plugins):
             batch = batch_of(plugin)
             assert batch is not None, "only profiles whose Filter plugins are all batch plugins batch"
@@ -198,6 +288,31 @@ class BatchCache:
         return out
 
 
+def _judge_per_node(
+    entry: BatchEntry,
+    rows: IntArray,
+    columns: Any,
+    state: CycleState,
+    pod: PodInfo,
+    plugins: Sequence[FilterPlugin],
+) -> None:
+    """``BatchCache._judge`` for a few rows: each row's plugins in order, stopping at the first that
+    rejects it, as the per-node Filter loop does."""
+    infos = columns.infos
+    first_failure = entry.first_failure
+    statuses = entry.statuses
+    for row in rows.tolist():
+        node = infos[row]
+        failed = -1
+        for plugin_index, plugin in enumerate(plugins):
+            status = plugin.filter(state, pod, node)
+            if status is not None and status.code is not Code.Success:
+                failed = plugin_index
+                statuses[row] = status.with_plugin(plugin.name)
+                break
+        first_failure[row] = failed
+
+
 def _score_rows(
     plugin: ScorePlugin,
     batch: BatchScorePlugin | None,
@@ -206,20 +321,21 @@ def _score_rows(
     state: CycleState,
     pod: PodInfo,
 ) -> IntArray | None:
-    nodes = NodeSubset(feasible.columns, feasible.positions[indices])
-    if batch is not None:
+    positions = feasible.positions[indices]
+    if batch is not None and len(indices) > _PER_NODE_ROWS:
+        nodes = NodeSubset(feasible.columns, positions)
         computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
-    else:
-        values: list[int] = []
-        for node in nodes:
-            value, status = plugin.score(state, pod, node)
-            if status is not None and status.code is not Code.Success:
-                return None
-            values.append(value)
-        computed = np.asarray(values, dtype=np.int64)
-    if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
-        return None
-    return computed
+        if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
+            return None
+        return computed
+    infos = feasible.columns.infos
+    values: list[int] = []
+    for row in positions.tolist():
+        value, status = plugin.score(state, pod, infos[row])
+        if (status is not None and status.code is not Code.Success) or not 0 <= value <= 100:
+            return None
+        values.append(value)
+    return np.array(values, dtype=np.int64)
 
 
 def _window(

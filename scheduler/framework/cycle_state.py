@@ -73,6 +73,11 @@ class CycleState:
         other._filter_plugins = self._filter_plugins
         return other
 
+    def written(self) -> dict[str, Any]:
+        """A copy of what this state holds, key to value (values not cloned): to tell what a phase
+        wrote by comparing with a copy taken before it (opportunistic batching)."""
+        return self._data.copy()
+
     def _lookup(self, key: str) -> Any:
         """The value stored under ``key`` as it is (not cloned), or ``_MISSING``."""
         return self._data.get(key, _MISSING)
@@ -159,6 +164,9 @@ class _ScratchCycleState(CycleState):
         other.skip_score_plugins = self.skip_score_plugins.copy()
         other._filter_plugins = self._filter_plugins
         return other
+
+    def written(self) -> dict[str, Any]:
+        return {key: value for key in self._keys() if (value := self._lookup(key)) is not _MISSING}
 
     def _keys(self) -> list[str]:
         seen = dict.fromkeys(self._base._keys())

@@ -100,6 +100,22 @@ def filter_ignores_pods_on_node(plugin: object) -> bool:
     return getattr(plugin, "filter_ignores_pods_on_node", False) is True
 
 
+def sign_reads_spec_only(plugin: object) -> bool:
+    """Whether a signing plugin promises (class attribute ``sign_reads_spec_only = True``) that its
+    ``sign`` reads nothing but the pod's spec (requests included, as long as the pod's status reports no
+    resources): two pods with equal specs then get equal parts, so the framework may reuse them."""
+    return getattr(plugin, "sign_reads_spec_only", False) is True
+
+
+def pre_state_from_signature(plugin: object) -> bool:
+    """Whether a signing plugin promises (class attribute ``pre_state_from_signature = True``) that,
+    for any pod it signs, its PreFilter and PreScore return and write to the CycleState only what the
+    pod's signature determines: not the nodes passed in, nor any other cluster state. What it writes is
+    then kept per signature and handed to the next pod of that signature as shallow copies (opportunistic
+    batching), so a later phase may change a written value's attributes, but not containers it holds."""
+    return getattr(plugin, "pre_state_from_signature", False) is True
+
+
 @runtime_checkable
 class SignPlugin(Plugin, Protocol):
     """Opportunistic batching (upstream's ``SignPlugin``): the part of a pod this plugin's PreFilter,

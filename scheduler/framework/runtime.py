@@ -8,6 +8,7 @@ mutable state after construction, so both sides may share it.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
 import time
@@ -53,6 +54,8 @@ from scheduler.framework.interface import (
     ScorePlugin,
     SignPlugin,
     filter_ignores_pods_on_node,
+    pre_state_from_signature,
+    sign_reads_spec_only,
 )
 from scheduler.framework.masked import ok_mask
 from scheduler.framework.podgroup import (
@@ -61,6 +64,7 @@ from scheduler.framework.podgroup import (
     PodGroupPostFilterPlugin,
     PodGroupSchedulingFunc,
 )
+from scheduler.framework.resources import has_status_resources
 from scheduler.framework.status import Code, Status
 from scheduler.framework.trial import AmountsTrial, FilterChecks
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
@@ -96,6 +100,9 @@ PERMIT_WAIT_MSG = "one or more plugins asked to wait and no plugin rejected pod"
 
 # Upstream samples per-plugin timings in 10% of cycles: timing every call costs more than the plugins.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+# Specs whose signature parts sign_pod keeps: a few ReplicaSets interleaved each keep theirs.
+_SPEC_PARTS_KEPT = 8
 
 # (extension_point, status_code_name, seconds) and (plugin, extension_point, status, seconds)
 PointObserver = Callable[[str, str, float], None]
@@ -262,6 +269,17 @@ class Framework:
             if all(isinstance(p, SignPlugin) for p in deciding.values())
             else None
         )
+        # A pod whose signature was seen before may take the PreFilter and PreScore state of the last
+        # pod of that signature instead of running those points (scheduler.cycle.batching.PreState).
+        self.pre_state_replayable: bool = self.signers is not None and all(
+            pre_state_from_signature(p) for p in (*plugins.pre_filter, *plugins.pre_score)
+        )
+        # Signers that read only the spec, whose parts are kept per spec (sign_pod), and the rest.
+        self._spec_signers = tuple(p for p in self.signers or () if sign_reads_spec_only(p))
+        self._other_signers = tuple(p for p in self.signers or () if not sign_reads_spec_only(p))
+        # (a copy of a spec, the spec signers' parts for it), most recent last: identical pods share a
+        # spec, so their parts are one dict comparison away.
+        self._spec_parts: list[tuple[Mapping[str, Any], tuple[Hashable, ...]]] = []
         declarations = self.column_declarations
         if self.signers is not None:
             declarations = (*declarations, ("the batching cache", (GENERATION_COLUMN,)))
@@ -358,16 +376,42 @@ class Framework:
     # --- scheduling cycle ---------------------------------------------------------------------
     def sign_pod(self, pod: PodInfo) -> Hashable | None:
         """The pod's scheduling signature (upstream's SignPod), or None: cannot batch this pod."""
-        signers = self.signers
-        if signers is None:
+        if self.signers is None:
             return None
-        parts: list[Hashable] = [pod.scheduler_name]
-        for plugin in signers:
+        spec_parts = self._parts_of_spec(pod)
+        if spec_parts is None:
+            return None
+        parts: list[Hashable] = [pod.scheduler_name, spec_parts]
+        for plugin in self._other_signers:
             part = plugin.sign(pod)
             if part is None:
                 return None
             parts.append(part)
         return tuple(parts)
+
+    def _parts_of_spec(self, pod: PodInfo) -> tuple[Hashable, ...] | None:
+        """The parts of the signers that read only the spec: kept for the last few specs seen, unless
+        the pod's status reports resources (its requests then read the status too)."""
+        spec = pod.spec
+        known = self._spec_parts
+        reusable = not has_status_resources(pod.pod)
+        if reusable:
+            for index in range(len(known) - 1, -1, -1):
+                if known[index][0] == spec:
+                    return known[index][1]
+        parts: list[Hashable] = []
+        for plugin in self._spec_signers:
+            part = plugin.sign(pod)
+            if part is None:
+                return None
+            parts.append(part)
+        frozen = tuple(parts)
+        if reusable:
+            # A deep copy: a caller may change the pod it scheduled (the kept spec must not follow).
+            known.append((copy.deepcopy(spec), frozen))
+            if len(known) > _SPEC_PARTS_KEPT:
+                del known[0]
+        return frozen
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

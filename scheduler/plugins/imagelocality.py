@@ -78,6 +78,9 @@ class ImageLocality:
 
     name = names.IMAGE_LOCALITY
 
+    # PreScore's state is the image counts and sizes the signature carries.
+    pre_state_from_signature = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """The images with how many nodes hold each and their cluster-wide size: both scale every
         node's score."""

@@ -118,6 +118,9 @@ class NodeAffinity:
     # (preemption dry runs ask once per node).
     filter_ignores_pods_on_node = True
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """nodeSelector and the affinity stanza (its pod (anti-)affinity parts make InterPodAffinity
         decline anyway)."""

@@ -128,6 +128,9 @@ class NodeDeclaredFeatures:
     def __init__(self, args: Mapping[str, Any] | None = None, handle: Handle | None = None) -> None:
         ArgsReader(self.name).top(args, None, ())
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return tuple(sorted(_pod_requirements(pod)))
 

@@ -38,6 +38,9 @@ class NodeName:
     # runs ask once per node).
     filter_ignores_pods_on_node = True
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return pod.node_name
 

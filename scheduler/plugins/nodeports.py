@@ -49,6 +49,9 @@ class NodePorts:
 
     name = names.NODE_PORTS
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return pod.host_ports
 

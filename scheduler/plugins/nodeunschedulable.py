@@ -70,6 +70,8 @@ class NodeUnschedulable:
     # (preemption dry runs ask once per node).
     filter_ignores_pods_on_node = True
 
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return spec_part(pod, "tolerations")
 

@@ -148,6 +148,10 @@ class NodeVolumeLimits:
 
     name = names.NODE_VOLUME_LIMITS
 
+    # A signed pod has no claim or migratable volume: PreFilter skips.
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return volumes_signature(pod)
 

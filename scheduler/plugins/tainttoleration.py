@@ -114,6 +114,9 @@ class TaintToleration:
     # runs ask once per node).
     filter_ignores_pods_on_node = True
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return spec_part(pod, "tolerations")
 

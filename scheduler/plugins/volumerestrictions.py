@@ -129,6 +129,10 @@ class VolumeRestrictions:
 
     name = names.VOLUME_RESTRICTIONS
 
+    # A signed pod has no claims and no volume needing the check: PreFilter skips.
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return volumes_signature(pod)
 

@@ -91,6 +91,10 @@ class VolumeZone:
     # (preemption dry runs ask once per node).
     filter_ignores_pods_on_node = True
 
+    # A signed pod has no claims: PreFilter skips.
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Only pods without claims: a claim's PV and storage class are objects of their own."""
         return volumes_signature(pod)

@@ -177,6 +177,10 @@ class DynamicResources:
 
     name = names.DYNAMIC_RESOURCES
 
+    # A signed pod has no claims: PreFilter writes the empty state and skips.
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Claims depend on allocation state beyond the node (upstream declines them too); extended
         resources may be backed by device classes, so those pods decline as well."""

@@ -103,6 +103,9 @@ class InterPodAffinity:
 
     name = names.INTER_POD_AFFINITY
 
+    # A signed pod has no affinity terms and meets no existing pod's: PreFilter and PreScore skip.
+    pre_state_from_signature = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Verdicts here depend on other pods' placement across a topology domain, not on one node:
         sign only when the plugin has nothing to do (no pod affinity of its own, no existing pod with

@@ -131,6 +131,9 @@ class NodeResourcesBalancedAllocation:
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return requests_part(pod)
 

@@ -260,6 +260,9 @@ class NodeResourcesFit:
 
     name = names.NODE_RESOURCES_FIT
 
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Filter and Score read only the pod's requests (and this plugin's args)."""
         return requests_part(pod)

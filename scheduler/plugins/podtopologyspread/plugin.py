@@ -78,6 +78,9 @@ class PodTopologySpread:
 
     name = names.POD_TOPOLOGY_SPREAD
 
+    # A signed pod has no constraint, own or defaulted: PreFilter and PreScore skip.
+    pre_state_from_signature = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Spreading depends on where matching pods run: sign only pods without any constraint, own
         or defaulted (both Filter and Score skip those)."""

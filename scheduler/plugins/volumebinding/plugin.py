@@ -101,6 +101,11 @@ class VolumeBinding:
 
     name = names.VOLUME_BINDING
 
+    # A signed pod has no claims: PreFilter writes an empty StateData (Reserve sets its attributes)
+    # and skips; PreScore skips or scores by configuration alone.
+    pre_state_from_signature = True
+    sign_reads_spec_only = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         return volumes_signature(pod)
 

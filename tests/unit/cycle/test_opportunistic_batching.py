@@ -9,6 +9,7 @@ revalidate), earlier pods are deleted, nodes are updated (taints, cordons) or re
 from __future__ import annotations
 
 import copy
+import dataclasses
 import random
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.cycle.algorithm import SchedulingAlgorithm
+from scheduler.cycle.batching import BatchStats
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.runtime import Framework
@@ -35,13 +37,16 @@ class _Side:
         )[PROFILE]
         self.algorithm = SchedulingAlgorithm(rng=random.Random(7), batching=batching)
 
-    def schedule(self, pod: dict[str, Any]) -> tuple[Any, ...]:
+    def schedule(self, pod: dict[str, Any], record: bool = False) -> tuple[Any, ...]:
         self.cache.update_snapshot(self.snapshot)
         info = PodInfo(pod)
         try:
-            result = self.algorithm.schedule_pod(self.fwk, CycleState(), info, self.snapshot)
+            state = CycleState(record_plugin_metrics=record)
+            result = self.algorithm.schedule_pod(self.fwk, state, info, self.snapshot)
         except FitError as err:
             return ("fit-error", str(err), self.algorithm.next_start_node_index)
+        # As a caller may: the pod it scheduled changes afterwards (kept specs must not follow).
+        pod["spec"]["nodeName"] = result.node_name
         return (
             result.node_name,
             result.evaluated_nodes,
@@ -60,7 +65,7 @@ def _instance(template: dict[str, Any], name: str) -> dict[str, Any]:
     return pod
 
 
-def _run(seed: int, nodes: int, percentage: int | None) -> tuple[list[tuple[Any, ...]], int]:
+def _run(seed: int, nodes: int, percentage: int | None) -> tuple[list[tuple[Any, ...]], BatchStats]:
     rng = random.Random(seed)
     node_objs = [_node(rng, i) for i in range(nodes)]
     caches = [SchedulerCache(), SchedulerCache()]
@@ -73,7 +78,9 @@ def _run(seed: int, nodes: int, percentage: int | None) -> tuple[list[tuple[Any,
     outcomes: list[tuple[Any, ...]] = []
     for step in range(60):
         pod = _instance(rng.choice(templates), f"p{step}")
-        answers = [side.schedule(copy.deepcopy(pod)) for side in sides]
+        # Cycles that time each plugin run PreFilter and PreScore even when their state is kept.
+        record = rng.random() < 0.2
+        answers = [side.schedule(copy.deepcopy(pod), record) for side in sides]
         assert answers[0] == answers[1], (step, answers)
         outcomes.append(answers[0])
         if answers[0][0] != "fit-error":
@@ -100,7 +107,7 @@ def _run(seed: int, nodes: int, percentage: int | None) -> tuple[list[tuple[Any,
                 cache.add_node(copy.deepcopy(node_objs[index]))
     batch = sides[1].algorithm.batch
     assert batch is not None
-    return outcomes, batch.stats.hits
+    return outcomes, batch.stats
 
 
 @settings(max_examples=40, deadline=None)
@@ -114,8 +121,95 @@ def test_batching_places_pods_as_one_by_one_scheduling(seed: int, nodes: int, pe
 
 
 def test_identical_pods_hit_the_cache() -> None:
-    hits = sum(_run(seed, 150, None)[1] for seed in range(5))
-    assert hits > 50
+    stats = [_run(seed, 150, None)[1] for seed in range(5)]
+    assert sum(s.hits for s in stats) > 50
+    # Their PreFilter and PreScore state came from the earlier pod of the signature.
+    assert sum(s.pre_filter_replays for s in stats) > 50
+    assert sum(s.pre_score_replays for s in stats) > 50
+
+
+def _contents(value: Any) -> Any:
+    """A state value as comparable data: its fields or slots, recursively, else the value itself."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value), tuple(_contents(getattr(value, f.name)) for f in dataclasses.fields(value)))
+    slots = getattr(type(value), "__slots__", None)
+    if slots is not None and not isinstance(value, (tuple, frozenset, str)):
+        return (type(value), tuple(_contents(getattr(value, slot, None)) for slot in slots))
+    if isinstance(value, (list, tuple)):
+        return tuple(_contents(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _contents(item) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_replayed_pre_state_is_what_the_plugins_write(seed: int) -> None:
+    """The state a pod takes from the earlier pod of its signature holds what PreFilter and PreScore
+    write for it, and skips the same plugins; nothing one pod's cycle does to its values reaches the
+    next pod's."""
+    rng = random.Random(seed)
+    cache = SchedulerCache()
+    for i in range(30):
+        cache.add_node(_node(rng, i))
+    side = _Side(cache, True, 100)
+    batch = side.algorithm.batch
+    assert batch is not None
+    template = _pod(rng, "template")
+    first = _instance(template, "first")
+    side.schedule(first)
+    second = PodInfo(_instance(template, "second"))
+    signature = side.fwk.sign_pod(second)
+    pre = batch.pre_state(PROFILE, signature) if signature is not None else None
+    if pre is None or pre.score_data is None:
+        # Not signed, or the first pod ended before PreScore (one feasible node, or none).
+        return
+    earlier = CycleState()
+    pre.replay_pre_filter(earlier)
+    for value in earlier.written().values():
+        # What VolumeBinding's Reserve does to its state in an earlier pod's cycle.
+        if hasattr(value, "all_bound"):
+            value.all_bound = True
+    replayed = CycleState()
+    pre.replay_pre_filter(replayed)
+    pre.replay_pre_score(replayed)
+    computed = CycleState()
+    nodes = side.snapshot.node_infos()
+    assert side.fwk.run_pre_filter(computed, second, nodes) == (None, None)
+    assert side.fwk.run_pre_score(computed, second, nodes) is None
+    assert replayed.skip_filter_plugins == computed.skip_filter_plugins
+    assert replayed.skip_score_plugins == computed.skip_score_plugins
+    assert _contents(replayed.written()) == _contents(computed.written())
+
+
+def test_signature_parts_kept_per_spec_match_signing_afresh() -> None:
+    """sign_pod's parts kept per spec give the signature a framework that never saw the spec gives,
+    also after the signed pod changed, and are not used for a pod whose status reports resources."""
+    rng = random.Random(3)
+    cache = SchedulerCache()
+    for i in range(10):
+        cache.add_node(_node(rng, i))
+    warm = _Side(cache, True, None).fwk
+    pods = [_pod(rng, f"p{i}") for i in range(40)]
+    for pod in pods:
+        warm.sign_pod(PodInfo(pod))
+        pod["spec"]["nodeName"] = "n000"
+    for pod in pods:
+        pod["spec"].pop("nodeName")
+        fresh = _Side(cache, True, None).fwk
+        assert warm.sign_pod(PodInfo(pod)) == fresh.sign_pod(PodInfo(pod))
+    resized = copy.deepcopy(pods[0])
+    resized["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "100m"}
+    resized["status"] = {
+        "phase": "Pending",
+        "containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "2"}}],
+    }
+    fresh = _Side(cache, True, None).fwk
+    plain = copy.deepcopy(resized)
+    plain.pop("status")
+    warm.sign_pod(PodInfo(plain))
+    assert warm.sign_pod(PodInfo(resized)) == fresh.sign_pod(PodInfo(resized))
+    assert warm.sign_pod(PodInfo(resized)) != warm.sign_pod(PodInfo(plain))
 
 
 def test_pods_with_pod_affinity_do_not_sign() -> None:
