@@ -70,6 +70,7 @@ from informers.resource import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     ResourceSpec,
 )
 from informers.store import (
@@ -101,6 +102,7 @@ __all__ = [
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",
+    "VOLUME_ATTACHMENTS",
     "ApiError",
     "AsyncTransport",
     "Backoff",

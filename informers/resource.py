@@ -64,6 +64,14 @@ REPLICATION_CONTROLLERS = ResourceSpec(
 CSI_DRIVERS = ResourceSpec(
     group="storage.k8s.io", version="v1", plural="csidrivers", namespaced=False, kind="CSIDriver"
 )
+# Read by NodeVolumeLimits (volumes attached to a node count against its CSI limits).
+VOLUME_ATTACHMENTS = ResourceSpec(
+    group="storage.k8s.io",
+    version="v1",
+    plural="volumeattachments",
+    namespaced=False,
+    kind="VolumeAttachment",
+)
 CSI_STORAGE_CAPACITIES = ResourceSpec(
     group="storage.k8s.io",
     version="v1",

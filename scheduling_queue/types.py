@@ -68,6 +68,7 @@ class Resource(enum.StrEnum):
     CSINode = "CSINode"
     CSIDriver = "CSIDriver"
     CSIStorageCapacity = "CSIStorageCapacity"
+    VolumeAttachment = "storage.k8s.io/VolumeAttachment"
     # DynamicResources' kinds, spelled as upstream's framework.EventResource values.
     ResourceClaim = "resource.k8s.io/ResourceClaim"
     ResourceSlice = "resource.k8s.io/ResourceSlice"

@@ -228,6 +228,7 @@ _EVENT_RESOURCES: dict[str, Resource] = {
     "CSINode": Resource.CSINode,
     "CSIDriver": Resource.CSIDriver,
     "CSIStorageCapacity": Resource.CSIStorageCapacity,
+    "VolumeAttachment": Resource.VolumeAttachment,
     "ResourceClaim": Resource.ResourceClaim,
     "ResourceSlice": Resource.ResourceSlice,
     "DeviceClass": Resource.DeviceClass,

@@ -37,6 +37,7 @@ from informers.resource import (
     SERVICES,
     STATEFUL_SETS,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     WORKLOAD_PODGROUPS,
     ResourceSpec,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "SERVICES",
     "STATEFUL_SETS",
     "STORAGE_CLASSES",
+    "VOLUME_ATTACHMENTS",
     "WORKLOAD_PODGROUPS",
     "IndexFunc",
     "IndexedLister",

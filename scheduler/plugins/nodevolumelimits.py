@@ -2,7 +2,8 @@
 
 A node's CSINode says how many volumes of each CSI driver it can attach (``allocatable.count``). The pod
 fits when, per driver, the unique volumes already used by the node's pods (assumed ones included) plus the
-pod's new ones stay within that count.
+pod's new ones stay within that count. Volumes attached to the node (its VolumeAttachments of CSI PVs) count
+too, once, whether or not a pod the scheduler knows of uses them.
 
 Differences from upstream, on purpose and named here:
 
@@ -10,8 +11,6 @@ Differences from upstream, on purpose and named here:
   an in-tree provisioner counts against its CSI driver on nodes whose CSINode lists the plugin as
   migrated). Bound in-tree PVs are not translated (no volume handle), so they are not counted; inline
   in-tree cloud disks stay refused by the fail-closed guard (``scheduler.framework.unsupported``).
-* VolumeAttachments are not watched: volumes attached to the node but used by no pod the scheduler
-  knows of are not counted.
 
 VolumeLimitScaling (beta and on by default since v1.37): a CSIDriver with
 ``spec.preventPodSchedulingIfMissing: true`` makes a node whose CSINode does not list that driver
@@ -32,6 +31,7 @@ from scheduler.framework import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -44,7 +44,7 @@ from scheduler.framework import (
     Resource,
     Status,
 )
-from scheduler.framework.listers import lister_version
+from scheduler.framework.listers import IndexedLister, KubeObject, Lister, lister_version
 from scheduler.framework.objects import annotations_of, name_of
 from scheduler.framework.objects_storage import csi_node_driver_limit, csi_node_drivers
 from scheduler.plugins import names
@@ -53,7 +53,6 @@ from scheduler.plugins.helper.hints import is_assigned_or_nominated, safe_hint
 from scheduler.plugins.helper.signature import volumes_signature
 from scheduler.plugins.helper.volumes import (
     MIGRATED_PLUGINS_ANNOTATION,
-    KubeObject,
     claim_class,
     claim_name,
     meta,
@@ -73,16 +72,19 @@ IN_TREE_TO_CSI: dict[str, str] = {
     "kubernetes.io/vsphere-volume": "csi.vsphere.vmware.com",
     "kubernetes.io/portworx-volume": "pxd.portworx.com",
 }
-# Inline volume sources csi-translation-lib can migrate (``IsInlineMigratable``).
-IN_TREE_INLINE_SOURCES = (
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "azureDisk",
-    "azureFile",
-    "cinder",
-    "vsphereVolume",
-    "portworxVolume",
-)
+# Inline volume sources csi-translation-lib can migrate (``IsInlineMigratable``) -> their CSI driver.
+INLINE_SOURCE_TO_CSI: dict[str, str] = {
+    "gcePersistentDisk": "pd.csi.storage.gke.io",
+    "awsElasticBlockStore": "ebs.csi.aws.com",
+    "azureDisk": "disk.csi.azure.com",
+    "azureFile": "file.csi.azure.com",
+    "cinder": "cinder.csi.openstack.org",
+    "vsphereVolume": "csi.vsphere.vmware.com",
+    "portworxVolume": "pxd.portworx.com",
+}
+IN_TREE_INLINE_SOURCES = tuple(INLINE_SOURCE_TO_CSI)
+# VolumeAttachments by ``spec.nodeName`` (the index upstream adds to the shared informer).
+_VA_NODE_INDEX = "va.spec.nodename"
 
 
 class LookupFailed(LookupError):
@@ -116,6 +118,15 @@ def _add_volumes(volumes: Sequence[_Volume], csi_node: KubeObject | None, into: 
     for unique_name, driver, migrated_plugin in volumes:
         if not migrated_plugin or _migrated(csi_node, migrated_plugin):
             into[unique_name] = driver
+
+
+def _va_node(va: KubeObject) -> list[str]:
+    return [str(spec(va).get("nodeName") or "")]
+
+
+def volume_unique_name(driver: str, volume_handle: str) -> str:
+    """``getVolumeUniqueName``: how a volume is told apart from the others of a node."""
+    return f"{driver}/{volume_handle}"
 
 
 def is_inline_migratable(volume: Mapping[str, Any]) -> bool:
@@ -171,6 +182,9 @@ class NodeVolumeLimits:
         self._pvcs = handle.lister(PERSISTENT_VOLUME_CLAIMS)
         self._classes = handle.lister(STORAGE_CLASSES)
         self._csi_nodes = handle.lister(CSI_NODES)
+        self._vas: Lister = handle.lister(VOLUME_ATTACHMENTS)
+        if isinstance(self._vas, IndexedLister):
+            self._vas.add_index(_VA_NODE_INDEX, _va_node)
         # Unbound claims get a volume handle unique to this scheduler (upstream's randomVolumeIDPrefix).
         self._random_prefix = secrets.token_hex(16)
         self._handle = handle
@@ -251,18 +265,24 @@ class NodeVolumeLimits:
             resolved: list[_Volume] | str = self._resolve(pod, new_pod=True)
         except LookupFailed as err:
             resolved = str(err)
-        versions = (lister_version(self._pvcs), lister_version(self._pvs), lister_version(self._classes))
+        versions = (
+            lister_version(self._pvcs),
+            lister_version(self._pvs),
+            lister_version(self._classes),
+            lister_version(self._vas),
+        )
         return _CycleView(resolved, None if None in versions else versions)
 
     def _node_volumes(
         self, node: NodeInfo, csi_node: KubeObject | None, versions: Hashable | None
     ) -> _NodeVolumes:
         """The node's CSINode limits, and (if it has any) the CSI volumes its pods use (unique name ->
-        driver) with their count per driver. Raises LookupFailed on a pod's claim without a name.
+        driver) with the count per driver of those and of the volumes attached to the node but used by
+        none of its pods (VolumeAttachments). Raises LookupFailed on a pod's claim without a name.
 
-        Kept per node until its pods, its CSINode or any claim, volume or class changes (``versions``
-        is None when the listers cannot tell): a pod's cycle then reads each node's answer instead of
-        resolving every claim of every pod on it.
+        Kept per node until its pods, its CSINode or any claim, volume, class or VolumeAttachment
+        changes (``versions`` is None when the listers cannot tell): a pod's cycle then reads each
+        node's answer instead of resolving every claim of every pod on it.
         """
         pods = tuple(node.pods.values())
         key = None
@@ -283,12 +303,41 @@ class NodeVolumeLimits:
                     _add_volumes(self._resolve(existing, new_pod=False), csi_node, attached)
             for driver in attached.values():
                 counts[driver] = counts.get(driver, 0) + 1
+            for unique_name, driver in self._attached_by_va(node.name).items():
+                # A pod's new volume attached only through a VolumeAttachment still counts as new, as
+                # upstream: only the pods' volumes are taken off the new ones.
+                if unique_name not in attached:
+                    counts[driver] = counts.get(driver, 0) + 1
         result = (limits, attached, counts)
         if key is not None:
             if len(self._by_node) > 2 * self._handle.snapshot.num_nodes() + 64:
                 self._by_node.clear()
             self._by_node[node.name] = (key, (pods, csi_node), result)
         return result
+
+    def _attached_by_va(self, node_name: str) -> dict[str, str]:
+        """``getNodeVolumeAttachmentInfo``: the node's VolumeAttachments of CSI PVs, unique volume name
+        -> attacher. One without an attacher or a PV name, or whose PV is missing or not CSI, is
+        skipped."""
+        if isinstance(self._vas, IndexedLister):
+            vas: Sequence[KubeObject] = self._vas.by_index(_VA_NODE_INDEX, node_name)
+        else:
+            vas = self._vas.list()
+        out: dict[str, str] = {}
+        for va in vas:
+            va_spec = spec(va)
+            if va_spec.get("nodeName") != node_name:
+                continue
+            attacher = str(va_spec.get("attacher") or "")
+            pv_name = (va_spec.get("source") or {}).get("persistentVolumeName")
+            if not attacher or pv_name is None:
+                continue
+            pv = self._pvs.get(str(pv_name))
+            csi = spec(pv).get("csi") if pv is not None else None
+            if csi is None:
+                continue
+            out[volume_unique_name(attacher, str(csi.get("volumeHandle") or ""))] = attacher
+        return out
 
     def _resolve(self, pod: PodInfo, *, new_pod: bool) -> list[_Volume]:
         """``filterAttachableVolumes`` up to the CSINode: per claim of the pod, (unique volume name,
@@ -329,7 +378,7 @@ class NodeVolumeLimits:
                 if csi is None:
                     return None  # in-tree PV: not translated (module docstring)
                 driver, handle = str(csi.get("driver") or ""), str(csi.get("volumeHandle") or "")
-                return (f"{driver}/{handle}", driver, "") if driver and handle else None
+                return (volume_unique_name(driver, handle), driver, "") if driver and handle else None
         return self._csi_driver_info_from_class(pvc)
 
     def _csi_driver_info_from_class(self, pvc: KubeObject) -> _Volume | None:
@@ -361,7 +410,26 @@ class NodeVolumeLimits:
                 ClusterEvent(Resource.PersistentVolumeClaim, ActionType.Add),
                 self.is_schedulable_after_pvc_added,
             ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.VolumeAttachment, ActionType.Delete),
+                self.is_schedulable_after_volume_attachment_deleted,
+            ),
         ]
+
+    @safe_hint
+    def is_schedulable_after_volume_attachment_deleted(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        """A detached volume frees a slot: worth a retry for a pod with a claim (any driver may be its
+        own), or with an in-tree inline volume whose CSI driver is the VolumeAttachment's attacher."""
+        attacher = spec(old_obj).get("attacher")
+        for volume in spec(pod).get("volumes") or ():
+            if volume.get("persistentVolumeClaim") is not None:
+                return QueueingHint.Queue
+            for source, driver in INLINE_SOURCE_TO_CSI.items():
+                if volume.get(source) is not None and driver == attacher:
+                    return QueueingHint.Queue
+        return QueueingHint.Skip
 
     @safe_hint
     def is_schedulable_after_pod_deleted(

@@ -209,6 +209,9 @@ ALLOWED = [
     ("create", "tokenreviews", {"group": "authentication.k8s.io"}),
     ("create", "subjectaccessreviews", {"group": "authorization.k8s.io"}),
     ("list", "csinodes", {"group": "storage.k8s.io"}),
+    # NodeVolumeLimits counts the volumes attached to each node.
+    ("list", "volumeattachments", {"group": "storage.k8s.io"}),
+    ("watch", "volumeattachments", {"group": "storage.k8s.io"}),
     # Inherited from system:kube-scheduler, which names kube-scheduler's Lease. Documented, not wanted:
     # it is the price of reusing the upstream role rather than copying it.
     (

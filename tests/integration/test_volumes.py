@@ -18,7 +18,14 @@ import pytest
 
 from devcluster.nodes import HOSTNAME_LABEL, create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, wait_for
-from tests.integration.workload import RUN_LABEL, list_events, list_pods, make_pod, new_run_id
+from tests.integration.workload import (
+    RUN_LABEL,
+    list_events,
+    list_pods,
+    make_pod,
+    new_run_id,
+    sole_kube_scheduler,
+)
 
 ZONE = "topology.kubernetes.io/zone"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -37,6 +44,7 @@ def run_id(api_client: Any, core_v1: Any) -> Iterator[str]:
     core_v1.delete_collection_persistent_volume(label_selector=selector, _preload_content=False)
     storage.delete_collection_storage_class(label_selector=selector, _preload_content=False)
     storage.delete_collection_csi_node(label_selector=selector, _preload_content=False)
+    storage.delete_collection_volume_attachment(label_selector=selector, _preload_content=False)
 
 
 @pytest.fixture
@@ -341,6 +349,106 @@ def test_csinode_limit_leaves_the_third_volume_waiting(
         if i < 2:
             _bound_pods(core_v1, namespace, i + 1)
     _wait_reason(core_v1, namespace, "p2", "node(s) exceed max volume count")
+
+
+def test_volume_attachments_fill_a_node_as_for_kube_scheduler(
+    api_client: Any,
+    core_v1: Any,
+    namespace: str,
+    run_id: str,
+    scheduler: SchedulerProcess,
+    control_plane: Any,
+) -> None:
+    """A node whose CSINode allows 2 volumes of a driver and that has 2 VolumeAttachments of CSI PVs
+    (used by no pod) is full: kube-scheduler v1.37.2 and py-scheduler both place a pod with one new
+    volume of that driver on the other node, and both refuse it, with the same message, where the full
+    node is the only one it may use, until one VolumeAttachment's deletion requeues it onto that node."""
+    from kubernetes.client import StorageV1Api
+
+    from tests.conftest import _delete_namespace
+
+    storage = StorageV1Api(api_client)
+    pools = {"kube": f"vakube-{run_id}", "py": namespace}
+    core_v1.create_namespace(body={"metadata": {"name": pools["kube"]}}, _preload_content=False)
+    try:
+        for pool, pool_namespace in pools.items():
+            nodes = [
+                make_node(f"{pool}-{role}-{run_id}", labels={RUN_LABEL: run_id, "pool": pool})
+                for role in ("full", "free")
+            ]
+            create_nodes(api_client, nodes)
+            for node in nodes:
+                name = node["metadata"]["name"]
+                csinode = {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": name, "labels": {RUN_LABEL: run_id}},
+                    "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": name, "allocatable": {"count": 2}}]},
+                }
+                storage.create_csi_node(body=csinode, _preload_content=False)
+            for i in range(2):
+                attached_pv = _pv(core_v1, run_id, f"{pool}-attached{i}", csi_handle=f"{pool}-a{i}-{run_id}")
+                attachment = {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "VolumeAttachment",
+                    "metadata": {"name": f"{pool}-va{i}-{run_id}", "labels": {RUN_LABEL: run_id}},
+                    "spec": {
+                        "attacher": CSI_DRIVER,
+                        "nodeName": f"{pool}-full-{run_id}",
+                        "source": {"persistentVolumeName": attached_pv},
+                    },
+                }
+                storage.create_volume_attachment(body=attachment, _preload_content=False)
+            for claim in ("new", "pinned"):
+                pv = _pv(core_v1, run_id, f"{pool}-{claim}", csi_handle=f"{pool}-{claim}-{run_id}")
+                _pvc(core_v1, pool_namespace, claim, volume_name=pv)
+        wait_for(
+            lambda: all(
+                p["status"].get("phase") == "Bound"
+                for ns in pools.values()
+                for p in _pvcs(core_v1, ns).values()
+            ),
+            60,
+            "claims bound",
+            0.3,
+        )
+        placed: dict[str, str] = {}
+        refusals: dict[str, str] = {}
+        with sole_kube_scheduler(control_plane):
+            for pool, ns in pools.items():
+                scheduler_name = "default-scheduler" if pool == "kube" else "py-scheduler"
+                pod = _pod_with_claims("p", run_id, ["new"])
+                pod["spec"]["schedulerName"] = scheduler_name
+                pod["spec"]["nodeSelector"] = {"pool": pool}
+                _create_pod(core_v1, ns, pod)
+                placed[pool] = _bound_pods(core_v1, ns, 1)["p"]["spec"]["nodeName"]
+                pinned = _pod_with_claims("pinned", run_id, ["pinned"])
+                pinned["spec"]["schedulerName"] = scheduler_name
+                pinned["spec"]["nodeSelector"] = {HOSTNAME_LABEL: f"{pool}-full-{run_id}"}
+                _create_pod(core_v1, ns, pinned)
+                refusals[pool] = _wait_reason(core_v1, ns, "pinned", "node(s) exceed max volume count")
+            # Both still hold the pinned pods: the VolumeAttachments are all there.
+            names = {v["metadata"]["name"] for v in _volume_attachments(api_client, run_id)}
+            assert names == {f"{pool}-va{i}-{run_id}" for pool in pools for i in range(2)}
+            # A detach frees a slot: its deletion requeues the pinned pods, which now fit.
+            for pool, ns in pools.items():
+                storage.delete_volume_attachment(f"{pool}-va0-{run_id}", _preload_content=False)
+                assert _bound_pods(core_v1, ns, 2)["pinned"]["spec"]["nodeName"] == f"{pool}-full-{run_id}"
+        assert placed == {pool: f"{pool}-free-{run_id}" for pool in pools}
+        assert refusals["py"] == refusals["kube"]
+        assert "1 node(s) exceed max volume count" in refusals["py"]
+    finally:
+        _delete_namespace(core_v1, pools["kube"])
+
+
+def _volume_attachments(api_client: Any, run_id: str) -> list[dict[str, Any]]:
+    from kubernetes.client import StorageV1Api
+
+    resp = StorageV1Api(api_client).list_volume_attachment(
+        label_selector=f"{RUN_LABEL}={run_id}", _preload_content=False
+    )
+    items: list[dict[str, Any]] = orjson.loads(resp.data)["items"]
+    return items
 
 
 def test_a_csi_driver_that_must_be_installed_keeps_the_pod_off_a_node_without_it(

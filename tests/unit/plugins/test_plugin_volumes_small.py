@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework import Code, CycleState, NodeInfo, PodInfo, Status
+from scheduler.framework import VOLUME_ATTACHMENTS, Code, CycleState, NodeInfo, PodInfo, Status
 from scheduler.plugins.nodevolumelimits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from scheduler.plugins.volumerestrictions import (
     ERR_REASON_DISK_CONFLICT,
@@ -17,9 +17,16 @@ from scheduler.plugins.volumerestrictions import (
     VolumeRestrictions,
 )
 from scheduler.plugins.volumezone import ERR_REASON_CONFLICT, VolumeZone
-from scheduling_queue.types import QueueingHint
+from scheduling_queue.types import ActionType, QueueingHint, Resource
 from tests.unit.plugins.plugin_testlib import node, pod
-from tests.unit.plugins.volume_testlib import handle, pod_with_claims, pv, pvc, storage_class
+from tests.unit.plugins.volume_testlib import (
+    handle,
+    pod_with_claims,
+    pv,
+    pvc,
+    storage_class,
+    volume_attachment,
+)
 
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
 BETA_REGION = "failure-domain.beta.kubernetes.io/region"
@@ -356,3 +363,114 @@ def test_csi_limits_with_volume_limit_scaling(
     target = pod_with_claims("p", "dyn")
     assert plugin.pre_filter(CycleState(), target, ())[1] is None
     assert _status(plugin.filter(CycleState(), target, _node_with())) == want
+
+
+# --- NodeVolumeLimits: volumes attached to the node (getNodeVolumeAttachmentInfo, v1.37.2) -------------
+EBS = "ebs.csi.aws.com"
+EXCEEDED = (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
+
+
+def _attachments_setup(
+    limit: int, attachments: tuple[dict[str, Any], ...], *pods_on_node: dict[str, Any]
+) -> tuple[NodeVolumeLimits, NodeInfo, Any]:
+    """Node "n" allows ``limit`` EBS volumes; PVs csi-0..3 are EBS, "in-tree" is not CSI; claim c-i is
+    bound to csi-i."""
+    pvs = (*(pv(f"csi-{i}", "", csi=(EBS, f"vol-{i}")) for i in range(4)), pv("in-tree", ""))
+    pvcs = tuple(pvc(f"c-{i}", "", volume_name=f"csi-{i}") for i in range(4))
+    info = _node_with(*pods_on_node)
+    fh = handle(
+        nodes=(info,),
+        pvs=pvs,
+        pvcs=pvcs,
+        csi_nodes=(_csi_node("n", {EBS: limit}),),
+        attachments=attachments,
+    )
+    return NodeVolumeLimits({}, fh), info, fh
+
+
+def _pod_on_n(name: str, *claims: str) -> dict[str, Any]:
+    volumes = ({"name": f"v-{c}", "persistentVolumeClaim": {"claimName": c}} for c in claims)
+    return _with_volumes(name, *volumes, node_name="n")
+
+
+def _limit_verdict(plugin: NodeVolumeLimits, info: NodeInfo, *claims: str) -> Any:
+    target = pod_with_claims("p", *claims)
+    state = CycleState()
+    assert plugin.pre_filter(state, target, ())[1] is None
+    return _status(plugin.filter(state, target, info))
+
+
+def test_volume_attachment_only_volumes_count() -> None:
+    one = (volume_attachment("va-0", "n", "csi-0", EBS),)
+    two = (*one, volume_attachment("va-1", "n", "csi-1", EBS))
+    assert _limit_verdict(_attachments_setup(2, one)[0], _node_with(), "c-2") is None
+    plugin, info, _ = _attachments_setup(2, two)
+    assert _limit_verdict(plugin, info, "c-2") == EXCEEDED
+    # Attached elsewhere: not this node's.
+    elsewhere = tuple(volume_attachment(f"va-{i}", "m", f"csi-{i}", EBS) for i in range(2))
+    plugin, info, _ = _attachments_setup(2, elsewhere)
+    assert _limit_verdict(plugin, info, "c-2") is None
+
+
+def test_volume_attachment_of_a_pods_volume_counts_once() -> None:
+    holder = _pod_on_n("holder", "c-0", "c-1")
+    same = (volume_attachment("va-0", "n", "csi-0", EBS), volume_attachment("va-1", "n", "csi-1", EBS))
+    plugin, info, _ = _attachments_setup(3, same, holder)
+    assert _limit_verdict(plugin, info, "c-2") is None
+    other = (*same, volume_attachment("va-3", "n", "csi-3", EBS))
+    plugin, info, _ = _attachments_setup(3, other, holder)
+    assert _limit_verdict(plugin, info, "c-2") == EXCEEDED
+
+
+def test_new_volume_attached_only_through_a_volume_attachment_counts_again() -> None:
+    # Upstream takes only the node's pods' volumes off the new pod's: one attached by a
+    # VolumeAttachment alone is counted both as attached and as new.
+    plugin, info, _ = _attachments_setup(1, (volume_attachment("va-0", "n", "csi-0", EBS),))
+    assert _limit_verdict(plugin, info, "c-0") == EXCEEDED
+    plugin, info, _ = _attachments_setup(1, (), _pod_on_n("holder", "c-0"))
+    assert _limit_verdict(plugin, info, "c-0") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "attachment", "want"),
+    [
+        ("counted: attacher and a CSI PV", volume_attachment("va", "n", "csi-0", EBS), EXCEEDED),
+        ("skipped: no attacher", volume_attachment("va", "n", "csi-0", ""), None),
+        ("skipped: no PV name", volume_attachment("va", "n", None, EBS), None),
+        ("skipped: PV missing", volume_attachment("va", "n", "gone", EBS), None),
+        ("skipped: PV not CSI", volume_attachment("va", "n", "in-tree", EBS), None),
+    ],
+)
+def test_volume_attachments_skipped(name: str, attachment: dict[str, Any], want: Any) -> None:
+    plugin, info, _ = _attachments_setup(1, (attachment,))
+    assert _limit_verdict(plugin, info, "c-2") == want
+
+
+def test_verdict_follows_volume_attachments_of_the_node() -> None:
+    """The per-node memo must not outlive a VolumeAttachment's arrival or departure."""
+    plugin, info, fh = _attachments_setup(1, ())
+    assert _limit_verdict(plugin, info, "c-2") is None
+    attachments = fh.lister(VOLUME_ATTACHMENTS)
+    attachments.add(volume_attachment("va-0", "n", "csi-0", EBS))
+    assert _limit_verdict(plugin, info, "c-2") == EXCEEDED
+    attachments.delete("va-0")
+    assert _limit_verdict(plugin, info, "c-2") is None
+
+
+def test_volume_attachment_deleted_hint() -> None:
+    plugin, _, _ = _attachments_setup(1, ())
+    registered = {(e.event.resource, e.event.action): e.hint for e in plugin.events_to_register()}
+    hint = registered[(Resource.VolumeAttachment, ActionType.Delete)]
+    assert hint == plugin.is_schedulable_after_volume_attachment_deleted
+    ebs_va = volume_attachment("va", "n", "csi-0", EBS)
+    other_va = volume_attachment("va", "n", "csi-0", "other.csi")
+    with_claim = pod_with_claims("p", "c-0").pod
+    assert hint(with_claim, ebs_va, None) is QueueingHint.Queue
+    assert hint(with_claim, other_va, None) is QueueingHint.Queue
+    ephemeral = pod_with_claims("p", ephemeral=("scratch",)).pod
+    assert hint(ephemeral, ebs_va, None) is QueueingHint.Skip
+    empty_dir = _with_volumes("p", {"name": "e", "emptyDir": {}})
+    assert hint(empty_dir, ebs_va, None) is QueueingHint.Skip
+    inline = _with_volumes("p", {"name": "d", "awsElasticBlockStore": {"volumeID": "vol-9"}})
+    assert hint(inline, ebs_va, None) is QueueingHint.Queue
+    assert hint(inline, other_va, None) is QueueingHint.Skip

@@ -12,6 +12,7 @@ from scheduler.framework import (
     PERSISTENT_VOLUME_CLAIMS,
     PERSISTENT_VOLUMES,
     STORAGE_CLASSES,
+    VOLUME_ATTACHMENTS,
     NodeInfo,
     PodInfo,
 )
@@ -142,6 +143,7 @@ def handle(
     csi_nodes: tuple[dict[str, Any], ...] = (),
     drivers: tuple[dict[str, Any], ...] = (),
     capacities: tuple[dict[str, Any], ...] = (),
+    attachments: tuple[dict[str, Any], ...] = (),
 ) -> FakeHandle:
     return FakeHandle(
         nodes,
@@ -152,5 +154,15 @@ def handle(
             CSI_NODES: csi_nodes,
             CSI_DRIVERS: drivers,
             CSI_STORAGE_CAPACITIES: capacities,
+            VOLUME_ATTACHMENTS: attachments,
         },
     )
+
+
+def volume_attachment(name: str, node_name: str, pv_name: str | None, attacher: str = "") -> dict[str, Any]:
+    """A VolumeAttachment of PV ``pv_name`` (none: an inline volume's) to ``node_name``."""
+    source: dict[str, Any] = {} if pv_name is None else {"persistentVolumeName": pv_name}
+    return {
+        "metadata": {"name": name},
+        "spec": {"attacher": attacher, "nodeName": node_name, "source": source},
+    }
