@@ -1,5 +1,6 @@
 """Typed views of the storage objects the volume plugins read: PersistentVolume, PersistentVolumeClaim
-(``v1``), StorageClass, CSINode, CSIDriver and CSIStorageCapacity (``storage.k8s.io/v1``).
+(``v1``), StorageClass, CSINode, CSIDriver, CSIStorageCapacity and VolumeAttachment
+(``storage.k8s.io/v1``).
 
 Same rules as ``scheduler.framework.objects``: ``TypedDict`` shapes over the raw JSON dicts, all fields
 optional, read-only, and accessors that read a missing field and an explicit null alike as empty.
@@ -26,6 +27,9 @@ __all__ = [
     "PersistentVolumeSpec",
     "PersistentVolumeStatus",
     "StorageClass",
+    "VolumeAttachment",
+    "VolumeAttachmentSource",
+    "VolumeAttachmentSpec",
     "VolumeNodeAffinity",
     "csi_driver_spec",
     "csi_node_driver_limit",
@@ -37,6 +41,8 @@ __all__ = [
     "pvc_spec",
     "pvc_status",
     "pvc_storage_requests",
+    "volume_attachment_pv_name",
+    "volume_attachment_spec",
 ]
 
 
@@ -144,6 +150,25 @@ class CSIDriver(TypedDict, total=False):
     spec: CSIDriverSpec
 
 
+class VolumeAttachmentSource(TypedDict, total=False):
+    persistentVolumeName: str
+    inlineVolumeSpec: dict[str, Any]
+
+
+class VolumeAttachmentSpec(TypedDict, total=False):
+    attacher: str
+    nodeName: str
+    source: VolumeAttachmentSource
+
+
+class VolumeAttachment(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: VolumeAttachmentSpec
+    status: dict[str, Any]
+
+
 class CSIStorageCapacity(TypedDict, total=False):
     # No spec either: top-level fields.
     apiVersion: str
@@ -209,3 +234,15 @@ def csi_node_driver_limit(driver: Mapping[str, Any]) -> int | None:
 def csi_driver_spec(driver: Mapping[str, Any]) -> CSIDriverSpec:
     """A CSIDriver's ``spec``, or ``{}`` when missing or null."""
     return driver.get("spec") or CSIDriverSpec()
+
+
+def volume_attachment_spec(va: Mapping[str, Any]) -> VolumeAttachmentSpec:
+    """A VolumeAttachment's ``spec``, or ``{}`` when missing or null."""
+    return va.get("spec") or VolumeAttachmentSpec()
+
+
+def volume_attachment_pv_name(va: Mapping[str, Any]) -> str | None:
+    """A VolumeAttachment's ``spec.source.persistentVolumeName``, or None when it or any level above is
+    missing or null (an inline volume's attachment)."""
+    name: str | None = (volume_attachment_spec(va).get("source") or {}).get("persistentVolumeName")
+    return name

@@ -46,7 +46,12 @@ from scheduler.framework import (
 )
 from scheduler.framework.listers import IndexedLister, KubeObject, Lister, lister_version
 from scheduler.framework.objects import annotations_of, name_of
-from scheduler.framework.objects_storage import csi_node_driver_limit, csi_node_drivers
+from scheduler.framework.objects_storage import (
+    csi_node_driver_limit,
+    csi_node_drivers,
+    volume_attachment_pv_name,
+    volume_attachment_spec,
+)
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import is_assigned_or_nominated, safe_hint
@@ -121,7 +126,7 @@ def _add_volumes(volumes: Sequence[_Volume], csi_node: KubeObject | None, into: 
 
 
 def _va_node(va: KubeObject) -> list[str]:
-    return [str(spec(va).get("nodeName") or "")]
+    return [volume_attachment_spec(va).get("nodeName") or ""]
 
 
 def volume_unique_name(driver: str, volume_handle: str) -> str:
@@ -325,14 +330,14 @@ class NodeVolumeLimits:
             vas = self._vas.list()
         out: dict[str, str] = {}
         for va in vas:
-            va_spec = spec(va)
+            va_spec = volume_attachment_spec(va)
             if va_spec.get("nodeName") != node_name:
                 continue
-            attacher = str(va_spec.get("attacher") or "")
-            pv_name = (va_spec.get("source") or {}).get("persistentVolumeName")
+            attacher = va_spec.get("attacher") or ""
+            pv_name = volume_attachment_pv_name(va)
             if not attacher or pv_name is None:
                 continue
-            pv = self._pvs.get(str(pv_name))
+            pv = self._pvs.get(pv_name)
             csi = spec(pv).get("csi") if pv is not None else None
             if csi is None:
                 continue
