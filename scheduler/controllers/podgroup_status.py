@@ -54,6 +54,7 @@ from scheduler.plugins.coscheduling.plugin import (
     pod_group_full_name,
     pod_group_name,
 )
+from scheduler.util.timestamps import rfc3339_seconds
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +68,6 @@ STATUS_FIELDS = ("phase", "occupiedBy", "running", "succeeded", "failed", "sched
 COUNT_FIELDS = ("running", "succeeded", "failed")
 
 Patcher = Callable[[str, str, Mapping[str, Any]], None]
-
-
-def _time(stamp: Any) -> float | None:
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def rfc3339(seconds: float) -> str:
@@ -140,8 +132,8 @@ def desired_status(
         return None
     if phase in (PENDING, SCHEDULING) and not current.get("running"):
         start, created = (
-            _time(current.get("scheduleStartTime")),
-            _time(object_meta(pod_group).get("creationTimestamp")),
+            rfc3339_seconds(current.get("scheduleStartTime")),
+            rfc3339_seconds(object_meta(pod_group).get("creationTimestamp")),
         )
         if start is not None and created is not None and start - created > GC_GUARD_SECONDS:
             return None

@@ -4,44 +4,27 @@ MoreImportantVictim; ``defaultpreemption``: podTerminatingByPreemption), as of v
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from scheduler.framework.objects import object_meta, pod_status
 from scheduler.framework.types import PodInfo
 from scheduler.preemption.gosort import MAX_INSERTION, sort_slice
+from scheduler.util.timestamps import rfc3339_seconds
 
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
-def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return _parse_rfc3339(value)
-
-
-@functools.lru_cache(maxsize=8192)
-def _parse_rfc3339(value: str) -> float | None:
-    # Memoised: a dry run orders every node's lower-priority pods by start time, and pods started in
-    # the same second share the string, so most lookups are hits.
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 def started_at(pod: PodInfo) -> float | None:
     """``status.startTime``, or None for a pod no kubelet has started."""
-    return _parse_time(pod_status(pod.pod).get("startTime"))
+    return rfc3339_seconds(pod_status(pod.pod).get("startTime"))
 
 
 def pod_start_time(pod: PodInfo) -> float:
     """``GetPodStartTime``: ``status.startTime``, or now for a pod the kubelet has not started."""
-    started = _parse_time(pod_status(pod.pod).get("startTime"))
+    started = rfc3339_seconds(pod_status(pod.pod).get("startTime"))
     return time.time() if started is None else started
 
 
@@ -70,7 +53,7 @@ def by_importance(pods: Sequence[PodInfo], created: Mapping[str, int] | None = N
 def _victim_rank(pod: PodInfo, created: Mapping[str, int]) -> tuple[int, int, float]:
     """``_more_important_victim`` as a sort key: higher priority first, then started pods by start
     time, then unstarted ones in node order."""
-    started = _parse_time(pod_status(pod.pod).get("startTime"))
+    started = rfc3339_seconds(pod_status(pod.pod).get("startTime"))
     if started is None:
         return (-pod.priority, 1, created.get(pod.key, 0))
     return (-pod.priority, 0, started)
@@ -89,8 +72,8 @@ def by_pod_importance(pods: Sequence[PodInfo]) -> list[PodInfo]:
 def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -> bool:
     if a.priority != b.priority:
         return a.priority > b.priority
-    started_a = _parse_time(pod_status(a.pod).get("startTime"))
-    started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    started_a = rfc3339_seconds(pod_status(a.pod).get("startTime"))
+    started_b = rfc3339_seconds(pod_status(b.pod).get("startTime"))
     if started_a is None and started_b is None:
         return created.get(a.key, 0) < created.get(b.key, 0)
     if started_a is None:
@@ -135,8 +118,8 @@ def more_important_as_go_sees_it(a: PodInfo, b: PodInfo) -> bool:
     (DefaultPreemption's own order is v1.37's MoreImportantVictim: ``by_importance``.)"""
     if a.priority != b.priority:
         return a.priority > b.priority
-    started_a = _parse_time(pod_status(a.pod).get("startTime"))
-    started_b = _parse_time(pod_status(b.pod).get("startTime"))
+    started_a = rfc3339_seconds(pod_status(a.pod).get("startTime"))
+    started_b = rfc3339_seconds(pod_status(b.pod).get("startTime"))
     if started_a is None:
         # now(a) is before now(b), and never before a start time already past.
         return started_b is None

@@ -20,8 +20,6 @@ Pods join a group with the label ``scheduling.x-k8s.io/pod-group: <name>``; the 
 
 from __future__ import annotations
 
-import datetime
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -54,6 +52,7 @@ from scheduler.framework.objects_scheduling import coscheduling_pod_group_spec
 from scheduler.framework.resources import Resource as Amounts
 from scheduler.plugins.coscheduling.args import NAME, CoschedulingArgs, parse_args
 from scheduler.plugins.helper.hints import safe_hint
+from scheduler.util.timestamps import rfc3339_seconds
 from scheduling_queue.types import QueuedPodInfo
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -106,17 +105,7 @@ def min_member(pg: Mapping[str, Any]) -> int:
 
 
 def _created(obj: Mapping[str, Any]) -> float | None:
-    stamp = object_meta(obj).get("creationTimestamp")
-    return _timestamp(stamp) if isinstance(stamp, str) else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _timestamp(stamp: str) -> float | None:
-    """RFC 3339 -> seconds. QueueSort asks twice per comparison, for the same few groups' stamps."""
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    return rfc3339_seconds(object_meta(obj).get("creationTimestamp"))
 
 
 class Coscheduling:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,6 +19,7 @@ from scheduler.framework.objects_resource import (
     claim_status,
 )
 from scheduler.plugins.dynamicresources.allocator import DeviceID
+from scheduler.util.timestamps import rfc3339_seconds
 
 Obj = Mapping[str, Any]
 
@@ -152,9 +152,8 @@ def is_claim_binding_timed_out(claim: Obj, binding_timeout: float, now: float) -
         return False
     if not any(r.get("bindingConditions") is not None for r in allocation_results(allocation)):
         return False
-    try:
-        allocated = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    allocated = rfc3339_seconds(stamp)
+    if allocated is None:
         return False
     return allocated + binding_timeout < now
 
