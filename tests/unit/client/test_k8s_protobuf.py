@@ -230,6 +230,46 @@ def test_the_straight_path_writes_what_the_field_tables_write(texts: list[str], 
     )
 
 
+@pytest.mark.parametrize("pod_name_length", [40, 80, 90, 110, 127])
+def test_fields_short_alone_but_long_together_give_the_tables_bytes(pod_name_length: int) -> None:
+    """Each string under 128 bytes, their message over it (a long pod name beside its namespace and
+    uid): the message's length takes two bytes, so the straight path must not write it as one."""
+    pod, namespace, uid = "p" * pod_name_length, "team-namespace", "0123abcd-" * 4
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": pod, "namespace": namespace, "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-" + "n" * 100},
+    }
+    assert k8s_protobuf.encode_binding(binding) == k8s_protobuf.encode_with_tables(
+        binding, k8s_protobuf._BINDING
+    )
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod}.{'f' * 16}"[:127], "namespace": namespace},
+        "eventTime": micro_time(1_795_000_000.5),
+        "reportingController": "py-scheduler",
+        "reportingInstance": "py-scheduler-host",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "note": f"Successfully assigned {namespace}/{pod} to node-1",
+        "type": "Normal",
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": namespace,
+            "name": pod,
+            "uid": uid,
+            "resourceVersion": "12345",
+        },
+    }
+    encoded = k8s_protobuf.encode_event(event)
+    assert encoded == k8s_protobuf.encode_with_tables(event, k8s_protobuf._EVENT)
+    _, decoded = _unwrap(encoded, "Event")
+    assert (decoded.metadata.name, decoded.regarding.name) == (event["metadata"]["name"], pod)  # type: ignore[index]
+
+
 def test_a_usual_body_with_a_non_string_falls_back_and_is_refused() -> None:
     body = {
         "apiVersion": "v1",
