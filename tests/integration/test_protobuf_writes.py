@@ -112,3 +112,40 @@ def test_protobuf_binding_and_event_store_the_same_objects_as_json(
         rest.close()
     finally:
         core_v1.delete_node(f"pb-node-{namespace}")
+
+
+@pytest.mark.usefixtures("run_id")
+@pytest.mark.parametrize("name_length", [100, 200])
+def test_a_pod_with_a_long_name_is_bound_and_gets_its_event_through_protobuf(
+    control_plane: Any, core_v1: Any, namespace: str, name_length: int
+) -> None:
+    """Names long enough that the Binding's and the Event's nested messages pass 127 bytes (their
+    lengths take two bytes) or that single fields do: the API server takes both and stores them."""
+    node = f"pb-long-{name_length}-{namespace}"[:63]
+    core_v1.create_node(body={"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    rest = RestClient(load_configuration(str(control_plane.kubeconfig)), pool_size=2)
+    try:
+        api = SchedulerApi(rest, protobuf_writes=True)
+        name = ("p" * name_length)[:name_length]
+        created = core_v1.api_client.sanitize_for_serialization(
+            core_v1.create_namespaced_pod(namespace, _pod(name, namespace))
+        )
+        api.bind(namespace, name, created["metadata"]["uid"], node)
+        recorder = EventRecorder(api, reporting_instance="pb-test", clock=lambda: 1_795_000_000.5)
+        recorder.event(
+            created,
+            event_type="Normal",
+            reason="Scheduled",
+            action="Binding",
+            message=f"Successfully assigned {namespace}/{name} to {node}",
+            controller="py-scheduler",
+            aggregate=False,
+            inline=True,
+        )
+        recorder.shutdown(wait=True)
+        assert _get(api, f"/api/v1/namespaces/{namespace}/pods/{name}")["spec"]["nodeName"] == node
+        events = _get(api, f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")["items"]
+        assert [e["regarding"]["name"] for e in events if e["reason"] == "Scheduled"] == [name]
+    finally:
+        rest.close()
+        core_v1.delete_node(node)
