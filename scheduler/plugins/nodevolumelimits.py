@@ -20,6 +20,7 @@ object is assumed installed.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +45,13 @@ from scheduler.framework import (
     Resource,
     Status,
 )
-from scheduler.framework.listers import IndexedLister, KubeObject, Lister, lister_version
+from scheduler.framework.listers import (
+    IndexedLister,
+    KubeObject,
+    Lister,
+    WatchedLister,
+    lister_version,
+)
 from scheduler.framework.objects import annotations_of, name_of
 from scheduler.framework.objects_storage import (
     csi_node_driver_limit,
@@ -129,6 +136,37 @@ def _va_node(va: KubeObject) -> list[str]:
     return [volume_attachment_spec(va).get("nodeName") or ""]
 
 
+class _AttachmentGenerations:
+    """Per node, a number that changes whenever a VolumeAttachment naming it (``spec.nodeName``, before
+    or after an update) is added, changed or deleted: what a node's cached volume count keys on, so a
+    VolumeAttachment change refreshes only the node(s) it names instead of every node."""
+
+    __slots__ = ("_by_node", "_counter")
+
+    def __init__(self) -> None:
+        # Values come from one counter, never reused: a node's number never returns to one an older
+        # cache entry was keyed by.
+        self._counter = itertools.count(1)
+        self._by_node: dict[str, int] = {}
+
+    def of(self, node_name: str) -> int:
+        return self._by_node.get(node_name, 0)
+
+    def _touch(self, va: KubeObject) -> None:
+        self._by_node[_va_node(va)[0]] = next(self._counter)
+
+    def on_add(self, obj: KubeObject) -> None:
+        self._touch(obj)
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        # A move names two nodes: the one it left and the one it names now.
+        self._touch(old)
+        self._touch(new)
+
+    def on_delete(self, obj: KubeObject) -> None:
+        self._touch(obj)
+
+
 def volume_unique_name(driver: str, volume_handle: str) -> str:
     """``getVolumeUniqueName``: how a volume is told apart from the others of a node."""
     return f"{driver}/{volume_handle}"
@@ -190,6 +228,12 @@ class NodeVolumeLimits:
         self._vas: Lister = handle.lister(VOLUME_ATTACHMENTS)
         if isinstance(self._vas, IndexedLister):
             self._vas.add_index(_VA_NODE_INDEX, _va_node)
+        # With change events, a node's cached count is keyed by its own VolumeAttachments' generation;
+        # without, by the whole lister's version (any VolumeAttachment change refreshes every node).
+        self._va_generations: _AttachmentGenerations | None = None
+        if isinstance(self._vas, WatchedLister):
+            self._va_generations = _AttachmentGenerations()
+            self._vas.add_event_handler(self._va_generations)
         # Unbound claims get a volume handle unique to this scheduler (upstream's randomVolumeIDPrefix).
         self._random_prefix = secrets.token_hex(16)
         self._handle = handle
@@ -274,7 +318,7 @@ class NodeVolumeLimits:
             lister_version(self._pvcs),
             lister_version(self._pvs),
             lister_version(self._classes),
-            lister_version(self._vas),
+            lister_version(self._vas) if self._va_generations is None else 0,
         )
         return _CycleView(resolved, None if None in versions else versions)
 
@@ -285,9 +329,9 @@ class NodeVolumeLimits:
         driver) with the count per driver of those and of the volumes attached to the node but used by
         none of its pods (VolumeAttachments). Raises LookupFailed on a pod's claim without a name.
 
-        Kept per node until its pods, its CSINode or any claim, volume, class or VolumeAttachment
-        changes (``versions`` is None when the listers cannot tell): a pod's cycle then reads each
-        node's answer instead of resolving every claim of every pod on it.
+        Kept per node until its pods, its CSINode, any claim, volume or class, or a VolumeAttachment
+        naming this node changes (``versions`` is None when the listers cannot tell): a pod's cycle
+        then reads each node's answer instead of resolving every claim of every pod on it.
         """
         pods = tuple(node.pods.values())
         key = None
@@ -295,7 +339,8 @@ class NodeVolumeLimits:
             # Identities, not names: a preemption what-if's node has other pods under the same
             # name, and an updated pod is a new PodInfo. The entry holds the objects, so their
             # identities are not reused while it lives.
-            key = (versions, id(csi_node), tuple(map(id, pods)))
+            attachments = self._va_generations.of(node.name) if self._va_generations is not None else 0
+            key = (versions, attachments, id(csi_node), tuple(map(id, pods)))
             entry = self._by_node.get(node.name)
             if entry is not None and entry[0] == key:
                 return entry[2]

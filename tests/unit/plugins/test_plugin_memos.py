@@ -16,6 +16,7 @@ from scheduler.framework import (
     PERSISTENT_VOLUMES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    VOLUME_ATTACHMENTS,
     Code,
     CycleState,
     NodeInfo,
@@ -140,6 +141,64 @@ def test_volume_limits_without_listers_versions_recompute() -> None:
     info.add_pod(_holder("a", "c-0"))
     assert _limits(fh, info, target, plugin) == (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
     assert plugin._by_node == {}
+
+
+def test_a_volume_attachment_change_refreshes_only_the_nodes_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nodes n and m allow 1 volume each. A VolumeAttachment added, moved, changed or deleted recomputes
+    the count of the node(s) it names (before and after an update) and leaves the others' cached; every
+    answer agrees with a fresh plugin over the same listers."""
+    pvs = tuple(pv(f"pv-{i}", "", csi=(DRIVER, f"vol-{i}")) for i in range(3))
+    pvcs = tuple(pvc(f"c-{i}", "", volume_name=f"pv-{i}") for i in range(3))
+    fh = handle(pvs=pvs, pvcs=pvcs, csi_nodes=(_csi_node("n", 1), _csi_node("m", 1)))
+    cached = NodeVolumeLimits({}, fh)
+    infos = {name: NodeInfo(node(name)) for name in ("n", "m")}
+    target = pod_with_claims("t", "c-2")
+    computed: list[str] = []
+    real = NodeVolumeLimits._attached_by_va
+
+    def counting(self: NodeVolumeLimits, node_name: str) -> dict[str, str]:
+        if self is cached:
+            computed.append(node_name)
+        return real(self, node_name)
+
+    monkeypatch.setattr(NodeVolumeLimits, "_attached_by_va", counting)
+    exceeded = (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
+
+    def verdicts() -> dict[str, Any]:
+        """Each node's verdict for the target (one cycle), checked against a fresh plugin."""
+        computed.clear()
+        fresh = NodeVolumeLimits({}, fh)
+        got = {}
+        for name, info in infos.items():
+            got[name] = _limits(fh, info, target, cached)
+            assert got[name] == _limits(fh, info, target, fresh), name
+        return got
+
+    def attachment(node_name: str, attached: bool | None = None) -> dict[str, Any]:
+        source = {"persistentVolumeName": "pv-0"}
+        va = {
+            "metadata": {"name": "va-0"},
+            "spec": {"attacher": DRIVER, "nodeName": node_name, "source": source},
+        }
+        if attached is not None:
+            va["status"] = {"attached": attached}
+        return va
+
+    assert verdicts() == {"n": None, "m": None}
+    assert sorted(computed) == ["m", "n"]
+    assert verdicts() == {"n": None, "m": None} and computed == []  # both cached
+    attachments = fh.listers[VOLUME_ATTACHMENTS]
+    attachments.add(attachment("m"))  # added: names m
+    assert verdicts() == {"n": None, "m": exceeded} and computed == ["m"]
+    attachments.add(attachment("m", attached=True))  # status.attached changed: m again
+    assert verdicts() == {"n": None, "m": exceeded} and computed == ["m"]
+    attachments.add(attachment("n", attached=True))  # moved from m to n: both
+    assert verdicts() == {"n": exceeded, "m": None} and sorted(computed) == ["m", "n"]
+    attachments.delete("va-0")  # deleted: n only
+    assert verdicts() == {"n": None, "m": None} and computed == ["n"]
+    assert verdicts() == {"n": None, "m": None} and computed == []
 
 
 # --- VolumeBinding: bound claims' volumes looked up once per cycle -----------------------------------
