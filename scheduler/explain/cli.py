@@ -237,7 +237,7 @@ def reevaluate(args: argparse.Namespace, key: str) -> int:
     finally:
         rest.close()
     try:
-        objects = list_cluster(args.kubeconfig)
+        objects, unlisted = list_cluster(args.kubeconfig)
     except OSError as err:
         print(
             f"py-scheduler explain {key}: cannot re-evaluate: {err} (a re-evaluation needs list on nodes and "
@@ -245,7 +245,8 @@ def reevaluate(args: argparse.Namespace, key: str) -> int:
             file=sys.stderr,
         )
         return 1
-    result = reevaluate_mod.reevaluate(key, objects, source, now=time.time())
+    not_read = unlisted_text(unlisted) if unlisted else ""
+    result = reevaluate_mod.reevaluate(key, objects, source, now=time.time(), not_read=not_read)
     if result is None:
         print(f"py-scheduler explain {key}: cannot re-evaluate: no such pod in the cluster", file=sys.stderr)
         return 1
@@ -370,22 +371,28 @@ def _fetch_via_proxy(args: argparse.Namespace, key: str) -> tuple[int, bytes]:
 # --- snapshot -----------------------------------------------------------------------------------------
 
 
-def list_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
-    """Every object of SNAPSHOT_KINDS, by GET only. A kind this user may not list is left out."""
+def list_cluster(kubeconfig: str | None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
+    """Every object of SNAPSHOT_KINDS, by GET only, and the kinds that could not be read (resource name
+    -> the API server's answer). A kind not served (404: an API that is off, a CRD not installed) has
+    no objects and is not among them; one this user may not list (403) is left out and named."""
     rest = RestClient(load_configuration(kubeconfig), qps=50, burst=50)
     out: dict[str, list[dict[str, Any]]] = {}
+    unlisted: dict[str, str] = {}
     try:
         for spec in SNAPSHOT_KINDS:
             items: list[dict[str, Any]] = []
             token = ""
+            listed = True
             while True:
                 query = "?limit=500" + (f"&continue={quote(token)}" if token else "")
                 status, body = rest.request("GET", spec.path() + query)
                 if status != 200:
+                    answer = f"HTTP {status}: {body[:200].decode(errors='replace')}"
                     if spec.name in ("nodes", "pods"):
-                        raise OSError(
-                            f"listing {spec.name}: HTTP {status}: {body[:200].decode(errors='replace')}"
-                        )
+                        raise OSError(f"listing {spec.name}: {answer}")
+                    if status != 404:
+                        unlisted[spec.name] = f"HTTP {status}"
+                    listed = False
                     break
                 page = orjson.loads(body)
                 for item in page.get("items") or ():
@@ -396,22 +403,39 @@ def list_cluster(kubeconfig: str | None) -> dict[str, list[dict[str, Any]]]:
                 token = list_continue(page)
                 if not token:
                     break
-            out[spec.name] = items
+            if listed:
+                out[spec.name] = items
     finally:
         rest.close()
-    return out
+    return out, unlisted
+
+
+def unlisted_text(unlisted: dict[str, str]) -> str:
+    """``HTTP 403: a, b; HTTP 500: c``: the kinds not read, grouped by the API server's answer."""
+    by_answer: dict[str, list[str]] = {}
+    for name, answer in unlisted.items():
+        by_answer.setdefault(answer, []).append(name)
+    return "; ".join(f"{answer}: {', '.join(names)}" for answer, names in by_answer.items())
 
 
 def snapshot(args: argparse.Namespace) -> int:
-    objects = list_cluster(args.kubeconfig)
+    objects, unlisted = list_cluster(args.kubeconfig)
     items = [item for spec in SNAPSHOT_KINDS for item in objects.get(spec.name, ())]
-    meta = {"snapshotKind": DUMP_KIND, "takenAt": time.time()}
+    meta: dict[str, Any] = {"snapshotKind": DUMP_KIND, "takenAt": time.time()}
+    if unlisted:
+        meta["unlisted"] = unlisted
     doc = {"apiVersion": "v1", "kind": "List", "metadata": meta, "items": items}
     Path(args.file).write_bytes(orjson.dumps(doc))
     counts = ", ".join(
         f"{len(objects.get(s.name, ()))} {s.name}" for s in SNAPSHOT_KINDS if objects.get(s.name)
     )
     print(f"wrote {args.file}: {counts}")
+    if unlisted:
+        print(
+            f"py-scheduler snapshot: not in the snapshot (a replay may judge differently from the "
+            f"scheduler where a plugin reads them): {unlisted_text(unlisted)}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -421,7 +445,14 @@ def snapshot(args: argparse.Namespace) -> int:
 def _objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     if args.cluster:
         return load_dump(args.cluster)
-    return list_cluster(args.kubeconfig)
+    objects, unlisted = list_cluster(args.kubeconfig)
+    if unlisted:
+        print(
+            f"py-scheduler simulate: not read (placements may differ from the scheduler's where a plugin "
+            f"reads them): {unlisted_text(unlisted)}",
+            file=sys.stderr,
+        )
+    return objects
 
 
 def _simulation(config_path: str | None, objects: dict[str, list[dict[str, Any]]], seed: int) -> Simulation:

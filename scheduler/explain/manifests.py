@@ -25,6 +25,8 @@ from informers.resource import (
     STORAGE_CLASSES,
     ResourceSpec,
 )
+from scheduler.explain.dump_shapes import display_name as _display_name
+from scheduler.explain.dump_shapes import malformed
 from scheduler.framework import listers
 from scheduler.framework.objects import (
     labels_of,
@@ -38,29 +40,34 @@ from scheduler.framework.objects import (
 
 KubeObject = dict[str, Any]
 
-# The kinds a snapshot holds: nodes and pods, and what in-tree plugins read through listers.
-SNAPSHOT_KINDS: tuple[ResourceSpec, ...] = (
-    NODES,
-    PODS,
-    NAMESPACES,
-    SERVICES,
-    REPLICA_SETS,
-    STATEFUL_SETS,
-    PERSISTENT_VOLUMES,
-    PERSISTENT_VOLUME_CLAIMS,
-    STORAGE_CLASSES,
-    CSI_NODES,
-    POD_DISRUPTION_BUDGETS,
-)
-# Every kind a manifest may bring into a simulation: the snapshot's, and what plugins list (DRA, quotas...).
-_BY_KIND = {
-    spec.kind: spec.name
-    for spec in (
-        *SNAPSHOT_KINDS,
-        *(getattr(listers, n) for n in listers.__all__ if isinstance(getattr(listers, n), ResourceSpec)),
+# The kinds a snapshot holds: every kind the scheduler may watch (nodes, pods, and each kind a plugin
+# can read through its Handle's listers), so a replay sees what the scheduler saw.
+SNAPSHOT_KINDS: tuple[ResourceSpec, ...] = tuple(
+    dict.fromkeys(
+        (
+            NODES,
+            PODS,
+            NAMESPACES,
+            SERVICES,
+            REPLICA_SETS,
+            STATEFUL_SETS,
+            PERSISTENT_VOLUMES,
+            PERSISTENT_VOLUME_CLAIMS,
+            STORAGE_CLASSES,
+            CSI_NODES,
+            POD_DISRUPTION_BUDGETS,
+            *(getattr(listers, n) for n in listers.__all__ if isinstance(getattr(listers, n), ResourceSpec)),
+        )
     )
-    if spec.group != "scheduling.x-k8s.io" and spec.version != "v1alpha2"
+)
+# (API group, kind) -> the kind's spec: PodGroup is both scheduler-plugins' and upstream's, told apart
+# by the group of its apiVersion.
+_BY_GROUP_KIND: dict[tuple[str, str], ResourceSpec] = {
+    (spec.group, spec.kind): spec for spec in SNAPSHOT_KINDS
 }
+_GROUPS_OF_KIND: dict[str, list[str]] = {}
+for _spec in SNAPSHOT_KINDS:
+    _GROUPS_OF_KIND.setdefault(_spec.kind, []).append(_spec.api_version)
 
 DUMP_KIND = "PySchedulerClusterSnapshot"
 
@@ -152,25 +159,60 @@ def _pending(pod: KubeObject) -> KubeObject:
     return pod
 
 
-def resource_of_kind(kind: str) -> str | None:
+def spec_of_object(obj: Mapping[str, Any]) -> ResourceSpec | None:
+    """The kind's spec by ``kind`` and the group of ``apiVersion`` (any version of it); None for a kind
+    the scheduler does not read. Without an apiVersion, the kind alone decides where it is unambiguous.
+    Raises ManifestError for an ambiguous kind without an apiVersion."""
+    kind = str(obj.get("kind") or "")
+    api_version = obj.get("apiVersion")
+    if isinstance(api_version, str) and api_version:
+        group = api_version.rpartition("/")[0]
+        return _BY_GROUP_KIND.get((group, kind))
+    versions = _GROUPS_OF_KIND.get(kind, [])
+    if len(versions) > 1:
+        raise ManifestError(
+            f"{kind} {_display_name(obj)}: no apiVersion, and {kind} is more than one kind "
+            f"({' or '.join(versions)})"
+        )
+    return _BY_GROUP_KIND.get(("", kind)) or next(
+        (spec for spec in SNAPSHOT_KINDS if spec.kind == kind), None
+    )
+
+
+def resource_of_kind(kind: str, api_version: str = "") -> str | None:
     """The resource name (``nodes``...) a simulation keeps objects of ``kind`` under; None if it reads
-    no such kind."""
-    return _BY_KIND.get(kind)
+    no such kind (or ``kind`` needs an apiVersion to say which)."""
+    try:
+        spec = spec_of_object({"kind": kind, "apiVersion": api_version})
+    except ManifestError:
+        return None
+    return spec.name if spec is not None else None
 
 
-def dump_from_objects(objects: Iterable[Mapping[str, Any]]) -> dict[str, list[KubeObject]]:
-    """Objects by resource name (``nodes``, ``pods``, ...), from a dump file's items or any manifests."""
+def dump_from_objects(objects: Iterable[Mapping[str, Any]], source: str = "") -> dict[str, list[KubeObject]]:
+    """Objects by resource name (``nodes``, ``pods``, ...), from a dump file's items or any manifests.
+    Kinds the scheduler does not read are left out. A malformed object of a kind it reads raises
+    ManifestError with one line naming the object and the field (``source`` names the file)."""
     out: dict[str, list[KubeObject]] = {}
-    for obj in objects:
-        resource = _BY_KIND.get(obj.get("kind", ""))
-        if resource is None:
+    where = f"{source}: " if source else ""
+    for index, obj in enumerate(objects):
+        if not isinstance(obj, Mapping):
+            raise ManifestError(f"{where}item {index}: not an object ({type(obj).__name__})")
+        try:
+            spec = spec_of_object(obj)
+        except ManifestError as err:
+            raise ManifestError(f"{where}item {index}: {err}") from None
+        if spec is None:
             continue
-        out.setdefault(resource, []).append(dict(obj))
+        problem = malformed(obj, spec)
+        if problem:
+            raise ManifestError(f"{where}item {index} ({spec.kind} {_display_name(obj)}): {problem}")
+        out.setdefault(spec.name, []).append(dict(obj))
     return out
 
 
 def load_dump(path: str | Path) -> dict[str, list[KubeObject]]:
-    return dump_from_objects(load_documents(path))
+    return dump_from_objects(load_documents(path), str(path))
 
 
 def node_manifest(

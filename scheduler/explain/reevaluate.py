@@ -108,6 +108,8 @@ class Reevaluation:
     nodes: int
     pods: int
     taken_at: float
+    # The kinds the snapshot lacks because they could not be listed, with the API server's answer.
+    not_read: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -116,7 +118,12 @@ class Reevaluation:
             "label": LABEL,
             "configSource": self.config.source,
             "configTried": self.config.tried,
-            "snapshot": {"nodes": self.nodes, "pods": self.pods, "takenAt": self.taken_at},
+            "snapshot": {
+                "nodes": self.nodes,
+                "pods": self.pods,
+                "takenAt": self.taken_at,
+                "notRead": self.not_read,
+            },
             "note": self.note,
             "attempts": [self.record] if self.record else [],
         }
@@ -129,6 +136,10 @@ class Reevaluation:
             f"({self.nodes} nodes, {self.pods} pods), with the configuration from {self.config.source}.",
         ]
         lines += [f"  Configuration not read from {tried}" for tried in self.config.tried]
+        if self.not_read:
+            lines.append(
+                f"  Not in the snapshot (the verdict may differ where a plugin reads them): {self.not_read}"
+            )
         lines.append(
             "  The scheduler's own attempt may have seen another cluster; PostFilter (preemption), Reserve, "
             "Permit and binding are not run."
@@ -142,9 +153,15 @@ class Reevaluation:
 
 
 def reevaluate(
-    key: str, objects: Mapping[str, Sequence[Mapping[str, Any]]], config: ConfigSource, *, now: float
+    key: str,
+    objects: Mapping[str, Sequence[Mapping[str, Any]]],
+    config: ConfigSource,
+    *,
+    now: float,
+    not_read: str = "",
 ) -> Reevaluation | None:
-    """The pod ``key`` of ``objects`` through one cycle with ``config``; None when it is not listed."""
+    """The pod ``key`` of ``objects`` through one cycle with ``config``; None when it is not listed.
+    ``not_read``: the kinds that could not be listed, said in the answer."""
     pods = list(objects.get("pods") or ())
     found = next((p for p in pods if namespaced_name(p) == key), None)
     if found is None:
@@ -163,4 +180,5 @@ def reevaluate(
     record = placement.record.to_json() if placement.record is not None else None
     if record is None:
         note = (note + " " if note else "") + f"Not evaluated: {placement.reason}"
-    return Reevaluation(key, config, record, note, len(objects.get("nodes") or ()), len(pods), now)
+    nodes = len(objects.get("nodes") or ())
+    return Reevaluation(key, config, record, note, nodes, len(pods), now, not_read)

@@ -216,7 +216,11 @@ class SchedulerHarness:
         """Nodes, bound pods and any other objects. New nodes and bound pods are cluster events: pods
         waiting in the queue whose rejecting plugins' hints accept them are moved to be retried."""
         by_resource = dump_from_objects(objects)
-        unknown = [str(o.get("kind")) for o in objects if resource_of_kind(str(o.get("kind"))) is None]
+        unknown = [
+            str(o.get("kind"))
+            for o in objects
+            if resource_of_kind(str(o.get("kind")), str(o.get("apiVersion") or "")) is None
+        ]
         if unknown:
             raise ValueError(f"cannot add {', '.join(unknown)}: not a kind the scheduler reads")
         self.sim.add_objects(by_resource)
