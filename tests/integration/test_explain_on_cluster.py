@@ -14,6 +14,7 @@ import yaml
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import REPO, SchedulerProcess, wait_for
+from scheduler.explain.manifests import load_dump, spec_of_object
 from tests.integration.workload import (
     RUN_LABEL,
     create_pods,
@@ -322,3 +323,209 @@ def test_explain_as_a_new_user_says_what_it_tried_then_re_evaluates(
                      f"/apis/rbac.authorization.k8s.io/v1/clusterroles/{user}"):  # fmt: skip
             raw(api_client, "DELETE", path)
         assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
+
+
+def _install_crd(api_client: Any, path: Path, group: str, plural: str) -> bool:
+    """Installs the CRD of ``path`` unless its kind is served; True when this call installed it."""
+    import kubernetes.client as k8s
+
+    from tests.integration.test_deploy import raw
+
+    def served() -> bool:
+        try:
+            found = k8s.CustomObjectsApi(api_client).get_api_resources(group, "v1alpha1")
+        except k8s.ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return any(r.name == plural for r in found.resources)
+
+    if served():
+        return False
+    body = yaml.safe_load(path.read_text())
+    status, answer = raw(api_client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
+    assert status in (201, 409), answer
+    wait_for(served, 30, f"{plural}.{group} served")
+    return True
+
+
+def test_a_snapshot_round_trips_every_kind_the_scheduler_reads_and_replays_their_verdicts(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path
+) -> None:
+    """``snapshot`` of a real API server holds VolumeAttachments, CSIDrivers, CSIStorageCapacities, DRA
+    objects, PriorityClasses, ReplicationControllers, ResourceQuotas, PodGroups and ElasticQuotas
+    beside nodes and pods; the dump loads back under each kind, and a replay's verdicts follow the
+    VolumeAttachment (NodeVolumeLimits counts it) and the CSIDriver (VolumeLimitScaling): the same pods
+    place once they are taken out of the dump."""
+    from tests.integration.test_deploy import raw
+
+    labels = {RUN_LABEL: run_id}
+    node = f"vol-{run_id}"
+    driver, other = f"csi-{run_id}.example.com", f"other-{run_id}.example.com"
+    storage, dra = "storage.k8s.io/v1", "resource.k8s.io/v1"
+    crds = REPO / "deploy" / "components"
+    installed = [
+        name
+        for name, group, plural in (("podgroup-crd", "scheduling.x-k8s.io", "podgroups"),
+                                    ("elasticquota-crd", "scheduling.x-k8s.io", "elasticquotas"))
+        if _install_crd(api_client, crds / name / "crd.yaml", group, plural)
+    ]  # fmt: skip
+
+    def meta(name: str, in_namespace: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": name, "labels": dict(labels)}
+        if in_namespace:
+            out["namespace"] = namespace
+        return out
+
+    def pv(name: str, csi_driver: str) -> dict[str, Any]:
+        spec = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "csi": {"driver": csi_driver, "volumeHandle": f"{name}-handle"}}  # fmt: skip
+        return {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": meta(f"{name}-{run_id}"),
+            "spec": spec,
+        }
+
+    def claim(name: str, volume: str) -> dict[str, Any]:
+        body = meta(name, True)
+        body["annotations"] = {"pv.kubernetes.io/bind-completed": "true"}
+        spec = {"volumeName": f"{volume}-{run_id}", "storageClassName": "", "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}  # fmt: skip
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": body, "spec": spec}
+
+    va_name = f"va-{run_id}"
+
+    def obj(
+        collection: str, api_version: str, kind: str, name: str, **body: Any
+    ) -> tuple[str, dict[str, Any]]:
+        """(the POST path, the object): ``collection`` under /api or /apis, namespaced when it has
+        ``{ns}``."""
+        namespaced = "{ns}" in collection
+        root = "/api/" if api_version == "v1" else "/apis/"
+        path = root + collection.replace("{ns}", f"namespaces/{namespace}")
+        return path, {"apiVersion": api_version, "kind": kind, "metadata": meta(name, namespaced), **body}
+
+    limit = [{"name": driver, "nodeID": node, "allocatable": {"count": 1}}]
+    attachment = {
+        "attacher": driver,
+        "nodeName": node,
+        "source": {"persistentVolumeName": f"attached-{run_id}"},
+    }
+    topology = {"matchLabels": {"kubernetes.io/hostname": node}}
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 1}
+    device_slice = {
+        "driver": "gpu.example.com",
+        "nodeName": node,
+        "pool": pool,
+        "devices": [{"name": "gpu-0"}],
+    }
+    request = {"name": "gpu", "exactly": {"deviceClassName": f"gpu-{run_id}"}}
+    template = {
+        "metadata": {"labels": {"app": run_id}},
+        "spec": {"containers": [{"name": "c", "image": "pause"}]},
+    }
+    x_k8s = "scheduling.x-k8s.io/v1alpha1"
+    quota_max = {"max": {"cpu": "4"}}
+    created: list[tuple[str, dict[str, Any]]] = [
+        obj(f"{storage}/csinodes", "storage.k8s.io/v1", "CSINode", node, spec={"drivers": limit}),
+        ("/api/v1/persistentvolumes", pv("attached", driver)),
+        ("/api/v1/persistentvolumes", pv("new", driver)),
+        ("/api/v1/persistentvolumes", pv("other", other)),
+        (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claim("c-new", "new")),
+        (f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claim("c-other", "other")),
+        obj(f"{storage}/volumeattachments", storage, "VolumeAttachment", va_name, spec=attachment),
+        obj(f"{storage}/csidrivers", "storage.k8s.io/v1", "CSIDriver", other,
+            spec={"attachRequired": True, "preventPodSchedulingIfMissing": True}),
+        obj(f"{storage}/{{ns}}/csistoragecapacities", "storage.k8s.io/v1", "CSIStorageCapacity",
+            f"cap-{run_id}", storageClassName=f"sc-{run_id}", capacity="10Gi", nodeTopology=topology),
+        obj(f"{dra}/deviceclasses", "resource.k8s.io/v1", "DeviceClass", f"gpu-{run_id}",
+            spec={"selectors": [{"cel": {"expression": "true"}}]}),
+        obj(f"{dra}/resourceslices", dra, "ResourceSlice", f"slice-{run_id}", spec=device_slice),
+        obj(f"{dra}/{{ns}}/resourceclaims", "resource.k8s.io/v1", "ResourceClaim", f"claim-{run_id}",
+            spec={"devices": {"requests": [request]}}),
+        obj("scheduling.k8s.io/v1/priorityclasses", "scheduling.k8s.io/v1", "PriorityClass", f"prio-{run_id}",
+            value=1000),
+        obj("v1/{ns}/replicationcontrollers", "v1", "ReplicationController", f"rc-{run_id}",
+            spec={"replicas": 0, "selector": {"app": run_id}, "template": template}),
+        obj("v1/{ns}/resourcequotas", "v1", "ResourceQuota", f"rq-{run_id}", spec={"hard": {"pods": "9"}}),
+        obj(f"{x_k8s}/{{ns}}/podgroups", x_k8s, "PodGroup", f"pg-{run_id}", spec={"minMember": 2}),
+        obj(f"{x_k8s}/{{ns}}/elasticquotas", x_k8s, "ElasticQuota", f"eq-{run_id}", spec=quota_max),
+    ]  # fmt: skip
+    cluster_scoped = [(path, body) for path, body in created if "namespace" not in body["metadata"]]
+    try:
+        create_nodes(api_client, [make_node(node, labels={**labels, "kubernetes.io/hostname": node})])
+        for path, body in created:
+            status, answer = raw(api_client, "POST", path, body)
+            assert status == 201, (path, answer)
+
+        dump = tmp_path / "cluster.json"
+        taken = cli("snapshot", "--kubeconfig", kubeconfig, "-f", str(dump))
+        assert taken.returncode == 0, taken.stderr
+        print(taken.stdout)
+        doc = orjson.loads(dump.read_bytes())
+        ours = [
+            item for item in doc["items"]
+            if (item["metadata"].get("labels") or {}).get(RUN_LABEL) == run_id
+        ]  # fmt: skip
+        dumped = {(item["apiVersion"], item["kind"], item["metadata"]["name"]) for item in ours}
+        wanted = {(body["apiVersion"], body["kind"], body["metadata"]["name"]) for _, body in created}
+        assert wanted <= dumped, wanted - dumped
+        ours_file = tmp_path / "ours.json"
+        ours_file.write_bytes(orjson.dumps({**doc, "items": ours}))
+        loaded = load_dump(ours_file)
+        for _, body in created:
+            spec = spec_of_object(body)
+            assert spec is not None and body["metadata"]["name"] in {
+                o["metadata"]["name"] for o in loaded[spec.name]
+            }, body["kind"]
+
+        # Replays: p-va's one new volume of `driver` exceeds the node's limit of 1 only with the
+        # VolumeAttachment; p-other's volume needs `other`, which the node's CSINode lacks, only with the
+        # CSIDriver.
+        pods = []
+        for name, claim_name in (("p-va", "c-new"), ("p-other", "c-other")):
+            pod = make_pod(name, run_id, cpu="100m", scheduler_name="py-scheduler")
+            pod["metadata"]["namespace"] = namespace
+            pod["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": claim_name}}]
+            pods.append(pod)
+        pods_file = tmp_path / "pods.yaml"
+        pods_file.write_text(yaml.safe_dump_all(pods))
+
+        def replay(items: list[dict[str, Any]]) -> dict[str, tuple[str | None, str]]:
+            path = tmp_path / "replay.json"
+            path.write_bytes(orjson.dumps({**doc, "items": items}))
+            ran = cli("simulate", "--cluster", str(path), "--pods", str(pods_file), "-o", "json")
+            assert ran.returncode == 0, ran.stderr
+            placements = orjson.loads(ran.stdout)["placements"]
+            return {p["pod"].split("/")[1]: (p["node"], p["reason"]) for p in placements}
+
+        full = replay(ours)
+        assert full["p-va"][0] is None and "exceed max volume count" in full["p-va"][1], full
+        assert full["p-other"][0] is None and f"{other} CSI driver is not installed" in full["p-other"][1]
+        without_va = replay([i for i in ours if i["kind"] != "VolumeAttachment"])
+        assert without_va["p-va"][0] == node, without_va
+        without_driver = replay([i for i in ours if i["kind"] != "CSIDriver"])
+        assert without_driver["p-other"][0] == node, without_driver
+
+        # A malformed object of a new kind: one line naming it.
+        broken = [
+            {**i, "spec": {**i["spec"], "nodeName": 3}} if i["kind"] == "VolumeAttachment" else i
+            for i in ours
+        ]
+        path = tmp_path / "broken.json"
+        path.write_bytes(orjson.dumps({**doc, "items": broken}))
+        refused = cli("simulate", "--cluster", str(path), "--pods", str(pods_file))
+        assert refused.returncode == 2 and refused.stdout == ""
+        assert refused.stderr.count("\n") == 1, refused.stderr
+        assert f"(VolumeAttachment {va_name}): spec.nodeName must be a string, got 3" in refused.stderr
+    finally:
+        for path, body in cluster_scoped:
+            raw(api_client, "DELETE", f"{path}/{body['metadata']['name']}")
+        for name in installed:
+            body = yaml.safe_load((crds / name / "crd.yaml").read_text())
+            crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + body["metadata"]["name"]
+            raw(api_client, "DELETE", crd_path)
+            # Gone before another test installs it again (a terminating CRD cannot be re-created).
+            wait_for(lambda path=crd_path: raw(api_client, "GET", path)[0] == 404, 60, f"{name} deleted")
