@@ -151,9 +151,10 @@ def test_csi_storage_capacity_in_the_dump_changes_the_verdict(tmp_path: Path) ->
     """VolumeBinding: a driver that publishes capacity (CSIDriver storageCapacity) provisions on a node
     only where a CSIStorageCapacity of the class has room."""
     storage_class = builders.storage_class("fast", provisioner=DRIVER)
+    claim_spec = {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+                  "resources": {"requests": {"storage": "5Gi"}}}  # fmt: skip
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": _meta("c", "default"),
-             "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
-                      "resources": {"requests": {"storage": "5Gi"}}}, "status": {"phase": "Pending"}}  # fmt: skip
+             "spec": claim_spec, "status": {"phase": "Pending"}}  # fmt: skip
     driver = _storage("CSIDriver", DRIVER, {"spec": {"storageCapacity": True}})
     capacity = _storage(
         "CSIStorageCapacity", "cap-n",
@@ -205,8 +206,9 @@ def test_a_scheduler_plugins_pod_group_in_the_dump_changes_the_verdict(tmp_path:
 
 def test_an_elastic_quota_in_the_dump_changes_the_verdict(tmp_path: Path) -> None:
     """CapacityScheduling: a pod over its namespace's ElasticQuota max is refused in PreFilter."""
+    limits = {"min": {"cpu": "1"}, "max": {"cpu": "1"}}
     quota = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "ElasticQuota",
-             "metadata": _meta("q", "default"), "spec": {"min": {"cpu": "1"}, "max": {"cpu": "1"}}}  # fmt: skip
+             "metadata": _meta("q", "default"), "spec": limits}  # fmt: skip
     config = _config(tmp_path, {"plugins": {"multiPoint": {"enabled": [{"name": "CapacityScheduling"}]}}})
     cluster = [builders.node("n"), builders.pod("p", cpu="2")]
     assert _verdict(tmp_path, cluster, config)[0] == "Binding"
@@ -253,7 +255,7 @@ def test_an_elastic_quota_in_the_dump_changes_the_verdict(tmp_path: Path) -> Non
                 "spec": {"minMember": True},
             },
             "item 1 (PodGroup d/pg): spec.minMember must be an integer, got True",
-        ),  # fmt: skip
+        ),
         (
             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": ""}},
             "item 1 (PriorityClass (no name)): metadata.name must be a non-empty string, got ''",
