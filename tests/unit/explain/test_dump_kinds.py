@@ -184,6 +184,75 @@ def test_dra_kinds_in_the_dump_change_the_verdict(tmp_path: Path, kind: str) -> 
     assert _verdict(tmp_path, [*cluster, *without], config)[0] == "Unschedulable"
 
 
+def test_a_device_taint_rule_in_the_dump_changes_the_verdict(tmp_path: Path) -> None:
+    """DRADeviceTaintRules: a rule tainting the node's only device NoSchedule leaves p's claim
+    unallocatable."""
+    taint = {"key": "maintenance", "value": "yes", "effect": "NoSchedule"}
+    rule = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": _meta("drain"),
+            "spec": {"deviceSelector": {"driver": "gpu.example.com"}, "taint": taint}}  # fmt: skip
+    cluster = [builders.node("n"), builders.pod("p", claims=("gpu-claim",)), builders.device_class("gpu"),
+               builders.resource_slice("n"), builders.resource_claim("gpu-claim")]  # fmt: skip
+    config = _config(tmp_path, None)
+    assert _verdict(tmp_path, cluster, config)[0] == "Binding"
+    assert _verdict(tmp_path, [*cluster, rule], config)[0] == "Unschedulable"
+
+
+def test_a_node_resource_topology_in_the_dump_changes_the_verdict(tmp_path: Path) -> None:
+    """NodeResourceTopologyMatch: a Guaranteed pod of 3 CPUs fits the node's 4, but not one NUMA zone of
+    2 under the single-NUMA-node policy its NodeResourceTopology reports."""
+    zones = [{"name": f"node-{i}", "type": "Node",
+              "resources": [{"name": "cpu", "capacity": "2", "allocatable": "2", "available": "2"},
+                            {"name": "memory", "capacity": "8Gi", "allocatable": "8Gi", "available": "8Gi"}]}
+             for i in range(2)]  # fmt: skip
+    topology = {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+                "metadata": _meta("n"), "topologyPolicies": ["SingleNUMANodeContainerLevel"],
+                "zones": zones}  # fmt: skip
+    pod = builders.pod("p", cpu="3", memory="1Gi")
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["limits"] = dict(resources["requests"])  # Guaranteed
+    config = _config(
+        tmp_path, {"plugins": {"multiPoint": {"enabled": [{"name": "NodeResourceTopologyMatch"}]}}}
+    )
+    cluster = [builders.node("n", cpu="4"), pod]
+    assert _verdict(tmp_path, cluster, config)[0] == "Binding"
+    assert _verdict(tmp_path, [*cluster, topology], config)[0] == "Unschedulable"
+
+
+def test_a_replication_controller_in_the_dump_changes_the_scores(tmp_path: Path) -> None:
+    """PodTopologySpread's system default constraints spread the pods of a controller: with the pods'
+    ReplicationController in the dump p is scored for spreading, without it not at all."""
+    owner = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "name": "web",
+        "uid": "rc",
+        "controller": True,
+    }
+
+    def web(name: str, node_name: str | None = None) -> dict[str, Any]:
+        made = builders.pod(name, labels={"app": "web"}, node_name=node_name, cpu="100m")
+        made["metadata"]["ownerReferences"] = [owner]
+        return made
+
+    controller = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": _meta("web", "default"),
+                  "spec": {"selector": {"app": "web"}}}  # fmt: skip
+    nodes = [builders.node("a", zone="z1"), builders.node("b", zone="z2")]
+    cluster = [*nodes, *(web(f"e{i}", "a") for i in range(3)), web("p")]
+    config = _config(tmp_path, None)
+
+    def spread_scores(items: list[dict[str, Any]]) -> dict[str, Any]:
+        dump = tmp_path / "cluster.json"
+        dump.write_bytes(orjson.dumps({"kind": "List", "items": items}))
+        result = reevaluate("default/p", load_dump(dump), config, now=0.0)
+        assert result is not None and result.record is not None
+        return {s["node"]: s["plugins"].get("PodTopologySpread") for s in result.record["scores"]}
+
+    assert spread_scores(cluster) == {"a": None, "b": None}
+    with_rc = spread_scores([*cluster, controller])
+    assert with_rc["a"] is not None and with_rc["b"] is not None
+    assert with_rc["a"]["raw"] > with_rc["b"]["raw"]  # a holds the 3 others: more skew
+
+
 def test_a_scheduler_plugins_pod_group_in_the_dump_changes_the_verdict(tmp_path: Path) -> None:
     """Coscheduling: a pod of a PodGroup of minMember 3 with no siblings waits in PreFilter."""
     group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
