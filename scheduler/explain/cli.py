@@ -245,8 +245,7 @@ def reevaluate(args: argparse.Namespace, key: str) -> int:
             file=sys.stderr,
         )
         return 1
-    not_read = unlisted_text(unlisted) if unlisted else ""
-    result = reevaluate_mod.reevaluate(key, objects, source, now=time.time(), not_read=not_read)
+    result = reevaluate_mod.reevaluate(key, objects, source, now=time.time(), unlisted=unlisted)
     if result is None:
         print(f"py-scheduler explain {key}: cannot re-evaluate: no such pod in the cluster", file=sys.stderr)
         return 1
@@ -387,9 +386,9 @@ def list_cluster(kubeconfig: str | None) -> tuple[dict[str, list[dict[str, Any]]
                 query = "?limit=500" + (f"&continue={quote(token)}" if token else "")
                 status, body = rest.request("GET", spec.path() + query)
                 if status != 200:
-                    answer = f"HTTP {status}: {body[:200].decode(errors='replace')}"
                     if spec.name in ("nodes", "pods"):
-                        raise OSError(f"listing {spec.name}: {answer}")
+                        answer = body[:200].decode(errors="replace")
+                        raise OSError(f"listing {spec.name}: HTTP {status}: {answer}")
                     if status != 404:
                         unlisted[spec.name] = f"HTTP {status}"
                     listed = False
@@ -410,14 +409,6 @@ def list_cluster(kubeconfig: str | None) -> tuple[dict[str, list[dict[str, Any]]
     return out, unlisted
 
 
-def unlisted_text(unlisted: dict[str, str]) -> str:
-    """``HTTP 403: a, b; HTTP 500: c``: the kinds not read, grouped by the API server's answer."""
-    by_answer: dict[str, list[str]] = {}
-    for name, answer in unlisted.items():
-        by_answer.setdefault(answer, []).append(name)
-    return "; ".join(f"{answer}: {', '.join(names)}" for answer, names in by_answer.items())
-
-
 def snapshot(args: argparse.Namespace) -> int:
     objects, unlisted = list_cluster(args.kubeconfig)
     items = [item for spec in SNAPSHOT_KINDS for item in objects.get(spec.name, ())]
@@ -433,7 +424,7 @@ def snapshot(args: argparse.Namespace) -> int:
     if unlisted:
         print(
             f"py-scheduler snapshot: not in the snapshot (a replay may judge differently from the "
-            f"scheduler where a plugin reads them): {unlisted_text(unlisted)}",
+            f"scheduler where a plugin reads them): {reevaluate_mod.unlisted_text(unlisted)}",
             file=sys.stderr,
         )
     return 0
@@ -449,7 +440,7 @@ def _objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     if unlisted:
         print(
             f"py-scheduler simulate: not read (placements may differ from the scheduler's where a plugin "
-            f"reads them): {unlisted_text(unlisted)}",
+            f"reads them): {reevaluate_mod.unlisted_text(unlisted)}",
             file=sys.stderr,
         )
     return objects

@@ -65,9 +65,11 @@ SNAPSHOT_KINDS: tuple[ResourceSpec, ...] = tuple(
 _BY_GROUP_KIND: dict[tuple[str, str], ResourceSpec] = {
     (spec.group, spec.kind): spec for spec in SNAPSHOT_KINDS
 }
-_GROUPS_OF_KIND: dict[str, list[str]] = {}
-for _spec in SNAPSHOT_KINDS:
-    _GROUPS_OF_KIND.setdefault(_spec.kind, []).append(_spec.api_version)
+# kind -> the apiVersions it is read at (two for PodGroup).
+_API_VERSIONS_OF_KIND: dict[str, list[str]] = {
+    kind: [spec.api_version for spec in SNAPSHOT_KINDS if spec.kind == kind]
+    for kind in {spec.kind for spec in SNAPSHOT_KINDS}
+}
 
 DUMP_KIND = "PySchedulerClusterSnapshot"
 
@@ -168,15 +170,13 @@ def spec_of_object(obj: Mapping[str, Any]) -> ResourceSpec | None:
     if isinstance(api_version, str) and api_version:
         group = api_version.rpartition("/")[0]
         return _BY_GROUP_KIND.get((group, kind))
-    versions = _GROUPS_OF_KIND.get(kind, [])
+    versions = _API_VERSIONS_OF_KIND.get(kind, [])
     if len(versions) > 1:
         raise ManifestError(
             f"{kind} {_display_name(obj)}: no apiVersion, and {kind} is more than one kind "
             f"({' or '.join(versions)})"
         )
-    return _BY_GROUP_KIND.get(("", kind)) or next(
-        (spec for spec in SNAPSHOT_KINDS if spec.kind == kind), None
-    )
+    return next((spec for spec in SNAPSHOT_KINDS if spec.kind == kind), None)
 
 
 def resource_of_kind(kind: str, api_version: str = "") -> str | None:

@@ -108,8 +108,8 @@ class Reevaluation:
     nodes: int
     pods: int
     taken_at: float
-    # The kinds the snapshot lacks because they could not be listed, with the API server's answer.
-    not_read: str = ""
+    # The kinds the configuration's plugins read that could not be listed, with the API server's answer.
+    not_read: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -122,7 +122,7 @@ class Reevaluation:
                 "nodes": self.nodes,
                 "pods": self.pods,
                 "takenAt": self.taken_at,
-                "notRead": self.not_read,
+                "notRead": dict(self.not_read),
             },
             "note": self.note,
             "attempts": [self.record] if self.record else [],
@@ -138,7 +138,8 @@ class Reevaluation:
         lines += [f"  Configuration not read from {tried}" for tried in self.config.tried]
         if self.not_read:
             lines.append(
-                f"  Not in the snapshot (the verdict may differ where a plugin reads them): {self.not_read}"
+                "  Not in the snapshot though the configuration reads them (the verdict may differ): "
+                + unlisted_text(self.not_read)
             )
         lines.append(
             "  The scheduler's own attempt may have seen another cluster; PostFilter (preemption), Reserve, "
@@ -158,10 +159,11 @@ def reevaluate(
     config: ConfigSource,
     *,
     now: float,
-    not_read: str = "",
+    unlisted: Mapping[str, str] | None = None,
 ) -> Reevaluation | None:
     """The pod ``key`` of ``objects`` through one cycle with ``config``; None when it is not listed.
-    ``not_read``: the kinds that could not be listed, said in the answer."""
+    ``unlisted``: the kinds that could not be listed (resource name -> the API server's answer); those
+    the configuration's plugins read are named in the answer."""
     pods = list(objects.get("pods") or ())
     found = next((p for p in pods if namespaced_name(p) == key), None)
     if found is None:
@@ -181,4 +183,13 @@ def reevaluate(
     if record is None:
         note = (note + " " if note else "") + f"Not evaluated: {placement.reason}"
     nodes = len(objects.get("nodes") or ())
+    not_read = {name: answer for name, answer in (unlisted or {}).items() if name in simulation.read_kinds}
     return Reevaluation(key, config, record, note, nodes, len(pods), now, not_read)
+
+
+def unlisted_text(unlisted: Mapping[str, str]) -> str:
+    """``HTTP 403: a, b; HTTP 500: c``: kinds not read, grouped by the API server's answer."""
+    by_answer: dict[str, list[str]] = {}
+    for name, answer in unlisted.items():
+        by_answer.setdefault(answer, []).append(name)
+    return "; ".join(f"{answer}: {', '.join(names)}" for answer, names in by_answer.items())

@@ -58,6 +58,8 @@ class Simulation:
         self.clock = clock
         self.cache = SchedulerCache()
         self._listers: dict[str, StaticLister] = {}
+        # The kinds (resource names) the configuration's plugins read through their Handles.
+        self.read_kinds: set[str] = set()
         self.add_objects(objects)
         self.frameworks: dict[str, Framework] = build_frameworks(config, registry, self._handle_for)
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
@@ -69,6 +71,7 @@ class Simulation:
         return FrameworkHandle(profile, lambda: self.snapshot, None, self.clock, listers=self._lister)
 
     def _lister(self, resource: ResourceSpec) -> Lister:
+        self.read_kinds.add(resource.name)
         return self._listers.setdefault(resource.name, StaticLister())
 
     # --- cluster changes (scenarios) --------------------------------------------------------------

@@ -86,3 +86,30 @@ def test_a_pending_pod_is_judged_and_a_bound_one_as_if_pending_again() -> None:
     assert db is not None and db.record is not None
     assert db.record["node"] == "big" and "bound to big" in db.note
     assert reevaluate("default/missing", objects, source, now=1000.0) is None
+
+
+def test_kinds_that_could_not_be_listed_are_named_when_the_configuration_reads_them() -> None:
+    """The default configuration reads VolumeAttachments (NodeVolumeLimits) but no NodeResourceTopology
+    (NodeResourceTopologyMatch is not enabled): only the first is named as missing from the snapshot."""
+    objects = {"nodes": [make_node("n")], "pods": [make_pod("web", cpu="1")]}
+    source = find_config(
+        config_path=None, api_get=refused, config_map_namespace="ns", configz_get=None,
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+    unlisted = {
+        "volumeattachments.storage.k8s.io": "HTTP 403",
+        "noderesourcetopologies.topology.node.k8s.io": "HTTP 403",
+        "csidrivers.storage.k8s.io": "HTTP 500",
+    }
+    web = reevaluate("default/web", objects, source, now=1000.0, unlisted=unlisted)
+    assert web is not None
+    assert web.to_json()["snapshot"]["notRead"] == {
+        "volumeattachments.storage.k8s.io": "HTTP 403",
+        "csidrivers.storage.k8s.io": "HTTP 500",
+    }
+    assert (
+        "  Not in the snapshot though the configuration reads them (the verdict may differ): "
+        "HTTP 403: volumeattachments.storage.k8s.io; HTTP 500: csidrivers.storage.k8s.io\n"
+    ) in web.render()
+    everything_listed = reevaluate("default/web", objects, source, now=1000.0)
+    assert everything_listed is not None and "Not in the snapshot" not in everything_listed.render()
