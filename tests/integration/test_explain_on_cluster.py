@@ -477,6 +477,10 @@ def test_a_snapshot_round_trips_every_kind_the_scheduler_reads_and_replays_their
         assert taken.returncode == 0, taken.stderr
         print(taken.stdout)
         doc = orjson.loads(dump.read_bytes())
+        everything = load_dump(dump)  # every object the API server gave passes the dump's checks
+        assert len(everything["nodes"]) >= 1 and len(everything.get("pods", [])) == sum(
+            i["kind"] == "Pod" for i in doc["items"]
+        )
         ours = [
             item for item in doc["items"]
             if (item["metadata"].get("labels") or {}).get(RUN_LABEL) == run_id
