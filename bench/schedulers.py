@@ -178,6 +178,12 @@ class KubeScheduler:
             self._handle.stop(grace=10.0)
 
 
+# The gate that makes the scheduler-plugins scheduler (kube-scheduler v1.34's framework) publish a
+# Permit waiter's node as v1.37.2 does by default (pkg/scheduler/schedule_one.go bindingCycle, identical
+# in both versions once on).
+PEER_V137_NOMINATION_GATE = "--feature-gates=NominatedNodeNameForExpectation=true"
+
+
 class SchedulerPluginsScheduler(KubeScheduler):
     """The scheduler-plugins scheduler with one profile (its plugins and pluginConfig), started as
     devcluster starts kube-scheduler and the bench's client qps/burst; built first if missing."""
@@ -185,8 +191,12 @@ class SchedulerPluginsScheduler(KubeScheduler):
     label = SCHED_PLUGINS
     scheduler_name = SCHED_PLUGINS_SCHEDULER_NAME
 
-    def __init__(self, cp: ControlPlane, profile: dict[str, Any]) -> None:
+    def __init__(self, cp: ControlPlane, profile: dict[str, Any], *, v137_nomination: bool = False) -> None:
+        """``v137_nomination``: NominatedNodeNameForExpectation on, as kube-scheduler v1.37.2 and
+        py-scheduler have it by default (the peer's v1.34 framework has it as alpha, off, with the same
+        code path): each pod waiting at Permit writes its ``nominatedNodeName`` before it binds."""
         self._cp = cp
+        self.extra_args = (PEER_V137_NOMINATION_GATE,) if v137_nomination else ()
         self._binary = ensure_scheduler_plugins()
         self._config = cp.write_kube_scheduler_config(
             qps=CLIENT_QPS, burst=CLIENT_BURST, profiles=[{"schedulerName": self.scheduler_name, **profile}]

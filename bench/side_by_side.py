@@ -93,12 +93,13 @@ def _contestant(
     profile_out: Path | None,
     extenders: list[dict[str, object]] | None = None,
     profile: dict[str, object] | None = None,
+    peer_nomination: bool = False,
 ) -> schedulers.Contestant:
     if kind == schedulers.KUBE:
         return schedulers.KubeScheduler(cp, extenders=extenders)
     if kind == schedulers.SCHED_PLUGINS:
         assert profile is not None, "the scheduler-plugins peer runs a workload's own profile"
-        return schedulers.SchedulerPluginsScheduler(cp, profile)
+        return schedulers.SchedulerPluginsScheduler(cp, profile, v137_nomination=peer_nomination)
     if kind == schedulers.PY:
         return schedulers.PyScheduler(
             cp,
@@ -325,6 +326,7 @@ def run_one(
     profile_dir: Path,
     keep_logs: Path | None = None,
     peer_controller: bool = True,
+    peer_nomination: bool = False,
     apiserver_profile: Path | None = None,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
@@ -373,6 +375,7 @@ def run_one(
             profile_out,
             extender.config() if extender is not None else None,
             workload.profile,
+            peer_nomination=peer_nomination,
         )
         try:
             sync_s = scale.timed_start(contestant)
@@ -417,6 +420,16 @@ def run_one(
                 notes.append(
                     f"scheduler-plugins controller: {usage['controller_cpu_s']:.1f} CPU s, included in CPU s"
                     + ("" if controller.alive() else " (it exited during the run: see its log)")
+                )
+            if isinstance(contestant, schedulers.SchedulerPluginsScheduler):
+                notes.append(
+                    "scheduler-plugins: "
+                    + (
+                        f"{schedulers.PEER_V137_NOMINATION_GATE} (kube-scheduler v1.37.2's default, as "
+                        "py-scheduler's: Permit waiters write their nominatedNodeName)"
+                        if contestant.extra_args
+                        else "NominatedNodeNameForExpectation off (its v1.34 default; py-scheduler's is on)"
+                    )
                 )
             plugins = contestant.plugins()
             violations = prereqs.verify(cp, workload, pods, nodes) + watched
@@ -570,6 +583,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="gang: run the scheduler-plugins scheduler without its controller (PodGroup status unkept)",
     )
+    parser.add_argument(
+        "--peer-nomination",
+        action="store_true",
+        help="gang: run the scheduler-plugins scheduler with NominatedNodeNameForExpectation on "
+        "(kube-scheduler v1.37.2's default and py-scheduler's; alpha and off in the peer's v1.34 "
+        "framework), so both write each Permit waiter's nominatedNodeName",
+    )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
     parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
     parser.add_argument("--note", help="a line for the report's Machine section (who else used the machine)")
@@ -685,6 +705,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         profile_dir=profile_dir,
                         keep_logs=args.keep_logs,
                         peer_controller=not args.no_peer_controller,
+                        peer_nomination=args.peer_nomination,
                         apiserver_profile=args.apiserver_profile,
                     )
                 )

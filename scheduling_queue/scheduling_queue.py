@@ -280,6 +280,10 @@ class SchedulingQueue:
             IN_FLIGHT: self.in_flight_pods(),
         }
 
+    def is_in_flight(self, key: str) -> bool:
+        """Whether an attempt for ``key`` is between pop and ``done`` (its pod not deleted)."""
+        return self._in_flight.live(key) is not None
+
     def in_flight_pods(self) -> list[Pod]:
         return [r.latest or r.qpi.pod for r in self._in_flight.all_live()]
 

@@ -126,6 +126,9 @@ class EventHandlers:
                 self.queue.assigned_pod_updated(old, new)
             metrics.observe_event_handling("AssignedPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(new):
+            if self._settled_assumed_update(old, new):
+                metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
+                return
             self.queue.update(old, new)
             if self.cache.is_assumed(namespaced_name(new)):
                 # Upstream ignores updates of assumed pods: the pod counts on its node already, so a
@@ -135,6 +138,22 @@ class EventHandlers:
         elif self.responsible_for(old):
             # schedulerName changed away from us (rare, but the queue must not keep it).
             self.queue.delete(old)
+
+    def _settled_assumed_update(self, old: Obj, new: Obj) -> bool:
+        """An update of a pod this scheduler assumed, whose attempt is over (waiting to be seen bound):
+        upstream's updatePodInSchedulingQueue ignores it. Queueing it would add the pod to activeQ
+        as unknown, for a cycle that only finds it assumed; a gang's waiters hit this with every
+        ``nominatedNodeName`` write whose watch event arrives after their bind returned. Still
+        queued: an update during the attempt (it keeps the newest version for a requeue) and the
+        start of a deletion."""
+        key = namespaced_name(new)
+        if not self.cache.is_assumed(key) or self.queue.is_in_flight(key):
+            return False
+        cached = self.cache.get_pod(key)
+        if cached is None or cached.uid != object_meta(new).get("uid"):
+            return False  # a namesake of the assumed pod
+        deleting = object_meta(new).get("deletionTimestamp") and not object_meta(old).get("deletionTimestamp")
+        return not deleting
 
     def on_pod_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         start = time.perf_counter()

@@ -36,7 +36,7 @@ from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.discovery import discover
-from scheduler.client.events import EVENT_WRITERS, EventRecorder
+from scheduler.client.events import EVENT_WRITERS, STATUS_PATCH_TIMEOUT, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.client.load_watcher import Collectors
 from scheduler.config import SchedulerConfig, config_to_dict
@@ -340,6 +340,8 @@ class SchedulerApp:
                 max_workers=max(BINDING_WORKERS, self.config.parallelism),
                 may_bind=self.may_bind,
                 before_bind=self.recorder.before_bind,
+                after_patches=self.recorder.after_patches,
+                patch_wait_limit=STATUS_PATCH_TIMEOUT + 1.0,
             )
 
         self.scheduler = Scheduler(

@@ -146,9 +146,27 @@ class _StatusGate:
     cancelled: bool = False
     # A nominatedNodeName write: a later condition patch that sets the nomination supersedes it.
     nomination: bool = False
+    # Called (on the writer thread) once the write on the wire has finished: see ``after_patches``.
+    on_idle: list[Callable[[], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.idle.set()
+
+
+class _Countdown:
+    """Calls ``then`` once, at the ``count``-th tick (ticks come from writer threads)."""
+
+    def __init__(self, count: int, then: Callable[[], None]) -> None:
+        self._left = count
+        self._then = then
+        self._lock = threading.Lock()
+
+    def tick(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._then()
 
 
 @dataclass(eq=False)
@@ -256,8 +274,11 @@ class EventRecorder:
             if gate is not None:
                 with gate.lock:
                     gate.idle.set()
+                    callbacks, gate.on_idle = gate.on_idle, []
                 if not kept:
                     self._drop_gate(write.uid, gate)
+                for callback in callbacks:
+                    callback()
 
     def _drop_gate(self, uid: str, gate: _StatusGate) -> None:
         with self._lock:
@@ -541,6 +562,28 @@ class EventRecorder:
         gates = self.cancel_condition_patches(uid)
         deadline = time.monotonic() + timeout
         return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
+
+    def after_patches(self, uid: str, then: Callable[[], None]) -> bool:
+        """``before_bind`` without the wait, for the loop: pod ``uid``'s patches not yet sent are
+        cancelled; True when none is on the wire (bind now), else False, and ``then`` is called on a
+        writer thread once every one on the wire has finished. A released gang's waiters thus wait
+        for their own nominatedNodeName patch without holding a binding thread each."""
+        on_wire: list[_StatusGate] = []
+        for gate in self.cancel_condition_patches(uid):
+            with gate.lock:
+                if not gate.idle.is_set():
+                    on_wire.append(gate)
+        if not on_wire:
+            return True
+        countdown = _Countdown(len(on_wire), then)
+        for gate in on_wire:
+            with gate.lock:
+                landed = gate.idle.is_set()
+                if not landed:
+                    gate.on_idle.append(countdown.tick)
+            if landed:
+                countdown.tick()
+        return False
 
     def cancel_condition_patches(self, uid: str) -> list[_StatusGate]:
         """Cancel pod ``uid``'s condition patches not yet sent (or waiting for a retry): the pod is

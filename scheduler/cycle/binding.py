@@ -79,6 +79,34 @@ class BindingResult:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+class _DeferredStart:
+    """A submitted task whose pod's own status patch is still on the wire: ``start`` runs on the loop
+    once, when the patch has landed (``landed``, called from a writer thread) or at the pool's limit."""
+
+    __slots__ = ("_loop", "_start", "key", "started", "timer")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, start: Callable[[], None], key: str) -> None:
+        self._loop = loop
+        self._start = start
+        self.key = key
+        self.started = False
+        self.timer: asyncio.TimerHandle | None = None
+
+    def landed(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(self.start)
+        except RuntimeError:
+            log.debug("binding of %s not started: loop closed", self.key)
+
+    def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        if self.timer is not None:
+            self.timer.cancel()
+        self._start()
+
+
 class BindingPool:
     def __init__(
         self,
@@ -88,8 +116,16 @@ class BindingPool:
         max_workers: int = 16,
         may_bind: Callable[[], bool] = lambda: True,
         before_bind: Callable[[str], object] = lambda uid: None,
+        after_patches: Callable[[str, Callable[[], None]], bool] | None = None,
+        patch_wait_limit: float = 11.0,
     ) -> None:
         self._loop = loop
+        # Loop side of before_bind: a pod whose own status patch is on the wire (a gang waiter's
+        # nominatedNodeName) gets its thread once the patch has landed, not a thread that waits for
+        # it: a released gang's waiters each held one while binds of other gangs queued for threads.
+        # At most ``patch_wait_limit`` seconds (before_bind's own limit), then the thread starts.
+        self._after_patches = after_patches
+        self._patch_wait_limit = patch_wait_limit
         self._on_done = on_done
         self._may_bind = may_bind
         # Orders the pod's PodScheduled=False patch of an earlier attempt before this Binding.
@@ -140,10 +176,24 @@ class BindingPool:
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
-        self._executor.submit(self._run, task)
+        deferred = None
+        if self._after_patches is not None and not self._closed:
+            deferred = _DeferredStart(self._loop, lambda: self._start(task), task.pod.key)
+            if self._after_patches(task.pod.uid, deferred.landed):
+                deferred = None
+        if deferred is None:
+            self._executor.submit(self._run, task)  # raises after shutdown, before the bookkeeping
+        else:
+            deferred.timer = self._loop.call_later(self._patch_wait_limit, deferred.start)
         self._in_flight += 1
         self._binding[task.pod.uid] = task
         self._idle.clear()
+
+    def _start(self, task: BindingTask) -> None:
+        """On the loop: a deferred task's thread. After shutdown it is dropped, as a task still queued
+        in the executor is cancelled then."""
+        if not self._closed:
+            self._executor.submit(self._run, task)
 
     def report(self, result: BindingResult) -> None:
         """On the loop: an outcome decided without a binding thread (a rejection at Permit) reaches

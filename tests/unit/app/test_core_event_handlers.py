@@ -103,6 +103,55 @@ def test_binding_confirms_an_assumed_pod(env: Env) -> None:
     assert env.cache.get_pod("default/p") is not None
 
 
+def _assumed_after_its_attempt(env: Env) -> dict[str, Any]:
+    """A pod popped, assumed on n1 and its attempt done: bound by the API server, not yet seen bound."""
+    env.handlers.on_node_add(make_node("n1"))
+    pod = make_pod("p", cpu="1")
+    env.handlers.on_pod_add(pod)
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    env.cache.assume_pod(PodInfo(pod), "n1")
+    env.queue.done(qpi)
+    return pod
+
+
+def test_an_assumed_pods_late_status_update_is_ignored_as_upstream(env: Env) -> None:
+    # A gang waiter's nominatedNodeName write, seen after its bind returned: no new attempt.
+    pod = _assumed_after_its_attempt(env)
+    nominated = bumped(pod, lambda p: p.setdefault("status", {}).__setitem__("nominatedNodeName", "n1"))
+    env.handlers.on_pod_update(pod, nominated)
+    assert env.queue.where("default/p") is None
+    assert env.queue.pop_nowait() is None
+    assert env.queue.nominator.nominated_pods_for_node("n1") == []
+    assert env.cache.is_assumed("default/p")
+
+
+def test_an_assumed_pods_update_during_its_attempt_still_reaches_the_queue(env: Env) -> None:
+    env.handlers.on_node_add(make_node("n1"))
+    pod = make_pod("p", cpu="1")
+    env.handlers.on_pod_add(pod)
+    qpi = env.queue.pop_nowait()
+    assert qpi is not None
+    env.cache.assume_pod(PodInfo(pod), "n1")
+    newer = bumped(pod, lambda p: p["metadata"].__setitem__("labels", {"a": "b"}))
+    env.handlers.on_pod_update(pod, newer)
+    assert env.queue.in_flight_pods() == [newer]  # a requeue after a failed bind takes this version
+
+
+@pytest.mark.parametrize("change", ["deletion", "namesake"])
+def test_a_deletion_or_a_namesake_of_an_assumed_pod_still_reaches_the_queue(env: Env, change: str) -> None:
+    pod = _assumed_after_its_attempt(env)
+
+    def mutate(p: dict[str, Any]) -> None:
+        if change == "deletion":
+            p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        else:
+            p["metadata"]["uid"] = "another-uid"
+
+    env.handlers.on_pod_update(pod, bumped(pod, mutate))
+    assert env.queue.where("default/p") == "active"
+
+
 def test_scheduler_name_changing_away_leaves_the_queue(env: Env) -> None:
     pod = make_pod("p")
     env.handlers.on_pod_add(pod)

@@ -521,6 +521,48 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
     env.settle()
 
 
+def test_after_patches_calls_back_once_the_nomination_on_the_wire_has_landed() -> None:
+    """The loop's side of before_bind: no thread waits; the callback comes when the patch is answered."""
+    env = Env()
+    on_wire, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def slow_patch(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        on_wire.set()
+        release.wait(10)
+        order.append("patch")
+        return 200, b"{}"
+
+    env.rest.respond = slow_patch
+    pod = make_pod("p")
+    uid = pod["metadata"]["uid"]
+    env.recorder.nominate_pod(pod, "n1")
+    assert on_wire.wait(5)
+    assert env.recorder.after_patches(uid, lambda: order.append("bind")) is False
+    assert order == []
+    release.set()
+    wait_until(lambda: order == ["patch", "bind"])
+    env.settle()
+    assert order == ["patch", "bind"]  # called once
+    assert env.recorder.before_bind(uid, timeout=0.1)  # nothing left to wait for
+
+
+def test_after_patches_cancels_a_nomination_not_yet_sent_and_says_bind_now() -> None:
+    env = retry_env()
+    flaky = Flaky()
+    env.rest.respond = flaky
+    pod = make_pod("p")
+    env.recorder.nominate_pod(pod, "n1")
+    wait_until(lambda: env.recorder.pending_retries == 1)  # failed once, waiting for its retry
+    called: list[str] = []
+    assert env.recorder.after_patches(pod["metadata"]["uid"], lambda: called.append("x")) is True
+    flaky.up = True
+    env.clock.now += RETRY_INTERVAL
+    env.recorder.retry_due()
+    env.settle()
+    assert len(env.rest.status_patches()) == flaky.refused == 1 and called == []
+
+
 def test_a_patch_that_clears_the_nomination_lands_after_the_nomination_on_the_wire() -> None:
     """A pod that waited at Permit published nominatedNodeName, then failed: the failure's patch that
     clears it waits for that write, so the pod never ends up nominated by a write that lost the race."""

@@ -248,3 +248,68 @@ async def test_prestarted_threads_take_a_burst_of_binds_without_starting_more(
     assert [r.outcome for r in harness.results] == [Outcome.BOUND] * 2
     assert len(set(ran_on)) == 2
     assert set(ran_on) <= before
+
+
+async def test_a_pod_whose_own_patch_is_on_the_wire_holds_no_binding_thread() -> None:
+    """A released gang's waiter waits for its nominatedNodeName patch without a thread: with one
+    binding thread, another pod binds meanwhile; the waiter binds once its patch has landed."""
+    loop = asyncio.get_running_loop()
+    binder = Binder()
+    fwk = Framework("py-scheduler", PluginSet(bind=[binder]), score_weights={})
+    landed: dict[str, Callable[[], None]] = {}
+    waited: list[str] = []
+    release = threading.Event()
+
+    def after_patches(uid: str, then: Callable[[], None]) -> bool:
+        if uid.endswith("waiter"):
+            landed[uid] = then
+            return False
+        return True
+
+    def before_bind(uid: str) -> None:
+        # The recorder's blocking wait, as binding threads call it: here the waiter's patch would
+        # still be on the wire unless its thread started only after it landed.
+        if uid.endswith("waiter") and not release.is_set():
+            waited.append(uid)
+            release.wait(5)
+
+    results: list[BindingResult] = []
+    pool = BindingPool(
+        loop, results.append, max_workers=1, before_bind=before_bind, after_patches=after_patches
+    )
+
+    def task(name: str) -> BindingTask:
+        pod = PodInfo(make_pod(name, uid=f"uid-{name}", node_name="n1"))
+        return BindingTask(fwk, CycleState(), QueuedPodInfo(pod.pod, pod.key, 0.0, 0.0), pod, "n1", 0.0)
+
+    try:
+        pool.submit(task("waiter"))
+        pool.submit(task("other"))
+        await wait_for(lambda: len(results) == 1)
+        assert results[0].task.pod.key == "default/other" and waited == []
+        assert pool.in_flight == 1 and pool.is_binding("uid-waiter")
+        release.set()
+        threading.Thread(target=landed["uid-waiter"]).start()  # the writer thread's callback
+        await wait_for(lambda: len(results) == 2)
+        assert [r.outcome for r in results] == [Outcome.BOUND] * 2
+        assert pool.in_flight == 0
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+async def test_a_deferred_bind_starts_at_the_limit_if_its_patch_never_reports() -> None:
+    loop = asyncio.get_running_loop()
+    binder = Binder()
+    fwk = Framework("py-scheduler", PluginSet(bind=[binder]), score_weights={})
+    results: list[BindingResult] = []
+    pool = BindingPool(
+        loop, results.append, max_workers=1, after_patches=lambda uid, then: False, patch_wait_limit=0.05
+    )
+    pod = PodInfo(make_pod("p", node_name="n1"))
+    try:
+        pool.submit(BindingTask(fwk, CycleState(), QueuedPodInfo(pod.pod, pod.key, 0.0, 0.0), pod, "n1", 0.0))
+        await wait_for(lambda: len(results) == 1)
+        assert results[0].outcome is Outcome.BOUND
+    finally:
+        pool.shutdown()
