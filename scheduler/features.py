@@ -113,7 +113,9 @@ NOT_IMPLEMENTED = frozenset(
 )
 # Recognised, and py-scheduler always behaves as the gate's default: setting the default is accepted,
 # the other value is refused (never accepted and ignored).
-ALWAYS_DEFAULT = frozenset({SCHEDULER_ASYNC_PREEMPTION, SCHEDULER_POP_FROM_BACKOFF_Q, SCHEDULER_ASYNC_API_CALLS})
+ALWAYS_DEFAULT = frozenset(
+    {SCHEDULER_ASYNC_PREEMPTION, SCHEDULER_POP_FROM_BACKOFF_Q, SCHEDULER_ASYNC_API_CALLS}
+)
 # v1.36 gates that v1.37 removed: upstream answers "unrecognized feature gate"; we say where they went.
 REMOVED_IN_1_37: Mapping[str, str] = {
     "GangScheduling": "absorbed by GenericWorkload in v1.37",
@@ -204,10 +206,10 @@ def parse_feature_gates(text: str) -> FeatureGates:
         if name in NOT_IMPLEMENTED:
             raise FeatureGateError(f"feature gate {name} is not supported by py-scheduler")
     for name in sorted(ALWAYS_DEFAULT):
-        default = str(KNOWN_GATES[name].default).lower()
-        if gates.enabled(name) != KNOWN_GATES[name].default:
-            asked = str(gates.enabled(name)).lower()
+        default = KNOWN_GATES[name].default
+        if gates.enabled(name) != default:
             raise FeatureGateError(
-                f"feature gate {name}={asked} is not supported: py-scheduler always behaves as {name}={default}"
+                f"feature gate {name}={str(not default).lower()} is not supported: "
+                f"py-scheduler always behaves as {name}={str(default).lower()}"
             )
     return gates

@@ -512,7 +512,14 @@ class SchedulingAlgorithm:
                 raise PreScoreError(status)
             if pre is not None and before is not None:
                 pre.keep_pre_score(before, state)
-        if batched is not None and self.batch is not None and isinstance(nodes, NodeSubset):
+        # Cycles that time each plugin score afresh, so every Score plugin's duration is observed (the
+        # cache keeps its raw scores; rows it does not know yet are filled by a later pod).
+        if (
+            batched is not None
+            and self.batch is not None
+            and isinstance(nodes, NodeSubset)
+            and not state.record_plugin_metrics
+        ):
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
             return fwk.run_score_array(state, pod, nodes, raw)
         return fwk.run_score_array(state, pod, nodes)

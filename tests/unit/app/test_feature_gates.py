@@ -9,7 +9,13 @@ import re
 import pytest
 
 from scheduler.app.cli import build_parser
-from scheduler.features import ALWAYS_DEFAULT, KNOWN_GATES, NOT_IMPLEMENTED, FeatureGateError, parse_feature_gates
+from scheduler.features import (
+    ALWAYS_DEFAULT,
+    KNOWN_GATES,
+    NOT_IMPLEMENTED,
+    FeatureGateError,
+    parse_feature_gates,
+)
 
 
 def test_defaults_are_upstreams_v1_37_defaults() -> None:
@@ -105,7 +111,8 @@ def test_the_flag_parses_and_exits_one_line(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.parametrize(
-    "gate", ["SchedulerAsyncPreemption=false", "SchedulerPopFromBackoffQ=false", "SchedulerAsyncAPICalls=true"]
+    "gate",
+    ["SchedulerAsyncPreemption=false", "SchedulerPopFromBackoffQ=false", "SchedulerAsyncAPICalls=true"],
 )
 def test_a_value_py_scheduler_cannot_honour_stops_start_up_with_one_line(
     capsys: pytest.CaptureFixture[str], gate: str
