@@ -405,7 +405,6 @@ def test_the_real_entry_point_prints_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr + result.stdout
 
 
-
 def test_a_gate_value_py_scheduler_cannot_honour_stops_the_real_process_with_one_line() -> None:
     """``--feature-gates=SchedulerAsyncPreemption=false`` through ``python -m scheduler``: exit 1 before
     any config or cluster is read, one line naming the gate and what py-scheduler always does."""
@@ -422,6 +421,7 @@ def test_a_gate_value_py_scheduler_cannot_honour_stops_the_real_process_with_one
     assert "feature gate SchedulerAsyncPreemption=false is not supported" in result.stderr
     assert "always behaves as SchedulerAsyncPreemption=true" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
 
 @pytest.mark.parametrize(
     ("cluster", "host"),
