@@ -1,8 +1,9 @@
 """Feature gates: ``--feature-gates=GenericWorkload=true``, as kube-scheduler's flag.
 
-py-scheduler knows only the gates that change what it does; the others kube-scheduler v1.37.2 has are
-not accepted, so that a gate a user believes is on is never silently without effect. Defaults, stages,
-locks and dependencies are upstream's (``pkg/features/kube_features.go``, v1.37.2):
+py-scheduler knows only the gates that change what it does, or that a user may spell out at their
+default; the others kube-scheduler v1.37.2 has are not accepted, so that a gate a user believes is on
+is never silently without effect. Defaults, stages, locks and dependencies are upstream's
+(``pkg/features/kube_features.go``, v1.37.2):
 
 * ``GenericWorkload`` (beta, off): pods' ``spec.schedulingGroup`` is honoured; a pod of a group is
   scheduled in a pod group cycle (all its queued siblings on one snapshot, see
@@ -18,6 +19,16 @@ locks and dependencies are upstream's (``pkg/features/kube_features.go``, v1.37.
   act (after the PreBind pre-flights, which run only with it). Off: neither, as kube-scheduler v1.34.
 * ``NodeDeclaredFeatures`` (GA and locked on since v1.37): the NodeDeclaredFeatures plugin is in the
   default profile; turning it off is refused with upstream's message.
+* ``OpportunisticBatching`` (beta, on since v1.35): consecutive pods with the same signature reuse the
+  Filter verdicts, raw Scores and PreFilter/PreScore state of the last one (``scheduler/cycle/batching.py``).
+  Upstream's batching hands the next pod a node hint from the last pod's sorted nodes; py-scheduler's
+  cache re-judges and re-scores only the nodes that changed, so placements equal one-by-one scheduling
+  either way: the gate changes CPU, never where a pod goes. Off: every pod is scheduled afresh.
+* ``SchedulerAsyncPreemption``, ``SchedulerPopFromBackoffQ`` (beta, on) and ``SchedulerAsyncAPICalls``
+  (beta, off): py-scheduler always behaves as their default (DefaultPreemption evicts off the cycle in
+  ``scheduler/preemption/executor.py``; the queue pops backoffQ when activeQ is empty; there is no API
+  call dispatcher). Setting the default is accepted; the other value stops start-up naming the gate.
+  See ``ALWAYS_DEFAULT``.
 * Recognised but not implemented (alpha or off-by-default beta upstream): asking for them is a
   start-up error naming the gate, and objects that use their fields are refused by name, never placed
   as if the field were absent. See ``NOT_IMPLEMENTED``.
@@ -44,6 +55,10 @@ DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
 DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 DRA_PARTITIONABLE_DEVICES_TYPE = "DRAPartitionableDevicesType"
+OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
+SCHEDULER_ASYNC_PREEMPTION = "SchedulerAsyncPreemption"
+SCHEDULER_POP_FROM_BACKOFF_Q = "SchedulerPopFromBackoffQ"
+SCHEDULER_ASYNC_API_CALLS = "SchedulerAsyncAPICalls"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +90,10 @@ KNOWN_GATES: Mapping[str, GateSpec] = {
     STORAGE_CAPACITY_SCORING: GateSpec(True, "Beta"),
     VOLUME_LIMIT_SCALING: GateSpec(True, "Beta"),
     NOMINATED_NODE_NAME_FOR_EXPECTATION: GateSpec(True, "Beta"),
+    OPPORTUNISTIC_BATCHING: GateSpec(True, "Beta"),
+    SCHEDULER_ASYNC_PREEMPTION: GateSpec(True, "Beta"),
+    SCHEDULER_POP_FROM_BACKOFF_Q: GateSpec(True, "Beta"),
+    SCHEDULER_ASYNC_API_CALLS: GateSpec(False, "Beta"),
 }
 # Recognised (so the message can say why), but py-scheduler cannot honour them when on.
 NOT_IMPLEMENTED = frozenset(
@@ -91,6 +110,11 @@ NOT_IMPLEMENTED = frozenset(
         DRA_OPTIONAL_NODE_OPERATIONS,
         DRA_PARTITIONABLE_DEVICES_TYPE,
     }
+)
+# Recognised, and py-scheduler always behaves as the gate's default: setting the default is accepted,
+# the other value is refused (never accepted and ignored).
+ALWAYS_DEFAULT = frozenset(
+    {SCHEDULER_ASYNC_PREEMPTION, SCHEDULER_POP_FROM_BACKOFF_Q, SCHEDULER_ASYNC_API_CALLS}
 )
 # v1.36 gates that v1.37 removed: upstream answers "unrecognized feature gate"; we say where they went.
 REMOVED_IN_1_37: Mapping[str, str] = {
@@ -135,6 +159,10 @@ class FeatureGates:
     def nominated_node_name_for_expectation(self) -> bool:
         return self.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION)
 
+    @property
+    def opportunistic_batching(self) -> bool:
+        return self.enabled(OPPORTUNISTIC_BATCHING)
+
 
 DEFAULT_FEATURE_GATES = FeatureGates()
 
@@ -177,4 +205,11 @@ def parse_feature_gates(text: str) -> FeatureGates:
             )
         if name in NOT_IMPLEMENTED:
             raise FeatureGateError(f"feature gate {name} is not supported by py-scheduler")
+    for name in sorted(ALWAYS_DEFAULT):
+        default = KNOWN_GATES[name].default
+        if gates.enabled(name) != default:
+            raise FeatureGateError(
+                f"feature gate {name}={str(not default).lower()} is not supported: "
+                f"py-scheduler always behaves as {name}={str(default).lower()}"
+            )
     return gates

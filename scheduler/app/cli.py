@@ -183,8 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_FEATURE_GATES,
         metavar="GATE=BOOL[,GATE=BOOL]",
         help="feature gates, as kube-scheduler v1.37.2's flag: GenericWorkload (beta, off; upstream's "
-        "scheduling.k8s.io/v1beta1 gang API), StorageCapacityScoring, VolumeLimitScaling and "
-        "NominatedNodeNameForExpectation (beta, on), NodeDeclaredFeatures (GA, locked on)",
+        "scheduling.k8s.io/v1beta1 gang API), StorageCapacityScoring, VolumeLimitScaling, "
+        "NominatedNodeNameForExpectation and OpportunisticBatching (beta, on), NodeDeclaredFeatures (GA, "
+        "locked on); SchedulerAsyncPreemption, SchedulerPopFromBackoffQ (beta, on) and "
+        "SchedulerAsyncAPICalls (beta, off) only at their default",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     parser.add_argument(

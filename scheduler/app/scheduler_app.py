@@ -357,6 +357,7 @@ class SchedulerApp:
             decisions=self.decisions,
             nearest_misses_in_events=self._nearest_misses_in_events,
             nominated_node_name_for_expectation=self.features.nominated_node_name_for_expectation,
+            opportunistic_batching=self.features.opportunistic_batching,
             pod_group_members=self._group_members if self._pod_lister is not None else None,
             pod_group=self._pod_group if WORKLOAD_PODGROUPS in self.listers.kinds else None,
         )

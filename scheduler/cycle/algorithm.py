@@ -95,9 +95,9 @@ class SchedulingAlgorithm:
         self.next_start_node_index = 0
         self._rng = rng or random.Random()
         # Identical pods reuse the last Filter verdicts, raw Scores and PreFilter/PreScore state
-        # (scheduler.cycle.batching). Placements equal one-by-one scheduling. Off by default: a hit
-        # saves about a quarter of schedule_pod in-process (bench.batching_bench), too little of a
-        # pod's CPU end to end to show above the shared machine's noise (optimisation-log).
+        # (scheduler.cycle.batching). Placements equal one-by-one scheduling. The scheduler turns it on
+        # under the OpportunisticBatching gate (on by default); explain's simulation and the benches
+        # choose for themselves.
         self.batch: BatchCache | None = BatchCache() if batching else None
         # The cache entry the current attempt filtered with; its Score step reads and fills it.
         self._batched: BatchEntry | None = None
@@ -512,7 +512,14 @@ class SchedulingAlgorithm:
                 raise PreScoreError(status)
             if pre is not None and before is not None:
                 pre.keep_pre_score(before, state)
-        if batched is not None and self.batch is not None and isinstance(nodes, NodeSubset):
+        # Cycles that time each plugin score afresh, so every Score plugin's duration is observed (the
+        # cache keeps its raw scores; rows it does not know yet are filled by a later pod).
+        if (
+            batched is not None
+            and self.batch is not None
+            and isinstance(nodes, NodeSubset)
+            and not state.record_plugin_metrics
+        ):
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
             return fwk.run_score_array(state, pod, nodes, raw)
         return fwk.run_score_array(state, pod, nodes)

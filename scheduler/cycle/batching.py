@@ -23,6 +23,11 @@ every such plugin of the profile promises that this is a function of the signatu
 (``pre_state_from_signature``): the next pod of that signature takes shallow copies of those values
 instead of running the two points. Changed rows, usually one, are judged and scored through the
 plugins' per-node methods: a vectorised call on one row costs about what it does on hundreds.
+
+The scheduler keeps this cache under upstream's gate, ``--feature-gates=OpportunisticBatching`` (beta,
+on by default; ``scheduler.features``). Its counters are py-scheduler's own
+(``py_scheduler_batching_{hits,misses}_total``): upstream's ``scheduler_batch_*`` metrics count hints
+and flushes, which this cache has none of.
 """
 
 from __future__ import annotations

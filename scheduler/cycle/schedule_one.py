@@ -90,6 +90,7 @@ class Scheduler:
         pod_group: GroupObject | None = None,
         nearest_misses_in_events: bool = False,
         nominated_node_name_for_expectation: bool = True,
+        opportunistic_batching: bool = True,
     ) -> None:
         self.frameworks = dict(frameworks)
         # Decision records for explain and /debug/pods (on by default; cheap, see scheduler/explain).
@@ -103,7 +104,9 @@ class Scheduler:
         self.recorder = recorder
         # Exactly the node columns the enabled plugins of all profiles read (conflicts stop startup).
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
-        self.algorithm = SchedulingAlgorithm()
+        # Feature gate OpportunisticBatching (upstream's default: on): identical pods reuse the work
+        # done for the last one (scheduler.cycle.batching); placements equal one-by-one scheduling.
+        self.algorithm = SchedulingAlgorithm(batching=opportunistic_batching)
         if self.algorithm.batch is not None:
             self.algorithm.batch.observe = metrics.observe_batching
         self.binding_pool = binding_pool_factory(self._on_binding_done)

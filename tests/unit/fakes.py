@@ -229,6 +229,7 @@ class CoreEnv:
         may_bind: Callable[[], bool] = lambda: True,
         listers: Callable[[ResourceSpec], Lister] | None = None,
         nominated_node_name_for_expectation: bool = True,
+        opportunistic_batching: bool = True,
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.clock = FakeClock()
@@ -285,6 +286,7 @@ class CoreEnv:
             api=self.api,
             decisions=self.decisions,
             nominated_node_name_for_expectation=nominated_node_name_for_expectation,
+            opportunistic_batching=opportunistic_batching,
         )
 
     def _snapshot(self) -> Snapshot:

@@ -405,6 +405,24 @@ def test_the_real_entry_point_prints_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_a_gate_value_py_scheduler_cannot_honour_stops_the_real_process_with_one_line() -> None:
+    """``--feature-gates=SchedulerAsyncPreemption=false`` through ``python -m scheduler``: exit 1 before
+    any config or cluster is read, one line naming the gate and what py-scheduler always does."""
+    result = subprocess.run(
+        [sys.executable, "-m", "scheduler", "--feature-gates=SchedulerAsyncPreemption=false"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert "feature gate SchedulerAsyncPreemption=false is not supported" in result.stderr
+    assert "always behaves as SchedulerAsyncPreemption=true" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
 @pytest.mark.parametrize(
     ("cluster", "host"),
     [

@@ -9,7 +9,13 @@ import re
 import pytest
 
 from scheduler.app.cli import build_parser
-from scheduler.features import KNOWN_GATES, NOT_IMPLEMENTED, FeatureGateError, parse_feature_gates
+from scheduler.features import (
+    ALWAYS_DEFAULT,
+    KNOWN_GATES,
+    NOT_IMPLEMENTED,
+    FeatureGateError,
+    parse_feature_gates,
+)
 
 
 def test_defaults_are_upstreams_v1_37_defaults() -> None:
@@ -21,7 +27,10 @@ def test_defaults_are_upstreams_v1_37_defaults() -> None:
     # GA and locked on since v1.37.
     assert gates.enabled("NodeDeclaredFeatures")
     # Beta and on since v1.35.
-    assert gates.nominated_node_name_for_expectation
+    assert gates.nominated_node_name_for_expectation and gates.opportunistic_batching
+    # Beta: on since v1.33 (async preemption, popping from backoffQ), off (async API calls).
+    assert gates.enabled("SchedulerAsyncPreemption") and gates.enabled("SchedulerPopFromBackoffQ")
+    assert not gates.enabled("SchedulerAsyncAPICalls")
     # Everything py-scheduler refuses is off by default, so the defaults always start.
     assert not any(KNOWN_GATES[name].default for name in NOT_IMPLEMENTED)
 
@@ -34,10 +43,21 @@ def test_generic_workload_alone_turns_gang_scheduling_on() -> None:
 
 def test_beta_gates_turn_off() -> None:
     gates = parse_feature_gates(
-        "StorageCapacityScoring=false,VolumeLimitScaling=false,NominatedNodeNameForExpectation=false"
+        "StorageCapacityScoring=false,VolumeLimitScaling=false,NominatedNodeNameForExpectation=false,"
+        "OpportunisticBatching=false"
     )
     assert not gates.storage_capacity_scoring and not gates.volume_limit_scaling
-    assert not gates.nominated_node_name_for_expectation
+    assert not gates.nominated_node_name_for_expectation and not gates.opportunistic_batching
+    assert parse_feature_gates("OpportunisticBatching=true").opportunistic_batching
+
+
+def test_gates_py_scheduler_always_behaves_as_accept_their_default() -> None:
+    """A user who spells out upstream's default of these gates gets what they asked for."""
+    text = "SchedulerAsyncPreemption=true,SchedulerPopFromBackoffQ=true,SchedulerAsyncAPICalls=false"
+    gates = parse_feature_gates(text)
+    assert {name: gates.enabled(name) for name in ALWAYS_DEFAULT} == {
+        name: KNOWN_GATES[name].default for name in ALWAYS_DEFAULT
+    }
 
 
 @pytest.mark.parametrize(
@@ -64,6 +84,12 @@ def test_beta_gates_turn_off() -> None:
         ("SchedulerPreQueueingHints=true", "feature gate SchedulerPreQueueingHints is not supported by py-scheduler"),
         ("DRADeviceCompatibilityGroups=true",
          "feature gate DRADeviceCompatibilityGroups is not supported by py-scheduler"),
+        ("SchedulerAsyncPreemption=false",
+         "feature gate SchedulerAsyncPreemption=false is not supported: py-scheduler always behaves as SchedulerAsyncPreemption=true"),
+        ("SchedulerPopFromBackoffQ=false",
+         "feature gate SchedulerPopFromBackoffQ=false is not supported: py-scheduler always behaves as SchedulerPopFromBackoffQ=true"),
+        ("SchedulerAsyncAPICalls=true",
+         "feature gate SchedulerAsyncAPICalls=true is not supported: py-scheduler always behaves as SchedulerAsyncAPICalls=false"),
     ],
 )  # fmt: skip
 def test_bad_gates_stop_start_up_with_upstreams_words(text: str, message: str) -> None:
@@ -82,3 +108,20 @@ def test_the_flag_parses_and_exits_one_line(capsys: pytest.CaptureFixture[str]) 
         build_parser().parse_args(["--feature-gates=GangScheduling=true"])
     assert exc.value.code == 1
     assert "unrecognized feature gate: GangScheduling" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "gate",
+    ["SchedulerAsyncPreemption=false", "SchedulerPopFromBackoffQ=false", "SchedulerAsyncAPICalls=true"],
+)
+def test_a_value_py_scheduler_cannot_honour_stops_start_up_with_one_line(
+    capsys: pytest.CaptureFixture[str], gate: str
+) -> None:
+    name, _, value = gate.partition("=")
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([f"--feature-gates={gate}"])
+    assert exc.value.code == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert f"feature gate {gate} is not supported" in lines[0]
+    assert f"always behaves as {name}={str(value == 'false').lower()}" in lines[0]

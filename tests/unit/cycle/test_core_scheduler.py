@@ -1181,3 +1181,26 @@ async def test_thousands_waiting_at_permit_hold_no_binding_threads(make_env: Mak
         waiting.allow("Gang")
     await env.wait_bindings(2001, timeout=60.0)
     assert all(r.outcome is Outcome.BOUND for r in env.results)
+
+
+def batching_counts() -> tuple[float, float]:
+    hits = REGISTRY.get_sample_value("py_scheduler_batching_hits_total") or 0.0
+    misses = REGISTRY.get_sample_value("py_scheduler_batching_misses_total") or 0.0
+    return hits, misses
+
+
+@pytest.mark.parametrize("gate", [True, False])
+async def test_opportunistic_batching_gate_decides_whether_identical_pods_reuse_work(
+    make_env: MakeEnv, gate: bool
+) -> None:
+    # The gate's default (on) is the Scheduler's: the second and third identical pods are answered from
+    # the first one's cache; with the gate off no pod goes near the cache. Both bind all three.
+    hits_before, misses_before = batching_counts()
+    env = make_env([make_node(f"n{i}") for i in range(4)], opportunistic_batching=gate)
+    for name in ("a", "b", "c"):
+        env.queue.add(make_pod(name))
+        await env.schedule_next()
+    await env.wait_bindings(3)
+    assert [r.outcome for r in env.results] == [Outcome.BOUND] * 3
+    hits, misses = batching_counts()
+    assert (hits - hits_before, misses - misses_before) == ((2.0, 1.0) if gate else (0.0, 0.0))

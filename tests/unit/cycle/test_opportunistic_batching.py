@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 
 from scheduler.cache import SchedulerCache, Snapshot
 from scheduler.cycle.algorithm import SchedulingAlgorithm
@@ -24,7 +25,7 @@ from scheduler.framework.fit_error import FitError
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodInfo
 from tests.unit.cycle.test_batch_equivalence import _node, _pod
-from tests.unit.fakes import PROFILE, build_frameworks
+from tests.unit.fakes import PROFILE, build_frameworks, make_node, make_pod
 
 
 class _Side:
@@ -233,3 +234,38 @@ def test_pods_with_pod_affinity_do_not_sign() -> None:
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {}}
     ]
     assert side.fwk.sign_pod(PodInfo(spread)) is None
+
+
+def _score_observations(fwk: Framework) -> dict[str, float]:
+    name = "scheduler_plugin_execution_duration_seconds_count"
+    return {
+        plugin.name: REGISTRY.get_sample_value(
+            name, {"plugin": plugin.name, "extension_point": "Score", "status": "Success"}
+        )
+        or 0.0
+        for plugin in fwk.plugins.score
+    }
+
+
+def test_cycles_that_time_plugins_observe_every_score_plugin_as_without_batching() -> None:
+    """Plugin durations stay complete with batching on (the gate's default): a cycle that times plugins
+    reports each Score plugin once, as without batching, even when the cache knows the raw scores."""
+    deltas = []
+    for batching in (False, True):
+        cache = SchedulerCache()
+        for i in range(12):
+            cache.add_node(make_node(f"n{i}"))
+        side = _Side(cache, batching, None)
+        before = _score_observations(side.fwk)
+        for step in range(5):
+            pod = make_pod(f"p{step}")
+            node = side.schedule(copy.deepcopy(pod), record=True)[0]
+            pod["spec"]["nodeName"] = node
+            cache.add_pod(pod)
+        after = _score_observations(side.fwk)
+        deltas.append({name: after[name] - before[name] for name in after})
+    batch = side.algorithm.batch
+    assert batch is not None and batch.stats.hits == 4
+    assert deltas[1] == deltas[0]
+    # Plugins whose PreScore skipped the pod (no spread constraints, no affinity) are observed by neither.
+    assert deltas[0]["NodeResourcesFit"] == deltas[0]["TaintToleration"] == 5.0
