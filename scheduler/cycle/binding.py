@@ -18,6 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from scheduler.client.api import POD_PENDING, BindingConflict
@@ -26,7 +27,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
-from scheduler.util.threads import WorkerThreads
+from scheduler.util.threads import prestart_workers
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
@@ -93,10 +94,7 @@ class BindingPool:
         self._may_bind = may_bind
         # Orders the pod's PodScheduled=False patch of an earlier attempt before this Binding.
         self._before_bind = before_bind
-        # Threads started on demand (or by ``prestart``); nobody reads a per-task future, so no executor.
-        self._threads: WorkerThreads[BindingTask] = WorkerThreads(
-            self._run, max_workers=max_workers, name_prefix="binding"
-        )
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
         self._in_flight = 0
         # The tasks submitted and not yet delivered, by pod uid (on the loop only).
         self._binding: dict[str, BindingTask] = {}
@@ -138,17 +136,12 @@ class BindingPool:
         """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
         together from the loop, then find idle threads instead of the loop waiting for each new one
         to start. At most BINDING_WORKERS: a larger pool (a large ``parallelism``) grows on demand."""
-        wanted = min(self.max_workers, BINDING_WORKERS)
-        return self._threads.prestart(wanted) >= wanted
+        return prestart_workers(self._executor, min(self.max_workers, BINDING_WORKERS))
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
+        self._executor.submit(self._run, task)
         self._in_flight += 1
-        try:
-            self._threads.submit(task, self._in_flight)
-        except RuntimeError:
-            self._in_flight -= 1
-            raise
         self._binding[task.pod.uid] = task
         self._idle.clear()
 
@@ -263,4 +256,4 @@ class BindingPool:
 
     def shutdown(self) -> None:
         self._closed = True
-        self._threads.shutdown()
+        self._executor.shutdown(wait=False, cancel_futures=True)
