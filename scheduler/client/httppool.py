@@ -193,7 +193,11 @@ class ConnectionPool:
                 conn.connect()
             sock = conn.sock
             assert sock is not None
-            sock.settimeout(timeout)
+            if sock.gettimeout() != timeout:
+                # settimeout is a system call (ioctl FIONBIO) that releases the GIL, and a binding thread
+                # must then wait for the busy loop thread to give it back: skip it when nothing changes
+                # (a pooled connection keeps the timeout of its last request, nearly always the same).
+                sock.settimeout(timeout)
             sock.sendall(self._request_bytes(method, path, body, headers))
             response = read_response(sock, method)
             data = response.body

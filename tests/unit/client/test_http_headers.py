@@ -8,6 +8,7 @@ in random pieces, and on a real HTTP exchange over a socket; and the requests ar
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import socket
@@ -19,7 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.client.http_response import read_response
-from scheduler.client.httppool import ConnectionPool
+from scheduler.client.httppool import ConnectionFailed, ConnectionPool
 
 _NAME = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz-ABCXYZ0123456789"), min_size=1, max_size=10)
 _VALUE = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=16)
@@ -167,6 +168,44 @@ def test_a_response_over_a_socket_reads_status_headers_and_body() -> None:
         server.close()
     thread.join(timeout=5)
     assert len(requests) == 2  # the connection was reused: the response left it open
+
+
+def test_a_reused_connection_takes_each_requests_own_timeout() -> None:
+    """The pool sets a socket's timeout only when it changes; a shorter one on a kept-alive connection
+    still bounds that request, and the next request with the long one is not cut short."""
+    body = b"{}"
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" + body
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    delays = [0.0, 0.0, 1.0]
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        with conn:
+            for delay in delays:
+                data = b""
+                while not data.endswith(b"\r\n\r\n"):
+                    data += conn.recv(4096)
+                threading.Event().wait(delay)
+                with contextlib.suppress(OSError):
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    class Config:
+        host = f"http://127.0.0.1:{port}"
+
+    pool = ConnectionPool(Config())
+    try:
+        assert pool.request("GET", "/a", None, {}, timeout=5.0) == (200, body)
+        assert pool.request("GET", "/b", None, {}, timeout=5.0) == (200, body)  # same connection
+        with pytest.raises(ConnectionFailed, match="timed out"):
+            pool.request("GET", "/c", None, {}, timeout=0.2)
+    finally:
+        pool.clear()
+        server.close()
+    thread.join(timeout=5)
 
 
 class _Capture:
