@@ -23,7 +23,7 @@ from scheduler.framework.objects import (
     pod_spec,
     scheduler_name_of,
 )
-from scheduling_queue import EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
+from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ Obj = Mapping[str, Any]
 
 def _assigned(pod: Obj) -> bool:
     return bool(pod_spec(pod).get("nodeName"))
+
+
+def _deletion_started(old: Obj, new: Obj) -> bool:
+    return bool(object_meta(new).get("deletionTimestamp")) and not object_meta(old).get("deletionTimestamp")
 
 
 def node_update_actions(old: Obj, new: Obj) -> ActionType:
@@ -71,7 +75,7 @@ class EventHandlers:
         queue: SchedulingQueue,
         cache: SchedulerCache,
         profiles: Collection[str],
-        on_pending_pod_deleted: Callable[[str, str], None] | None = None,
+        reject_deleted_waiting_pod: Callable[[str, str], bool] | None = None,
         wakes_on_add: Callable[[Obj], bool] | None = None,
         on_pod_bound: Callable[[Obj], None] | None = None,
         on_pod_deleted: Callable[[Obj], None] | None = None,
@@ -83,8 +87,9 @@ class EventHandlers:
         # Binding whose outcome was unknown (``Scheduler.pod_bound``, ``Scheduler.pod_deleted``).
         self.on_pod_bound = on_pod_bound
         self.on_pod_deleted = on_pod_deleted
-        # Rejects the pod if it waits at Permit, as upstream's deletePodFromSchedulingQueue does.
-        self.on_pending_pod_deleted = on_pending_pod_deleted
+        # (key, uid) of an assumed pod whose deletion started: rejects it if it waits at Permit and
+        # says whether it did (upstream's RejectWaitingPod; ``Scheduler.reject_deleted_waiting_pod``).
+        self.reject_deleted_waiting_pod = reject_deleted_waiting_pod
         # New pending pods whose add is a cluster event for the others (UnscheduledPod/Add): a gang's
         # last member releases the members PreEnqueue holds. Others' adds stay O(1), as upstream's.
         self.wakes_on_add = wakes_on_add
@@ -126,34 +131,48 @@ class EventHandlers:
                 self.queue.assigned_pod_updated(old, new)
             metrics.observe_event_handling("AssignedPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(new):
-            if self._settled_assumed_update(old, new):
-                metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
-                return
-            self.queue.update(old, new)
-            if self.cache.is_assumed(namespaced_name(new)):
-                # Upstream ignores updates of assumed pods: the pod counts on its node already, so a
-                # nominatedNodeName it carries (ours, published while it binds) must not count twice.
+            assumed = self._assumed_same_pod(new)
+            key = namespaced_name(new)
+            if not assumed or self.queue.is_in_flight(key):
+                # Upstream ignores every update of an assumed pod. Here an update during the attempt
+                # still reaches the queue: the in-flight record keeps the newest version, which a
+                # requeue after a failed bind takes (a deleting one is then skipped, as upstream's
+                # requeue of its lister's version is). After the attempt it is ignored: queueing it
+                # would add the pod to activeQ as unknown, for a cycle that only finds it assumed.
+                self.queue.update(old, new)
+            if self.cache.is_assumed(key):
+                # The pod counts on its node already, so a nominatedNodeName it carries (ours,
+                # published while it binds) must not count twice.
                 self.queue.nominator.delete_nominated_pod_if_exists(new)
+            if assumed and _deletion_started(old, new):
+                self._assumed_pod_deleted(key, object_meta(new).get("uid", ""))
             metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(old):
             # schedulerName changed away from us (rare, but the queue must not keep it).
             self.queue.delete(old)
 
-    def _settled_assumed_update(self, old: Obj, new: Obj) -> bool:
-        """An update of a pod this scheduler assumed, whose attempt is over (waiting to be seen bound):
-        upstream's updatePodInSchedulingQueue ignores it. Queueing it would add the pod to activeQ
-        as unknown, for a cycle that only finds it assumed; a gang's waiters hit this with every
-        ``nominatedNodeName`` write whose watch event arrives after their bind returned. Still
-        queued: an update during the attempt (it keeps the newest version for a requeue) and the
-        start of a deletion."""
-        key = namespaced_name(new)
-        if not self.cache.is_assumed(key) or self.queue.is_in_flight(key):
+    def _assumed_same_pod(self, pod: Obj) -> bool:
+        """Whether ``pod`` is the pod this scheduler assumed under its name (not a namesake)."""
+        key = namespaced_name(pod)
+        if not self.cache.is_assumed(key):
             return False
         cached = self.cache.get_pod(key)
-        if cached is None or cached.uid != object_meta(new).get("uid"):
-            return False  # a namesake of the assumed pod
-        deleting = object_meta(new).get("deletionTimestamp") and not object_meta(old).get("deletionTimestamp")
-        return not deleting
+        return cached is not None and cached.uid == object_meta(pod).get("uid")
+
+    def _assumed_pod_deleted(self, key: str, uid: str) -> None:
+        """An assumed pod's deletion started, or it is gone (upstream's handleAssumedPodDeletion). Its
+        room is freed now, not when its binding cycle ends: waiting at Permit, it is rejected and the
+        binding cycle releases it (Unreserve, forget); binding (PreBind, Bind), it leaves the cache
+        here, and the binding cycle, which goes on and will most likely fail, finds nothing to forget.
+        Pods rejected for want of that room get the AssignedPodDelete event. The pod itself is not
+        queued."""
+        cached = self.cache.get_pod(key)
+        if cached is None:
+            return
+        rejected = self.reject_deleted_waiting_pod is not None and self.reject_deleted_waiting_pod(key, uid)
+        if not rejected:
+            self.cache.forget_pod(key, uid)
+        self.queue.move_all_to_active_or_backoff(EVENT_ASSIGNED_POD_DELETE, cached.pod, None)
 
     def on_pod_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         start = time.perf_counter()
@@ -166,8 +185,8 @@ class EventHandlers:
             metrics.observe_event_handling("AssignedPodDelete", time.perf_counter() - start)
         elif self.responsible_for(pod):
             self.queue.delete(pod)
-            if self.on_pending_pod_deleted is not None:
-                self.on_pending_pod_deleted(namespaced_name(pod), "pod deleted")
+            if self._assumed_same_pod(pod):
+                self._assumed_pod_deleted(namespaced_name(pod), object_meta(pod).get("uid", ""))
             metrics.observe_event_handling("UnscheduledPodDelete", time.perf_counter() - start)
 
     # --- nodes --------------------------------------------------------------------------------

@@ -377,7 +377,7 @@ class SchedulerApp:
             queue=self.queue,
             cache=self.cache,
             profiles=self.frameworks.keys(),
-            on_pending_pod_deleted=scheduler.reject_waiting_pod,
+            reject_deleted_waiting_pod=scheduler.reject_deleted_waiting_pod,
             wakes_on_add=self._wakes_on_add(),
             on_pod_bound=scheduler.pod_bound,
             on_pod_deleted=scheduler.pod_deleted,

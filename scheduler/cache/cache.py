@@ -229,18 +229,21 @@ class SchedulerCache:
         self._add_state(assumed, assumed=True)
         return assumed
 
-    def finish_binding(self, key: str) -> None:
-        """The bind call returned; with a TTL, the assumed pod may expire from now on."""
+    def finish_binding(self, key: str, uid: str = "") -> None:
+        """The bind call returned; with a TTL, the assumed pod may expire from now on. ``uid``: only
+        if the assumed pod is that one (not a namesake assumed after it was removed)."""
         state = self._pods.get(key)
-        if state is None or not state.assumed:
+        if state is None or not state.assumed or (uid and state.info.uid != uid):
             return
         state.binding_finished = True
         state.deadline = self._clock() + self._ttl if self._ttl > 0 else None
 
-    def forget_pod(self, key: str) -> bool:
-        """Undoes ``assume_pod`` (binding failed). False if the pod is not assumed (anymore)."""
+    def forget_pod(self, key: str, uid: str = "") -> bool:
+        """Undoes ``assume_pod`` (binding failed, or the pod's deletion started while it was assumed).
+        False if the pod is not assumed (anymore). ``uid``: only if the assumed pod is that one: once
+        a deleting pod was removed, a namesake may be assumed before the old binding cycle ends."""
         state = self._pods.get(key)
-        if state is None or not state.assumed:
+        if state is None or not state.assumed or (uid and state.info.uid != uid):
             return False
         self._remove_state(key, state)
         return True

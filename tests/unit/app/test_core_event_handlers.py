@@ -138,18 +138,92 @@ def test_an_assumed_pods_update_during_its_attempt_still_reaches_the_queue(env: 
     assert env.queue.in_flight_pods() == [newer]  # a requeue after a failed bind takes this version
 
 
-@pytest.mark.parametrize("change", ["deletion", "namesake"])
-def test_a_deletion_or_a_namesake_of_an_assumed_pod_still_reaches_the_queue(env: Env, change: str) -> None:
+def test_a_namesake_of_an_assumed_pod_still_reaches_the_queue(env: Env) -> None:
     pod = _assumed_after_its_attempt(env)
-
-    def mutate(p: dict[str, Any]) -> None:
-        if change == "deletion":
-            p["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-        else:
-            p["metadata"]["uid"] = "another-uid"
-
-    env.handlers.on_pod_update(pod, bumped(pod, mutate))
+    env.handlers.on_pod_update(pod, bumped(pod, lambda p: p["metadata"].__setitem__("uid", "another-uid")))
     assert env.queue.where("default/p") == "active"
+
+
+def deleting(pod: dict[str, Any]) -> dict[str, Any]:
+    return bumped(pod, lambda p: p["metadata"].__setitem__("deletionTimestamp", "2026-01-01T00:00:00Z"))
+
+
+def test_the_deletion_of_an_assumed_pod_frees_its_room_and_moves_others_but_not_itself(env: Env) -> None:
+    """Upstream's handleAssumedPodDeletion for a pod past Permit (its bind returned, or still in PreBind
+    or Bind): it leaves the cache at once, pods rejected for want of its room get AssignedPodDelete,
+    and the deleting pod itself is not queued (it was: to activeQ, for a "skip schedule deleting pod")."""
+    pod = _assumed_after_its_attempt(env)
+    waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")
+    env.handlers.on_pod_update(pod, deleting(pod))
+    assert env.queue.where("default/p") is None
+    assert not env.cache.is_assumed("default/p") and env.cache.get_pod("default/p") is None
+    info = env.cache.node_info("n1")
+    assert info is not None and info.requested.milli_cpu == 0
+    assert env.queue.where(waiter.key) in ("active", "backoff")
+
+
+def test_the_deletion_of_an_assumed_pod_during_its_attempt_keeps_the_version_for_a_requeue(env: Env) -> None:
+    """Still binding (in flight): removed from the cache as well, and the in-flight record keeps the
+    deleting version, so a requeue after its failed Binding is skipped as a deleting pod."""
+    env.handlers.on_node_add(make_node("n1"))
+    pod = make_pod("p", cpu="1")
+    env.handlers.on_pod_add(pod)
+    assert env.queue.pop_nowait() is not None
+    env.cache.assume_pod(PodInfo(pod), "n1")
+    newer = deleting(pod)
+    env.handlers.on_pod_update(pod, newer)
+    assert env.queue.in_flight_pods() == [newer]
+    assert env.cache.get_pod("default/p") is None
+
+
+def test_the_deletion_of_a_pod_waiting_at_permit_rejects_it_instead(env: Env) -> None:
+    """Waiting at Permit: rejected (its binding cycle then releases it), not removed here."""
+    rejected: list[tuple[str, str]] = []
+
+    def reject(key: str, uid: str) -> bool:
+        rejected.append((key, uid))
+        return True
+
+    env.handlers.reject_deleted_waiting_pod = reject
+    pod = _assumed_after_its_attempt(env)
+    waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")
+    env.handlers.on_pod_update(pod, deleting(pod))
+    assert rejected == [("default/p", "uid-default-p")]
+    assert env.cache.is_assumed("default/p")  # the binding cycle forgets it
+    assert env.queue.where(waiter.key) in ("active", "backoff")
+    assert env.queue.where("default/p") is None
+
+
+def test_the_deletion_of_a_pod_not_assumed_takes_the_usual_path(env: Env) -> None:
+    rejected: list[tuple[str, str]] = []
+    env.handlers.reject_deleted_waiting_pod = lambda key, uid: bool(rejected.append((key, uid)))
+    env.handlers.on_node_add(make_node("n1"))
+    env.handlers.on_pod_add(make_pod("bound", cpu="1", node_name="n1", scheduler_name="default-scheduler"))
+    waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")
+    pending = make_pod("pending")
+    env.handlers.on_pod_add(pending)
+    env.handlers.on_pod_update(pending, deleting(pending))
+    qpi = env.queue.get("default/pending")
+    assert qpi is not None and qpi.pod["metadata"]["deletionTimestamp"]
+    assert rejected == []
+    assert env.queue.where(waiter.key) == "unschedulable"
+    info = env.cache.node_info("n1")
+    assert info is not None and info.requested.milli_cpu == 1000
+
+
+def test_a_namesakes_deletion_leaves_the_assumed_pod_alone(env: Env) -> None:
+    pod = _assumed_after_its_attempt(env)
+    namesake = bumped(pod, lambda p: p["metadata"].__setitem__("uid", "another-uid"))
+    env.handlers.on_pod_update(namesake, deleting(namesake))
+    assert env.cache.is_assumed("default/p")
+
+
+def test_deleting_an_assumed_pod_outright_frees_its_room_too(env: Env) -> None:
+    """The delete event itself (no update with deletionTimestamp first), as upstream's
+    deletePodFromSchedulingQueue -> handleAssumedPodDeletion."""
+    pod = _assumed_after_its_attempt(env)
+    env.handlers.on_pod_delete(pod)
+    assert env.cache.get_pod("default/p") is None
 
 
 def test_scheduler_name_changing_away_leaves_the_queue(env: Env) -> None:

@@ -1106,7 +1106,7 @@ async def test_deleting_a_pod_waiting_at_permit_rejects_it(make_env: MakeEnv) ->
         queue=env.queue,
         cache=env.cache,
         profiles=[PROFILE],
-        on_pending_pod_deleted=env.sched.reject_waiting_pod,
+        reject_deleted_waiting_pod=env.sched.reject_deleted_waiting_pod,
     )
     handlers.on_pod_delete(pod)
     await env.wait_bindings(1)
