@@ -19,11 +19,21 @@ from kubernetes import client as k8s
 
 from devcluster.nodes import create_nodes, make_node
 from devcluster.py_scheduler import SchedulerProcess, scheduler_config, wait_for
-from tests.integration.workload import RUN_LABEL, create_pods, list_nodes, list_pods, make_pod, new_run_id
+from tests.integration.workload import (
+    RUN_LABEL,
+    create_pods,
+    list_events,
+    list_nodes,
+    list_pods,
+    make_pod,
+    new_run_id,
+)
 
 CRD = Path(__file__).resolve().parents[2] / "deploy/components/podgroup-crd/crd.yaml"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 PERMIT_TIMEOUT = 5
+# Keeps a deleted pod (with its deletionTimestamp) until the test lets it go.
+FINALIZER = "example.com/py-scheduler-test"
 
 
 CRD_NAME = "podgroups.scheduling.x-k8s.io"
@@ -433,3 +443,61 @@ def test_a_member_whose_node_is_deleted_while_it_waits_at_permit_is_not_bound_th
         assert "Traceback" not in proc.log_path.read_text(errors="replace")
     finally:
         proc.stop()
+
+
+def test_a_member_deleted_while_it_waits_at_permit_frees_its_room_at_once(
+    api_client: Any, core_v1: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path, crd: None
+) -> None:
+    """A gang member holding a node's whole room at Permit starts being deleted (a finalizer keeps the
+    pod with its deletionTimestamp: the API server removes an unscheduled pod at once otherwise). As
+    kube-scheduler's handleAssumedPodDeletion: it is rejected then and there, long before its 60 s
+    Permit timeout, never bound, and a pending pod that needs its room is scheduled. Nothing is
+    written about it: no FailedScheduling Event (py-scheduler's choice, see docs/architecture.md)."""
+    node = f"full-{run_id}"
+    create_nodes(api_client, [make_node(node, cpu="2", labels={RUN_LABEL: run_id})])
+    pod_group(api_client, namespace, "leaving", 2)
+    held = member("leaving-0", run_id, "leaving", "2")
+    held["metadata"]["finalizers"] = [FINALIZER]
+    never = member("leaving-1", run_id, "leaving", "100m")
+    never["spec"]["nodeSelector"]["no-such-label"] = "x"
+    create(core_v1, namespace, [held, never])
+    # podGroupRejectPercentage 100: the member that does not fit leaves the other waiting at Permit.
+    proc = gang_scheduler(
+        kubeconfig, tmp_path, permitWaitingTimeSeconds=60, podGroupRejectPercentage=100
+    ).start()
+    try:
+        proc.wait_ready(60)
+        wait_for(lambda: waiting_at_permit(proc, namespace, ["leaving-0"]), 30, "leaving-0 waiting at Permit")
+        create(core_v1, namespace, [make_pod("solo", run_id, cpu="2")])
+        wait_for(
+            lambda: any(
+                e.get("reason") == "FailedScheduling"
+                and (e.get("involvedObject") or {}).get("name") == "solo"
+                for e in list_events(core_v1, namespace)
+            ),
+            30,
+            "solo rejected while leaving-0 holds the node",
+        )
+        core_v1.delete_namespaced_pod("leaving-0", namespace, _preload_content=False)
+
+        def node_of(name: str) -> str:
+            return str(core_v1.read_namespaced_pod(name, namespace).spec.node_name or "")
+
+        # Well within the 60 s Permit timeout: the deletion, not the timer, released the room.
+        wait_for(lambda: node_of("solo") == node, 20, "solo bound to the freed node")
+        deleting = core_v1.read_namespaced_pod("leaving-0", namespace)
+        assert deleting.metadata.deletion_timestamp is not None and not deleting.spec.node_name
+        time.sleep(2)  # give a write that should not exist the time to land
+        about_it = [
+            e
+            for e in list_events(core_v1, namespace)
+            if (e.get("involvedObject") or {}).get("name") == "leaving-0"
+        ]
+        assert [e for e in about_it if e.get("reason") == "FailedScheduling"] == [], about_it
+        proc.assert_running()
+        assert "Traceback" not in proc.log_path.read_text(errors="replace")
+    finally:
+        proc.stop()
+        core_v1.patch_namespaced_pod(
+            "leaving-0", namespace, {"metadata": {"finalizers": None}}, _preload_content=False
+        )
