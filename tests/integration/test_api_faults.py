@@ -421,7 +421,7 @@ def test_binding_conflicts_from_the_api_server_are_handled_as_kube_scheduler_doe
     * ``recreated``: the pod is deleted and created again under its name; the Binding's uid
       precondition fails ("Precondition failed: UID in precondition"). The old attempt is dropped
       without a word (upstream: "Pod was recreated ... Skip requeueing and status updates"), and the new
-      pod is bound by a later attempt.
+      pod, scheduled while the old Binding was held, is bound.
     * ``already-bound``: someone else binds the pod meanwhile ("already assigned"): not requeued.
     """
     node = f"{run_id}-n0"
@@ -441,20 +441,14 @@ def test_binding_conflicts_from_the_api_server_are_handled_as_kube_scheduler_doe
 
         # being-deleted: a finalizer keeps it, with deletionTimestamp set.
         core_v1.delete_namespaced_pod("being-deleted", namespace, grace_period_seconds=0)
-        # recreated: gone, and a namesake with a new uid. Its own attempt meets the old one still
-        # binding ("a previous pod of this name is still being bound"): that Event proves the
-        # scheduler's watch has shown the delete before the held Binding is answered.
+        # recreated: gone, and a namesake with a new uid. The delete freed the old pod's name and room
+        # at once (as kube-scheduler's handleAssumedPodDeletion), so the namesake is scheduled while
+        # the old Binding is held: its own Binding, the second, passes the proxy and binds it. That
+        # proves the scheduler's watch has shown the delete before the held Binding is answered.
         core_v1.delete_namespaced_pod("recreated", namespace, grace_period_seconds=0)
         wait_for(lambda: _gone(core_v1, namespace, "recreated", old_uid), 30, "the old recreated pod deleted")
         core_v1.create_namespaced_pod(namespace, make_pod("recreated", run_id))
-        wait_for(
-            lambda: any(
-                "still being bound" in str(e.get("message"))
-                for e in _events_of(core_v1, namespace, "recreated", "FailedScheduling")
-            ),
-            30,
-            "the namesake's attempt refused while the old pod binds",
-        )
+        wait_for(lambda: chooser.bindings("recreated") == 2, 30, "the namesake's Binding sent")
         # already-bound: someone else binds it.
         core_v1.create_namespaced_binding(
             namespace,

@@ -598,9 +598,21 @@ async def test_pod_already_assumed_is_skipped(make_env: MakeEnv) -> None:
     await env.wait_bindings(1)
 
 
-async def test_a_recreated_namesake_is_not_dropped_while_the_old_pod_binds(make_env: MakeEnv) -> None:
-    gate = Gate(then=status_error(404, 'pods "a" not found'))
-    env = make_env([make_node("n1")], respond=gate)
+async def test_a_recreated_namesake_is_scheduled_while_the_old_pod_binds(make_env: MakeEnv) -> None:
+    """The old pod's delete frees its name and its room at once (upstream's handleAssumedPodDeletion;
+    upstream keys assumed pods by uid): the namesake is scheduled while the old Binding is still out,
+    and the old Binding's 404 afterwards leaves the namesake's assumption alone."""
+    release = threading.Event()
+
+    def respond(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if path.endswith("/binding") and body["metadata"]["uid"] == "uid-old":
+            assert release.wait(5.0), "test never released the binding"
+            return status_error(404, 'pods "a" not found')
+        if method == "GET" and "/pods/" in path:
+            return 200, orjson.dumps(make_pod("a", uid="uid-new"))
+        return 201, b"{}"
+
+    env = make_env([make_node("n1")], respond=respond)
     old = make_pod("a", uid="uid-old")
     h = handlers(env)
     h.on_pod_add(old)
@@ -608,18 +620,16 @@ async def test_a_recreated_namesake_is_not_dropped_while_the_old_pod_binds(make_
     h.on_pod_delete(old)
     h.on_pod_add(make_pod("a", uid="uid-new"))
     await env.schedule_next()
-    # Retried later instead of being skipped as "already assumed".
-    assert env.queue.where("default/a") == "backoff"
-
-    gate.release.set()
     await env.wait_bindings(1)
-    assert env.results[0].outcome is Outcome.CONFLICT
-    gate.then = (201, b"{}")
-    env.clock.advance(2.0)  # an error's 1 s backoff, to the end of its ordering window
-    await env.schedule_next()
+    assert [(r.task.pod.uid, r.outcome) for r in env.results] == [("uid-new", Outcome.BOUND)]
+    assert env.cache.is_assumed("default/a")
+
+    release.set()
     await env.wait_bindings(2)
-    assert env.results[1].outcome is Outcome.BOUND
-    assert env.results[1].task.pod.uid == "uid-new"
+    assert env.results[1].outcome is Outcome.CONFLICT
+    cached = env.cache.get_pod("default/a")
+    assert cached is not None and cached.uid == "uid-new" and env.cache.is_assumed("default/a")
+    assert env.queue.where("default/a") is None
 
 
 # --- bad pods and bad plugins never stop the loop ---------------------------------------------------
