@@ -196,7 +196,12 @@ def test_the_deletion_of_a_pod_waiting_at_permit_rejects_it_instead(env: Env) ->
 
 def test_the_deletion_of_a_pod_not_assumed_takes_the_usual_path(env: Env) -> None:
     rejected: list[tuple[str, str]] = []
-    env.handlers.reject_deleted_waiting_pod = lambda key, uid: bool(rejected.append((key, uid)))
+
+    def reject(key: str, uid: str) -> bool:
+        rejected.append((key, uid))
+        return False
+
+    env.handlers.reject_deleted_waiting_pod = reject
     env.handlers.on_node_add(make_node("n1"))
     env.handlers.on_pod_add(make_pod("bound", cpu="1", node_name="n1", scheduler_name="default-scheduler"))
     waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")
