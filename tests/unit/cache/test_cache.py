@@ -381,6 +381,23 @@ def test_forget_undoes_assume() -> None:
     assert cache.forget_pod("default/never") is False
 
 
+def test_forget_and_finish_binding_by_uid_leave_a_namesake_alone() -> None:
+    """The binding cycle of a pod removed when its deletion started ends after a namesake was
+    assumed: its forget and its finish_binding name the old uid, and touch nothing."""
+    clock = FakeClock()
+    cache = SchedulerCache(ttl=30, clock=clock)
+    cache.add_node(make_node("n1"))
+    namesake = make_pod("p", cpu="1")
+    namesake["metadata"]["uid"] = "uid-new"
+    cache.assume_pod(PodInfo(namesake), "n1")
+    assert cache.forget_pod("default/p", "uid-old") is False
+    cache.finish_binding("default/p", "uid-old")
+    clock.now += 1e6
+    assert cache.cleanup_assumed() == []  # not marked finished: still binding
+    assert cache.is_assumed("default/p") and live(cache, "n1").requested.milli_cpu == 1000
+    assert cache.forget_pod("default/p", "uid-new") is True
+
+
 def test_assumed_pod_on_unknown_node_leaves_no_ghost_when_forgotten() -> None:
     cache = SchedulerCache()
     cache.assume_pod(PodInfo(make_pod("p", cpu="1")), "gone")
