@@ -66,7 +66,7 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
     return pod_status(pod).get("phase") in TERMINAL_PHASES
 
 
-def _is_last(entries: dict[str, Any], key: str) -> bool:
+def _is_last(entries: Mapping[str, Any], key: str) -> bool:
     return bool(entries) and next(reversed(entries)) == key
 
 

@@ -718,12 +718,12 @@ def test_a_new_version_replaced_in_place_leaves_the_cache_as_remove_then_add_doe
     for cache in (fast, slow):
         cache.add_node(make_node("n0"))
         cache.add_node(make_node("n1"))
-    versions: dict[str, Any] = {}
+    versions: dict[str, dict[str, Any]] = {}
     for action, pod_number, node_number, shape in steps:
         name = f"p{pod_number}"
         key = f"default/{name}"
         current = versions.get(key)
-        pod: dict[str, Any]
+        pod: dict[str, Any] | None = None
         if current is None:
             pod = make_pod(name, cpu="100m", host_port=8000 + pod_number if shape in (1, 3) else 0)
             if shape in (2, 3):
