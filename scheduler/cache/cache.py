@@ -66,10 +66,6 @@ def is_terminal(pod: Mapping[str, Any]) -> bool:
     return pod_status(pod).get("phase") in TERMINAL_PHASES
 
 
-def _is_last(entries: Mapping[str, Any], key: str) -> bool:
-    return bool(entries) and next(reversed(entries)) == key
-
-
 def _identity(pod: PodLike) -> tuple[str, str]:
     """(key, uid) without parsing the pod."""
     if isinstance(pod, PodInfo):
@@ -210,49 +206,8 @@ class SchedulerCache:
                     state.info.node_name,
                     info.node_name,
                 )
-            if self._replace_in_place(key, state, info):
-                return
             self._remove_state(key, state)
         self._add_state(info, assumed=False)
-
-    def _replace_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
-        """``_remove_state`` then ``_add_state(info)`` in one step, when that pair would leave the node
-        as it was but for the PodInfo: the bind's echo of an assumed pod, a status update of a bound
-        one (``PodInfo.successor`` shares the parsed requests). Only when the outcome is the same:
-        the same node, not a ghost (the pair would drop and recreate it); the same requests objects;
-        no host ports (their removal re-inserts the port at the end of the node's map); the pod last
-        in each of the node's maps (a removal moves the last pod into its place). Every pod of a
-        basic workload's bind echo qualifies unless another pod was assumed on its node meanwhile."""
-        old = state.info
-        if (
-            info.node_name != old.node_name
-            or info.requests is not old.requests
-            or info.non_zero_requests is not old.non_zero_requests
-            or info.host_ports
-            or old.host_ports
-            or info.has_pod_affinity != old.has_pod_affinity
-            or info.has_required_anti_affinity != old.has_required_anti_affinity
-        ):
-            return False
-        node = self._nodes.get(info.node_name)
-        if node is None or node.node is None or not _is_last(node.pods, key):
-            return False
-        if info.has_pod_affinity and not _is_last(node.pods_with_affinity, key):
-            return False
-        if info.has_required_anti_affinity and not _is_last(node.pods_with_required_anti_affinity, key):
-            return False
-        node.pods[key] = info
-        if info.has_pod_affinity:
-            node.pods_with_affinity[key] = info
-        if info.has_required_anti_affinity:
-            node.pods_with_required_anti_affinity[key] = info
-        del self._pods[key]
-        self._assumed.discard(key)
-        self._pods[key] = _PodState(info, assumed=False)
-        # Two changes of the node, as the remove-then-add pair counts them.
-        self._generation += 1
-        self._touch(node)
-        return True
 
     def _parse(self, pod: PodLike, cached: PodInfo | None = None) -> PodInfo | None:
         """``cached``: the version the cache holds (often the assumed copy of this very pod)."""
