@@ -135,8 +135,7 @@ class AttemptRecord:
     feasible: int = 0
     pre_filter: str = ""
     filters: dict[str, PluginVerdicts] = field(default_factory=dict)
-    # A ScoreTable, or (recently filed records) the LazyScores it is condensed from.
-    score_table: ScoreTable | LazyScores | None = None
+    score_table: ScoreTable | None = None
     post_filter: str = ""
     nominated_node: str = ""
     nearest_misses: list[Miss] = field(default_factory=list)
@@ -149,20 +148,8 @@ class AttemptRecord:
     @property
     def scores(self) -> list[NodeScores]:
         """The top-K nodes with their per-plugin scores (built on each read: readers are rare)."""
-        table = self.table()
-        return table.node_scores() if table is not None else []
-
-    def table(self) -> ScoreTable | None:
-        """The condensed scores. A reader on another thread may condense concurrently with the loop:
-        both compute the same table from arrays nobody writes, and the attribute swap is atomic."""
         table = self.score_table
-        if isinstance(table, LazyScores):
-            table = self.score_table = table.table()
-        return table
-
-    @property
-    def lazy(self) -> bool:
-        return isinstance(self.score_table, LazyScores)
+        return table.node_scores() if table is not None else []
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -223,7 +210,7 @@ class Trace(AttemptRecord):
 
     def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
         """Condense this attempt (filter verdicts per plugin, top-K scores) and drop the references
-        to the cycle's structures (the LazyScores keeps the score arrays until the store condenses)."""
+        to the cycle's structures."""
         self.outcome = outcome
         self.node = chosen
         self.message = message
@@ -239,7 +226,7 @@ class Trace(AttemptRecord):
         self.score_table = top_scores(self, chosen)
         if self.load_notes:
             table = self.score_table
-            shown = table.names if isinstance(table, LazyScores) else table.nodes if table else (chosen,)
+            shown = table.nodes if table else (chosen,)
             self.measured_load = {node: self.load_notes[node] for node in shown if node in self.load_notes}
             self.load_notes = {}
         self.diagnosis = None
@@ -271,15 +258,15 @@ def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdic
     return verdicts
 
 
-def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
+def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
     """The best ``TOP_K`` scored nodes (the chosen one first), each with every plugin's scores.
 
-    Runs once per attempt on the scheduling loop, between Filter/Score work that evicts the CPU caches:
-    every numpy call here costs several microseconds cold. So only the rows are picked now (two
-    ``argmax`` over the totals, masking the winners in place and restoring them: no copy) and their
-    node names read (the NodeSubset resolves names through the snapshot, which later cycles change).
-    The per-plugin values stay in the arrays scoring produced (fresh per cycle, never written again)
-    until the store condenses a batch of records, or someone reads the record.
+    Runs once per attempt on the scheduling loop, right after Score: the arrays it reads were just
+    written, so they are still in the CPU caches (read a batch of records later, they were not, and
+    condensing cost several times more). The rows are picked with two ``argmax`` over the totals,
+    masking the winners in place and restoring them (no copy); the node names are read now (the
+    NodeSubset resolves names through the snapshot, which later cycles change), and a few plain ints
+    per plugin with ``.item`` (no numpy scalars, no fancy index). Nothing of the cycle is kept.
     """
     if trace.totals is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
@@ -302,52 +289,25 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | LazyScores | None:
         for index, value in saved:
             array[index] = value
     feasible = trace.feasible_nodes
-    names = tuple([feasible[index].name for index in picked])
-    return LazyScores(totals, trace.breakdown, tuple(picked), names, best)
-
-
-class LazyScores:
-    """The picked rows of an attempt's scores and references to the arrays; see :func:`top_scores`."""
-
-    __slots__ = ("best", "breakdown", "names", "picked", "totals")
-
-    def __init__(
-        self,
-        totals: Sequence[int] | IntArray,
-        breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]],
-        picked: tuple[int, ...],
-        names: tuple[str, ...],
-        best: int,
-    ) -> None:
-        self.totals = totals
-        self.breakdown = breakdown
-        self.picked = picked
-        self.names = names
-        self.best = best
-
-    def table(self) -> ScoreTable:
-        """A few plain ints per plugin, read with ``.item`` (no numpy scalars, no fancy index)."""
-        picked = self.picked
-        raws: list[list[int]] = []
-        norms: list[list[int]] = []
-        for _, raw, norm, _ in self.breakdown:
-            values = [norm.item(i) for i in picked]
-            norms.append(values)
-            if raw is norm:
-                raws.append(values)
-            elif isinstance(raw, np.ndarray):
-                raws.append([raw.item(i) for i in picked])
-            else:
-                raws.append([int(raw[i]) for i in picked])
-        totals = self.totals
-        return ScoreTable(
-            tuple([(name, weight) for name, _, _, weight in self.breakdown]),
-            self.names,
-            [_at(totals, i) for i in picked],
-            picked.index(self.best) if self.best in picked else -1,
-            raws,
-            norms,
-        )
+    raws: list[list[int]] = []
+    norms: list[list[int]] = []
+    for _, raw, norm, _ in trace.breakdown:
+        values = [norm.item(i) for i in picked]
+        norms.append(values)
+        if raw is norm:
+            raws.append(values)
+        elif isinstance(raw, np.ndarray):
+            raws.append([raw.item(i) for i in picked])
+        else:
+            raws.append([int(raw[i]) for i in picked])
+    return ScoreTable(
+        tuple([(name, weight) for name, _, _, weight in trace.breakdown]),
+        tuple([feasible[index].name for index in picked]),
+        [_at(totals, i) for i in picked],
+        picked.index(best) if best in picked else -1,
+        raws,
+        norms,
+    )
 
 
 def _at(values: Sequence[int] | IntArray, index: int) -> int:
@@ -376,7 +336,7 @@ def summary(record: AttemptRecord, max_bytes: int) -> str:
     if record.filters:
         ranked = sorted(record.filters.items(), key=lambda kv: -kv[1].rejected)
         doc["filtered"] = {plugin or "?": verdict.rejected for plugin, verdict in ranked}
-    table = record.table()
+    table = record.score_table
     if table is not None and table.plugins:
         doc["scores"] = dict(zip(table.nodes, table.totals, strict=True))
     if record.nearest_misses:

@@ -3,9 +3,9 @@ attempt's outcome becomes known. Everything here runs on the event loop; readers
 threads) go through the DecisionStore's lock.
 
 Cheap by construction: ``begin`` makes the attempt's record (a Trace) and the cycle hands it
-references; when the attempt is handed to binding or fails, the record condenses what is cheap (the
-counts, the top-K rows and their names) and is filed with one lock acquisition. The per-plugin score
-values are read out of the arrays later, a batch at a time (DecisionStore.condense), or on read.
+references; when the attempt is handed to binding or fails, the record condenses them (the counts,
+the top-K rows with their names and per-plugin scores, read while Score's arrays are still in the
+CPU caches) and is filed with one lock acquisition.
 """
 
 from __future__ import annotations

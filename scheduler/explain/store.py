@@ -18,10 +18,6 @@ from scheduler.explain.record import BIND_FAILED, ERROR, UNSCHEDULABLE, AttemptR
 DEFAULT_PENDING_PODS = 5000
 DEFAULT_RECENT_PODS = 5000
 DEFAULT_ATTEMPTS_PER_POD = 4
-# Records filed with LazyScores (references to a cycle's score arrays) before the store condenses them
-# all at once: a batch runs with warm caches, several times cheaper than one per cycle, and the arrays
-# held meanwhile are bounded (a few hundred KiB per record at most).
-LAZY_WINDOW = 64
 
 _PENDING_OUTCOMES = frozenset({UNSCHEDULABLE, ERROR, BIND_FAILED})
 
@@ -40,7 +36,6 @@ class DecisionStore:
         # filing moves a pod to the end, the oldest is evicted from the front.
         self._pending: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
         self._recent: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
-        self._lazy: list[AttemptRecord] = []  # the loop's only
         self._pending_limit = pending_pods
         self._recent_limit = recent_pods
 
@@ -55,18 +50,6 @@ class DecisionStore:
                 history = deque(maxlen=self._attempts_per_pod)
             history.append(record)
             self._put(self._pending if record.outcome in _PENDING_OUTCOMES else self._recent, key, history)
-        if record.lazy:
-            lazy = self._lazy
-            lazy.append(record)
-            if len(lazy) >= LAZY_WINDOW:
-                self.condense()
-
-    def condense(self) -> None:
-        """Turn the LazyScores of recently filed records into ScoreTables (and drop the arrays).
-        Called on the loop, which files; no lock: each record only swaps its own attribute."""
-        for record in self._lazy:
-            record.table()
-        self._lazy.clear()
 
     def _put(
         self, target: OrderedDict[str, deque[AttemptRecord]], key: str, history: deque[AttemptRecord]

@@ -1,0 +1,79 @@
+"""The attempt record's score table: which rows it keeps and that it owns its values."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scheduler.explain.record import BINDING, TOP_K, Trace
+from scheduler.framework.types import NodeInfo
+from tests.unit.fakes import make_node
+
+PLUGINS = (("Fit", 1), ("Taints", 3), ("Listed", 2))
+
+
+def _trace(totals: list[int], best: int) -> tuple[Trace, list[np.ndarray]]:
+    """A trace as Score leaves it: totals, one chosen row, and per plugin (raw, normalised, weight);
+    "Fit" shares one array for raw and normalised, "Listed" has its raw scores in a plain list."""
+    n = len(totals)
+    trace = Trace("ns/p", "uid", "profile", 1, 0.0)
+    trace.feasible_nodes = [NodeInfo(make_node(f"n{i}")) for i in range(n)]
+    fit = np.arange(n, dtype=np.int64) * 7 % 101
+    taints_raw = np.arange(n, dtype=np.int64) % 5
+    taints = 100 - taints_raw * 20
+    listed = np.arange(n, dtype=np.int64)[::-1].copy()
+    trace.breakdown = [
+        ("Fit", fit, fit, 1),
+        ("Taints", taints_raw, taints, 3),
+        ("Listed", [int(v) * 2 for v in listed], listed, 2),
+    ]
+    trace.scored(np.asarray(totals, dtype=np.int64), best)
+    return trace, [np.asarray(trace.totals), fit, taints_raw, taints, listed]
+
+
+def _expected_rows(totals: list[int], best: int) -> list[int]:
+    """The chosen row, then the highest totals, ties to the lower index."""
+    rest = sorted((i for i in range(len(totals)) if i != best), key=lambda i: (-totals[i], i))
+    return ([best] if best >= 0 else []) + rest[: TOP_K - (1 if best >= 0 else 0)]
+
+
+@given(st.lists(st.integers(-5, 5), min_size=2, max_size=12), st.data())
+def test_score_table_keeps_the_chosen_row_and_the_best_others(totals: list[int], data: st.DataObject) -> None:
+    best = data.draw(st.integers(-1, len(totals) - 1))
+    trace, arrays = _trace(totals, best)
+    before = [array.copy() for array in arrays]
+    chosen = f"n{best}" if best >= 0 else ""
+    record = trace.record(BINDING, chosen)
+
+    rows = _expected_rows(totals, best)
+    scores = record.scores
+    assert [s.node for s in scores] == [f"n{i}" for i in rows]
+    assert [s.total for s in scores] == [totals[i] for i in rows]
+    assert [s.chosen for s in scores] == [i == best for i in rows]
+    fit, taints_raw, taints, listed = before[1:]
+    for s, i in zip(scores, rows, strict=True):
+        assert s.plugins == {
+            "Fit": (int(fit[i]), int(fit[i]), int(fit[i])),
+            "Taints": (int(taints_raw[i]), int(taints[i]), int(taints[i]) * 3),
+            "Listed": (int(listed[i]) * 2, int(listed[i]), int(listed[i]) * 2),
+        }
+    # Picking masks rows of the totals in place: every array is as Score left it.
+    for array, copy in zip(arrays, before, strict=True):
+        assert np.array_equal(array, copy)
+
+
+def test_the_record_owns_its_scores_once_condensed() -> None:
+    """Filed records outlive the cycle: their scores are plain values read at record time, not views of
+    Score's arrays (which the record does not keep alive)."""
+    totals = [3, 9, 1, 9, 4]
+    trace, arrays = _trace(totals, 1)
+    record = trace.record(BINDING, "n1")
+    for array in arrays:
+        array[:] = -1
+    assert [(s.node, s.total, s.plugins["Fit"]) for s in record.scores] == [
+        ("n1", 9, (7, 7, 7)),
+        ("n3", 9, (21, 21, 21)),
+        ("n4", 4, (28, 28, 28)),
+    ]
+    assert (trace.totals, trace.breakdown, trace.feasible_nodes) == (None, [], ())
