@@ -68,9 +68,6 @@ class BindingTask:
     nominated: bool = False
     # Set on the loop when the watch shows the node deleted; read by the binding thread before Bind.
     node_deleted: bool = False
-    # Set on the loop when the watch shows the pod's deletion while it waits at Permit: the rejection
-    # that follows ends the attempt without a requeue or a report (``Scheduler.reject_deleted_waiting_pod``).
-    pod_deleted: bool = False
 
 
 @dataclass(slots=True)

@@ -185,16 +185,14 @@ class Scheduler:
     def reject_deleted_waiting_pod(self, key: str, uid: str) -> bool:
         """The watch shows the deletion of pod ``key`` (``uid``), assumed by us: if it waits at Permit,
         reject it (upstream's RejectWaitingPod, message "removed") and return True. Its binding cycle
-        then ends as any Permit rejection does (Unreserve, forget, AssignedPodDelete; Coscheduling's
-        Unreserve rejects its group's other waiters), except that the pod is neither requeued nor
-        reported: it is going away, and a FailedScheduling Event or a PodScheduled=False patch on it
-        would only be noise. False when it does not wait (it binds, or is bound)."""
+        then ends as any Permit rejection does, as upstream's handleBindingCycleError: Unreserve,
+        forget, AssignedPodDelete (Coscheduling's Unreserve rejects its group's other waiters), a
+        FailedScheduling Event ("0/1 nodes are available: 1 removed."), PodScheduled=False and a
+        requeue, whose next attempt reports "skip schedule deleting pod" while the pod still exists.
+        False when it does not wait (it binds, or is bound)."""
         waiting = self.waiting_pods.get(key)
         if waiting is None or waiting.pod.uid != uid:
             return False
-        task = self._permit_tasks.get(id(waiting))
-        if task is not None:
-            task.pod_deleted = True
         waiting.reject("", "removed")
         return True
 
@@ -562,18 +560,7 @@ class Scheduler:
         # False when the pod's deletion already removed it (the event handlers), so nothing is freed
         # twice; the uid keeps a namesake assumed since then counted.
         forgotten = self.cache.forget_pod(pod.key, pod.uid)
-        if task.pod_deleted and result.extra.get("point") == "Permit":
-            # Rejected at Permit because its deletion started: the attempt ends here (see
-            # ``reject_deleted_waiting_pod``). Counted as the unschedulable attempt it was.
-            log.info("%s rejected at Permit: its deletion started", pod.key)
-            self.stats.unschedulable += 1
-            metrics.observe_attempt("unschedulable", fwk.profile_name, time.perf_counter() - task.cycle_start)
-            self.decisions.failed(qpi.key, "pod is being deleted", error=False)
-            if task.nominated:
-                # Its published nominatedNodeName may still echo back: it must not nominate it again.
-                self.queue.nominator.withdraw(qpi.pod, task.node_name)
-            self.queue.done(qpi)
-        elif result.outcome is Outcome.CONFLICT and (
+        if result.outcome is Outcome.CONFLICT and (
             _conflict_settled(result) or self.queue.gone_while_in_flight(qpi)
         ):
             # A read of the pod after the 404/409, or the watch, shows it bound (maybe by an earlier

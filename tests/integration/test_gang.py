@@ -451,8 +451,8 @@ def test_a_member_deleted_while_it_waits_at_permit_frees_its_room_at_once(
     """A gang member holding a node's whole room at Permit starts being deleted (a finalizer keeps the
     pod with its deletionTimestamp: the API server removes an unscheduled pod at once otherwise). As
     kube-scheduler's handleAssumedPodDeletion: it is rejected then and there, long before its 60 s
-    Permit timeout, never bound, and a pending pod that needs its room is scheduled. Nothing is
-    written about it: no FailedScheduling Event (py-scheduler's choice, see docs/architecture.md)."""
+    Permit timeout, never bound, and a pending pod that needs its room is scheduled. The rejection is
+    reported as upstream's handleBindingCycleError reports it: "0/1 nodes are available: 1 removed."."""
     node = f"full-{run_id}"
     create_nodes(api_client, [make_node(node, cpu="2", labels={RUN_LABEL: run_id})])
     pod_group(api_client, namespace, "leaving", 2)
@@ -487,13 +487,21 @@ def test_a_member_deleted_while_it_waits_at_permit_frees_its_room_at_once(
         wait_for(lambda: node_of("solo") == node, 20, "solo bound to the freed node")
         deleting = core_v1.read_namespaced_pod("leaving-0", namespace)
         assert deleting.metadata.deletion_timestamp is not None and not deleting.spec.node_name
-        time.sleep(2)  # give a write that should not exist the time to land
-        about_it = [
-            e
-            for e in list_events(core_v1, namespace)
-            if (e.get("involvedObject") or {}).get("name") == "leaving-0"
-        ]
-        assert [e for e in about_it if e.get("reason") == "FailedScheduling"] == [], about_it
+
+        def failures_of_leaving() -> list[str]:
+            return [
+                str(e.get("message") or e.get("note") or "")
+                for e in list_events(core_v1, namespace)
+                if (e.get("involvedObject") or {}).get("name") == "leaving-0"
+                and e.get("reason") == "FailedScheduling"
+            ]
+
+        wait_for(
+            lambda: "0/1 nodes are available: 1 removed." in failures_of_leaving(),
+            20,
+            "leaving-0's Permit rejection reported",
+        )
+        assert not core_v1.read_namespaced_pod("leaving-0", namespace).spec.node_name
         proc.assert_running()
         assert "Traceback" not in proc.log_path.read_text(errors="replace")
     finally:

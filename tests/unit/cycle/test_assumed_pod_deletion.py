@@ -104,7 +104,22 @@ async def schedule_b(env: CoreEnv) -> None:
     await env.schedule_next()
 
 
-async def test_a_pod_waiting_at_permit_is_rejected_quietly_and_frees_its_room(make_env: MakeEnv) -> None:
+async def drain(env: CoreEnv) -> None:
+    """Run cycles until the queue holds nothing poppable, backoffs over."""
+    env.clock.advance(11.0)
+    while (qpi := env.queue.pop_nowait()) is not None:
+        rest = env.sched.schedule_one(qpi)
+        if rest is not None:
+            await rest
+
+
+async def test_a_pod_waiting_at_permit_is_rejected_frees_its_room_and_is_reported_as_upstream(
+    make_env: MakeEnv,
+) -> None:
+    """As upstream's handleAssumedPodDeletion -> RejectWaitingPod -> handleBindingCycleError: the
+    rejection ("removed") frees the room at once, is reported as a Permit rejection on the one node
+    with PodScheduled=False, and the pod is requeued in its deleting version, whose next attempt is
+    skipped ("skip schedule deleting pod")."""
     env = make_env(
         [make_node("n1", cpu="2")],
         extra_registry={"HoldA": lambda args, handle: HoldAtPermit()},
@@ -123,18 +138,24 @@ async def test_a_pod_waiting_at_permit_is_rejected_quietly_and_frees_its_room(ma
     assert result.outcome is Outcome.REJECTED and result.status is not None
     assert result.status.message() == "removed"  # upstream's RejectWaitingPod
     assert not env.cache.is_assumed("default/a") and requested_cpu(env, "n1") == 0
-    # Not queued again, neither by the update nor by the failed binding cycle.
-    assert env.queue.where("default/a") is None
+    queued = env.queue.get("default/a")
+    assert queued is not None and queued.pod["metadata"].get("deletionTimestamp")
     assert env.queue.where("default/b") in ("active", "backoff")
 
-    await schedule_b(env)
+    await drain(env)
     await env.wait_bindings(2)
     assert env.rest.bindings() == {"b": "n1"}
+    assert env.queue.where("default/a") is None
     env.flush_writes()
-    assert failed_events(env, "a") == []
-    # Only the nominatedNodeName published when it started waiting; no PodScheduled=False.
+    notes = [e["note"] for e in failed_events(env, "a")]
+    assert notes == ["0/1 nodes are available: 1 removed.", "skip schedule deleting pod: default/a"]
     patches = [c.body["status"] for c in env.rest.status_patches() if c.path.endswith("/pods/a/status")]
-    assert patches == [{"nominatedNodeName": "n1"}]
+    assert patches[0] == {"nominatedNodeName": "n1"}
+    assert any(
+        cond.get("type") == "PodScheduled" and cond.get("status") == "False"
+        for patch in patches[1:]
+        for cond in patch.get("conditions") or []
+    ), patches
 
 
 @pytest.mark.parametrize(
@@ -212,7 +233,7 @@ async def test_a_deleting_gang_member_releases_its_waiting_siblings_as_coschedul
 ) -> None:
     """Two of a gang of three wait at Permit for the third; the deletion of one rejects it, and its
     Unreserve (Coscheduling's) rejects the other waiter, as scheduler-plugins' Coscheduling does: no
-    partial gang holds room. The sibling is reported and requeued as usual; the deleting one is not."""
+    partial gang holds room. Both are reported and requeued as upstream's handleBindingCycleError does."""
     members = [_member("m0"), _member("m1"), _member("m2")]
     listers: dict[ResourceSpec, Lister] = {
         PODS: StaticLister(members),
@@ -258,10 +279,12 @@ async def test_a_deleting_gang_member_releases_its_waiting_siblings_as_coschedul
         "m1": Outcome.REJECTED,
     }
     assert len(env.sched.waiting_pods) == 0 and requested_cpu(env, "n1") == 0
-    assert env.queue.where("default/m0") is None
+    queued = env.queue.get("default/m0")
+    assert queued is not None and queued.pod["metadata"].get("deletionTimestamp")
     assert env.queue.where("default/m1") in ("unschedulable", "backoff", "active")
     env.flush_writes()
-    assert failed_events(env, "m0") == []
+    [deleting_member] = failed_events(env, "m0")
+    assert deleting_member["note"] == "0/1 nodes are available: 1 removed."
     [sibling] = failed_events(env, "m1")
     assert "rejection in Unreserve" in sibling["note"]
     assert env.rest.bindings() == {}
