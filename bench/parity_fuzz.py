@@ -419,7 +419,9 @@ def gen_pod(
     namespaces: Sequence[str],
     node_names: Sequence[str],
     claims: Sequence[Mapping[str, Any]] = (),
+    pod_affinity: bool = True,
 ) -> dict[str, Any]:
+    """A random pod; ``pod_affinity=False``: without pod (anti-)affinity terms."""
     app = rng.choice(APPS)
     labels = {"app": app, "tier": rng.choice(TIERS), SEED_LABEL: str(seed)}
     container: dict[str, Any] = {
@@ -483,6 +485,8 @@ def gen_pod(
     if node_affinity:
         affinity["nodeAffinity"] = node_affinity
     for kind, p_req, p_pref in (("podAffinity", 0.1, 0.15), ("podAntiAffinity", 0.12, 0.15)):
+        if not pod_affinity:
+            break
         section: dict[str, Any] = {}
         if rng.random() < p_req:
             section["requiredDuringSchedulingIgnoredDuringExecution"] = [
@@ -1182,9 +1186,14 @@ class PodStream:
     the next 1-5 pods, so signatures repeat as replicas of one workload do; without, every pod is drawn
     afresh (the random stream of the one-by-one seeds stays as it was)."""
 
-    def __init__(self, rng: random.Random, repeats: bool) -> None:
+    def __init__(self, rng: random.Random, repeats: bool, pod_affinity_from: int = 0) -> None:
         self._rng = rng
         self._repeats = repeats
+        # Pods before this index have no pod (anti-)affinity. One such pod bound anywhere makes
+        # InterPodAffinity decline to sign every later pod (its terms reach across nodes), so the
+        # batching mode keeps them to the seed's last part: first runs the cache answers, then runs
+        # it must decline.
+        self._pod_affinity_from = pod_affinity_from
         self._template: dict[str, Any] | None = None
         self._left = 0
 
@@ -1199,7 +1208,9 @@ class PodStream:
         if self._left > 0 and self._template is not None:
             self._left -= 1
             return repeat_pod(self._template, index)
-        pod = gen_pod(self._rng, seed, index, namespaces, node_names, claims)
+        pod = gen_pod(
+            self._rng, seed, index, namespaces, node_names, claims, index >= self._pod_affinity_from
+        )
         if self._repeats and self._rng.random() < REPEAT_SHARE:
             self._template = copy.deepcopy(pod)
             self._left = self._rng.randint(1, 5)
@@ -1253,7 +1264,6 @@ def run_seed(
     known_bound: set[str] = set()
     mirror: PyMirror | None = None
     batch_mirror: PyMirror | None = None
-    stream = PodStream(rng, repeats=batching)
     held: list[dict[str, Any]] = []  # preemptors kube nominated whose victims are still terminating
 
     def release_held() -> None:
@@ -1282,6 +1292,7 @@ def run_seed(
 
     try:
         count = rng.randint(*pods_range)
+        stream = PodStream(rng, repeats=batching, pod_affinity_from=count * 2 // 3 if batching else 0)
         for index in range(count):
             if held and rng.random() < 0.35:
                 release_held()
