@@ -85,6 +85,8 @@ DUMP_DIR = os.environ.get("PARITY_DUMP_DIR", "")
 PREEMPTION_TIMEOUT = 20.0
 # Batching mode: the share of drawn pods that become the template of a run of replicas.
 REPEAT_SHARE = 0.6
+# Of those templates, the share made plain (plain_pod): signable unless the cluster forbids it.
+PLAIN_SHARE = 0.5
 GATED_WAIT = 2.0  # how long a pod py's PreEnqueue holds back must see no attempt from kube
 
 
@@ -665,6 +667,12 @@ class PyMirror:
     def verdict(self, pod: Mapping[str, Any], nominated: Sequence[Mapping[str, Any]] = ()) -> PyVerdict:
         return sim_verdict(self.sim, pod, nominated, batching=self.batching)
 
+    def decliners(self, pod: Mapping[str, Any]) -> list[str]:
+        """The default profile's plugins that decline to sign ``pod`` now (empty: it is signable)."""
+        fwk = next(iter(self.sim.frameworks.values()))
+        info = PodInfo(pod)
+        return [plugin.name for plugin in fwk.signers or () if plugin.sign(info) is None]
+
     def batch_stats(self) -> BatchStats | None:
         batch = self.sim.algorithm.batch
         return batch.stats if batch is not None else None
@@ -1212,9 +1220,36 @@ class PodStream:
             self._rng, seed, index, namespaces, node_names, claims, index >= self._pod_affinity_from
         )
         if self._repeats and self._rng.random() < REPEAT_SHARE:
+            if self._rng.random() < PLAIN_SHARE:
+                pod = plain_pod(pod)
             self._template = copy.deepcopy(pod)
             self._left = self._rng.randint(1, 5)
         return pod
+
+
+def plain_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``pod`` without what makes a pod unsignable by itself (pod (anti-)affinity, topology spread,
+    volumes, ResourceClaims, extended resources and hugepages): a typical ReplicaSet replica, whose
+    requests, tolerations, node selector and affinity, host ports and priority stay. Its app is
+    ``cache``, which no Service or ReplicaSet selects (those give the pod PodTopologySpread's system
+    default constraints) but the PDB does (preemption)."""
+    out = copy.deepcopy(dict(pod))
+    out["metadata"]["labels"]["app"] = "cache"
+    spec = out["spec"]
+    affinity = spec.get("affinity", {})
+    for kind in ("podAffinity", "podAntiAffinity"):
+        affinity.pop(kind, None)
+    if not affinity:
+        spec.pop("affinity", None)
+    for key in ("topologySpreadConstraints", "volumes", "resourceClaims"):
+        spec.pop(key, None)
+    for container in spec["containers"] + spec.get("initContainers", []):
+        resources = container.get("resources", {})
+        resources.pop("claims", None)
+        for amounts in (resources.get("requests"), resources.get("limits")):
+            for name in [n for n in amounts or () if n == GPU or n.startswith("hugepages-")]:
+                del amounts[name]
+    return out
 
 
 def run_seed(
@@ -1371,6 +1406,8 @@ def run_seed(
                     batch_mirror.sync(objects)
                 batched = batch_mirror.verdict(created, nominated_pods)
                 stats["batching judged"] += 1
+                for plugin in batch_mirror.decliners(created):
+                    stats[f"unsigned by {plugin}"] += 1
                 if _essence(batched) != _essence(py) or batched.best != py.best:
                     # Batching must place exactly as one-by-one scheduling: a batching bug alone.
                     detail = (
