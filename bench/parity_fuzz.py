@@ -17,7 +17,14 @@ static listers of the same cluster state) judge it first:
 The cluster then continues as kube left it: pending pods are deleted after their first verdict (so
 kube never retries them behind our back), a preemptor is awaited until kube binds it.
 
-    python -m bench.parity_fuzz --seeds 1-20 [--nodes 10-40] [--pods 40-80] [--json out.json]
+``--batching`` draws pods in runs of one shape (a template and 1-5 replicas of it: same requests,
+tolerations, selectors, labels) and judges each pod a third time, as the scheduler does with
+opportunistic batching: one SchedulingAlgorithm whose batch cache lives for the whole seed, over its own
+incremental cache that sees each bound pod on its node before the next pod. That judge must agree with
+the one-by-one judge exactly (``batching``: feasible nodes, scores, best nodes, message) and with kube
+as the one-by-one judge must (``batching <kind>``).
+
+    python -m bench.parity_fuzz --seeds 1-20 [--nodes 10-40] [--pods 40-80] [--batching] [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import copy
 import json
 import os
 import random
@@ -40,6 +48,8 @@ from kubernetes.client.exceptions import ApiException
 
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
 from scheduler.config import load_config_with_plugins
+from scheduler.cycle.algorithm import SchedulingAlgorithm
+from scheduler.cycle.batching import BatchStats
 from scheduler.explain.simulate import Simulation
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
@@ -73,6 +83,10 @@ DECISION_TIMEOUT = 15.0
 # Set to a directory to save the cluster state and pod of each mismatch (replay with py_verdict).
 DUMP_DIR = os.environ.get("PARITY_DUMP_DIR", "")
 PREEMPTION_TIMEOUT = 20.0
+# Batching mode: the share of drawn pods that become the template of a run of replicas.
+REPEAT_SHARE = 0.6
+# Of those templates, the share made plain (plain_pod): signable unless the cluster forbids it.
+PLAIN_SHARE = 0.5
 GATED_WAIT = 2.0  # how long a pod py's PreEnqueue holds back must see no attempt from kube
 
 
@@ -407,7 +421,9 @@ def gen_pod(
     namespaces: Sequence[str],
     node_names: Sequence[str],
     claims: Sequence[Mapping[str, Any]] = (),
+    pod_affinity: bool = True,
 ) -> dict[str, Any]:
+    """A random pod; ``pod_affinity=False``: without pod (anti-)affinity terms."""
     app = rng.choice(APPS)
     labels = {"app": app, "tier": rng.choice(TIERS), SEED_LABEL: str(seed)}
     container: dict[str, Any] = {
@@ -471,6 +487,8 @@ def gen_pod(
     if node_affinity:
         affinity["nodeAffinity"] = node_affinity
     for kind, p_req, p_pref in (("podAffinity", 0.1, 0.15), ("podAntiAffinity", 0.12, 0.15)):
+        if not pod_affinity:
+            break
         section: dict[str, Any] = {}
         if rng.random() < p_req:
             section["requiredDuringSchedulingIgnoredDuringExecution"] = [
@@ -589,8 +607,13 @@ class PyMirror:
     add/update/delete, the pods kube bound assumed first and confirmed by the next listing, and the
     other listers' contents replaced in place (the plugins hold them)."""
 
-    def __init__(self, objects: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    def __init__(self, objects: Mapping[str, Sequence[Mapping[str, Any]]], *, batching: bool = False) -> None:
         self.sim = Simulation(_CONFIG, _CONFIG_REGISTRY, {})
+        self.batching = batching
+        if batching:
+            # One algorithm for the whole seed, as the scheduler's: its batch cache carries each
+            # signature's verdicts and scores from pod to pod while the cluster changes under it.
+            self.sim.algorithm = SchedulingAlgorithm(rng=random.Random(0), batching=True)
         self.nodes: dict[str, Mapping[str, Any]] = {}
         self.pods: dict[str, Mapping[str, Any]] = {}
         self._assumed: set[str] = set()
@@ -642,7 +665,17 @@ class PyMirror:
         self._assumed.add(info.key)
 
     def verdict(self, pod: Mapping[str, Any], nominated: Sequence[Mapping[str, Any]] = ()) -> PyVerdict:
-        return sim_verdict(self.sim, pod, nominated)
+        return sim_verdict(self.sim, pod, nominated, batching=self.batching)
+
+    def decliners(self, pod: Mapping[str, Any]) -> list[str]:
+        """The default profile's plugins that decline to sign ``pod`` now (empty: it is signable)."""
+        fwk = next(iter(self.sim.frameworks.values()))
+        info = PodInfo(pod)
+        return [plugin.name for plugin in fwk.signers or () if plugin.sign(info) is None]
+
+    def batch_stats(self) -> BatchStats | None:
+        batch = self.sim.algorithm.batch
+        return batch.stats if batch is not None else None
 
 
 def _spec_named(name: str) -> Any:
@@ -679,9 +712,15 @@ class StaticNominator:
 
 
 def sim_verdict(
-    sim: Simulation, pod: Mapping[str, Any], nominated_pods: Sequence[Mapping[str, Any]] = ()
+    sim: Simulation,
+    pod: Mapping[str, Any],
+    nominated_pods: Sequence[Mapping[str, Any]] = (),
+    *,
+    batching: bool = False,
 ) -> PyVerdict:
-    """What ``sim``'s default profile decides for ``pod`` (no side effects)."""
+    """What ``sim``'s default profile decides for ``pod`` (no side effects on the cluster).
+    ``batching``: judge as the scheduler's schedule_pod does, through ``sim.algorithm``'s batch cache
+    (it must have one), which reads and fills it."""
     fwk = next(iter(sim.frameworks.values()))
     fwk.nominator = StaticNominator(nominated_pods)
     info = PodInfo(pod)
@@ -692,13 +731,16 @@ def sim_verdict(
     algorithm = sim.algorithm
     state = CycleState()
     all_nodes = sim.snapshot.node_infos()
-    feasible, diagnosis = algorithm._find_nodes_that_fit(fwk, state, info, all_nodes, sim.snapshot)
+    feasible, diagnosis = algorithm._find_nodes_that_fit(
+        fwk, state, info, all_nodes, sim.snapshot, batching=batching
+    )
     if feasible:
         names = [n.name for n in feasible]
         if len(feasible) == 1:
             verdict = PyVerdict(names, {names[0]: 0}, names)
         else:
-            raw = algorithm._prioritize(fwk, state, info, feasible)
+            batched = algorithm._batched if batching else None
+            raw = algorithm._prioritize(fwk, state, info, feasible, batched=batched)
             scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
             top = max(scores.values())
             verdict = PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
@@ -1137,9 +1179,92 @@ def compare(seed: int, key: str, py: PyVerdict, kube: KubeOutcome) -> list[Misma
     return out
 
 
+def repeat_pod(template: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """Another pod of ``template``'s shape (a ReplicaSet's next replica): same spec, labels and
+    namespace, its own name and its own ResourceClaim (claims are per pod)."""
+    pod = copy.deepcopy(dict(template))
+    pod["metadata"]["name"] = f"p{index:03d}"
+    for ref in pod["spec"].get("resourceClaims", ()):
+        ref["resourceClaimName"] = f"p{index:03d}-gpu"
+    return pod
+
+
+class PodStream:
+    """The seed's pods. With ``repeats`` (the batching mode) a drawn pod often becomes a template for
+    the next 1-5 pods, so signatures repeat as replicas of one workload do; without, every pod is drawn
+    afresh (the random stream of the one-by-one seeds stays as it was)."""
+
+    def __init__(self, rng: random.Random, repeats: bool, pod_affinity_from: int = 0) -> None:
+        self._rng = rng
+        self._repeats = repeats
+        # Pods before this index have no pod (anti-)affinity. One such pod bound anywhere makes
+        # InterPodAffinity decline to sign every later pod (its terms reach across nodes), so the
+        # batching mode keeps them to the seed's last part: first runs the cache answers, then runs
+        # it must decline.
+        self._pod_affinity_from = pod_affinity_from
+        self._template: dict[str, Any] | None = None
+        self._left = 0
+
+    def next(
+        self,
+        seed: int,
+        index: int,
+        namespaces: Sequence[str],
+        node_names: Sequence[str],
+        claims: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        if self._left > 0 and self._template is not None:
+            self._left -= 1
+            return repeat_pod(self._template, index)
+        pod = gen_pod(
+            self._rng, seed, index, namespaces, node_names, claims, index >= self._pod_affinity_from
+        )
+        if self._repeats and self._rng.random() < REPEAT_SHARE:
+            if self._rng.random() < PLAIN_SHARE:
+                pod = plain_pod(pod)
+            self._template = copy.deepcopy(pod)
+            self._left = self._rng.randint(1, 5)
+        return pod
+
+
+def plain_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """``pod`` without what makes a pod unsignable by itself (pod (anti-)affinity, topology spread,
+    volumes, ResourceClaims, extended resources and hugepages): a typical ReplicaSet replica, whose
+    requests, tolerations, node selector and affinity, host ports and priority stay. Its app is
+    ``cache``, which no Service or ReplicaSet selects (those give the pod PodTopologySpread's system
+    default constraints) but the PDB does (preemption)."""
+    out = copy.deepcopy(dict(pod))
+    out["metadata"]["labels"]["app"] = "cache"
+    spec = out["spec"]
+    affinity = spec.get("affinity", {})
+    for kind in ("podAffinity", "podAntiAffinity"):
+        affinity.pop(kind, None)
+    if not affinity:
+        spec.pop("affinity", None)
+    for key in ("topologySpreadConstraints", "volumes", "resourceClaims"):
+        spec.pop(key, None)
+    for container in spec["containers"] + spec.get("initContainers", []):
+        resources = container.get("resources", {})
+        resources.pop("claims", None)
+        for amounts in (resources.get("requests"), resources.get("limits")):
+            for name in [n for n in amounts or () if n == GPU or n.startswith("hugepages-")]:
+                del amounts[name]
+    return out
+
+
 def run_seed(
-    client: Any, seed: int, nodes_range: tuple[int, int], pods_range: tuple[int, int], verbose: bool = False
+    client: Any,
+    seed: int,
+    nodes_range: tuple[int, int],
+    pods_range: tuple[int, int],
+    verbose: bool = False,
+    *,
+    batching: bool = False,
 ) -> tuple[list[Mismatch], Counter[str]]:
+    """One seed. ``batching``: pods come in runs of one shape, and a third judge, the batching one
+    (one SchedulingAlgorithm with its batch cache kept across the seed, over its own incremental
+    cache), judges each too; it must agree with the one-by-one judge exactly and with kube as that
+    one must (mismatch kinds ``batching`` and ``batching <kind>``)."""
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     mismatches: list[Mismatch] = []
@@ -1173,6 +1298,7 @@ def run_seed(
     time.sleep(0.5)  # kube-scheduler's node informer
     known_bound: set[str] = set()
     mirror: PyMirror | None = None
+    batch_mirror: PyMirror | None = None
     held: list[dict[str, Any]] = []  # preemptors kube nominated whose victims are still terminating
 
     def release_held() -> None:
@@ -1189,6 +1315,8 @@ def run_seed(
             if current is not None and current["spec"].get("nodeName"):
                 assert mirror is not None
                 mirror.assume(current, current["spec"]["nodeName"])
+                if batch_mirror is not None:
+                    batch_mirror.assume(current, current["spec"]["nodeName"])
                 stats["released and bound"] += 1
             elif current is not None:
                 _force_delete(client, current)
@@ -1199,10 +1327,11 @@ def run_seed(
 
     try:
         count = rng.randint(*pods_range)
+        stream = PodStream(rng, repeats=batching, pod_affinity_from=count * 2 // 3 if batching else 0)
         for index in range(count):
             if held and rng.random() < 0.35:
                 release_held()
-            pod = gen_pod(rng, seed, index, namespaces, node_names, pvcs)
+            pod = stream.next(seed, index, namespaces, node_names, pvcs)
             if rng.random() < 0.25:
                 # Deleted (by preemption), it stays Terminating until released: its preemptor stays
                 # nominated meanwhile, and the pods that come next must count it there.
@@ -1269,6 +1398,25 @@ def run_seed(
             else:
                 mirror.sync(objects)
             py = mirror.verdict(created, nominated_pods)
+            batched: PyVerdict | None = None
+            if batching:
+                if batch_mirror is None:
+                    batch_mirror = PyMirror(objects, batching=True)
+                else:
+                    batch_mirror.sync(objects)
+                batched = batch_mirror.verdict(created, nominated_pods)
+                stats["batching judged"] += 1
+                for plugin in batch_mirror.decliners(created):
+                    stats[f"unsigned by {plugin}"] += 1
+                if _essence(batched) != _essence(py) or batched.best != py.best:
+                    # Batching must place exactly as one-by-one scheduling: a batching bug alone.
+                    detail = (
+                        f"batching {_essence(batched)} best {batched.best}"
+                        f" vs one-by-one {_essence(py)} best {py.best}"
+                    )
+                    mismatches.append(Mismatch(seed, key, "batching", detail))
+                    if verbose:
+                        print(f"MISMATCH seed={seed} {key} batching: {detail}", file=sys.stderr)
             fresh_sim = Simulation(_CONFIG, _CONFIG_REGISTRY, objects)
             fresh = sim_verdict(fresh_sim, created, nominated_pods)
             for sim in (mirror.sim, fresh_sim):  # a pod PreEnqueue holds back leaves them as they were
@@ -1307,6 +1455,8 @@ def run_seed(
             stats["bound" if kube.node else "pending"] += 1
             if kube.node or kube.final_node:
                 mirror.assume(created, kube.node or kube.final_node)
+                if batch_mirror is not None:
+                    batch_mirror.assume(created, kube.node or kube.final_node)
             if kube.node and kube.node in py.allocations:
                 kube_devices = []
                 for ref in created["spec"].get("resourceClaims", ()):
@@ -1350,6 +1500,11 @@ def run_seed(
                     file=sys.stderr,
                 )
             found = compare(seed, key, py, kube)
+            if batched is not None:
+                found += [
+                    Mismatch(m.seed, m.pod, f"batching {m.kind}", m.detail)
+                    for m in compare(seed, key, batched, kube)
+                ]
             if found and DUMP_DIR:
                 with open(f"{DUMP_DIR}/s{seed}-{name}.json", "w") as f:
                     json.dump({"objects": objects, "pod": created}, f)
@@ -1377,6 +1532,11 @@ def run_seed(
                 time.sleep(0.15)
         if held:
             release_held()
+        if batch_mirror is not None and (batch := batch_mirror.batch_stats()) is not None:
+            stats["batch hits"] += batch.hits
+            stats["batch misses"] += batch.misses
+            stats["batch unsignable"] += batch.unsignable
+            stats["batch prefilter replays"] += batch.pre_filter_replays
     finally:
         for p in _list(client, "/api/v1/pods", selector):
             _force_delete(client, p)
@@ -1418,6 +1578,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="1-5")
     parser.add_argument("--nodes", default="10-40", help="node count range per seed")
     parser.add_argument("--pods", default="40-80", help="pod count range per seed")
+    parser.add_argument(
+        "--batching",
+        action="store_true",
+        help="pods in runs of one shape, also judged with opportunistic batching (a cache kept per seed)",
+    )
     parser.add_argument("--json", help="write the mismatches here")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -1427,7 +1592,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for seed in _seeds(args.seeds):
             began = time.monotonic()
             found, stats = run_seed(
-                client, seed, _range(args.nodes), _range(args.pods), verbose=not args.quiet
+                client,
+                seed,
+                _range(args.nodes),
+                _range(args.pods),
+                verbose=not args.quiet,
+                batching=args.batching,
             )
             totals.update(stats)
             all_mismatches.extend(found)

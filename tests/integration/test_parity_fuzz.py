@@ -1,6 +1,7 @@
 """A few fixed seeds of bench.parity_fuzz: py-scheduler's frameworks judge each pod of a random cluster
 before the real kube-scheduler does; feasibility, the chosen node (up to score ties), the
-FailedScheduling message and the preemption nominee must agree."""
+FailedScheduling message and the preemption nominee must agree. The batching seeds judge each pod
+a second way too, with opportunistic batching's cache carried from pod to pod."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from devcluster import ControlPlane
 from tests.integration.workload import sole_kube_scheduler
 
 SEEDS = (1, 2, 3)
+# Seeds of the batching mode: pods in runs of one shape, also judged through one batch cache kept
+# across the seed, which must agree with the one-by-one judge and with kube-scheduler.
+BATCHING_SEEDS = (5, 7, 11)
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +36,17 @@ def kube_client() -> Iterator[Any]:
 def test_parity_with_kube_scheduler(kube_client: Any, seed: int) -> None:
     mismatches, stats = run_seed(kube_client, seed, (10, 16), (25, 35))
     assert stats["bound"] > 0
+    assert not mismatches, (
+        "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
+    )
+
+
+@pytest.mark.parametrize("seed", BATCHING_SEEDS)
+def test_batching_parity_with_kube_scheduler(kube_client: Any, seed: int) -> None:
+    mismatches, stats = run_seed(kube_client, seed, (10, 16), (25, 35), batching=True)
+    assert stats["bound"] > 0
+    # The cache answered: repeated shapes reuse verdicts (else this compares nothing batching does).
+    assert stats["batch hits"] > 0, Counter(stats)
     assert not mismatches, (
         "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
     )
