@@ -164,8 +164,8 @@ class EventHandlers:
         room is freed now, not when its binding cycle ends: waiting at Permit, it is rejected and the
         binding cycle releases it (Unreserve, forget); binding (PreBind, Bind), it leaves the cache
         here, and the binding cycle, which goes on and will most likely fail, finds nothing to forget.
-        Pods rejected for want of that room get the AssignedPodDelete event. The pod itself is not
-        queued."""
+        Pods rejected for want of that room get the AssignedPodDelete event. This handler does not
+        queue the pod itself; a Permit rejection's failure path requeues it, as upstream's does."""
         cached = self.cache.get_pod(key)
         if cached is None:
             return

@@ -176,15 +176,22 @@ def test_the_deletion_of_an_assumed_pod_during_its_attempt_keeps_the_version_for
     assert env.cache.get_pod("default/p") is None
 
 
-def test_the_deletion_of_a_pod_waiting_at_permit_rejects_it_instead(env: Env) -> None:
-    """Waiting at Permit: rejected (its binding cycle then releases it), not removed here."""
+def _record_rejections(env: Env, *, waiting: bool) -> list[tuple[str, str]]:
+    """Stands in for ``Scheduler.reject_deleted_waiting_pod``: records each (key, uid) asked about and
+    answers ``waiting`` (whether the pod waited at Permit and was rejected)."""
     rejected: list[tuple[str, str]] = []
 
     def reject(key: str, uid: str) -> bool:
         rejected.append((key, uid))
-        return True
+        return waiting
 
     env.handlers.reject_deleted_waiting_pod = reject
+    return rejected
+
+
+def test_the_deletion_of_a_pod_waiting_at_permit_rejects_it_instead(env: Env) -> None:
+    """Waiting at Permit: rejected (its binding cycle then releases it), not removed here."""
+    rejected = _record_rejections(env, waiting=True)
     pod = _assumed_after_its_attempt(env)
     waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")
     env.handlers.on_pod_update(pod, deleting(pod))
@@ -195,13 +202,7 @@ def test_the_deletion_of_a_pod_waiting_at_permit_rejects_it_instead(env: Env) ->
 
 
 def test_the_deletion_of_a_pod_not_assumed_takes_the_usual_path(env: Env) -> None:
-    rejected: list[tuple[str, str]] = []
-
-    def reject(key: str, uid: str) -> bool:
-        rejected.append((key, uid))
-        return False
-
-    env.handlers.reject_deleted_waiting_pod = reject
+    rejected = _record_rejections(env, waiting=False)
     env.handlers.on_node_add(make_node("n1"))
     env.handlers.on_pod_add(make_pod("bound", cpu="1", node_name="n1", scheduler_name="default-scheduler"))
     waiter = env.make_unschedulable(make_pod("waiter", cpu="1"), "NodeResourcesFit")

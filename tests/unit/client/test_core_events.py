@@ -491,8 +491,9 @@ def test_a_condition_patch_not_yet_sent_is_cancelled_by_the_bind() -> None:
     assert len(env.rest.status_patches()) == flaky.refused == 1
 
 
-def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
-    env = Env()
+def slow_patches(env: Env) -> tuple[threading.Event, threading.Event, list[str]]:
+    """Every write answers only once ``release`` is set: (set when one is on the wire, release, the
+    order of events, "patch" appended as each write is answered)."""
     on_wire, release = threading.Event(), threading.Event()
     order: list[str] = []
 
@@ -503,6 +504,12 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
         return 200, b"{}"
 
     env.rest.respond = slow_patch
+    return on_wire, release, order
+
+
+def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
+    env = Env()
+    on_wire, release, order = slow_patches(env)
     pod = make_pod("p")
     env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
     assert on_wire.wait(5)
@@ -524,16 +531,7 @@ def test_the_bind_waits_for_a_condition_patch_on_the_wire() -> None:
 def test_after_patches_calls_back_once_the_nomination_on_the_wire_has_landed() -> None:
     """The loop's side of before_bind: no thread waits; the callback comes when the patch is answered."""
     env = Env()
-    on_wire, release = threading.Event(), threading.Event()
-    order: list[str] = []
-
-    def slow_patch(method: str, path: str, body: Any) -> tuple[int, bytes]:
-        on_wire.set()
-        release.wait(10)
-        order.append("patch")
-        return 200, b"{}"
-
-    env.rest.respond = slow_patch
+    on_wire, release, order = slow_patches(env)
     pod = make_pod("p")
     uid = pod["metadata"]["uid"]
     env.recorder.nominate_pod(pod, "n1")
