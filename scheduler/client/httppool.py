@@ -14,6 +14,8 @@ import re
 import socket
 import ssl
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +36,15 @@ _DISALLOWED_IN_TARGET = re.compile("[\x00-\x20\x7f]")
 _DISALLOWED_IN_HEADER = re.compile("[\r\n\x00]")
 # http.client sends Content-Length: 0 for these when there is no body.
 _METHODS_EXPECTING_BODY = frozenset({"PATCH", "POST", "PUT"})
+# A connection back in the pool for less than this is reused without the dead-connection check. The
+# check (a poll) exists for connections the server closed while they sat idle, which it does only after
+# its idle timeout (the API server's is 90 s, Go's http.Server IdleTimeout; proxies' keep-alive
+# timeouts are seconds): a connection answered a moment ago cannot have reached it. Under load nearly
+# every request finds such a connection (a binding thread's Event write usually takes back the very
+# connection its Binding just used), and the poll is a system call that releases the GIL, so the
+# thread then waits for the busy loop thread to hand it back. A close for any other reason (the server
+# shutting down) can land between the check and the send as well, so skipping it opens no new case.
+RECENTLY_USED_SECONDS = 1.0
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
@@ -72,6 +83,7 @@ class ConnectionPool:
         maxsize: int = 16,
         connect_timeout: float = 10.0,
         tls: TLSContexts | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         url = urlsplit(str(configuration.host))
         self.scheme = url.scheme or "https"
@@ -90,7 +102,9 @@ class ConnectionPool:
         netloc = f"[{self.host}]" if ":" in self.host else self.host
         default_port = 443 if self._https else 80
         self._host_header = netloc if self.port in (None, default_port) else f"{netloc}:{self.port}"
-        self._idle: list[http.client.HTTPConnection] = []
+        # Idle connections, each with the time it came back (the newest last: reused first).
+        self._idle: list[tuple[http.client.HTTPConnection, float]] = []
+        self._clock = clock
         self._lock = threading.Lock()
         # The newest TLS session the server gave us, and the context it belongs to. Binding and writer
         # threads each hold a connection, so a burst opens dozens: resuming skips the server's
@@ -134,27 +148,32 @@ class ConnectionPool:
         metrics.observe_connection_opened(resumed)
 
     def _get(self, cert: tuple[str, str] | None) -> http.client.HTTPConnection:
-        stale: list[http.client.HTTPConnection] = []
+        stale: list[tuple[http.client.HTTPConnection, float]] = []
         with self._lock:
             if cert != self._cert:  # a new client certificate: connections with the old one go
                 stale, self._idle, self._cert = self._idle, [], cert
-        for old in stale:
+        for old, _ in stale:
             old.close()
         while True:
             with self._lock:
-                conn = self._idle.pop() if self._idle else None
+                conn, returned = self._idle.pop() if self._idle else (None, 0.0)
             if conn is None:
                 return self._new(cert)
             sock = conn.sock
+            if sock is None:
+                conn.close()
+                continue
+            if self._clock() - returned < RECENTLY_USED_SECONDS:
+                return conn
             # Readable while idle means the server closed it (or sent junk): never reuse that.
-            if sock is not None and not wait_for_read(sock, timeout=0.0):
+            if not wait_for_read(sock, timeout=0.0):
                 return conn
             conn.close()
 
     def _put(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
             if len(self._idle) < self._maxsize:
-                self._idle.append(conn)
+                self._idle.append((conn, self._clock()))
                 return
         conn.close()
 
@@ -243,5 +262,5 @@ class ConnectionPool:
     def clear(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for conn, _ in idle:
             conn.close()
