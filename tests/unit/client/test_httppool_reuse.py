@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from urllib3.util.wait import wait_for_read
 
 from scheduler.client import httppool
 from scheduler.client.httppool import RECENTLY_USED_SECONDS, ConnectionPool
@@ -66,10 +67,8 @@ class _Server:
 def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every dead-connection check the pool makes, with its answer (True: the connection is dead)."""
     made: list[bool] = []
-    real = httppool.wait_for_read
-
     def counted(sock: socket.socket, timeout: float) -> bool:
-        made.append(real(sock, timeout=timeout))
+        made.append(wait_for_read(sock, timeout=timeout))
         return made[-1]
 
     monkeypatch.setattr(httppool, "wait_for_read", counted)
