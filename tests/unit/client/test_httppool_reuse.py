@@ -67,6 +67,7 @@ class _Server:
 def checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     """Every dead-connection check the pool makes, with its answer (True: the connection is dead)."""
     made: list[bool] = []
+
     def counted(sock: socket.socket, timeout: float) -> bool:
         made.append(wait_for_read(sock, timeout=timeout))
         return made[-1]
