@@ -77,12 +77,12 @@ class _TLSExchange:
     ``timeout`` as a socket timeout bounds it.
 
     With a socket timeout, the ssl module polls before every ``SSL_write`` and tries every
-    ``SSL_read`` before polling, so a request cost six system calls: the write's poll, the write, a read
-    that meets EAGAIN (the answer is never there yet right after the send: 99% of the binding threads'
-    first reads on the basic benchmark), the poll, the read, plus the pool's dead-connection poll. Each
-    releases the GIL, and a binding thread must then wait for the busy loop thread to hand it back. Here
-    the write is tried at once (a request fits the socket's buffer), and the first read waits for the
-    answer before trying: the write, one poll, one read."""
+    ``SSL_read`` before polling, so a request cost six system calls: the write's poll, the write, a
+    read that meets EAGAIN (the answer is almost never there right after the send: 99% of the binding
+    threads' first reads on the basic benchmark), the poll, the read, plus the pool's dead-connection
+    poll. Each releases the GIL, and a binding thread must then wait for the busy loop thread to hand it
+    back. Here the write is tried at once (a request fits the socket's buffer), and the first read
+    waits for the answer before trying: the write, one poll, one read."""
 
     __slots__ = ("_sock", "_started", "_timeout")
 
