@@ -135,6 +135,8 @@ class _Series:
     count: int
     last_seen: float
     flushed_count: int
+    # The Event as first created: created again, with its series, when the series PATCH finds it gone.
+    body: dict[str, Any]
 
 
 @dataclass(eq=False)
@@ -398,7 +400,7 @@ class EventRecorder:
             self._run(write)
             return
         if aggregate:
-            self._series[key] = _Series(namespace, name, 1, now, 1)
+            self._series[key] = _Series(namespace, name, 1, now, 1, body)
         self.created += 1
         self._submit(write)
 
@@ -424,8 +426,20 @@ class EventRecorder:
                 continue
             series.flushed_count = series.count
             patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_seen)}}
-            send = functools.partial(self._api.patch_event, series.namespace, series.name, patch)
+            send = functools.partial(self._patch_series, series, patch)
             self._submit(_Write(key[0], f"series of event {series.namespace}/{series.name}", send))
+
+    def _patch_series(self, series: _Series, patch: dict[str, Any]) -> None:
+        """PATCH the series; an Event that is gone (expired by the API server's event TTL, or its create
+        failed for good: a namespace being terminated, an API server down past every retry) is created
+        again with the series, as client-go's ``recordEvent`` does, so a pod that keeps failing still
+        shows why. (Writer thread: ``series.body`` is never changed after the loop made it.)"""
+        try:
+            self._api.patch_event(series.namespace, series.name, patch, timeout=EVENT_TIMEOUT)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            self._creator({**series.body, **patch})()
 
     # --- the PodScheduled condition -----------------------------------------------------------
     def pod_condition_unschedulable(

@@ -689,3 +689,27 @@ def test_an_event_a_pod_gets_once_is_named_after_its_uid_and_reason() -> None:
     assert suffix == once_per_pod_suffix("uid-1", "Scheduled")
     assert suffix != once_per_pod_suffix("uid-2", "Scheduled")
     assert event_name("web-0", suffix) == f"web-0.{suffix}"
+
+
+def test_a_series_whose_event_is_gone_is_created_with_its_series(env: Env) -> None:
+    """client-go's recordEvent: a series PATCH answered 404 (the Event expired, or its create failed
+    for good) creates the Event anew, carrying the series, so a pod that keeps failing shows it."""
+    pod = make_pod("p")
+
+    def gone_on_patch(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "PATCH":
+            return status_error(404, 'events.events.k8s.io "p.x" not found')
+        return 201, b"{}"
+
+    env.rest.respond = gone_on_patch
+    env.failed(pod)
+    env.clock.now += 5
+    env.failed(pod)
+    env.recorder.flush_series()
+    env.settle()
+    first, again = env.rest.events()
+    assert again["metadata"]["name"] == first["metadata"]["name"]
+    assert again["note"] == first["note"]
+    assert again["series"] == {"count": 2, "lastObservedTime": micro_time(START + 5)}
+    assert "series" not in first
+    assert env.recorder.dropped == 0
