@@ -148,6 +148,10 @@ class _StatusGate:
     cancelled: bool = False
     # A nominatedNodeName write: a later condition patch that sets the nomination supersedes it.
     nomination: bool = False
+    # A PodScheduled=False patch, and whether it also sets nominatedNodeName: a later condition patch
+    # supersedes it (see ``pod_condition_unschedulable``).
+    condition: bool = False
+    nominates: bool = False
     # Called (on the writer thread) once the write on the wire has finished: see ``after_patches``.
     on_idle: list[Callable[[], None]] = field(default_factory=list)
 
@@ -485,16 +489,25 @@ class EventRecorder:
         }
         if nominated_node is not None:
             patch["status"]["nominatedNodeName"] = nominated_node
-        gate = _StatusGate()
+        nominates = nominated_node is not None
+        gate = _StatusGate(condition=True, nominates=nominates)
         with self._lock:
             gates = self._gates.setdefault(uid, [])
-            earlier = [g for g in gates if g.nomination] if nominated_node is not None else []
+            # An earlier condition patch of this pod is superseded by this one (a newer message), unless
+            # it carries a nomination this one does not; a nominatedNodeName write, when this one sets
+            # the nomination too.
+            earlier = [
+                g
+                for g in gates
+                if (g.condition and (nominates or not g.nominates)) or (g.nomination and nominates)
+            ]
             if earlier:
-                gates[:] = [g for g in gates if not g.nomination]  # this patch waits for them instead
+                gates[:] = [g for g in gates if g not in earlier]  # this patch waits for them instead
             gates.append(gate)
             self._conditions_sent[uid] = sent
-        # This patch sets the nomination: an earlier nominatedNodeName write not yet sent never is, and
-        # one on the wire lands first, so the pod ends with this value whatever the writers' order.
+        # An earlier write not yet sent never is (a pod retried faster than the writers, held back by
+        # the client's QPS, would otherwise queue one stale patch per attempt, without bound); one on
+        # the wire lands first, so the pod ends with this patch whatever the writers' order.
         for superseded in earlier:
             with superseded.lock:
                 superseded.cancelled = True

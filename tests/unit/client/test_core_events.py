@@ -237,14 +237,23 @@ def test_a_retry_before_the_watch_shows_the_patch_does_not_patch_again(env: Env)
     # A cluster event sent the pod back at once: the object in hand is still the version the first
     # patch was made from, without the condition the patch set.
     pod = versioned(make_pod("p"), "5")
-    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    sent = 0
+
+    def patch(pod: dict[str, Any], reason: str, message: str, **nominated: str) -> None:
+        # One at a time: a patch not yet sent would be replaced by the next one of the pod.
+        nonlocal sent
+        env.recorder.pod_condition_unschedulable(pod, reason=reason, message=message, **nominated)
+        wait_until(lambda: len(env.rest.status_patches()) == sent + 1)
+        sent += 1
+
+    patch(pod, "Unschedulable", "m")
     env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
     # Anything else is still written: another message, another reason, a nomination, a newer version.
-    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="other")
-    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other")
-    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other", nominated_node="")
+    patch(pod, "Unschedulable", "other")
+    patch(pod, "SchedulerError", "other")
+    patch(pod, "SchedulerError", "other", nominated_node="")
     newer = versioned(make_pod("p"), "9")  # the condition was cleared by someone else meanwhile
-    env.recorder.pod_condition_unschedulable(newer, reason="SchedulerError", message="other")
+    patch(newer, "SchedulerError", "other")
     env.settle()
     written = sorted(
         (p.body["status"]["conditions"][0]["reason"], p.body["status"]["conditions"][0]["message"])
@@ -713,3 +722,27 @@ def test_a_series_whose_event_is_gone_is_created_with_its_series(env: Env) -> No
     assert again["series"] == {"count": 2, "lastObservedTime": micro_time(START + 5)}
     assert "series" not in first
     assert env.recorder.dropped == 0
+
+
+def test_a_newer_condition_patch_replaces_one_of_the_same_pod_not_yet_sent() -> None:
+    """A pod retried faster than its patches go out (a burst of cluster events, writes held back by the
+    client's QPS) never queues more than one: a stale PodScheduled=False would only land late with an
+    old message, and the backlog grew without bound (minutes behind, new pods got no Event)."""
+    env = Env()
+    env.recorder = EventRecorder(
+        SchedulerApi(env.rest),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=env.clock,
+        writers=1,
+    )
+    on_wire, release, _ = slow_patches(env)
+    env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
+    assert on_wire.wait(5)  # the only writer is busy: what follows queues
+    pod = make_pod("p")
+    for n in range(3):
+        pod["metadata"]["resourceVersion"] = str(100 + n)
+        env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message=f"m{n}")
+    release.set()
+    env.settle()
+    sent = [c.body["status"]["conditions"][0]["message"] for c in env.rest.status_patches()]
+    assert sent == ["b", "m2"]
