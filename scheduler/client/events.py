@@ -56,6 +56,9 @@ WARNING = "Warning"
 # writes each Event from a goroutine of its own. With 2 (or 16) writers here, Scheduled events fell
 # thousands behind the bindings at 300 pods/s on a busy API server, each write waiting its turn.
 EVENT_WRITERS = 64
+# Threads of their own for series PATCHes (counts of repeated Events): thousands of series flushed at
+# once must never take the writers that new Events and condition patches need.
+SERIES_WRITERS = 4
 
 # The API server rejects an Event whose note is longer (upstream's validation.NoteLengthLimit).
 NOTE_LENGTH_LIMIT = 1024
@@ -68,6 +71,10 @@ RETRY_JITTER = 0.25
 # Writes waiting for a retry. Past this (an API server down for minutes under a flood of pods) the
 # oldest are dropped, as client-go drops when its queue is full, so memory stays bounded.
 MAX_PENDING_RETRIES = 10_000
+# New Events queued for a writer, not yet started: past this the newest is dropped, as client-go's
+# broadcaster does (maxQueuedEvents, watch.DropIfChannelFull), so a flood of failures with new messages
+# faster than the client's QPS never delays every later write by minutes.
+MAX_QUEUED_EVENTS = 1000
 
 # Per-request timeout of a condition patch. A binding thread waits at most this long (plus a margin)
 # for a patch already on the wire, after which that patch has surely failed or landed.
@@ -137,6 +144,8 @@ class _Series:
     flushed_count: int
     # The Event as first created: created again, with its series, when the series PATCH finds it gone.
     body: dict[str, Any]
+    # A PATCH of this series is queued and not yet started: a flush does not queue another.
+    queued: bool = False
 
 
 @dataclass(eq=False)
@@ -184,6 +193,8 @@ class _Write:
     send: Callable[[], None]
     gate: _StatusGate | None = None
     tries: int = 0
+    # A new Event counted in the recorder's queued Events until a writer starts it.
+    queued_event: bool = False
 
 
 class EventRecorder:
@@ -201,6 +212,7 @@ class EventRecorder:
         retry_interval: float = RETRY_INTERVAL,
         max_tries: int = MAX_TRIES,
         jitter: Callable[[], float] = random.random,
+        max_queued_events: int = MAX_QUEUED_EVENTS,
     ) -> None:
         self._api = api
         self._instance = reporting_instance
@@ -210,10 +222,15 @@ class EventRecorder:
         )
         self._dirty: set[tuple[str, str, str]] = set()
         self._executor = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="events")
+        self._series_executor = ThreadPoolExecutor(
+            max_workers=SERIES_WRITERS, thread_name_prefix="event-series"
+        )
         self._writers = writers
         self._retry_interval = retry_interval
         self._max_tries = max_tries
         self._jitter = jitter
+        self._max_queued_events = max_queued_events
+        self._queued_events = 0  # under _lock
         # Shared by writer threads, the loop and binding threads; every access holds _lock.
         self._lock = threading.Lock()
         self._futures: set[Future[None]] = set()
@@ -239,13 +256,13 @@ class EventRecorder:
         the loop (a gang's nominatedNodeName patches) never waits there for threads to start."""
         return prestart_workers(self._executor, self._writers)
 
-    def _submit(self, write: _Write) -> None:
+    def _submit(self, write: _Write, executor: ThreadPoolExecutor | None = None) -> None:
         with self._lock:
             if self._closed:
                 # Shutdown went ahead: a late binding result must not raise into the loop.
                 log.debug("%s dropped: the recorder is shut down", write.what)
                 return
-            future = self._executor.submit(self._run, write)
+            future = (executor or self._executor).submit(self._run, write)
             self._futures.add(future)
         future.add_done_callback(self._done)
 
@@ -254,6 +271,10 @@ class EventRecorder:
             self._futures.discard(future)
 
     def _run(self, write: _Write) -> None:
+        if write.queued_event:
+            write.queued_event = False
+            with self._lock:
+                self._queued_events -= 1
         gate = write.gate
         if gate is not None:
             with gate.lock:
@@ -403,8 +424,20 @@ class EventRecorder:
                 self.created += 1
             self._run(write)
             return
+        with self._lock:
+            if self._queued_events >= self._max_queued_events:
+                self.dropped += 1
+                log.debug("%s dropped: %d Events queued already", write.what, self._queued_events)
+                full = True
+            else:
+                self._queued_events += 1
+                full = False
+                write.queued_event = True
         if aggregate:
+            # Kept even when dropped: a repeat's series PATCH finds no Event and creates it.
             self._series[key] = _Series(namespace, name, 1, now, 1, body)
+        if full:
+            return
         self.created += 1
         self._submit(write)
 
@@ -428,16 +461,22 @@ class EventRecorder:
             series = self._series.get(key)
             if series is None or series.count == series.flushed_count:
                 continue
+            if series.queued:
+                self._dirty.add(key)  # its queued PATCH carries an older count: the next flush sends this
+                continue
             series.flushed_count = series.count
+            series.queued = True
             patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_seen)}}
             send = functools.partial(self._patch_series, series, patch)
-            self._submit(_Write(key[0], f"series of event {series.namespace}/{series.name}", send))
+            write = _Write(key[0], f"series of event {series.namespace}/{series.name}", send)
+            self._submit(write, self._series_executor)
 
     def _patch_series(self, series: _Series, patch: dict[str, Any]) -> None:
         """PATCH the series; an Event that is gone (expired by the API server's event TTL, or its create
         failed for good: a namespace being terminated, an API server down past every retry) is created
         again with the series, as client-go's ``recordEvent`` does, so a pod that keeps failing still
         shows why. (Writer thread: ``series.body`` is never changed after the loop made it.)"""
+        series.queued = False
         try:
             self._api.patch_event(series.namespace, series.name, patch, timeout=EVENT_TIMEOUT)
         except ApiError as err:
@@ -646,4 +685,5 @@ class EventRecorder:
                 log.warning("%d event/condition writes still in flight at shutdown", len(not_done))
         # Threads stuck on a dead connection are left behind; the CLI exits without joining them.
         self._executor.shutdown(wait=wait and done, cancel_futures=True)
+        self._series_executor.shutdown(wait=wait and done, cancel_futures=True)
         return done

@@ -18,6 +18,7 @@ from scheduler.client.events import (
     MAX_TRIES,
     NORMAL,
     RETRY_INTERVAL,
+    SERIES_WRITERS,
     WARNING,
     EventRecorder,
     micro_time,
@@ -716,7 +717,8 @@ def test_a_series_whose_event_is_gone_is_created_with_its_series(env: Env) -> No
     env.failed(pod)
     env.recorder.flush_series()
     env.settle()
-    first, again = env.rest.events()
+    # The first create and the series' create run on different writers: either may come first.
+    first, again = sorted(env.rest.events(), key=lambda event: "series" in event)
     assert again["metadata"]["name"] == first["metadata"]["name"]
     assert again["note"] == first["note"]
     assert again["series"] == {"count": 2, "lastObservedTime": micro_time(START + 5)}
@@ -746,3 +748,65 @@ def test_a_newer_condition_patch_replaces_one_of_the_same_pod_not_yet_sent() -> 
     env.settle()
     sent = [c.body["status"]["conditions"][0]["message"] for c in env.rest.status_patches()]
     assert sent == ["b", "m2"]
+
+
+def test_series_patches_queue_at_most_once_each_and_never_hold_back_other_writes() -> None:
+    """client-go's broadcaster writes a series rarely (at its second occurrence, then every 30 minutes
+    or when it ends) and through its own client. Here every dirty series is flushed every 30 s: with
+    thousands of series (pods whose message keeps changing) and the client's QPS, their PATCHes took
+    every writer and queued behind each other, so a new pod's FailedScheduling Event and its
+    PodScheduled=False waited minutes. A series whose PATCH is still queued is not queued again, and
+    series PATCHes run on writers of their own."""
+    env = Env()
+    on_wire, release = threading.Event(), threading.Event()
+
+    def slow_series(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "PATCH" and "/events/" in path:
+            on_wire.set()
+            release.wait(10)
+            return 200, b"{}"
+        return 201, b"{}"
+
+    env.rest.respond = slow_series
+    pods = [make_pod(f"p{i}") for i in range(100)]
+    for _ in range(2):
+        for pod in pods:
+            env.failed(pod)
+    env.recorder.flush_series()
+    assert on_wire.wait(5)
+    for pod in pods:
+        env.failed(pod)
+    env.recorder.flush_series()  # every series still has its first PATCH queued or on the wire
+    fresh = make_pod("fresh")
+    env.failed(fresh)
+    env.recorder.pod_condition_unschedulable(fresh, reason="Unschedulable", message="m")
+    wait_until(lambda: len(env.rest.status_patches()) == 1)  # not behind the series PATCHes
+    wait_until(lambda: sum(e["regarding"]["name"] == "fresh" for e in env.rest.events()) == 1)
+    release.set()
+    env.settle()
+    # Only the series whose first PATCH had started (one per series writer at most) were queued again.
+    assert 100 <= len(env.rest.matching("PATCH", "/events/")) <= 100 + SERIES_WRITERS
+
+
+def test_new_events_past_the_queue_limit_are_dropped_as_client_go_drops_them() -> None:
+    """client-go's events broadcaster queues at most 1000 Events (maxQueuedEvents) and drops the newest
+    past that (DropIfChannelFull): a flood of failures with ever-new messages, faster than the client's
+    QPS, must not grow a backlog that delays every later Event by minutes. A dropped FailedScheduling
+    still shows: its repeats become a series, whose PATCH finds no Event and creates it."""
+    env = Env()
+    env.recorder = EventRecorder(
+        SchedulerApi(env.rest),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=env.clock,
+        writers=1,
+        max_queued_events=3,
+    )
+    on_wire, release, _ = slow_patches(env)
+    env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
+    assert on_wire.wait(5)  # the only writer is busy: what follows queues
+    for i in range(5):
+        env.failed(make_pod(f"p{i}"))
+    assert env.recorder.dropped == 2
+    release.set()
+    env.settle()
+    assert [e["regarding"]["name"] for e in env.rest.events()] == ["p0", "p1", "p2"]
