@@ -213,8 +213,12 @@ class EventRecorder:
         max_tries: int = MAX_TRIES,
         jitter: Callable[[], float] = random.random,
         max_queued_events: int = MAX_QUEUED_EVENTS,
+        events_api: SchedulerApi | None = None,
     ) -> None:
         self._api = api
+        # Events go through a client of their own, with its own QPS, as kube-scheduler's eventClient:
+        # a flood of Events never holds back Bindings and condition patches (``api``), nor the reverse.
+        self._events_api = events_api or api
         self._instance = reporting_instance
         self._clock = clock
         self._series: TTLCache[tuple[str, str, str], _Series] = TTLCache(
@@ -446,7 +450,7 @@ class EventRecorder:
 
         def create() -> None:
             try:
-                self._api.create_event(namespace, body, timeout=EVENT_TIMEOUT)
+                self._events_api.create_event(namespace, body, timeout=EVENT_TIMEOUT)
             except ApiError as err:
                 # A retry of a create that reached the server before its answer was lost.
                 if err.status != 409:
@@ -478,7 +482,7 @@ class EventRecorder:
         shows why. (Writer thread: ``series.body`` is never changed after the loop made it.)"""
         series.queued = False
         try:
-            self._api.patch_event(series.namespace, series.name, patch, timeout=EVENT_TIMEOUT)
+            self._events_api.patch_event(series.namespace, series.name, patch, timeout=EVENT_TIMEOUT)
         except ApiError as err:
             if err.status != 404:
                 raise

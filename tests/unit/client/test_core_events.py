@@ -810,3 +810,30 @@ def test_new_events_past_the_queue_limit_are_dropped_as_client_go_drops_them() -
     release.set()
     env.settle()
     assert [e["regarding"]["name"] for e in env.rest.events()] == ["p0", "p1", "p2"]
+
+
+def test_events_go_through_their_own_client_and_condition_patches_through_the_main_one() -> None:
+    """kube-scheduler's eventClient: Events have a rate limiter of their own, so a flood of them never
+    holds back Bindings and condition patches (which share the main client), nor the reverse."""
+    main, events = FakeRest(), FakeRest()
+    recorder = EventRecorder(
+        SchedulerApi(main),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=Clock(),
+        events_api=SchedulerApi(events),  # type: ignore[arg-type]
+    )
+    pod = make_pod("p")
+    for _ in range(2):
+        recorder.event(
+            pod,
+            event_type=WARNING,
+            reason="FailedScheduling",
+            action="Scheduling",
+            message="m",
+            controller="py-scheduler",
+        )
+    recorder.flush_series()
+    recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    recorder.shutdown(wait=True)
+    assert sorted(c.method for c in events.calls) == ["PATCH", "POST"]  # two writer pools
+    assert [(c.method, "/status" in c.path) for c in main.calls] == [("PATCH", True)]
