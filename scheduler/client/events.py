@@ -71,9 +71,10 @@ RETRY_JITTER = 0.25
 # Writes waiting for a retry. Past this (an API server down for minutes under a flood of pods) the
 # oldest are dropped, as client-go drops when its queue is full, so memory stays bounded.
 MAX_PENDING_RETRIES = 10_000
-# New Events queued for a writer, not yet started: past this the newest is dropped, as client-go's
-# broadcaster does (maxQueuedEvents, watch.DropIfChannelFull), so a flood of failures with new messages
-# faster than the client's QPS never delays every later write by minutes.
+# New Events queued for a writer, not yet started: past this a new aggregated one (FailedScheduling) is
+# dropped, as client-go's broadcaster drops the newest (maxQueuedEvents, watch.DropIfChannelFull), so a
+# flood of failures with new messages faster than the client's QPS never delays every later write by
+# minutes.
 MAX_QUEUED_EVENTS = 1000
 
 # Per-request timeout of a condition patch. A binding thread waits at most this long (plus a margin)
@@ -429,7 +430,9 @@ class EventRecorder:
             self._run(write)
             return
         with self._lock:
-            if self._queued_events >= self._max_queued_events:
+            # Only an aggregated Event may be dropped: its series brings it back. A Scheduled Event
+            # (a pod gets it once; the start-up recovery sends up to 2,000 at once) is always kept.
+            if aggregate and self._queued_events >= self._max_queued_events:
                 self.dropped += 1
                 log.debug("%s dropped: %d Events queued already", write.what, self._queued_events)
                 full = True

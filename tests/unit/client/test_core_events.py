@@ -807,9 +807,10 @@ def test_new_events_past_the_queue_limit_are_dropped_as_client_go_drops_them() -
     for i in range(5):
         env.failed(make_pod(f"p{i}"))
     assert env.recorder.dropped == 2
+    env.scheduled(make_pod("bound"))  # a pod's one Scheduled Event is never dropped
     release.set()
     env.settle()
-    assert [e["regarding"]["name"] for e in env.rest.events()] == ["p0", "p1", "p2"]
+    assert [e["regarding"]["name"] for e in env.rest.events()] == ["p0", "p1", "p2", "bound"]
 
 
 def test_events_go_through_their_own_client_and_condition_patches_through_the_main_one() -> None:
