@@ -36,7 +36,7 @@ from scheduler.cache import PodInfoCache, SchedulerCache
 from scheduler.cache.informer_listers import InformerListers
 from scheduler.client.api import SchedulerApi
 from scheduler.client.discovery import discover
-from scheduler.client.events import EVENT_WRITERS, STATUS_PATCH_TIMEOUT, EventRecorder
+from scheduler.client.events import EVENT_WRITERS, SERIES_WRITERS, STATUS_PATCH_TIMEOUT, EventRecorder
 from scheduler.client.kubeclient import RestClient, load_configuration
 from scheduler.client.load_watcher import Collectors
 from scheduler.config import SchedulerConfig, config_to_dict
@@ -131,7 +131,19 @@ class SchedulerApp:
         self._pod_lister = self.listers.lister(PODS) if features.generic_workload else None
         if features.generic_workload:
             metrics.register_pod_group_metrics()
-        self.recorder = EventRecorder(self.api, reporting_instance=self.identity, clock=self.clock)
+        # kube-scheduler's eventClient: the same connection settings, a rate limiter of its own.
+        self.events_rest = RestClient(
+            self.configuration,
+            qps=conn.qps,
+            burst=conn.burst,
+            pool_size=max(16, config.parallelism, BINDING_WORKERS) + EVENT_WRITERS + SERIES_WRITERS,
+        )
+        self.recorder = EventRecorder(
+            self.api,
+            reporting_instance=self.identity,
+            clock=self.clock,
+            events_api=SchedulerApi(self.events_rest, protobuf_writes=self.api.protobuf_writes),
+        )
         # Decision records (explain, /debug/pods): made here so the HTTP server can read them early.
         self.decisions = DecisionRecorder(
             enabled=record_decisions,
@@ -627,6 +639,7 @@ class SchedulerApp:
         if self.server is not None:
             self.server.stop()
         self.rest.close()
+        self.events_rest.close()
         if self.lease_rest is not None:
             self.lease_rest.close()
         self.queue.close()

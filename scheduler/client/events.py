@@ -56,6 +56,9 @@ WARNING = "Warning"
 # writes each Event from a goroutine of its own. With 2 (or 16) writers here, Scheduled events fell
 # thousands behind the bindings at 300 pods/s on a busy API server, each write waiting its turn.
 EVENT_WRITERS = 64
+# Threads of their own for series PATCHes (counts of repeated Events): thousands of series flushed at
+# once must never take the writers that new Events and condition patches need.
+SERIES_WRITERS = 4
 
 # The API server rejects an Event whose note is longer (upstream's validation.NoteLengthLimit).
 NOTE_LENGTH_LIMIT = 1024
@@ -68,6 +71,11 @@ RETRY_JITTER = 0.25
 # Writes waiting for a retry. Past this (an API server down for minutes under a flood of pods) the
 # oldest are dropped, as client-go drops when its queue is full, so memory stays bounded.
 MAX_PENDING_RETRIES = 10_000
+# New Events queued for a writer, not yet started: past this a new aggregated one (FailedScheduling) is
+# dropped, as client-go's broadcaster drops the newest (maxQueuedEvents, watch.DropIfChannelFull), so a
+# flood of failures with new messages faster than the client's QPS never delays every later write by
+# minutes.
+MAX_QUEUED_EVENTS = 1000
 
 # Per-request timeout of a condition patch. A binding thread waits at most this long (plus a margin)
 # for a patch already on the wire, after which that patch has surely failed or landed.
@@ -135,6 +143,10 @@ class _Series:
     count: int
     last_seen: float
     flushed_count: int
+    # The Event as first created: created again, with its series, when the series PATCH finds it gone.
+    body: dict[str, Any]
+    # A PATCH of this series is queued and not yet started: a flush does not queue another.
+    queued: bool = False
 
 
 @dataclass(eq=False)
@@ -146,6 +158,10 @@ class _StatusGate:
     cancelled: bool = False
     # A nominatedNodeName write: a later condition patch that sets the nomination supersedes it.
     nomination: bool = False
+    # A PodScheduled=False patch, and whether it also sets nominatedNodeName: a later condition patch
+    # supersedes it (see ``pod_condition_unschedulable``).
+    condition: bool = False
+    nominates: bool = False
     # Called (on the writer thread) once the write on the wire has finished: see ``after_patches``.
     on_idle: list[Callable[[], None]] = field(default_factory=list)
 
@@ -178,6 +194,8 @@ class _Write:
     send: Callable[[], None]
     gate: _StatusGate | None = None
     tries: int = 0
+    # A new Event counted in the recorder's queued Events until a writer starts it.
+    queued_event: bool = False
 
 
 class EventRecorder:
@@ -195,8 +213,13 @@ class EventRecorder:
         retry_interval: float = RETRY_INTERVAL,
         max_tries: int = MAX_TRIES,
         jitter: Callable[[], float] = random.random,
+        max_queued_events: int = MAX_QUEUED_EVENTS,
+        events_api: SchedulerApi | None = None,
     ) -> None:
         self._api = api
+        # Events go through a client of their own, with its own QPS, as kube-scheduler's eventClient:
+        # a flood of Events never holds back Bindings and condition patches (``api``), nor the reverse.
+        self._events_api = events_api or api
         self._instance = reporting_instance
         self._clock = clock
         self._series: TTLCache[tuple[str, str, str], _Series] = TTLCache(
@@ -204,10 +227,15 @@ class EventRecorder:
         )
         self._dirty: set[tuple[str, str, str]] = set()
         self._executor = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="events")
+        self._series_executor = ThreadPoolExecutor(
+            max_workers=SERIES_WRITERS, thread_name_prefix="event-series"
+        )
         self._writers = writers
         self._retry_interval = retry_interval
         self._max_tries = max_tries
         self._jitter = jitter
+        self._max_queued_events = max_queued_events
+        self._queued_events = 0  # under _lock
         # Shared by writer threads, the loop and binding threads; every access holds _lock.
         self._lock = threading.Lock()
         self._futures: set[Future[None]] = set()
@@ -233,13 +261,13 @@ class EventRecorder:
         the loop (a gang's nominatedNodeName patches) never waits there for threads to start."""
         return prestart_workers(self._executor, self._writers)
 
-    def _submit(self, write: _Write) -> None:
+    def _submit(self, write: _Write, executor: ThreadPoolExecutor | None = None) -> None:
         with self._lock:
             if self._closed:
                 # Shutdown went ahead: a late binding result must not raise into the loop.
                 log.debug("%s dropped: the recorder is shut down", write.what)
                 return
-            future = self._executor.submit(self._run, write)
+            future = (executor or self._executor).submit(self._run, write)
             self._futures.add(future)
         future.add_done_callback(self._done)
 
@@ -248,6 +276,10 @@ class EventRecorder:
             self._futures.discard(future)
 
     def _run(self, write: _Write) -> None:
+        if write.queued_event:
+            write.queued_event = False
+            with self._lock:
+                self._queued_events -= 1
         gate = write.gate
         if gate is not None:
             with gate.lock:
@@ -397,8 +429,22 @@ class EventRecorder:
                 self.created += 1
             self._run(write)
             return
+        with self._lock:
+            # Only an aggregated Event may be dropped: its series brings it back. A Scheduled Event
+            # (a pod gets it once; the start-up recovery sends up to 2,000 at once) is always kept.
+            if aggregate and self._queued_events >= self._max_queued_events:
+                self.dropped += 1
+                log.debug("%s dropped: %d Events queued already", write.what, self._queued_events)
+                full = True
+            else:
+                self._queued_events += 1
+                full = False
+                write.queued_event = True
         if aggregate:
-            self._series[key] = _Series(namespace, name, 1, now, 1)
+            # Kept even when dropped: a repeat's series PATCH finds no Event and creates it.
+            self._series[key] = _Series(namespace, name, 1, now, 1, body)
+        if full:
+            return
         self.created += 1
         self._submit(write)
 
@@ -407,7 +453,7 @@ class EventRecorder:
 
         def create() -> None:
             try:
-                self._api.create_event(namespace, body, timeout=EVENT_TIMEOUT)
+                self._events_api.create_event(namespace, body, timeout=EVENT_TIMEOUT)
             except ApiError as err:
                 # A retry of a create that reached the server before its answer was lost.
                 if err.status != 409:
@@ -422,10 +468,28 @@ class EventRecorder:
             series = self._series.get(key)
             if series is None or series.count == series.flushed_count:
                 continue
+            if series.queued:
+                self._dirty.add(key)  # its queued PATCH carries an older count: the next flush sends this
+                continue
             series.flushed_count = series.count
+            series.queued = True
             patch = {"series": {"count": series.count, "lastObservedTime": micro_time(series.last_seen)}}
-            send = functools.partial(self._api.patch_event, series.namespace, series.name, patch)
-            self._submit(_Write(key[0], f"series of event {series.namespace}/{series.name}", send))
+            send = functools.partial(self._patch_series, series, patch)
+            write = _Write(key[0], f"series of event {series.namespace}/{series.name}", send)
+            self._submit(write, self._series_executor)
+
+    def _patch_series(self, series: _Series, patch: dict[str, Any]) -> None:
+        """PATCH the series; an Event that is gone (expired by the API server's event TTL, or its create
+        failed for good: a namespace being terminated, an API server down past every retry) is created
+        again with the series, as client-go's ``recordEvent`` does, so a pod that keeps failing still
+        shows why. (Writer thread: ``series.body`` is never changed after the loop made it.)"""
+        series.queued = False
+        try:
+            self._events_api.patch_event(series.namespace, series.name, patch, timeout=EVENT_TIMEOUT)
+        except ApiError as err:
+            if err.status != 404:
+                raise
+            self._creator({**series.body, **patch})()
 
     # --- the PodScheduled condition -----------------------------------------------------------
     def pod_condition_unschedulable(
@@ -471,16 +535,25 @@ class EventRecorder:
         }
         if nominated_node is not None:
             patch["status"]["nominatedNodeName"] = nominated_node
-        gate = _StatusGate()
+        nominates = nominated_node is not None
+        gate = _StatusGate(condition=True, nominates=nominates)
         with self._lock:
             gates = self._gates.setdefault(uid, [])
-            earlier = [g for g in gates if g.nomination] if nominated_node is not None else []
+            # An earlier condition patch of this pod is superseded by this one (a newer message), unless
+            # it carries a nomination this one does not; a nominatedNodeName write, when this one sets
+            # the nomination too.
+            earlier = [
+                g
+                for g in gates
+                if (g.condition and (nominates or not g.nominates)) or (g.nomination and nominates)
+            ]
             if earlier:
-                gates[:] = [g for g in gates if not g.nomination]  # this patch waits for them instead
+                gates[:] = [g for g in gates if g not in earlier]  # this patch waits for them instead
             gates.append(gate)
             self._conditions_sent[uid] = sent
-        # This patch sets the nomination: an earlier nominatedNodeName write not yet sent never is, and
-        # one on the wire lands first, so the pod ends with this value whatever the writers' order.
+        # An earlier write not yet sent never is (a pod retried faster than the writers, held back by
+        # the client's QPS, would otherwise queue one stale patch per attempt, without bound); one on
+        # the wire lands first, so the pod ends with this patch whatever the writers' order.
         for superseded in earlier:
             with superseded.lock:
                 superseded.cancelled = True
@@ -619,4 +692,5 @@ class EventRecorder:
                 log.warning("%d event/condition writes still in flight at shutdown", len(not_done))
         # Threads stuck on a dead connection are left behind; the CLI exits without joining them.
         self._executor.shutdown(wait=wait and done, cancel_futures=True)
+        self._series_executor.shutdown(wait=wait and done, cancel_futures=True)
         return done

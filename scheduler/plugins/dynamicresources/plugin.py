@@ -551,8 +551,11 @@ class DynamicResources:
         if not requested:
             return None
         for resource in sorted(requested):
-            if resource.startswith(IMPLICIT_EXTENDED_PREFIX):
-                return resource, resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
+            # Only a class that exists backs its implicit name (upstream's DeviceClassResolver): without
+            # one, the name is a plain extended resource, which NodeResourcesFit judges.
+            class_name = resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
+            if class_name != resource and self.classes.get(class_name) is not None:
+                return resource, class_name
         for device_class in self.classes.list():
             declared = device_class_spec(device_class).get("extendedResourceName")
             if declared and declared in requested:

@@ -18,6 +18,7 @@ from scheduler.client.events import (
     MAX_TRIES,
     NORMAL,
     RETRY_INTERVAL,
+    SERIES_WRITERS,
     WARNING,
     EventRecorder,
     micro_time,
@@ -237,14 +238,23 @@ def test_a_retry_before_the_watch_shows_the_patch_does_not_patch_again(env: Env)
     # A cluster event sent the pod back at once: the object in hand is still the version the first
     # patch was made from, without the condition the patch set.
     pod = versioned(make_pod("p"), "5")
-    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    sent = 0
+
+    def patch(pod: dict[str, Any], reason: str, message: str, **nominated: str) -> None:
+        # One at a time: a patch not yet sent would be replaced by the next one of the pod.
+        nonlocal sent
+        env.recorder.pod_condition_unschedulable(pod, reason=reason, message=message, **nominated)
+        wait_until(lambda: len(env.rest.status_patches()) == sent + 1)
+        sent += 1
+
+    patch(pod, "Unschedulable", "m")
     env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
     # Anything else is still written: another message, another reason, a nomination, a newer version.
-    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="other")
-    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other")
-    env.recorder.pod_condition_unschedulable(pod, reason="SchedulerError", message="other", nominated_node="")
+    patch(pod, "Unschedulable", "other")
+    patch(pod, "SchedulerError", "other")
+    patch(pod, "SchedulerError", "other", nominated_node="")
     newer = versioned(make_pod("p"), "9")  # the condition was cleared by someone else meanwhile
-    env.recorder.pod_condition_unschedulable(newer, reason="SchedulerError", message="other")
+    patch(newer, "SchedulerError", "other")
     env.settle()
     written = sorted(
         (p.body["status"]["conditions"][0]["reason"], p.body["status"]["conditions"][0]["message"])
@@ -689,3 +699,142 @@ def test_an_event_a_pod_gets_once_is_named_after_its_uid_and_reason() -> None:
     assert suffix == once_per_pod_suffix("uid-1", "Scheduled")
     assert suffix != once_per_pod_suffix("uid-2", "Scheduled")
     assert event_name("web-0", suffix) == f"web-0.{suffix}"
+
+
+def test_a_series_whose_event_is_gone_is_created_with_its_series(env: Env) -> None:
+    """client-go's recordEvent: a series PATCH answered 404 (the Event expired, or its create failed
+    for good) creates the Event anew, carrying the series, so a pod that keeps failing shows it."""
+    pod = make_pod("p")
+
+    def gone_on_patch(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "PATCH":
+            return status_error(404, 'events.events.k8s.io "p.x" not found')
+        return 201, b"{}"
+
+    env.rest.respond = gone_on_patch
+    env.failed(pod)
+    env.clock.now += 5
+    env.failed(pod)
+    env.recorder.flush_series()
+    env.settle()
+    # The first create and the series' create run on different writers: either may come first.
+    first, again = sorted(env.rest.events(), key=lambda event: "series" in event)
+    assert again["metadata"]["name"] == first["metadata"]["name"]
+    assert again["note"] == first["note"]
+    assert again["series"] == {"count": 2, "lastObservedTime": micro_time(START + 5)}
+    assert "series" not in first
+    assert env.recorder.dropped == 0
+
+
+def test_a_newer_condition_patch_replaces_one_of_the_same_pod_not_yet_sent() -> None:
+    """A pod retried faster than its patches go out (a burst of cluster events, writes held back by the
+    client's QPS) never queues more than one: a stale PodScheduled=False would only land late with an
+    old message, and the backlog grew without bound (minutes behind, new pods got no Event)."""
+    env = Env()
+    env.recorder = EventRecorder(
+        SchedulerApi(env.rest),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=env.clock,
+        writers=1,
+    )
+    on_wire, release, _ = slow_patches(env)
+    env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
+    assert on_wire.wait(5)  # the only writer is busy: what follows queues
+    pod = make_pod("p")
+    for n in range(3):
+        pod["metadata"]["resourceVersion"] = str(100 + n)
+        env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message=f"m{n}")
+    release.set()
+    env.settle()
+    sent = [c.body["status"]["conditions"][0]["message"] for c in env.rest.status_patches()]
+    assert sent == ["b", "m2"]
+
+
+def test_series_patches_queue_at_most_once_each_and_never_hold_back_other_writes() -> None:
+    """client-go's broadcaster writes a series rarely (at its second occurrence, then every 30 minutes
+    or when it ends) and through its own client. Here every dirty series is flushed every 30 s: with
+    thousands of series (pods whose message keeps changing) and the client's QPS, their PATCHes took
+    every writer and queued behind each other, so a new pod's FailedScheduling Event and its
+    PodScheduled=False waited minutes. A series whose PATCH is still queued is not queued again, and
+    series PATCHes run on writers of their own."""
+    env = Env()
+    on_wire, release = threading.Event(), threading.Event()
+
+    def slow_series(method: str, path: str, body: Any) -> tuple[int, bytes]:
+        if method == "PATCH" and "/events/" in path:
+            on_wire.set()
+            release.wait(10)
+            return 200, b"{}"
+        return 201, b"{}"
+
+    env.rest.respond = slow_series
+    pods = [make_pod(f"p{i}") for i in range(100)]
+    for _ in range(2):
+        for pod in pods:
+            env.failed(pod)
+    env.recorder.flush_series()
+    assert on_wire.wait(5)
+    for pod in pods:
+        env.failed(pod)
+    env.recorder.flush_series()  # every series still has its first PATCH queued or on the wire
+    fresh = make_pod("fresh")
+    env.failed(fresh)
+    env.recorder.pod_condition_unschedulable(fresh, reason="Unschedulable", message="m")
+    wait_until(lambda: len(env.rest.status_patches()) == 1)  # not behind the series PATCHes
+    wait_until(lambda: sum(e["regarding"]["name"] == "fresh" for e in env.rest.events()) == 1)
+    release.set()
+    env.settle()
+    # Only the series whose first PATCH had started (one per series writer at most) were queued again.
+    assert 100 <= len(env.rest.matching("PATCH", "/events/")) <= 100 + SERIES_WRITERS
+
+
+def test_new_events_past_the_queue_limit_are_dropped_as_client_go_drops_them() -> None:
+    """client-go's events broadcaster queues at most 1000 Events (maxQueuedEvents) and drops the newest
+    past that (DropIfChannelFull): a flood of failures with ever-new messages, faster than the client's
+    QPS, must not grow a backlog that delays every later Event by minutes. A dropped FailedScheduling
+    still shows: its repeats become a series, whose PATCH finds no Event and creates it."""
+    env = Env()
+    env.recorder = EventRecorder(
+        SchedulerApi(env.rest),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=env.clock,
+        writers=1,
+        max_queued_events=3,
+    )
+    on_wire, release, _ = slow_patches(env)
+    env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
+    assert on_wire.wait(5)  # the only writer is busy: what follows queues
+    for i in range(5):
+        env.failed(make_pod(f"p{i}"))
+    assert env.recorder.dropped == 2
+    env.scheduled(make_pod("bound"))  # a pod's one Scheduled Event is never dropped
+    release.set()
+    env.settle()
+    assert [e["regarding"]["name"] for e in env.rest.events()] == ["p0", "p1", "p2", "bound"]
+
+
+def test_events_go_through_their_own_client_and_condition_patches_through_the_main_one() -> None:
+    """kube-scheduler's eventClient: Events have a rate limiter of their own, so a flood of them never
+    holds back Bindings and condition patches (which share the main client), nor the reverse."""
+    main, events = FakeRest(), FakeRest()
+    recorder = EventRecorder(
+        SchedulerApi(main),  # type: ignore[arg-type]
+        reporting_instance="sched-1",
+        clock=Clock(),
+        events_api=SchedulerApi(events),  # type: ignore[arg-type]
+    )
+    pod = make_pod("p")
+    for _ in range(2):
+        recorder.event(
+            pod,
+            event_type=WARNING,
+            reason="FailedScheduling",
+            action="Scheduling",
+            message="m",
+            controller="py-scheduler",
+        )
+    recorder.flush_series()
+    recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    recorder.shutdown(wait=True)
+    assert sorted(c.method for c in events.calls) == ["PATCH", "POST"]  # two writer pools
+    assert [(c.method, "/status" in c.path) for c in main.calls] == [("PATCH", True)]

@@ -502,3 +502,19 @@ def test_an_event_the_protobuf_encoder_refuses_still_goes_out_as_json() -> None:
     sent = rest.matching("POST", "/events")
     assert [c.content_type for c in sent] == ["application/vnd.kubernetes.protobuf", "application/json"]
     assert sent[1].body == unusual
+
+
+def test_an_event_created_with_its_series_goes_as_json_without_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rest = FakeRest()
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "p.1", "namespace": "d"},
+        "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:00.000000Z"},
+    }
+    SchedulerApi(rest, protobuf_writes=True).create_event("d", event)  # type: ignore[arg-type]
+    [sent] = rest.matching("POST", "/events")
+    assert (sent.content_type, sent.body) == ("application/json", event)
+    assert "sent as JSON" not in caplog.text

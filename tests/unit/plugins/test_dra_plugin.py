@@ -627,3 +627,22 @@ def test_a_rule_without_selector_taints_nothing() -> None:
     assert [d.get("taints") for d in one["spec"]["devices"]] == [None, [taint]]
     every = apply_taint_rules(s, [{"spec": {"deviceSelector": {}, "taint": taint}}])
     assert [d.get("taints") for d in every["spec"]["devices"]] == [[taint], [taint]]
+
+
+def test_an_implicit_extended_resource_without_its_device_class_is_a_plain_extended_resource() -> None:
+    """Upstream (noderesources shouldDelegateResourceToDRA) hands a resource to DRA only when a
+    DeviceClass maps it: "deviceclass.resource.kubernetes.io/<class>" of a class that does not exist is
+    an ordinary extended resource (NodeResourcesFit: Insufficient), not DRA's to refuse."""
+    pl, handle = plugin([])
+    name = "deviceclass.resource.kubernetes.io/gpus"
+    p = PodInfo(
+        {
+            "metadata": {"name": "p", "namespace": "default", "uid": POD_UID},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {name: "1"}}}]},
+        }
+    )
+    _, status = pl.pre_filter(CycleState(), p, NODES)
+    assert status is None or "DRAExtendedResource" not in status.message()
+    handle.listers[DEVICE_CLASSES].add(device_class("gpus"))
+    _, status = pl.pre_filter(CycleState(), PodInfo(p.pod), NODES)
+    assert status is not None and "backed by DeviceClass gpus (DRAExtendedResource)" in status.message()
