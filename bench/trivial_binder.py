@@ -57,15 +57,20 @@ class HonestWriter:
 
     def __init__(self, kubeconfig: str, qps: float, burst: int, *, protobuf_writes: bool = True) -> None:
         from scheduler.client.api import SchedulerApi
-        from scheduler.client.events import EVENT_WRITERS, EventRecorder
+        from scheduler.client.events import EVENT_WRITERS, SERIES_WRITERS, EventRecorder
         from scheduler.client.kubeclient import RestClient, load_configuration
         from scheduler.cycle.binding import BINDING_WORKERS
 
-        pool_size = max(16, BINDING_WORKERS) + EVENT_WRITERS  # scheduler_app's formula (parallelism 16)
-        self.rest = RestClient(load_configuration(kubeconfig), qps=qps, burst=burst, pool_size=pool_size)
+        # scheduler_app's clients and formula (parallelism 16): Bindings on one, Events on their own.
+        pool_size = max(16, BINDING_WORKERS) + EVENT_WRITERS
+        configuration = load_configuration(kubeconfig)
+        self.rest = RestClient(configuration, qps=qps, burst=burst, pool_size=pool_size)
+        events_pool = pool_size + SERIES_WRITERS
+        self.events_rest = RestClient(configuration, qps=qps, burst=burst, pool_size=events_pool)
         self.api = SchedulerApi(self.rest, protobuf_writes=protobuf_writes)
+        events_api = SchedulerApi(self.events_rest, protobuf_writes=protobuf_writes)
         self.recorder = EventRecorder(self.api, reporting_instance=f"bench-honest-limit_{os.getpid()}",
-                                      clock=time.time)  # fmt: skip
+                                      clock=time.time, events_api=events_api)  # fmt: skip
         self.threads = ThreadPoolExecutor(max_workers=BINDING_WORKERS, thread_name_prefix="binding")
         self.in_flight = BINDING_WORKERS
 
@@ -87,6 +92,7 @@ class HonestWriter:
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.recorder.shutdown(wait=False)
         self.rest.close()
+        self.events_rest.close()
 
 
 async def run(
