@@ -6,6 +6,9 @@ RESOURCE_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
 RESOURCE_REQUESTS_PREFIX = "requests."
 HUGE_PAGES_PREFIX = "hugepages-"
 ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+# The implicit extended resource of every DeviceClass (resourceapi.ResourceDeviceClassPrefix,
+# DRAExtendedResource): this prefix and the class name.
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 def is_prefixed_native_resource(name: str) -> bool:

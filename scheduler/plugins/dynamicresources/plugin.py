@@ -113,6 +113,7 @@ from scheduler.plugins.dynamicresources.fastpath import Demand, DeviceTable, Fas
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduler.util.nodeselector import NodeSelector, SelectorError, parse_node_selector
+from scheduler.util.resource_names import IMPLICIT_EXTENDED_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +125,6 @@ DEFAULT_FILTER_TIMEOUT = 10.0
 DEFAULT_BINDING_TIMEOUT = 600.0
 CONFLICT_RETRIES = 5  # retry.DefaultRetry's steps
 CLAIMS_PATH = "/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{name}"
-# The implicit extended resource of every DeviceClass (DRAExtendedResource).
-IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 def unschedulable(reason: str) -> Status:

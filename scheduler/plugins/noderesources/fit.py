@@ -27,7 +27,8 @@ from scheduler.framework import (
 )
 from scheduler.framework.interface import AmountsFilter
 from scheduler.framework.masked import all_pass
-from scheduler.framework.objects import pod_spec
+from scheduler.framework.objects import name_of, pod_spec
+from scheduler.framework.objects_resource import device_class_spec
 from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
@@ -50,7 +51,11 @@ from scheduler.plugins.noderesources.resource_allocation import (
     most_resource_scorer,
     requested_to_capacity_ratio_scorer,
 )
-from scheduler.util.resource_names import is_extended_resource_name, is_scalar_resource_name
+from scheduler.util.resource_names import (
+    IMPLICIT_EXTENDED_PREFIX,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+)
 
 if TYPE_CHECKING:
     from scheduler.framework.handle import Handle
@@ -375,6 +380,12 @@ class NodeResourcesFit:
                 ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
                 self.is_schedulable_after_node_change,
             ),
+            # DRAExtendedResource (GA, locked on in v1.37): a class that comes to back an extended
+            # resource the pod asks for may make it fit.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.DeviceClass, ActionType.Add | ActionType.Update),
+                self.is_schedulable_after_device_class_event,
+            ),
         ]
 
     @safe_hint
@@ -390,6 +401,24 @@ class NodeResourcesFit:
             return QueueingHint.Skip
         target = pod_info(pod).requests
         if _scaled_down(target, pod_requests(old_obj), pod_requests(new_obj)):
+            return QueueingHint.Queue
+        return QueueingHint.Skip
+
+    @safe_hint
+    def is_schedulable_after_device_class_event(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        """Upstream's isSchedulableAfterDeviceClassEvent: queue when the class now backs a resource the
+        pod requests, by its implicit name (on add: a class's name never changes) or its declared
+        ``extendedResourceName`` (when that changed)."""
+        requested = pod_info(pod).requests.scalar
+        declared = device_class_spec(new_obj).get("extendedResourceName")
+        if old_obj is not None:
+            if device_class_spec(old_obj).get("extendedResourceName") == declared:
+                return QueueingHint.Skip
+        elif IMPLICIT_EXTENDED_PREFIX + name_of(new_obj) in requested:
+            return QueueingHint.Queue
+        if declared and declared in requested:
             return QueueingHint.Queue
         return QueueingHint.Skip
 

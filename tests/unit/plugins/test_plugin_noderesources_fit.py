@@ -621,7 +621,40 @@ def test_registered_events() -> None:
     assert events == {
         Resource.Pod: ActionType.Delete | ActionType.UpdatePodScaleDown,
         Resource.Node: ActionType.Add | ActionType.UpdateNodeAllocatable,
+        Resource.DeviceClass: ActionType.Add | ActionType.Update,
     }
+
+
+def device_class(name: str, extended_resource_name: str | None = None) -> dict[str, Any]:
+    spec = {} if extended_resource_name is None else {"extendedResourceName": extended_resource_name}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def test_device_class_hints() -> None:
+    """A class that comes to back an extended resource the pod asks for queues it (upstream's
+    isSchedulableAfterDeviceClassEvent); other classes and unchanged names do not."""
+    plugin = NodeResourcesFit({})
+    implicit = pod(uid="implicit", requests=[{"cpu": "1", "deviceclass.resource.kubernetes.io/gpu": "1"}])
+    declared = pod(uid="declared", requests=[{"cpu": "1", "example.com/gpu": "2"}])
+    plain = pod(uid="plain", requests=[{"cpu": "1"}])
+    gpu, other = device_class("gpu"), device_class("other")
+    named = device_class("other", "example.com/gpu")
+    # Added: by the implicit name, or by a declared name the pod requests.
+    assert hint(plugin, Resource.DeviceClass, implicit, None, gpu) is QueueingHint.Queue
+    assert hint(plugin, Resource.DeviceClass, implicit, None, other) is QueueingHint.Skip
+    assert hint(plugin, Resource.DeviceClass, declared, None, named) is QueueingHint.Queue
+    assert hint(plugin, Resource.DeviceClass, declared, None, other) is QueueingHint.Skip
+    assert hint(plugin, Resource.DeviceClass, plain, None, named) is QueueingHint.Skip
+    # Updated: only a change of the declared name counts, and only to one the pod requests.
+    assert hint(plugin, Resource.DeviceClass, declared, other, named) is QueueingHint.Queue
+    assert hint(plugin, Resource.DeviceClass, declared, named, named) is QueueingHint.Skip
+    assert hint(plugin, Resource.DeviceClass, declared, named, other) is QueueingHint.Skip
+    assert hint(plugin, Resource.DeviceClass, implicit, gpu, gpu) is QueueingHint.Skip
 
 
 def test_node_hints() -> None:
