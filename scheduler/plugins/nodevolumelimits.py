@@ -167,7 +167,11 @@ class _AttachmentGenerations:
     def __len__(self) -> int:
         return len(self._by_node)
 
-    def _touch(self, va: KubeObject) -> None:
+    def _named(self, va: KubeObject) -> None:
+        self._by_node[_va_node(va)[0]] = next(self._counter)
+
+    def _left(self, va: KubeObject) -> None:
+        """``va`` no longer names its node: a new number, or none if the node has no other left."""
         node_name = _va_node(va)[0]
         if self._attachments_of(node_name):
             self._by_node[node_name] = next(self._counter)
@@ -176,15 +180,16 @@ class _AttachmentGenerations:
             self._forget(node_name)
 
     def on_add(self, obj: KubeObject) -> None:
-        self._touch(obj)
+        self._named(obj)
 
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
         # A move names two nodes: the one it left and the one it names now.
-        self._touch(old)
-        self._touch(new)
+        if _va_node(old) != _va_node(new):
+            self._left(old)
+        self._named(new)
 
     def on_delete(self, obj: KubeObject) -> None:
-        self._touch(obj)
+        self._left(obj)
 
 
 def volume_unique_name(driver: str, volume_handle: str) -> str:
