@@ -17,6 +17,7 @@ import urllib3
 from scheduler.client.kubeclient import KubeconfigError, RestClient, load_configuration
 from scheduler.config import ConfigError, load_config_with_plugins
 from scheduler.explain import reevaluate as reevaluate_mod
+from scheduler.explain.listing import list_cluster
 from scheduler.explain.manifests import (
     DUMP_KIND,
     SNAPSHOT_KINDS,
@@ -29,7 +30,6 @@ from scheduler.explain.manifests import (
 from scheduler.explain.render import render_pod
 from scheduler.explain.scenario import ScenarioError, run_scenario
 from scheduler.explain.simulate import Placement, Simulation
-from scheduler.framework.objects import list_continue
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.serving.authn import FORWARDED_AUTHORIZATION
 
@@ -368,45 +368,6 @@ def _fetch_via_proxy(args: argparse.Namespace, key: str) -> tuple[int, bytes]:
 
 
 # --- snapshot -----------------------------------------------------------------------------------------
-
-
-def list_cluster(kubeconfig: str | None) -> tuple[dict[str, list[dict[str, Any]]], dict[str, str]]:
-    """Every object of SNAPSHOT_KINDS, by GET only, and the kinds that could not be read (resource name
-    -> the API server's answer). A kind not served (404: an API that is off, a CRD not installed) has
-    no objects and is not among them; one this user may not list (403) is left out and named."""
-    rest = RestClient(load_configuration(kubeconfig), qps=50, burst=50)
-    out: dict[str, list[dict[str, Any]]] = {}
-    unlisted: dict[str, str] = {}
-    try:
-        for spec in SNAPSHOT_KINDS:
-            items: list[dict[str, Any]] = []
-            token = ""
-            listed = True
-            while True:
-                query = "?limit=500" + (f"&continue={quote(token)}" if token else "")
-                status, body = rest.request("GET", spec.path() + query)
-                if status != 200:
-                    if spec.name in ("nodes", "pods"):
-                        answer = body[:200].decode(errors="replace")
-                        raise OSError(f"listing {spec.name}: HTTP {status}: {answer}")
-                    if status != 404:
-                        unlisted[spec.name] = f"HTTP {status}"
-                    listed = False
-                    break
-                page = orjson.loads(body)
-                for item in page.get("items") or ():
-                    item["kind"], item["apiVersion"] = spec.kind, spec.api_version
-                    if isinstance(item.get("metadata"), dict):
-                        item["metadata"].pop("managedFields", None)
-                    items.append(item)
-                token = list_continue(page)
-                if not token:
-                    break
-            if listed:
-                out[spec.name] = items
-    finally:
-        rest.close()
-    return out, unlisted
 
 
 def snapshot(args: argparse.Namespace) -> int:

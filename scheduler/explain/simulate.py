@@ -5,6 +5,11 @@ LIST), and the frameworks built from a configuration exactly as the scheduler bu
 StaticListers from the dump behind the Handle. ``place`` runs one real cycle (PreFilter .. Score,
 select host) and, on success, assumes the pod on its node, as the scheduler does before binding.
 Nothing is ever written to a cluster: there is no API behind the Handle and no binding.
+
+Pending pods of the configuration's profiles that carry ``status.nominatedNodeName`` are nominated
+there, as the scheduler's queue nominates them when it learns of them: Filter counts those of equal or
+higher priority on their node (RunFilterPluginsWithNominatedPods, the scheduler's one implementation),
+so room a preemptor waits for is not handed to another pod. A pod placed leaves its nomination.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from informers.resource import NODES, PODS, ResourceSpec
-from scheduler.cache import SchedulerCache, Snapshot
+from scheduler.cache import PodInfoCache, SchedulerCache, Snapshot
 from scheduler.config import SchedulerConfig
 from scheduler.cycle.algorithm import SchedulingAlgorithm, SchedulingError
 from scheduler.cycle.profiles import FrameworkHandle, build_frameworks
@@ -27,9 +32,11 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.listers import Lister, StaticLister
-from scheduler.framework.objects import namespaced_name, pod_spec, pod_status
+from scheduler.framework.objects import namespaced_name, pod_spec, pod_status, scheduler_name_of
 from scheduler.framework.runtime import Framework, PluginError, node_columns_of
 from scheduler.framework.types import PodInfo, PodSpecError
+from scheduler.preemption.nominated import NominatedPodInfos
+from scheduling_queue import Nominator
 
 KubeObject = Mapping[str, Any]
 
@@ -60,8 +67,14 @@ class Simulation:
         self._listers: dict[str, StaticLister] = {}
         # The kinds (resource names) the configuration's plugins read through their Handles.
         self.read_kinds: set[str] = set()
-        self.add_objects(objects)
+        # The pending pods nominated to nodes, as the scheduler's queue would hold them.
+        self.nominator = Nominator()
+        self._nominated: dict[str, KubeObject] = {}
         self.frameworks: dict[str, Framework] = build_frameworks(config, registry, self._handle_for)
+        nominated = NominatedPodInfos(self.nominator, PodInfoCache())
+        for fwk in self.frameworks.values():
+            fwk.nominator = nominated
+        self.add_objects(objects)
         self.snapshot = Snapshot(node_columns_of(self.frameworks.values()))
         self.algorithm = SchedulingAlgorithm(rng=random.Random(seed))
         self.decisions = DecisionRecorder(clock=clock)
@@ -77,7 +90,8 @@ class Simulation:
     # --- cluster changes (scenarios) --------------------------------------------------------------
     def add_objects(self, objects: Mapping[str, Sequence[KubeObject]]) -> None:
         """Objects by resource name: nodes and bound, active pods go to the cache, the rest to the
-        listers plugins read through the Handle. Pending pods are ignored (``place`` takes them)."""
+        listers plugins read through the Handle. Pending pods are not placed (``place`` takes them);
+        those of the profiles with a ``status.nominatedNodeName`` are nominated there."""
         for resource, items in objects.items():
             if resource not in (NODES.name, PODS.name):
                 lister = self._listers.setdefault(resource, StaticLister())
@@ -86,8 +100,19 @@ class Simulation:
         for node in objects.get(NODES.name, ()):
             self.cache.add_node(node)
         for pod in objects.get(PODS.name, ()):
-            if pod_spec(pod).get("nodeName") and _active(pod):
+            if not _active(pod):
+                continue
+            if pod_spec(pod).get("nodeName"):
                 self.cache.add_pod(pod)
+            elif scheduler_name_of(pod) in self.frameworks:
+                self._nominate(pod)
+
+    def _nominate(self, pod: KubeObject) -> None:
+        """As the scheduler's queue on learning of a pending pod: its ``status.nominatedNodeName``, if
+        any, nominates it."""
+        self.nominator.add_nominated_pod(pod)
+        if self.nominator.nominated_node_for(pod):
+            self._nominated[namespaced_name(pod)] = pod
 
     def add_node(self, node: KubeObject) -> None:
         self.cache.add_node(node)
@@ -105,6 +130,9 @@ class Simulation:
             else:
                 self.cache.remove_pod(cached.pod)
         self.placements = [p for p in self.placements if p.pod != key]
+        nominated = self._nominated.pop(key, None)
+        if nominated is not None:
+            self.nominator.forget(nominated)
 
     def snapshot_nodes(self) -> list[str]:
         self.cache.update_snapshot(self.snapshot)
@@ -142,6 +170,9 @@ class Simulation:
             self.decisions.failed(info.key, str(err), error=True)
             return self._note(Placement(info.key, None, self.decisions.store.latest(info.key), str(err)))
         self.cache.assume_pod(info, result.node_name)
+        # Assumed on its node, it counts there already (as the scheduler drops the nomination on assume).
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        self._nominated.pop(info.key, None)
         self.decisions.assumed(state, result.node_name, waiting=False)
         return self._note(Placement(info.key, result.node_name, self.decisions.store.latest(info.key)))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,8 @@ INLINE_SOURCE_TO_CSI: dict[str, str] = {
 IN_TREE_INLINE_SOURCES = tuple(INLINE_SOURCE_TO_CSI)
 # VolumeAttachments by ``spec.nodeName`` (the index upstream adds to the shared informer).
 _VA_NODE_INDEX = "va.spec.nodename"
+# Cached node answers of nodes gone from the snapshot tolerated before they are swept out.
+_STALE_NODES_KEPT = 64
 
 
 class LookupFailed(LookupError):
@@ -139,32 +141,55 @@ def _va_node(va: KubeObject) -> list[str]:
 class _AttachmentGenerations:
     """Per node, a number that changes whenever a VolumeAttachment naming it (``spec.nodeName``, before
     or after an update) is added, changed or deleted: what a node's cached volume count keys on, so a
-    VolumeAttachment change refreshes only the node(s) it names instead of every node."""
+    VolumeAttachment change refreshes only the node(s) it names instead of every node.
 
-    __slots__ = ("_by_node", "_counter")
+    A node left without VolumeAttachments (its last one deleted or moved away, as when the node itself
+    is deleted) is forgotten, and ``forget`` drops whatever the plugin keyed by its number at the same
+    moment: the node then reads 0 again, and no cache entry keyed by 0 (or any older number) survives
+    for it. Events and Filter both run on the scheduling loop, so no Filter is half-way between."""
 
-    def __init__(self) -> None:
-        # Values come from one counter, never reused: a node's number never returns to one an older
-        # cache entry was keyed by.
+    __slots__ = ("_attachments_of", "_by_node", "_counter", "_forget")
+
+    def __init__(
+        self, attachments_of: Callable[[str], Sequence[KubeObject]], forget: Callable[[str], None]
+    ) -> None:
+        # Values come from one counter, never reused: while a node is remembered its number never
+        # returns to one an older cache entry was keyed by.
         self._counter = itertools.count(1)
         self._by_node: dict[str, int] = {}
+        # The VolumeAttachments naming a node now (the lister's store is updated before its handlers run).
+        self._attachments_of = attachments_of
+        self._forget = forget
 
     def of(self, node_name: str) -> int:
         return self._by_node.get(node_name, 0)
 
-    def _touch(self, va: KubeObject) -> None:
+    def __len__(self) -> int:
+        return len(self._by_node)
+
+    def _named(self, va: KubeObject) -> None:
         self._by_node[_va_node(va)[0]] = next(self._counter)
 
+    def _left(self, va: KubeObject) -> None:
+        """``va`` no longer names its node: a new number, or none if the node has no other left."""
+        node_name = _va_node(va)[0]
+        if self._attachments_of(node_name):
+            self._by_node[node_name] = next(self._counter)
+        else:
+            self._by_node.pop(node_name, None)
+            self._forget(node_name)
+
     def on_add(self, obj: KubeObject) -> None:
-        self._touch(obj)
+        self._named(obj)
 
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
         # A move names two nodes: the one it left and the one it names now.
-        self._touch(old)
-        self._touch(new)
+        if _va_node(old) != _va_node(new):
+            self._left(old)
+        self._named(new)
 
     def on_delete(self, obj: KubeObject) -> None:
-        self._touch(obj)
+        self._left(obj)
 
 
 def volume_unique_name(driver: str, volume_handle: str) -> str:
@@ -232,13 +257,21 @@ class NodeVolumeLimits:
         # without, by the whole lister's version (any VolumeAttachment change refreshes every node).
         self._va_generations: _AttachmentGenerations | None = None
         if isinstance(self._vas, WatchedLister):
-            self._va_generations = _AttachmentGenerations()
+            self._va_generations = _AttachmentGenerations(self._vas_naming, self._forget_node)
             self._vas.add_event_handler(self._va_generations)
         # Unbound claims get a volume handle unique to this scheduler (upstream's randomVolumeIDPrefix).
         self._random_prefix = secrets.token_hex(16)
         self._handle = handle
         # node name -> (key, the objects the key's identities belong to, answer); see _node_volumes.
         self._by_node: dict[str, tuple[Hashable, Any, _NodeVolumes]] = {}
+
+    def _vas_naming(self, node_name: str) -> Sequence[KubeObject]:
+        if isinstance(self._vas, IndexedLister):
+            return self._vas.by_index(_VA_NODE_INDEX, node_name)
+        return [va for va in self._vas.list() if _va_node(va)[0] == node_name]
+
+    def _forget_node(self, node_name: str) -> None:
+        self._by_node.pop(node_name, None)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -360,8 +393,12 @@ class NodeVolumeLimits:
                     counts[driver] = counts.get(driver, 0) + 1
         result = (limits, attached, counts)
         if key is not None:
-            if len(self._by_node) > 2 * self._handle.snapshot.num_nodes() + 64:
-                self._by_node.clear()
+            snapshot = self._handle.snapshot
+            if len(self._by_node) > snapshot.num_nodes() + _STALE_NODES_KEPT:
+                # Some are of deleted nodes (a node's entry goes with its VolumeAttachments, but one
+                # that had none leaves nothing to say so): keep only the snapshot's nodes.
+                for name in [name for name in self._by_node if snapshot.get(name) is None]:
+                    del self._by_node[name]
             self._by_node[node.name] = (key, (pods, csi_node), result)
         return result
 
@@ -369,12 +406,8 @@ class NodeVolumeLimits:
         """``getNodeVolumeAttachmentInfo``: the node's VolumeAttachments of CSI PVs, unique volume name
         -> attacher. One without an attacher or a PV name, or whose PV is missing or not CSI, is
         skipped."""
-        if isinstance(self._vas, IndexedLister):
-            vas: Sequence[KubeObject] = self._vas.by_index(_VA_NODE_INDEX, node_name)
-        else:
-            vas = self._vas.list()
         out: dict[str, str] = {}
-        for va in vas:
+        for va in self._vas_naming(node_name):
             va_spec = volume_attachment_spec(va)
             if va_spec.get("nodeName") != node_name:
                 continue

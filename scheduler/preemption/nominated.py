@@ -8,21 +8,21 @@ from typing import Any
 
 from scheduler.cache import PodInfoCache
 from scheduler.framework.types import PodInfo, PodSpecError
-from scheduling_queue import SchedulingQueue
+from scheduling_queue import Nominator, SchedulingQueue
 
 
-class NominatedPods:
-    """Loop-side only, like the queue it reads.
+class NominatedPodInfos:
+    """A Nominator's pods as PodInfos, read-only: what Filter counts (the framework's ``nominator``).
+    ``explain`` and ``simulate`` fill a Nominator of their own from a snapshot and read it through this.
 
     A node's nominated PodInfos are kept until that node's nominations change: a preemptor's dry run
     asks for the same nodes' nominated pods several times per candidate node (Filter, then each
     reprieve), and every cycle's Filter asks for those of every node with nominations, of which one
     preemption changes one."""
 
-    def __init__(self, queue: SchedulingQueue, pod_infos: PodInfoCache) -> None:
-        self._queue = queue
-        # The queue's one Nominator (it never replaces it): asked once per node per Filter run.
-        self._nominator = queue.nominator
+    def __init__(self, nominator: Nominator, pod_infos: PodInfoCache) -> None:
+        # Asked once per node per Filter run; its owner never replaces it.
+        self._nominator = nominator
         self._pod_infos = pod_infos
         # node name -> (the nominator's version of that node's last change, its nominated PodInfos)
         self._by_node: dict[str, tuple[int, tuple[PodInfo, ...]]] = {}
@@ -58,6 +58,15 @@ class NominatedPods:
 
     def nominated_node_names(self) -> list[str]:
         return self._nominator.node_names()
+
+
+class NominatedPods(NominatedPodInfos):
+    """The scheduling queue's nominations, which preemption also changes. Loop-side only, like the
+    queue it reads."""
+
+    def __init__(self, queue: SchedulingQueue, pod_infos: PodInfoCache) -> None:
+        super().__init__(queue.nominator, pod_infos)
+        self._queue = queue
 
     def clear_nomination(self, pod: Mapping[str, Any]) -> None:
         self._nominator.add_nominated_pod(pod, "")

@@ -337,6 +337,55 @@ def test_explain_as_a_new_user_says_what_it_tried_then_re_evaluates(
         assert code == 0, f"py-scheduler exited with {code}; log {proc.log_path}:\n{proc.log_tail()}"
 
 
+def test_a_re_evaluation_counts_a_preemptors_nomination_as_the_scheduler_does(
+    core_v1: Any, api_client: Any, namespace: str, run_id: str, kubeconfig: str, tmp_path: Path
+) -> None:
+    """A pending preemptor (PriorityClass of value 1000, 6 CPUs) carries status.nominatedNodeName =
+    big (8 CPUs, empty): the scheduler's Filter counts it there, so a pod of priority 0 asking 3 CPUs
+    fits nowhere, and explain's re-evaluation, listing the live cluster, says the same; the preemptor
+    itself fits big. No scheduler serves the profile, so nothing binds the pods meanwhile."""
+    from tests.integration.test_deploy import raw
+
+    profile = f"idle-{run_id}"
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                      "kind": "KubeSchedulerConfiguration",
+                                      "profiles": [{"schedulerName": profile}]}))  # fmt: skip
+    create_nodes(api_client, [make_node(f"big-{run_id}", cpu="8", memory="16Gi", labels={RUN_LABEL: run_id})])
+    high = f"high-{run_id}"
+    priority_class = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                      "metadata": {"name": high}, "value": 1000}  # fmt: skip
+    status, created = raw(api_client, "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", priority_class)
+    assert status == 201, created
+    try:
+        urgent = make_pod("urgent", run_id, cpu="6", scheduler_name=profile)
+        urgent["spec"]["priorityClassName"] = high
+        create_pods(core_v1, namespace, [urgent])
+        nominated = {"status": {"nominatedNodeName": f"big-{run_id}"}}
+        core_v1.patch_namespaced_pod_status("urgent", namespace, nominated)
+        create_pods(core_v1, namespace, [make_pod("web", run_id, cpu="3", scheduler_name=profile)])
+
+        def reevaluated(name: str) -> dict[str, Any]:
+            # No scheduler answers at the endpoint: explain re-evaluates on the live cluster.
+            done = cli("explain", f"{namespace}/{name}", "--kubeconfig", kubeconfig, "--config", str(config),
+                       "--endpoint", "https://127.0.0.1:1", "-o", "json")  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            doc = orjson.loads(done.stdout)
+            assert doc["reevaluation"] is True
+            attempt: dict[str, Any] = doc["attempts"][0]
+            return attempt
+
+        web = reevaluated("web")
+        assert web["outcome"] == "Unschedulable", web
+        assert web["filter"]["NodeResourcesFit"]["reasons"]["Insufficient cpu"] >= 1
+        assert reevaluated("urgent")["node"] == f"big-{run_id}"
+        # The nomination withdrawn: web fits big.
+        core_v1.patch_namespaced_pod_status("urgent", namespace, {"status": {"nominatedNodeName": None}})
+        assert reevaluated("web")["node"] == f"big-{run_id}"
+    finally:
+        raw(api_client, "DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{high}")
+
+
 def _install_crd(api_client: Any, path: Path, group: str, plural: str) -> bool:
     """Installs the CRD of ``path`` unless its kind is served; True when this call installed it."""
     import kubernetes.client as k8s

@@ -314,6 +314,33 @@ def test_simulate_places_in_order_without_writing_and_explains_the_rest(tmp_path
     assert sim.summary()["placed"] == 2
 
 
+def test_simulate_counts_the_snapshots_nominations_until_the_nominated_pod_is_placed() -> None:
+    """A pending preemptor of priority 100 nominated to big (8 CPUs) keeps its 6 CPUs there: web (3) is
+    refused while it waits, as the scheduler's Filter refuses it. Once the preemptor is placed (on
+    big) or deleted, its nomination no longer counts twice or at all."""
+    from scheduler.config import parse_config
+    from scheduler.plugins.registry import IN_TREE_REGISTRY
+
+    config = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    )
+    nodes = [make_node("small", cpu="1"), make_node("big", cpu="8")]
+    urgent = make_pod("urgent", cpu="6")
+    urgent["spec"]["priority"] = 100
+    urgent["status"]["nominatedNodeName"] = "big"
+
+    sim = Simulation(config, IN_TREE_REGISTRY, {"nodes": nodes, "pods": [urgent]})
+    web = sim.place(make_pod("web", cpu="3"))
+    assert web.node is None and web.reason == "0/2 nodes are available: 2 Insufficient cpu."
+    assert sim.place(urgent).node == "big"
+    # Assumed on big, not nominated as well: 2 CPUs are left there, not 8 - 6 - 6.
+    assert sim.place(make_pod("small-one", cpu="2")).node == "big"
+
+    sim = Simulation(config, IN_TREE_REGISTRY, {"nodes": nodes, "pods": [urgent]})
+    sim.remove_pod("default/urgent")
+    assert sim.place(make_pod("web", cpu="3")).node == "big"
+
+
 @pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
 def test_example_scenarios_pass(scenario: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert explain_cli.main(["simulate", "--scenario", str(SCENARIOS / scenario)]) == 0

@@ -3,6 +3,8 @@ pod judged on the listed cluster (the integration test runs it as a new user on 
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import yaml
 
@@ -113,3 +115,44 @@ def test_kinds_that_could_not_be_listed_are_named_when_the_configuration_reads_t
     ) in web.render()
     everything_listed = reevaluate("default/web", objects, source, now=1000.0)
     assert everything_listed is not None and "Not in the snapshot" not in everything_listed.render()
+
+
+def _nominated(pod: dict[str, Any], node: str, priority: int) -> dict[str, Any]:
+    pod["spec"]["priority"] = priority
+    pod["status"]["nominatedNodeName"] = node
+    return pod
+
+
+def test_a_nominated_preemptor_of_equal_or_higher_priority_keeps_its_room() -> None:
+    """big (8 CPUs) is free, but a pending preemptor of priority 100 asking 6 CPUs is nominated there:
+    the scheduler's Filter counts it on big (RunFilterPluginsWithNominatedPods), so web (3 CPUs,
+    priority 0 or 100) fits nowhere, and the re-evaluation says the same. A nominated pod of lower
+    priority, a bound one, one of another scheduler, and the pod's own nomination do not count."""
+    nodes = [make_node("small", cpu="1"), make_node("big", cpu="8")]
+    source = find_config(
+        config_path=None, api_get=refused, config_map_namespace="ns", configz_get=None,
+        registry=IN_TREE_REGISTRY,
+    )  # fmt: skip
+
+    def judged(web_priority: int, *others: dict[str, Any]) -> dict[str, Any]:
+        web = make_pod("web", cpu="3")
+        web["spec"]["priority"] = web_priority
+        result = reevaluate("default/web", {"nodes": nodes, "pods": [web, *others]}, source, now=1000.0)
+        assert result is not None and result.record is not None
+        return result.record
+
+    def preemptor(priority: int, **kwargs: Any) -> dict[str, Any]:
+        return _nominated(make_pod("urgent", cpu="6", **kwargs), "big", priority)
+
+    for web_priority in (0, 100):
+        record = judged(web_priority, preemptor(100))
+        assert record["outcome"] == "Unschedulable", web_priority
+        assert record["filter"]["NodeResourcesFit"]["reasons"] == {"Insufficient cpu": 2}
+
+    assert judged(0, preemptor(-1))["node"] == "big"  # lower priority: not counted
+    assert judged(0, preemptor(100, scheduler_name="someone-else"))["node"] == "big"
+    bound = _nominated(make_pod("urgent", cpu="1", node_name="small"), "big", 100)
+    assert judged(0, bound)["node"] == "big"  # bound: counts on its node only
+    # The preemptor itself, judged: its own nomination does not stand in its way.
+    urgent = reevaluate("default/urgent", {"nodes": nodes, "pods": [preemptor(100)]}, source, now=1000.0)
+    assert urgent is not None and urgent.record is not None and urgent.record["node"] == "big"

@@ -48,7 +48,7 @@ from tests.unit.plugins.dra_testlib import (
     result,
     slice_,
 )
-from tests.unit.plugins.plugin_testlib import FakeHandle, node
+from tests.unit.plugins.plugin_testlib import FakeHandle, FakeSnapshot, node
 from tests.unit.plugins.volume_testlib import handle, pod_with_claims, pv, pvc
 
 DRIVER = "ebs.csi.aws.com"
@@ -199,6 +199,68 @@ def test_a_volume_attachment_change_refreshes_only_the_nodes_it_names(
     attachments.delete("va-0")  # deleted: n only
     assert verdicts() == {"n": None, "m": None} and computed == ["n"]
     assert verdicts() == {"n": None, "m": None} and computed == []
+
+
+def _attachment_to(name: str, node_name: str) -> dict[str, Any]:
+    source = {"persistentVolumeName": "pv-0"}
+    return {"metadata": {"name": name}, "spec": {"attacher": DRIVER, "nodeName": node_name, "source": source}}
+
+
+def test_a_node_left_without_volume_attachments_is_forgotten_and_judged_afresh() -> None:
+    """Node n allows 1 volume. Its per-node number and cached answer are dropped when its last
+    VolumeAttachment goes (deleted, or moved to another node), not before; a node named again later is
+    judged on what is there then, never on an answer cached while it had an attachment."""
+    pvs = tuple(pv(f"pv-{i}", "", csi=(DRIVER, f"vol-{i}")) for i in range(3))
+    pvcs = tuple(pvc(f"c-{i}", "", volume_name=f"pv-{i}") for i in range(3))
+    fh = handle(pvs=pvs, pvcs=pvcs, csi_nodes=(_csi_node("n", 1), _csi_node("m", 1)))
+    plugin = NodeVolumeLimits({}, fh)
+    generations = plugin._va_generations
+    assert generations is not None
+    n, m = NodeInfo(node("n")), NodeInfo(node("m"))
+    target = pod_with_claims("t", "c-2")
+    exceeded = (Code.Unschedulable, [ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED])
+    attachments = fh.listers[VOLUME_ATTACHMENTS]
+
+    assert _limits(fh, n, target, plugin) is None
+    attachments.add(_attachment_to("va-0", "n"))
+    attachments.add(_attachment_to("va-1", "n"))
+    assert _limits(fh, n, target, plugin) == exceeded
+    attachments.delete("va-0")  # one left: still remembered
+    assert len(generations) == 1 and "n" in plugin._by_node
+    attachments.delete("va-1")  # the last: forgotten, with its cached answer
+    assert len(generations) == 0 and "n" not in plugin._by_node
+    assert _limits(fh, n, target, plugin) is None
+    attachments.add(_attachment_to("va-2", "n"))
+    assert _limits(fh, n, target, plugin) == exceeded
+    assert _limits(fh, m, target, plugin) is None
+    attachments.add(_attachment_to("va-2", "m"))  # moved: n has none left, m has one
+    assert generations.of("n") == 0 and generations.of("m") > 0 and len(generations) == 1
+    assert "n" not in plugin._by_node
+    assert _limits(fh, n, target, plugin) is None
+    assert _limits(fh, m, target, plugin) == exceeded
+    attachments.delete("va-2")
+    assert len(generations) == 0 and plugin._by_node.keys() == {"n"}
+    assert _limits(fh, m, target, plugin) is None
+
+
+def test_cached_answers_of_nodes_gone_from_the_snapshot_are_swept_out() -> None:
+    """Answers of nodes no longer in the snapshot (deleted) are dropped once they pass a small bound;
+    the snapshot's nodes keep theirs."""
+    pvs = (pv("pv-0", "", csi=(DRIVER, "vol-0")),)
+    fh = handle(pvs=pvs, pvcs=(pvc("c-0", "", volume_name="pv-0"),))
+    live = NodeInfo(node("live"))
+    fh._snapshot = FakeSnapshot([live])
+    fh.listers[CSI_NODES].add(_csi_node("live", 1))
+    plugin = NodeVolumeLimits({}, fh)
+    target = pod_with_claims("t", "c-0")
+    assert _limits(fh, live, target, plugin) is None
+    gone = [f"gone-{i}" for i in range(80)]
+    for name in gone:
+        fh.listers[CSI_NODES].add(_csi_node(name, 1))
+        assert _limits(fh, NodeInfo(node(name)), target, plugin) is None
+    assert "live" in plugin._by_node
+    assert len(plugin._by_node) <= 1 + 64
+    assert gone[0] not in plugin._by_node
 
 
 # --- VolumeBinding: bound claims' volumes looked up once per cycle -----------------------------------
