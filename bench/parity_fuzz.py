@@ -46,6 +46,18 @@ from typing import Any, cast
 
 from kubernetes.client.exceptions import ApiException
 
+from bench.parity_extras import (
+    Owner,
+    add_owner,
+    add_pod_fields,
+    declared_features,
+    ephemeral_claim_name,
+    extras_rng,
+    owner_objects,
+    owner_of,
+    template_labels_of,
+    without_owner_spreading,
+)
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
 from scheduler.config import load_config_with_plugins
 from scheduler.cycle.algorithm import SchedulingAlgorithm
@@ -59,6 +71,8 @@ from scheduler.framework.resources import comparable_amounts
 from scheduler.framework.runtime import PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
+from scheduler.plugins.podtopologyspread.common import SCHEDULE_ANYWAY, has_own_constraints
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Candidate, Evaluator
 
@@ -673,6 +687,14 @@ class PyMirror:
         info = PodInfo(pod)
         return [plugin.name for plugin in fwk.signers or () if plugin.sign(info) is None]
 
+    def default_spread(self, pod: Mapping[str, Any]) -> bool:
+        """Whether the default profile spreads ``pod`` by PodTopologySpread's system default
+        constraints (no constraints of its own; a Service or its controller selects pods)."""
+        fwk = next(iter(self.sim.frameworks.values()))
+        info = PodInfo(pod)
+        spread = next(p for p in fwk.plugins.pre_score if isinstance(p, PodTopologySpread))
+        return not has_own_constraints(info) and bool(spread.constraints(info, SCHEDULE_ANYWAY))
+
     def batch_stats(self) -> BatchStats | None:
         batch = self.sim.algorithm.batch
         return batch.stats if batch is not None else None
@@ -1085,6 +1107,25 @@ def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
         _request(client, "POST", f"/apis/apps/v1/namespaces/{namespaces[1]}/replicasets", replica_set)
 
 
+def _create_more_owners(client: Any, rng: random.Random, seed: int, namespaces: Sequence[str]) -> list[Owner]:
+    """The seed's overlapping Services and its ReplicaSets, StatefulSets and ReplicationControllers
+    (bench.parity_extras); returns the controllers, with the uids their pods' ownerReferences need."""
+    owners: list[Owner] = []
+    for path, body in owner_objects(rng, {SEED_LABEL: str(seed)}, namespaces):
+        try:
+            created = _request(client, "POST", path, body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            created = _request(client, "GET", f"{path}/{body['metadata']['name']}")  # a seed run again
+        created.setdefault("kind", body["kind"])
+        created.setdefault("apiVersion", body["apiVersion"])
+        owner = owner_of(created, template_labels_of(body))
+        if owner is not None:
+            owners.append(owner)
+    return owners
+
+
 def _list(client: Any, path: str, selector: str = "") -> list[dict[str, Any]]:
     query = f"?labelSelector={selector}" if selector else ""
     items: list[dict[str, Any]] = _request(client, "GET", path + query)["items"]
@@ -1194,8 +1235,19 @@ class PodStream:
     the next 1-5 pods, so signatures repeat as replicas of one workload do; without, every pod is drawn
     afresh (the random stream of the one-by-one seeds stays as it was)."""
 
-    def __init__(self, rng: random.Random, repeats: bool, pod_affinity_from: int = 0) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        repeats: bool,
+        pod_affinity_from: int = 0,
+        extra: random.Random | None = None,
+        owners: Sequence[Owner] = (),
+    ) -> None:
         self._rng = rng
+        # The fields bench.parity_extras adds (ownerReferences, host IPs, ...), from a stream of their
+        # own: the original draws stay as they were.
+        self._extra = extra
+        self._owners = owners
         self._repeats = repeats
         # Pods before this index have no pod (anti-)affinity. One such pod bound anywhere makes
         # InterPodAffinity decline to sign every later pod (its terms reach across nodes), so the
@@ -1219,6 +1271,9 @@ class PodStream:
         pod = gen_pod(
             self._rng, seed, index, namespaces, node_names, claims, index >= self._pod_affinity_from
         )
+        if self._extra is not None:
+            add_owner(self._extra, pod, self._owners)
+            add_pod_fields(self._extra, pod)
         if self._repeats and self._rng.random() < REPEAT_SHARE:
             if self._rng.random() < PLAIN_SHARE:
                 pod = plain_pod(pod)
@@ -1243,6 +1298,7 @@ def plain_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         spec.pop("affinity", None)
     for key in ("topologySpreadConstraints", "volumes", "resourceClaims"):
         spec.pop(key, None)
+    without_owner_spreading(out)
     for container in spec["containers"] + spec.get("initContainers", []):
         resources = container.get("resources", {})
         resources.pop("claims", None)
@@ -1269,6 +1325,11 @@ def run_seed(
     stats: Counter[str] = Counter()
     mismatches: list[Mismatch] = []
     nodes = gen_nodes(rng, seed, rng.randint(*nodes_range))
+    extra = extras_rng(seed)
+    for node in nodes:
+        features = declared_features(extra)
+        if features is not None:
+            node["status"]["declaredFeatures"] = features
     node_names = [n["metadata"]["name"] for n in nodes]
     namespaces = [f"parity-s{seed}-{team}" for team in TEAMS]
     for ns, team in zip(namespaces, TEAMS, strict=True):
@@ -1284,6 +1345,7 @@ def run_seed(
                 },
             )
     _create_owners(client, namespaces)
+    owners = _create_more_owners(client, extra, seed, namespaces)
     pvs, pvcs = gen_volumes(rng, seed, namespaces, nodes)
     for pv in pvs:
         _request(client, "POST", "/api/v1/persistentvolumes", pv)
@@ -1327,7 +1389,13 @@ def run_seed(
 
     try:
         count = rng.randint(*pods_range)
-        stream = PodStream(rng, repeats=batching, pod_affinity_from=count * 2 // 3 if batching else 0)
+        stream = PodStream(
+            rng,
+            repeats=batching,
+            pod_affinity_from=count * 2 // 3 if batching else 0,
+            extra=extra,
+            owners=owners,
+        )
         for index in range(count):
             if held and rng.random() < 0.35:
                 release_held()
@@ -1345,6 +1413,13 @@ def run_seed(
                         client, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", claim
                     )
                     time.sleep(0.1)  # kube-scheduler's claim informer sees it before the pod
+            ephemeral = ephemeral_claim_name(pod)
+            if ephemeral is not None and extra.random() < 0.3:
+                # A claim of the ephemeral volume's name that the pod does not own: VolumeBinding
+                # refuses it (without one, it waits for the ephemeral volume controller).
+                stray = _pvc(seed, ns, ephemeral, WFFC_CLASS, "ReadWriteOnce")
+                _request(client, "POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", stray)
+                time.sleep(0.1)
             all_pods = _list(client, "/api/v1/pods", selector)
             pods_before = [p for p in all_pods if p["spec"].get("nodeName")]
             nominated_pods = [
@@ -1372,6 +1447,8 @@ def run_seed(
                 "namespaces": all_ns,
                 "services": _list(client, "/api/v1/services", selector),
                 "replicasets.apps": _list(client, "/apis/apps/v1/replicasets", selector),
+                "statefulsets.apps": _list(client, "/apis/apps/v1/statefulsets", selector),
+                "replicationcontrollers": _list(client, "/api/v1/replicationcontrollers", selector),
                 "poddisruptionbudgets.policy": _list(
                     client, "/apis/policy/v1/poddisruptionbudgets", selector
                 ),
@@ -1398,6 +1475,15 @@ def run_seed(
             else:
                 mirror.sync(objects)
             py = mirror.verdict(created, nominated_pods)
+            if mirror.default_spread(created):
+                stats["default spread"] += 1
+            controller = next(
+                (r for r in created["metadata"].get("ownerReferences") or () if r.get("controller")), None
+            )
+            if controller is not None:
+                stats[f"controller {controller['kind']}"] += 1
+            elif created["metadata"].get("ownerReferences"):
+                stats["owner, no controller"] += 1
             batched: PyVerdict | None = None
             if batching:
                 if batch_mirror is None:
