@@ -68,7 +68,7 @@ from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.listers import StaticLister
 from scheduler.framework.resources import comparable_amounts
-from scheduler.framework.runtime import PausedPostFilter
+from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY, PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
 from scheduler.plugins.podtopologyspread.common import SCHEDULE_ANYWAY, has_own_constraints
@@ -602,6 +602,8 @@ class PyVerdict:
     # DRA: per feasible node, the devices py would allocate to each of the pod's unallocated claims
     allocations: dict[str, list[list[tuple[str, str, str, str]]]] = field(default_factory=dict)
     gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
+    # Per feasible node, each Score plugin's normalised and weighted score (when more than one fits).
+    plugin_scores: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 _CONFIG, _CONFIG_REGISTRY = load_config_with_plugins(None, registry=IN_TREE_REGISTRY)
@@ -762,10 +764,15 @@ def sim_verdict(
             verdict = PyVerdict(names, {names[0]: 0}, names)
         else:
             batched = algorithm._batched if batching else None
+            breakdown: list[tuple[str, Any, Any, int]] = []
+            state.write(SCORE_BREAKDOWN_KEY, breakdown)
             raw = algorithm._prioritize(fwk, state, info, feasible, batched=batched)
             scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
             top = max(scores.values())
             verdict = PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
+            for plugin, _, normalized, weight in breakdown:
+                for name, value in zip(names, normalized, strict=True):
+                    verdict.plugin_scores.setdefault(name, {})[plugin] = int(value) * weight
         dra = state.get(DRA_STATE_KEY)
         if dra is not None and dra.allocator is not None:
             # What Reserve would write on each feasible node (Filter keeps none when it counted).
@@ -987,6 +994,71 @@ def wait_kube(
             out.held = True  # its victims are terminating behind a finalizer: it stays nominated
             return out
     return out  # final_node is empty for a preemptor not bound in time
+
+
+# kube-scheduler at ``--vmodule=schedule_one=10`` logs each Score plugin's weighted score and the total
+# per node, for every pod it scores (upstream schedule_one.go prioritizeNodes).
+KUBE_SCORE_LOGGING = "--vmodule=schedule_one=10"
+_PLUGIN_SCORE = re.compile(
+    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+_FINAL_SCORE = re.compile(
+    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+
+
+class KubeScores:
+    """The scores kube-scheduler logged, read incrementally from its log file. Only a pod's first
+    attempt is comparable with py's verdict (on the state before the pod): ``take`` is asked once kube
+    bound the pod at its first attempt, so every line about the pod so far belongs to that attempt."""
+
+    def __init__(self, log_path: str) -> None:
+        self._path = log_path
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            self._offset = f.tell()
+        self._totals: dict[str, dict[str, int]] = {}
+        self._plugins: dict[str, dict[str, dict[str, int]]] = {}
+
+    def _read(self) -> None:
+        with open(self._path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        self._offset += end
+        for line in data[:end].decode(errors="replace").splitlines():
+            if (m := _FINAL_SCORE.search(line)) is not None:
+                self._totals.setdefault(m[1], {})[m[2]] = int(m[3])
+            elif (m := _PLUGIN_SCORE.search(line)) is not None:
+                self._plugins.setdefault(m[1], {}).setdefault(m[3], {})[m[2]] = int(m[4])
+
+    def take(self, key: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The total and per-plugin scores per node kube logged for ``key`` (empty: none, as when a
+        single node fits), forgotten afterwards."""
+        self._read()
+        return self._totals.pop(key, {}), self._plugins.pop(key, {})
+
+
+def compare_scores(
+    seed: int, key: str, py: PyVerdict, totals: Mapping[str, int], plugins: Mapping[str, Mapping[str, int]]
+) -> list[Mismatch]:
+    """Each node's total score must be the same in both; the detail names the plugins that differ."""
+    if not totals or len(py.feasible) < 2:
+        return []
+    differ = sorted(n for n in totals.keys() | py.scores.keys() if totals.get(n) != py.scores.get(n))
+    if not differ:
+        return []
+    parts = []
+    for node in differ[:4]:
+        kube_plugins, py_plugins = plugins.get(node, {}), py.plugin_scores.get(node, {})
+        by_plugin = sorted(
+            f"{p} kube {kube_plugins.get(p)} py {py_plugins.get(p)}"
+            for p in kube_plugins.keys() | py_plugins.keys()
+            if kube_plugins.get(p) != py_plugins.get(p)
+        )
+        parts.append(f"{node}: kube {totals.get(node)} py {py.scores.get(node)} ({'; '.join(by_plugin)})")
+    more = f" (+{len(differ) - 4} nodes)" if len(differ) > 4 else ""
+    return [Mismatch(seed, key, "score", " | ".join(parts) + more)]
 
 
 # --- one seed -------------------------------------------------------------------------------------
@@ -1316,11 +1388,15 @@ def run_seed(
     verbose: bool = False,
     *,
     batching: bool = False,
+    kube_log: str | None = None,
 ) -> tuple[list[Mismatch], Counter[str]]:
     """One seed. ``batching``: pods come in runs of one shape, and a third judge, the batching one
     (one SchedulingAlgorithm with its batch cache kept across the seed, over its own incremental
     cache), judges each too; it must agree with the one-by-one judge exactly and with kube as that
-    one must (mismatch kinds ``batching`` and ``batching <kind>``)."""
+    one must (mismatch kinds ``batching`` and ``batching <kind>``). ``kube_log``: the log of a
+    kube-scheduler started with ``KUBE_SCORE_LOGGING``; every node's score of a pod kube binds at its
+    first attempt is then compared too (kind ``score``)."""
+    kube_scores = KubeScores(kube_log) if kube_log else None
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     mismatches: list[Mismatch] = []
@@ -1591,6 +1667,16 @@ def run_seed(
                     Mismatch(m.seed, m.pod, f"batching {m.kind}", m.detail)
                     for m in compare(seed, key, batched, kube)
                 ]
+            if kube_scores is not None:
+                totals, plugin_scores = kube_scores.take(key)
+                if kube.node and totals:
+                    stats["scores compared"] += 1
+                    found += compare_scores(seed, key, py, totals, plugin_scores)
+                    if batched is not None:
+                        found += [
+                            Mismatch(m.seed, m.pod, f"batching {m.kind}", m.detail)
+                            for m in compare_scores(seed, key, batched, totals, plugin_scores)
+                        ]
             if found and DUMP_DIR:
                 with open(f"{DUMP_DIR}/s{seed}-{name}.json", "w") as f:
                     json.dump({"objects": objects, "pod": created}, f)
@@ -1646,15 +1732,16 @@ def _seeds(text: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def kube_cluster() -> Iterator[Any]:
-    """A fresh control plane with the real kube-scheduler; yields an ApiClient."""
+def kube_cluster() -> Iterator[tuple[Any, str]]:
+    """A fresh control plane with the real kube-scheduler logging its scores; yields an ApiClient and
+    kube-scheduler's log file."""
     from devcluster.cluster import ControlPlane
 
     with ControlPlane() as plane:
-        plane.start_kube_scheduler()
+        handle = plane.start_kube_scheduler(extra_args=[KUBE_SCORE_LOGGING])
         with plane.api_client() as client:
             setup_objects(client)
-            yield client
+            yield client, str(handle.log_path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1674,7 +1761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     all_mismatches: list[Mismatch] = []
     totals: Counter[str] = Counter()
-    with kube_cluster() as client:
+    with kube_cluster() as (client, kube_log):
         for seed in _seeds(args.seeds):
             began = time.monotonic()
             found, stats = run_seed(
@@ -1684,6 +1771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _range(args.pods),
                 verbose=not args.quiet,
                 batching=args.batching,
+                kube_log=kube_log,
             )
             totals.update(stats)
             all_mismatches.extend(found)
