@@ -3,12 +3,16 @@
 For each seed: a random cluster (nodes with varied capacity, labels, taints, extended resources,
 images; some cordoned) and a random pod sequence (requests with init containers, sidecars and pod
 overhead; nodeSelector, node affinity with every operator, tolerations, host ports, topology spread,
-pod (anti-)affinity with namespaceSelector, priorities). Each pod is created for the real
+pod (anti-)affinity with namespaceSelector, priorities; and, from bench.parity_extras, ownerReferences to
+the seed's ReplicaSets, StatefulSets and ReplicationControllers under overlapping Services, host IPs,
+ephemeral volumes and declared node features). Each pod is created for the real
 kube-scheduler; py-scheduler's own frameworks (built from the default configuration, in-process, over
 static listers of the same cluster state) judge it first:
 
 * ``feasibility``: kube bound the pod but py finds no feasible node, or the reverse;
 * ``node``: kube's node is not among py's best-scoring nodes (ties allowed: both pick at random);
+* ``score``: for a pod kube binds at its first attempt, some node's total score differs from the one
+  kube-scheduler logged (``KUBE_SCORE_LOGGING``), with the plugins that differ;
 * ``message``: the pod stays pending and py's FailedScheduling message (PostFilter part included)
   differs from kube's PodScheduled condition message;
 * ``preemption``: kube nominated a node py's preemption would not (or py would nominate and kube did

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.parity_fuzz import run_seed, setup_objects
+from bench.parity_fuzz import KUBE_SCORE_LOGGING, run_seed, setup_objects
 from devcluster import ControlPlane
 from tests.integration.workload import sole_kube_scheduler
 
@@ -22,28 +22,36 @@ BATCHING_SEEDS = (5, 7, 11)
 
 
 @pytest.fixture(scope="module")
-def kube_client() -> Iterator[Any]:
+def kube_client() -> Iterator[tuple[Any, str]]:
     """A control plane of its own (a few seconds to start): py's judge reads only the seed's objects,
     while kube-scheduler sees the whole cluster. On the session's shared one, nodes other tests left
     change ImageLocality's node count, and its kube-controller-manager's ReplicaSet controller adopts
-    and deletes the harness's pods (both seen in CI)."""
-    with ControlPlane() as plane, sole_kube_scheduler(plane), plane.api_client() as client:
+    and deletes the harness's pods (both seen in CI). kube-scheduler logs its scores: each node's score
+    of a pod bound at its first attempt is compared too."""
+    with (
+        ControlPlane() as plane,
+        sole_kube_scheduler(plane, extra_args=[KUBE_SCORE_LOGGING]) as kube,
+        plane.api_client() as client,
+    ):
         setup_objects(client)
-        yield client
+        yield client, str(kube.log_path)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_parity_with_kube_scheduler(kube_client: Any, seed: int) -> None:
-    mismatches, stats = run_seed(kube_client, seed, (10, 16), (25, 35))
+def test_parity_with_kube_scheduler(kube_client: tuple[Any, str], seed: int) -> None:
+    client, kube_log = kube_client
+    mismatches, stats = run_seed(client, seed, (10, 16), (25, 35), kube_log=kube_log)
     assert stats["bound"] > 0
+    assert stats["scores compared"] > 0
     assert not mismatches, (
         "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
     )
 
 
 @pytest.mark.parametrize("seed", BATCHING_SEEDS)
-def test_batching_parity_with_kube_scheduler(kube_client: Any, seed: int) -> None:
-    mismatches, stats = run_seed(kube_client, seed, (10, 16), (25, 35), batching=True)
+def test_batching_parity_with_kube_scheduler(kube_client: tuple[Any, str], seed: int) -> None:
+    client, kube_log = kube_client
+    mismatches, stats = run_seed(client, seed, (10, 16), (25, 35), batching=True, kube_log=kube_log)
     assert stats["bound"] > 0
     # The cache answered: repeated shapes reuse verdicts (else this compares nothing batching does).
     assert stats["batch hits"] > 0, Counter(stats)
