@@ -289,3 +289,153 @@ def without_owner_spreading(pod: dict[str, Any]) -> None:
         meta["ownerReferences"] = refs
     else:
         meta.pop("ownerReferences", None)
+
+
+# --- CSI volumes and their attach limits (NodeVolumeLimits) -----------------------------------------
+
+
+def csi_driver_name(seed: int) -> str:
+    return f"csi-s{seed}.example.com"
+
+
+def csi_objects(
+    rng: random.Random,
+    seed: int,
+    storage_class: str,
+    seed_labels: Mapping[str, str],
+    node_names: Sequence[str],
+    namespaces: Sequence[str],
+) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, list[str]]]:
+    """(collection path, body) of a CSI driver's objects, in creation order: maybe a CSIDriver that
+    keeps pods off nodes without the driver (VolumeLimitScaling), CSINodes listing it on some nodes
+    (with an attach limit of 1-3 volumes, or none), and PVs of it pre-bound to claims. Also the claim
+    names per namespace."""
+    driver = csi_driver_name(seed)
+    out: list[tuple[str, dict[str, Any]]] = []
+    if rng.random() < 0.7:
+        spec: dict[str, Any] = {"attachRequired": True}
+        if rng.random() < 0.6:
+            spec["preventPodSchedulingIfMissing"] = True
+        out.append(
+            (
+                "/apis/storage.k8s.io/v1/csidrivers",
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSIDriver",
+                    "metadata": {"name": driver, "labels": dict(seed_labels)},
+                    "spec": spec,
+                },
+            )
+        )
+    for node in node_names:
+        if rng.random() < 0.35:
+            continue  # no CSINode: no limit, and the driver counts as missing
+        entry: dict[str, Any] = {"name": driver, "nodeID": node}
+        if rng.random() < 0.85:
+            entry["allocatable"] = {"count": rng.randint(1, 3)}
+        drivers = [entry] if rng.random() < 0.85 else []  # a CSINode without this driver
+        out.append(
+            (
+                "/apis/storage.k8s.io/v1/csinodes",
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "CSINode",
+                    "metadata": {"name": node, "labels": dict(seed_labels)},
+                    "spec": {"drivers": drivers},
+                },
+            )
+        )
+    claims: dict[str, list[str]] = {}
+    for i in range(rng.randint(3, 8)):
+        ns = rng.choice(list(namespaces))
+        claim, pv = f"csi{i}", f"s{seed}-csi{i}"
+        claims.setdefault(ns, []).append(claim)
+        out.append(
+            (
+                "/api/v1/persistentvolumes",
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": pv, "labels": dict(seed_labels)},
+                    "spec": {
+                        "capacity": {"storage": "1Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": storage_class,
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "csi": {"driver": driver, "volumeHandle": f"vol-{i}"},
+                        "claimRef": {"namespace": ns, "name": claim},
+                    },
+                },
+            )
+        )
+        out.append(
+            (
+                f"/api/v1/namespaces/{ns}/persistentvolumeclaims",
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim,
+                        "namespace": ns,
+                        "labels": dict(seed_labels),
+                        # What the PV controller writes once bound: the claim counts as bound.
+                        "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+                    },
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": storage_class,
+                        "resources": {"requests": {"storage": "1Gi"}},
+                        "volumeName": pv,
+                    },
+                },
+            )
+        )
+    return out, claims
+
+
+def add_csi_volumes(rng: random.Random, pod: dict[str, Any], claims: Mapping[str, Sequence[str]]) -> None:
+    """Maybe 1-2 of the namespace's CSI claims (two pods may share one: it counts once per node)."""
+    mine = claims.get(pod["metadata"]["namespace"], ())
+    if not mine or rng.random() >= 0.15:
+        return
+    chosen = rng.sample(list(mine), min(len(mine), rng.randint(1, 2)))
+    volumes = pod["spec"].setdefault("volumes", [])
+    for j, claim in enumerate(chosen):
+        volumes.append({"name": f"csi{j}", "persistentVolumeClaim": {"claimName": claim}})
+
+
+# --- label-key and selector variants of pod affinity and topology spread --------------------------
+
+
+def vary_terms(rng: random.Random, pod: dict[str, Any]) -> None:
+    """mismatchLabelKeys on pod (anti-)affinity terms; topology spread selectors with
+    matchExpressions, or none at all (a constraint that then counts no pod)."""
+    spec = pod["spec"]
+    affinity = spec.get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind) or {}
+        terms = list(section.get("requiredDuringSchedulingIgnoredDuringExecution") or ())
+        terms += [
+            w["podAffinityTerm"] for w in section.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        ]
+        for term in terms:
+            if rng.random() < 0.2:
+                key = rng.choice(("tier", ROLE))
+                if key not in (term.get("matchLabelKeys") or ()):
+                    term["mismatchLabelKeys"] = [key]
+    for constraint in spec.get("topologySpreadConstraints") or ():
+        r = rng.random()
+        if r < 0.15:
+            constraint["labelSelector"] = {
+                "matchExpressions": [
+                    {
+                        "key": "app",
+                        "operator": rng.choice(("In", "NotIn")),
+                        "values": sorted(rng.sample(["web", "db", "cache"], 2)),
+                    }
+                ]
+            }
+        elif r < 0.22:
+            constraint["labelSelector"] = {"matchExpressions": [{"key": ROLE, "operator": "Exists"}]}
+        elif r < 0.26:
+            del constraint["labelSelector"]

@@ -52,14 +52,17 @@ from kubernetes.client.exceptions import ApiException
 
 from bench.parity_extras import (
     Owner,
+    add_csi_volumes,
     add_owner,
     add_pod_fields,
+    csi_objects,
     declared_features,
     ephemeral_claim_name,
     extras_rng,
     owner_objects,
     owner_of,
     template_labels_of,
+    vary_terms,
     without_owner_spreading,
 )
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
@@ -1318,12 +1321,14 @@ class PodStream:
         pod_affinity_from: int = 0,
         extra: random.Random | None = None,
         owners: Sequence[Owner] = (),
+        csi_claims: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self._rng = rng
         # The fields bench.parity_extras adds (ownerReferences, host IPs, ...), from a stream of their
         # own: the original draws stay as they were.
         self._extra = extra
         self._owners = owners
+        self._csi_claims = csi_claims or {}
         self._repeats = repeats
         # Pods before this index have no pod (anti-)affinity. One such pod bound anywhere makes
         # InterPodAffinity decline to sign every later pod (its terms reach across nodes), so the
@@ -1350,6 +1355,8 @@ class PodStream:
         if self._extra is not None:
             add_owner(self._extra, pod, self._owners)
             add_pod_fields(self._extra, pod)
+            add_csi_volumes(self._extra, pod, self._csi_claims)
+            vary_terms(self._extra, pod)
         if self._repeats and self._rng.random() < REPEAT_SHARE:
             if self._rng.random() < PLAIN_SHARE:
                 pod = plain_pod(pod)
@@ -1434,6 +1441,9 @@ def run_seed(
             client, "POST", f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims", pvc
         )
     create_nodes(client, nodes)
+    csi, csi_claims = csi_objects(extra, seed, WFFC_CLASS, {SEED_LABEL: str(seed)}, node_names, namespaces)
+    for path, body in csi:
+        _request(client, "POST", path, body)
     for slice_ in gen_slices(rng, seed, nodes):
         _request(client, "POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
     selector = f"{SEED_LABEL}={seed}"
@@ -1475,6 +1485,7 @@ def run_seed(
             pod_affinity_from=count * 2 // 3 if batching else 0,
             extra=extra,
             owners=owners,
+            csi_claims=csi_claims,
         )
         for index in range(count):
             if held and rng.random() < 0.35:
@@ -1535,6 +1546,8 @@ def run_seed(
                 "persistentvolumes": _list(client, "/api/v1/persistentvolumes", selector),
                 "persistentvolumeclaims": _list(client, "/api/v1/persistentvolumeclaims", selector),
                 "storageclasses.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/storageclasses"),
+                "csinodes.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/csinodes", selector),
+                "csidrivers.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/csidrivers", selector),
                 "resourceclaims.resource.k8s.io": _list(
                     client, "/apis/resource.k8s.io/v1/resourceclaims", selector
                 ),
@@ -1564,6 +1577,11 @@ def run_seed(
                 stats[f"controller {controller['kind']}"] += 1
             elif created["metadata"].get("ownerReferences"):
                 stats["owner, no controller"] += 1
+            volumes = created["spec"].get("volumes") or ()
+            if any(v.get("name", "").startswith("csi") for v in volumes):
+                stats["csi volumes"] += 1
+            if any("ephemeral" in v for v in volumes):
+                stats["ephemeral volumes"] += 1
             batched: PyVerdict | None = None
             if batching:
                 if batch_mirror is None:
