@@ -70,7 +70,9 @@ class Owner:
 
 
 def _service(name: str, selector: Mapping[str, str] | None, labels: Mapping[str, str]) -> dict[str, Any]:
-    spec: dict[str, Any] = {"ports": [{"port": 80}]}
+    # Headless (no cluster IP): a long run would exhaust the control plane's Service IP range; only the
+    # selector matters to scheduling.
+    spec: dict[str, Any] = {"ports": [{"port": 80}], "clusterIP": "None"}
     if selector is not None:
         spec["selector"] = dict(selector)
     return {

@@ -1154,7 +1154,8 @@ def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "web", "labels": seed_labels},
-        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        # Headless: a long run would exhaust the control plane's Service IP range.
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], "clusterIP": "None"},
     }
     replica_set = {
         "apiVersion": "apps/v1",
