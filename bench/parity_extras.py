@@ -441,3 +441,4 @@ def vary_terms(rng: random.Random, pod: dict[str, Any]) -> None:
             constraint["labelSelector"] = {"matchExpressions": [{"key": ROLE, "operator": "Exists"}]}
         elif r < 0.26:
             del constraint["labelSelector"]
+            constraint.pop("matchLabelKeys", None)  # the API server refuses them without a selector

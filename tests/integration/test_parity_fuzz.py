@@ -16,6 +16,10 @@ from devcluster import ControlPlane
 from tests.integration.workload import sole_kube_scheduler
 
 SEEDS = (1, 2, 3)
+# A seed whose pods reach PodTopologySpread's system default constraints through each kind of owner
+# (bench.parity_extras: ReplicaSet, StatefulSet and ReplicationController controllers, missing or
+# unknown ones, non-controller references) under overlapping Services; every seed draws them too.
+OWNER_SEEDS = (204,)
 # Seeds of the batching mode: pods in runs of one shape, also judged through one batch cache kept
 # across the seed, which must agree with the one-by-one judge and with kube-scheduler.
 BATCHING_SEEDS = (5, 7, 11)
@@ -55,6 +59,21 @@ def test_batching_parity_with_kube_scheduler(kube_client: tuple[Any, str], seed:
     assert stats["bound"] > 0
     # The cache answered: repeated shapes reuse verdicts (else this compares nothing batching does).
     assert stats["batch hits"] > 0, Counter(stats)
+    assert not mismatches, (
+        "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
+    )
+
+
+@pytest.mark.parametrize("seed", OWNER_SEEDS)
+def test_owner_spreading_parity_with_kube_scheduler(kube_client: tuple[Any, str], seed: int) -> None:
+    client, kube_log = kube_client
+    mismatches, stats = run_seed(client, seed, (10, 16), (25, 35), kube_log=kube_log)
+    # What the seed is for: defaulted spreading judged on scored pods, through controllers of each
+    # kind and through references that must not count.
+    assert stats["default spread"] > 0 and stats["scores compared"] > 0, Counter(stats)
+    for kind in ("ReplicaSet", "StatefulSet", "ReplicationController"):
+        assert stats[f"controller {kind}"] > 0, Counter(stats)
+    assert stats["owner, no controller"] > 0, Counter(stats)
     assert not mismatches, (
         "\n".join(f"{m.pod} {m.kind}: {m.detail}" for m in mismatches) + f"\n{Counter(stats)}"
     )
