@@ -219,8 +219,9 @@ def add_owner(rng: random.Random, pod: dict[str, Any], owners: Sequence[Owner]) 
 
 
 def add_pod_fields(rng: random.Random, pod: dict[str, Any]) -> None:
-    """Host IPs and SCTP on host ports, a second host port, a generic ephemeral volume, and a
-    container restart rule that needs a node declaring RestartAllContainersOnContainerExits."""
+    """Host IPs and SCTP on host ports, a second host port, a generic ephemeral volume, an inline
+    iSCSI or RBD disk, and a container restart rule that needs a node declaring
+    RestartAllContainersOnContainerExits."""
     spec = pod["spec"]
     main = spec["containers"][0]
     ports = [p for p in main.get("ports") or () if p.get("hostPort")]
@@ -252,6 +253,30 @@ def add_pod_fields(rng: random.Random, pod: dict[str, Any]) -> None:
         spec.setdefault("volumes", []).append(
             {"name": EPHEMERAL_VOLUME, "ephemeral": {"volumeClaimTemplate": template}}
         )
+    if rng.random() < 0.06:
+        # Inline iSCSI or RBD disks: VolumeRestrictions keeps two pods that use one disk, unless both
+        # read-only, off the same node (an RBD disk is one when the image and pool match and a monitor
+        # is shared).
+        source: dict[str, Any]
+        if rng.random() < 0.5:
+            source = {
+                "iscsi": {
+                    "targetPortal": "10.0.0.1:3260",
+                    "iqn": rng.choice(("iqn.2026-11.test:a", "iqn.2026-11.test:b")),
+                    "lun": 0,
+                    "readOnly": rng.random() < 0.5,
+                }
+            }
+        else:
+            source = {
+                "rbd": {
+                    "monitors": sorted(rng.sample(["10.0.1.1:6789", "10.0.1.2:6789", "10.0.1.3:6789"], 2)),
+                    "image": rng.choice(("img0", "img1")),
+                    "pool": rng.choice(("rbd", "fast")),
+                    "readOnly": rng.random() < 0.5,
+                }
+            }
+        spec.setdefault("volumes", []).append({"name": "disk", **source})
     if rng.random() < 0.06:
         spec["restartPolicy"] = "Never"
         main["restartPolicy"] = "Never"

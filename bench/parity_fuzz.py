@@ -1583,6 +1583,8 @@ def run_seed(
                 stats["csi volumes"] += 1
             if any("ephemeral" in v for v in volumes):
                 stats["ephemeral volumes"] += 1
+            if any("iscsi" in v or "rbd" in v for v in volumes):
+                stats["inline disks"] += 1
             batched: PyVerdict | None = None
             if batching:
                 if batch_mirror is None:
