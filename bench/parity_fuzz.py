@@ -682,8 +682,12 @@ class PyMirror:
                 lister.add(obj)
 
     def assume(self, pod: Mapping[str, Any], node: str) -> None:
-        """kube bound ``pod`` to ``node``: the scheduler assumes it there before the watch confirms."""
+        """kube bound ``pod`` to ``node``: the scheduler assumes it there before the watch confirms.
+        A pod the cache already holds bound (a held preemptor kube bound before its victims were
+        released, seen by an earlier listing) is left as it is, as the scheduler's watch would."""
         info = PodInfo(pod)
+        if self.sim.cache.get_pod(info.key) is not None:
+            return
         self.sim.cache.assume_pod(info, node)
         self._assumed.add(info.key)
 
