@@ -98,3 +98,21 @@ def test_plain_pods_keep_only_references_that_do_not_spread_them() -> None:
     without_owner_spreading(pod)
     assert "role" not in pod["metadata"]["labels"]
     assert [r["name"] for r in pod["metadata"]["ownerReferences"]] == ["rs"]
+
+
+def test_mirror_leaves_a_pod_it_already_holds_bound() -> None:
+    # A held preemptor kube bound before the harness released its victims: the next listing brought
+    # it in bound, and releasing it later must not assume it a second time.
+    from bench.parity_fuzz import PyMirror
+    from devcluster.nodes import make_node
+
+    node = make_node("n1")
+    node["metadata"]["resourceVersion"] = "1"
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "2"},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "i"}]},
+    }
+    mirror = PyMirror({"nodes": [node], "pods": [pod]})
+    mirror.assume(pod, "n1")
+    cached = mirror.sim.cache.get_pod("ns/p")
+    assert cached is not None and not mirror.sim.cache.is_assumed("ns/p")
