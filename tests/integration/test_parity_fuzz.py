@@ -1,7 +1,8 @@
 """A few fixed seeds of bench.parity_fuzz: py-scheduler's frameworks judge each pod of a random cluster
 before the real kube-scheduler does; feasibility, the chosen node (up to score ties), every node's
-score (kube-scheduler logs its own), the FailedScheduling message and the preemption nominee must agree. The batching seeds judge each pod
-a second way too, with opportunistic batching's cache carried from pod to pod."""
+score (kube-scheduler logs its own), the FailedScheduling message and the preemption nominee must
+agree. The batching seeds judge each pod a second way too, with opportunistic batching's cache carried
+from pod to pod."""
 
 from __future__ import annotations
 
