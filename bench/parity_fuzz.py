@@ -3,12 +3,16 @@
 For each seed: a random cluster (nodes with varied capacity, labels, taints, extended resources,
 images; some cordoned) and a random pod sequence (requests with init containers, sidecars and pod
 overhead; nodeSelector, node affinity with every operator, tolerations, host ports, topology spread,
-pod (anti-)affinity with namespaceSelector, priorities). Each pod is created for the real
+pod (anti-)affinity with namespaceSelector, priorities; and, from bench.parity_extras, ownerReferences to
+the seed's ReplicaSets, StatefulSets and ReplicationControllers under overlapping Services, host IPs,
+ephemeral volumes and declared node features). Each pod is created for the real
 kube-scheduler; py-scheduler's own frameworks (built from the default configuration, in-process, over
 static listers of the same cluster state) judge it first:
 
 * ``feasibility``: kube bound the pod but py finds no feasible node, or the reverse;
 * ``node``: kube's node is not among py's best-scoring nodes (ties allowed: both pick at random);
+* ``score``: for a pod kube binds at its first attempt, some node's total score differs from the one
+  kube-scheduler logged (``KUBE_SCORE_LOGGING``), with the plugins that differ;
 * ``message``: the pod stays pending and py's FailedScheduling message (PostFilter part included)
   differs from kube's PodScheduled condition message;
 * ``preemption``: kube nominated a node py's preemption would not (or py would nominate and kube did
@@ -46,6 +50,21 @@ from typing import Any, cast
 
 from kubernetes.client.exceptions import ApiException
 
+from bench.parity_extras import (
+    Owner,
+    add_csi_volumes,
+    add_owner,
+    add_pod_fields,
+    csi_objects,
+    declared_features,
+    ephemeral_claim_name,
+    extras_rng,
+    owner_objects,
+    owner_of,
+    template_labels_of,
+    vary_terms,
+    without_owner_spreading,
+)
 from devcluster.nodes import _request, create_nodes, delete_nodes, make_node
 from scheduler.config import load_config_with_plugins
 from scheduler.cycle.algorithm import SchedulingAlgorithm
@@ -56,9 +75,11 @@ from scheduler.framework.fit_error import FitError
 from scheduler.framework.handle import SnapshotLister
 from scheduler.framework.listers import StaticLister
 from scheduler.framework.resources import comparable_amounts
-from scheduler.framework.runtime import PausedPostFilter
+from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY, PausedPostFilter
 from scheduler.framework.types import PodInfo
 from scheduler.plugins.dynamicresources.plugin import STATE_KEY as DRA_STATE_KEY
+from scheduler.plugins.podtopologyspread.common import SCHEDULE_ANYWAY, has_own_constraints
+from scheduler.plugins.podtopologyspread.plugin import PodTopologySpread
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduler.preemption.evaluator import Candidate, Evaluator
 
@@ -588,6 +609,8 @@ class PyVerdict:
     # DRA: per feasible node, the devices py would allocate to each of the pod's unallocated claims
     allocations: dict[str, list[list[tuple[str, str, str, str]]]] = field(default_factory=dict)
     gated: str = ""  # a PreEnqueue plugin keeps the pod out of the active queue: no attempt at all
+    # Per feasible node, each Score plugin's normalised and weighted score (when more than one fits).
+    plugin_scores: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 _CONFIG, _CONFIG_REGISTRY = load_config_with_plugins(None, registry=IN_TREE_REGISTRY)
@@ -659,8 +682,12 @@ class PyMirror:
                 lister.add(obj)
 
     def assume(self, pod: Mapping[str, Any], node: str) -> None:
-        """kube bound ``pod`` to ``node``: the scheduler assumes it there before the watch confirms."""
+        """kube bound ``pod`` to ``node``: the scheduler assumes it there before the watch confirms.
+        A pod the cache already holds bound (a held preemptor kube bound before its victims were
+        released, seen by an earlier listing) is left as it is, as the scheduler's watch would."""
         info = PodInfo(pod)
+        if self.sim.cache.get_pod(info.key) is not None:
+            return
         self.sim.cache.assume_pod(info, node)
         self._assumed.add(info.key)
 
@@ -672,6 +699,14 @@ class PyMirror:
         fwk = next(iter(self.sim.frameworks.values()))
         info = PodInfo(pod)
         return [plugin.name for plugin in fwk.signers or () if plugin.sign(info) is None]
+
+    def default_spread(self, pod: Mapping[str, Any]) -> bool:
+        """Whether the default profile spreads ``pod`` by PodTopologySpread's system default
+        constraints (no constraints of its own; a Service or its controller selects pods)."""
+        fwk = next(iter(self.sim.frameworks.values()))
+        info = PodInfo(pod)
+        spread = next(p for p in fwk.plugins.pre_score if isinstance(p, PodTopologySpread))
+        return not has_own_constraints(info) and bool(spread.constraints(info, SCHEDULE_ANYWAY))
 
     def batch_stats(self) -> BatchStats | None:
         batch = self.sim.algorithm.batch
@@ -740,10 +775,15 @@ def sim_verdict(
             verdict = PyVerdict(names, {names[0]: 0}, names)
         else:
             batched = algorithm._batched if batching else None
+            breakdown: list[tuple[str, Any, Any, int]] = []
+            state.write(SCORE_BREAKDOWN_KEY, breakdown)
             raw = algorithm._prioritize(fwk, state, info, feasible, batched=batched)
             scores = {name: int(s) for name, s in zip(names, raw, strict=True)}
             top = max(scores.values())
             verdict = PyVerdict(names, scores, sorted(n for n, s in scores.items() if s == top))
+            for plugin, _, normalized, weight in breakdown:
+                for name, value in zip(names, normalized, strict=True):
+                    verdict.plugin_scores.setdefault(name, {})[plugin] = int(value) * weight
         dra = state.get(DRA_STATE_KEY)
         if dra is not None and dra.allocator is not None:
             # What Reserve would write on each feasible node (Filter keeps none when it counted).
@@ -967,6 +1007,71 @@ def wait_kube(
     return out  # final_node is empty for a preemptor not bound in time
 
 
+# kube-scheduler at ``--vmodule=schedule_one=10`` logs each Score plugin's weighted score and the total
+# per node, for every pod it scores (upstream schedule_one.go prioritizeNodes).
+KUBE_SCORE_LOGGING = "--vmodule=schedule_one=10"
+_PLUGIN_SCORE = re.compile(
+    r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+_FINAL_SCORE = re.compile(
+    r'"Calculated node\'s final score for pod" pod="([^"]+)" node="([^"]+)" score=(-?\d+)'
+)
+
+
+class KubeScores:
+    """The scores kube-scheduler logged, read incrementally from its log file. Only a pod's first
+    attempt is comparable with py's verdict (on the state before the pod): ``take`` is asked once kube
+    bound the pod at its first attempt, so every line about the pod so far belongs to that attempt."""
+
+    def __init__(self, log_path: str) -> None:
+        self._path = log_path
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            self._offset = f.tell()
+        self._totals: dict[str, dict[str, int]] = {}
+        self._plugins: dict[str, dict[str, dict[str, int]]] = {}
+
+    def _read(self) -> None:
+        with open(self._path, "rb") as f:
+            f.seek(self._offset)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written is read next time
+        self._offset += end
+        for line in data[:end].decode(errors="replace").splitlines():
+            if (m := _FINAL_SCORE.search(line)) is not None:
+                self._totals.setdefault(m[1], {})[m[2]] = int(m[3])
+            elif (m := _PLUGIN_SCORE.search(line)) is not None:
+                self._plugins.setdefault(m[1], {}).setdefault(m[3], {})[m[2]] = int(m[4])
+
+    def take(self, key: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The total and per-plugin scores per node kube logged for ``key`` (empty: none, as when a
+        single node fits), forgotten afterwards."""
+        self._read()
+        return self._totals.pop(key, {}), self._plugins.pop(key, {})
+
+
+def compare_scores(
+    seed: int, key: str, py: PyVerdict, totals: Mapping[str, int], plugins: Mapping[str, Mapping[str, int]]
+) -> list[Mismatch]:
+    """Each node's total score must be the same in both; the detail names the plugins that differ."""
+    if not totals or len(py.feasible) < 2:
+        return []
+    differ = sorted(n for n in totals.keys() | py.scores.keys() if totals.get(n) != py.scores.get(n))
+    if not differ:
+        return []
+    parts = []
+    for node in differ[:4]:
+        kube_plugins, py_plugins = plugins.get(node, {}), py.plugin_scores.get(node, {})
+        by_plugin = sorted(
+            f"{p} kube {kube_plugins.get(p)} py {py_plugins.get(p)}"
+            for p in kube_plugins.keys() | py_plugins.keys()
+            if kube_plugins.get(p) != py_plugins.get(p)
+        )
+        parts.append(f"{node}: kube {totals.get(node)} py {py.scores.get(node)} ({'; '.join(by_plugin)})")
+    more = f" (+{len(differ) - 4} nodes)" if len(differ) > 4 else ""
+    return [Mismatch(seed, key, "score", " | ".join(parts) + more)]
+
+
 # --- one seed -------------------------------------------------------------------------------------
 
 
@@ -1053,7 +1158,8 @@ def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "web", "labels": seed_labels},
-        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        # Headless: a long run would exhaust the control plane's Service IP range.
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}], "clusterIP": "None"},
     }
     replica_set = {
         "apiVersion": "apps/v1",
@@ -1083,6 +1189,25 @@ def _create_owners(client: Any, namespaces: Sequence[str]) -> None:
         _request(client, "POST", f"/apis/policy/v1/namespaces/{namespaces[0]}/poddisruptionbudgets", pdb)
     with contextlib.suppress(ApiException):
         _request(client, "POST", f"/apis/apps/v1/namespaces/{namespaces[1]}/replicasets", replica_set)
+
+
+def _create_more_owners(client: Any, rng: random.Random, seed: int, namespaces: Sequence[str]) -> list[Owner]:
+    """The seed's overlapping Services and its ReplicaSets, StatefulSets and ReplicationControllers
+    (bench.parity_extras); returns the controllers, with the uids their pods' ownerReferences need."""
+    owners: list[Owner] = []
+    for path, body in owner_objects(rng, {SEED_LABEL: str(seed)}, namespaces):
+        try:
+            created = _request(client, "POST", path, body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            created = _request(client, "GET", f"{path}/{body['metadata']['name']}")  # a seed run again
+        created.setdefault("kind", body["kind"])
+        created.setdefault("apiVersion", body["apiVersion"])
+        owner = owner_of(created, template_labels_of(body))
+        if owner is not None:
+            owners.append(owner)
+    return owners
 
 
 def _list(client: Any, path: str, selector: str = "") -> list[dict[str, Any]]:
@@ -1194,8 +1319,21 @@ class PodStream:
     the next 1-5 pods, so signatures repeat as replicas of one workload do; without, every pod is drawn
     afresh (the random stream of the one-by-one seeds stays as it was)."""
 
-    def __init__(self, rng: random.Random, repeats: bool, pod_affinity_from: int = 0) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        repeats: bool,
+        pod_affinity_from: int = 0,
+        extra: random.Random | None = None,
+        owners: Sequence[Owner] = (),
+        csi_claims: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self._rng = rng
+        # The fields bench.parity_extras adds (ownerReferences, host IPs, ...), from a stream of their
+        # own: the original draws stay as they were.
+        self._extra = extra
+        self._owners = owners
+        self._csi_claims = csi_claims or {}
         self._repeats = repeats
         # Pods before this index have no pod (anti-)affinity. One such pod bound anywhere makes
         # InterPodAffinity decline to sign every later pod (its terms reach across nodes), so the
@@ -1219,6 +1357,11 @@ class PodStream:
         pod = gen_pod(
             self._rng, seed, index, namespaces, node_names, claims, index >= self._pod_affinity_from
         )
+        if self._extra is not None:
+            add_owner(self._extra, pod, self._owners)
+            add_pod_fields(self._extra, pod)
+            add_csi_volumes(self._extra, pod, self._csi_claims)
+            vary_terms(self._extra, pod)
         if self._repeats and self._rng.random() < REPEAT_SHARE:
             if self._rng.random() < PLAIN_SHARE:
                 pod = plain_pod(pod)
@@ -1243,6 +1386,7 @@ def plain_pod(pod: Mapping[str, Any]) -> dict[str, Any]:
         spec.pop("affinity", None)
     for key in ("topologySpreadConstraints", "volumes", "resourceClaims"):
         spec.pop(key, None)
+    without_owner_spreading(out)
     for container in spec["containers"] + spec.get("initContainers", []):
         resources = container.get("resources", {})
         resources.pop("claims", None)
@@ -1260,15 +1404,24 @@ def run_seed(
     verbose: bool = False,
     *,
     batching: bool = False,
+    kube_log: str | None = None,
 ) -> tuple[list[Mismatch], Counter[str]]:
     """One seed. ``batching``: pods come in runs of one shape, and a third judge, the batching one
     (one SchedulingAlgorithm with its batch cache kept across the seed, over its own incremental
     cache), judges each too; it must agree with the one-by-one judge exactly and with kube as that
-    one must (mismatch kinds ``batching`` and ``batching <kind>``)."""
+    one must (mismatch kinds ``batching`` and ``batching <kind>``). ``kube_log``: the log of a
+    kube-scheduler started with ``KUBE_SCORE_LOGGING``; every node's score of a pod kube binds at its
+    first attempt is then compared too (kind ``score``)."""
+    kube_scores = KubeScores(kube_log) if kube_log else None
     rng = random.Random(seed)
     stats: Counter[str] = Counter()
     mismatches: list[Mismatch] = []
     nodes = gen_nodes(rng, seed, rng.randint(*nodes_range))
+    extra = extras_rng(seed)
+    for node in nodes:
+        features = declared_features(extra)
+        if features is not None:
+            node["status"]["declaredFeatures"] = features
     node_names = [n["metadata"]["name"] for n in nodes]
     namespaces = [f"parity-s{seed}-{team}" for team in TEAMS]
     for ns, team in zip(namespaces, TEAMS, strict=True):
@@ -1284,6 +1437,7 @@ def run_seed(
                 },
             )
     _create_owners(client, namespaces)
+    owners = _create_more_owners(client, extra, seed, namespaces)
     pvs, pvcs = gen_volumes(rng, seed, namespaces, nodes)
     for pv in pvs:
         _request(client, "POST", "/api/v1/persistentvolumes", pv)
@@ -1292,6 +1446,9 @@ def run_seed(
             client, "POST", f"/api/v1/namespaces/{pvc['metadata']['namespace']}/persistentvolumeclaims", pvc
         )
     create_nodes(client, nodes)
+    csi, csi_claims = csi_objects(extra, seed, WFFC_CLASS, {SEED_LABEL: str(seed)}, node_names, namespaces)
+    for path, body in csi:
+        _request(client, "POST", path, body)
     for slice_ in gen_slices(rng, seed, nodes):
         _request(client, "POST", "/apis/resource.k8s.io/v1/resourceslices", slice_)
     selector = f"{SEED_LABEL}={seed}"
@@ -1327,7 +1484,14 @@ def run_seed(
 
     try:
         count = rng.randint(*pods_range)
-        stream = PodStream(rng, repeats=batching, pod_affinity_from=count * 2 // 3 if batching else 0)
+        stream = PodStream(
+            rng,
+            repeats=batching,
+            pod_affinity_from=count * 2 // 3 if batching else 0,
+            extra=extra,
+            owners=owners,
+            csi_claims=csi_claims,
+        )
         for index in range(count):
             if held and rng.random() < 0.35:
                 release_held()
@@ -1345,6 +1509,13 @@ def run_seed(
                         client, "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", claim
                     )
                     time.sleep(0.1)  # kube-scheduler's claim informer sees it before the pod
+            ephemeral = ephemeral_claim_name(pod)
+            if ephemeral is not None and extra.random() < 0.3:
+                # A claim of the ephemeral volume's name that the pod does not own: VolumeBinding
+                # refuses it (without one, it waits for the ephemeral volume controller).
+                stray = _pvc(seed, ns, ephemeral, WFFC_CLASS, "ReadWriteOnce")
+                _request(client, "POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", stray)
+                time.sleep(0.1)
             all_pods = _list(client, "/api/v1/pods", selector)
             pods_before = [p for p in all_pods if p["spec"].get("nodeName")]
             nominated_pods = [
@@ -1372,12 +1543,16 @@ def run_seed(
                 "namespaces": all_ns,
                 "services": _list(client, "/api/v1/services", selector),
                 "replicasets.apps": _list(client, "/apis/apps/v1/replicasets", selector),
+                "statefulsets.apps": _list(client, "/apis/apps/v1/statefulsets", selector),
+                "replicationcontrollers": _list(client, "/api/v1/replicationcontrollers", selector),
                 "poddisruptionbudgets.policy": _list(
                     client, "/apis/policy/v1/poddisruptionbudgets", selector
                 ),
                 "persistentvolumes": _list(client, "/api/v1/persistentvolumes", selector),
                 "persistentvolumeclaims": _list(client, "/api/v1/persistentvolumeclaims", selector),
                 "storageclasses.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/storageclasses"),
+                "csinodes.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/csinodes", selector),
+                "csidrivers.storage.k8s.io": _list(client, "/apis/storage.k8s.io/v1/csidrivers", selector),
                 "resourceclaims.resource.k8s.io": _list(
                     client, "/apis/resource.k8s.io/v1/resourceclaims", selector
                 ),
@@ -1398,6 +1573,22 @@ def run_seed(
             else:
                 mirror.sync(objects)
             py = mirror.verdict(created, nominated_pods)
+            if mirror.default_spread(created):
+                stats["default spread"] += 1
+            controller = next(
+                (r for r in created["metadata"].get("ownerReferences") or () if r.get("controller")), None
+            )
+            if controller is not None:
+                stats[f"controller {controller['kind']}"] += 1
+            elif created["metadata"].get("ownerReferences"):
+                stats["owner, no controller"] += 1
+            volumes = created["spec"].get("volumes") or ()
+            if any(v.get("name", "").startswith("csi") for v in volumes):
+                stats["csi volumes"] += 1
+            if any("ephemeral" in v for v in volumes):
+                stats["ephemeral volumes"] += 1
+            if any("iscsi" in v or "rbd" in v for v in volumes):
+                stats["inline disks"] += 1
             batched: PyVerdict | None = None
             if batching:
                 if batch_mirror is None:
@@ -1505,6 +1696,16 @@ def run_seed(
                     Mismatch(m.seed, m.pod, f"batching {m.kind}", m.detail)
                     for m in compare(seed, key, batched, kube)
                 ]
+            if kube_scores is not None:
+                totals, plugin_scores = kube_scores.take(key)
+                if kube.node and totals:
+                    stats["scores compared"] += 1
+                    found += compare_scores(seed, key, py, totals, plugin_scores)
+                    if batched is not None:
+                        found += [
+                            Mismatch(m.seed, m.pod, f"batching {m.kind}", m.detail)
+                            for m in compare_scores(seed, key, batched, totals, plugin_scores)
+                        ]
             if found and DUMP_DIR:
                 with open(f"{DUMP_DIR}/s{seed}-{name}.json", "w") as f:
                     json.dump({"objects": objects, "pod": created}, f)
@@ -1560,15 +1761,16 @@ def _seeds(text: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def kube_cluster() -> Iterator[Any]:
-    """A fresh control plane with the real kube-scheduler; yields an ApiClient."""
+def kube_cluster() -> Iterator[tuple[Any, str]]:
+    """A fresh control plane with the real kube-scheduler logging its scores; yields an ApiClient and
+    kube-scheduler's log file."""
     from devcluster.cluster import ControlPlane
 
     with ControlPlane() as plane:
-        plane.start_kube_scheduler()
+        handle = plane.start_kube_scheduler(extra_args=[KUBE_SCORE_LOGGING])
         with plane.api_client() as client:
             setup_objects(client)
-            yield client
+            yield client, str(handle.log_path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1588,7 +1790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     all_mismatches: list[Mismatch] = []
     totals: Counter[str] = Counter()
-    with kube_cluster() as client:
+    with kube_cluster() as (client, kube_log):
         for seed in _seeds(args.seeds):
             began = time.monotonic()
             found, stats = run_seed(
@@ -1598,6 +1800,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 _range(args.pods),
                 verbose=not args.quiet,
                 batching=args.batching,
+                kube_log=kube_log,
             )
             totals.update(stats)
             all_mismatches.extend(found)
