@@ -40,14 +40,15 @@ class Clock:
 
 
 class Env:
-    def __init__(self) -> None:
+    def __init__(self, **recorder_options: Any) -> None:
+        """``recorder_options``: EventRecorder keywords (writers, max_tries, ...) beyond the defaults."""
         self.clock = Clock()
         self.rest = FakeRest()
         self.recorder = EventRecorder(
             SchedulerApi(self.rest),  # type: ignore[arg-type]
             reporting_instance="sched-1",
             clock=self.clock,
-            series_window=600.0,
+            **{"series_window": 600.0, **recorder_options},
         )
 
     def failed(
@@ -335,15 +336,8 @@ class Flaky:
 
 
 def retry_env(max_tries: int = MAX_TRIES, jitter: float = 0.0) -> Env:
-    made = Env()
-    made.recorder = EventRecorder(
-        SchedulerApi(made.rest),  # type: ignore[arg-type]
-        reporting_instance="sched-1",
-        clock=made.clock,
-        max_tries=max_tries,
-        jitter=lambda: jitter,  # 0: the low end of wait.Jitter's range, exactly RETRY_INTERVAL
-    )
-    return made
+    # jitter 0: the low end of wait.Jitter's range, exactly RETRY_INTERVAL
+    return Env(max_tries=max_tries, jitter=lambda: jitter)
 
 
 @pytest.mark.parametrize(("jitter", "wait"), [(0.0, 10.0), (0.5, 11.25), (0.999, 12.4975)])
@@ -730,13 +724,7 @@ def test_a_newer_condition_patch_replaces_one_of_the_same_pod_not_yet_sent() -> 
     """A pod retried faster than its patches go out (a burst of cluster events, writes held back by the
     client's QPS) never queues more than one: a stale PodScheduled=False would only land late with an
     old message, and the backlog grew without bound (minutes behind, new pods got no Event)."""
-    env = Env()
-    env.recorder = EventRecorder(
-        SchedulerApi(env.rest),  # type: ignore[arg-type]
-        reporting_instance="sched-1",
-        clock=env.clock,
-        writers=1,
-    )
+    env = Env(writers=1)
     on_wire, release, _ = slow_patches(env)
     env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
     assert on_wire.wait(5)  # the only writer is busy: what follows queues
@@ -793,14 +781,7 @@ def test_new_events_past_the_queue_limit_are_dropped_as_client_go_drops_them() -
     past that (DropIfChannelFull): a flood of failures with ever-new messages, faster than the client's
     QPS, must not grow a backlog that delays every later Event by minutes. A dropped FailedScheduling
     still shows: its repeats become a series, whose PATCH finds no Event and creates it."""
-    env = Env()
-    env.recorder = EventRecorder(
-        SchedulerApi(env.rest),  # type: ignore[arg-type]
-        reporting_instance="sched-1",
-        clock=env.clock,
-        writers=1,
-        max_queued_events=3,
-    )
+    env = Env(writers=1, max_queued_events=3)
     on_wire, release, _ = slow_patches(env)
     env.recorder.pod_condition_unschedulable(make_pod("blocker"), reason="Unschedulable", message="b")
     assert on_wire.wait(5)  # the only writer is busy: what follows queues
