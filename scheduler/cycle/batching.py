@@ -78,7 +78,12 @@ class BatchEntry:
     # Per row: index in ``filters`` of the first plugin that rejects it, -1 when all pass.
     first_failure: IntArray
     statuses: dict[int, Status]
-    raw: dict[str, IntArray] = field(default_factory=dict)
+    # Raw scores, one row per Score plugin of ``score_names`` and one column per snapshot row: a pod's
+    # window is one gather across all plugins, and a changed row is forgotten by all in one store.
+    score_names: tuple[str, ...] = ()
+    raw: IntArray = field(default_factory=lambda: np.empty((0, 0), dtype=np.int64))
+    # The Score plugin sequence ``score_names`` was taken from (the profile's: the same every pod).
+    score_plugins: Sequence[ScorePlugin] | None = None
 
 
 @dataclass(slots=True)
@@ -201,15 +206,21 @@ class BatchCache:
                 if len(dirty):
                     self._judge(entry, dirty, columns, state, pod, plugins, batch_of)
                     entry.generations[dirty] = generations[dirty]
-                    for raw in entry.raw.values():
-                        raw[dirty] = _UNKNOWN
+                    entry.raw[:, dirty] = _UNKNOWN
         else:
             entry = None
         if entry is None:
             self.stats.misses += 1
             self.observe("miss")
             every = np.arange(count, dtype=np.int64)
-            entry = BatchEntry(columns, names, generations.copy(), np.full(count, -1, dtype=np.int64), {})
+            entry = BatchEntry(
+                columns,
+                names,
+                generations.copy(),
+                np.full(count, -1, dtype=np.int64),
+                {},
+                raw=np.empty((0, count), dtype=np.int64),
+            )
             self._judge(entry, every, columns, state, pod, plugins, batch_of)
             entries[signature] = entry
             entries.move_to_end(signature)
@@ -271,26 +282,41 @@ class BatchCache:
         """Raw scores of ``feasible`` per Score plugin not skipped: cached rows as they were, the
         rest computed now (PreScore has run) and kept."""
         rows = feasible.positions
-        out: dict[str, IntArray] = {}
+        if entry.score_plugins is not plugins:
+            names = tuple(plugin.name for plugin in plugins)
+            if names != entry.score_names:
+                entry.score_names = names
+                entry.raw = np.full((len(names), len(entry.first_failure)), _UNKNOWN, dtype=np.int64)
+            entry.score_plugins = plugins
+        # Every plugin's raw scores of the window at once (a fresh array: the values handed out are
+        # the caller's to give away).
+        block: IntArray = entry.raw.take(rows, axis=1)
         skip = state.skip_score_plugins
-        for plugin in plugins:
-            if plugin.name in skip:
-                continue
-            raw = entry.raw.get(plugin.name)
-            if raw is None:
-                raw = entry.raw[plugin.name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
-            values = raw[rows]
-            missing = np.flatnonzero(values == _UNKNOWN)
-            if len(missing):
-                missing_rows = rows[missing]
+        active = block if not skip else block[[i for i, n in enumerate(entry.score_names) if n not in skip]]
+        if active.size and active.min() == _UNKNOWN:
+            failed: set[int] = set()
+            for index, plugin in enumerate(plugins):
+                if plugin.name in skip:
+                    continue
+                values = block[index]
+                missing = np.flatnonzero(values == _UNKNOWN)
+                if not len(missing):
+                    continue
                 computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
                 if computed is None:
                     # Out of range (the framework reports it) or an error: never cache it.
+                    failed.add(index)
                     continue
                 values[missing] = computed
-                raw[missing_rows] = computed
-            out[plugin.name] = values
-        return out
+                entry.raw[index, rows[missing]] = computed
+            return {
+                name: block[index]
+                for index, name in enumerate(entry.score_names)
+                if name not in skip and index not in failed
+            }
+        if not skip:
+            return dict(zip(entry.score_names, block, strict=True))
+        return {name: block[index] for index, name in enumerate(entry.score_names) if name not in skip}
 
 
 def _judge_per_node(
