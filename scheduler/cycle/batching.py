@@ -294,21 +294,11 @@ class BatchCache:
         skip = state.skip_score_plugins
         active = block if not skip else block[[i for i, n in enumerate(entry.score_names) if n not in skip]]
         if active.size and active.min() == _UNKNOWN:
-            failed: set[int] = set()
-            for index, plugin in enumerate(plugins):
-                if plugin.name in skip:
-                    continue
-                values = block[index]
-                missing = np.flatnonzero(values == _UNKNOWN)
-                if not len(missing):
-                    continue
-                computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
-                if computed is None:
-                    # Out of range (the framework reports it) or an error: never cache it.
-                    failed.add(index)
-                    continue
-                values[missing] = computed
-                entry.raw[index, rows[missing]] = computed
+            unknown = np.flatnonzero((active == _UNKNOWN).any(axis=0))
+            if len(unknown) <= _PER_NODE_ROWS:
+                failed = _fill_per_node(entry, block, rows, unknown, feasible, state, pod, plugins)
+            else:
+                failed = _fill_per_plugin(entry, block, rows, feasible, state, pod, plugins, batch_scores)
             return {
                 name: block[index]
                 for index, name in enumerate(entry.score_names)
@@ -317,6 +307,77 @@ class BatchCache:
         if not skip:
             return dict(zip(entry.score_names, block, strict=True))
         return {name: block[index] for index, name in enumerate(entry.score_names) if name not in skip}
+
+
+def _fill_per_plugin(
+    entry: BatchEntry,
+    block: IntArray,
+    rows: IntArray,
+    feasible: NodeSubset,
+    state: CycleState,
+    pod: PodInfo,
+    plugins: Sequence[ScorePlugin],
+    batch_scores: Callable[[str], BatchScorePlugin | None],
+) -> set[int]:
+    """Fill the unknown raw scores of ``block`` (the window's, plugin by row) and of the entry, plugin
+    by plugin; returns the indices of the plugins whose scores could not be kept."""
+    failed: set[int] = set()
+    skip = state.skip_score_plugins
+    for index, plugin in enumerate(plugins):
+        if plugin.name in skip:
+            continue
+        values = block[index]
+        missing = np.flatnonzero(values == _UNKNOWN)
+        if not len(missing):
+            continue
+        computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
+        if computed is None:
+            # Out of range (the framework reports it) or an error: never cache it.
+            failed.add(index)
+            continue
+        values[missing] = computed
+        entry.raw[index, rows[missing]] = computed
+    return failed
+
+
+def _fill_per_node(
+    entry: BatchEntry,
+    block: IntArray,
+    rows: IntArray,
+    unknown: IntArray,
+    feasible: NodeSubset,
+    state: CycleState,
+    pod: PodInfo,
+    plugins: Sequence[ScorePlugin],
+) -> set[int]:
+    """``_fill_per_plugin`` when at most ``_PER_NODE_ROWS`` columns of the window miss a score (usually
+    the node the last pod went to): each plugin's per-node ``score`` on its missing rows, as
+    ``_score_rows`` does for so few, with the values moved as Python ints, not arrays."""
+    failed: set[int] = set()
+    skip = state.skip_score_plugins
+    columns = unknown.tolist()
+    positions = rows[unknown].tolist()
+    known = block[:, unknown].tolist()
+    infos = feasible.columns.infos
+    raw = entry.raw
+    for index, plugin in enumerate(plugins):
+        if plugin.name in skip:
+            continue
+        computed: list[tuple[int, int, int]] = []
+        for column, row, value in zip(columns, positions, known[index], strict=True):
+            if value != _UNKNOWN:
+                continue
+            score, status = plugin.score(state, pod, infos[row])
+            if (status is not None and status.code is not Code.Success) or not 0 <= score <= 100:
+                # Out of range (the framework reports it) or an error: never cache it.
+                failed.add(index)
+                break
+            computed.append((column, row, score))
+        else:
+            for column, row, score in computed:
+                block[index, column] = score
+                raw[index, row] = score
+    return failed
 
 
 def _judge_per_node(
