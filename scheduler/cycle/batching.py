@@ -78,12 +78,7 @@ class BatchEntry:
     # Per row: index in ``filters`` of the first plugin that rejects it, -1 when all pass.
     first_failure: IntArray
     statuses: dict[int, Status]
-    # Raw scores, one row per Score plugin of ``score_names`` and one column per snapshot row: a pod's
-    # window is one gather across all plugins, and a changed row is forgotten by all in one store.
-    score_names: tuple[str, ...] = ()
-    raw: IntArray = field(default_factory=lambda: np.empty((0, 0), dtype=np.int64))
-    # The Score plugin sequence ``score_names`` was taken from (the profile's: the same every pod).
-    score_plugins: Sequence[ScorePlugin] | None = None
+    raw: dict[str, IntArray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -206,21 +201,15 @@ class BatchCache:
                 if len(dirty):
                     self._judge(entry, dirty, columns, state, pod, plugins, batch_of)
                     entry.generations[dirty] = generations[dirty]
-                    entry.raw[:, dirty] = _UNKNOWN
+                    for raw in entry.raw.values():
+                        raw[dirty] = _UNKNOWN
         else:
             entry = None
         if entry is None:
             self.stats.misses += 1
             self.observe("miss")
             every = np.arange(count, dtype=np.int64)
-            entry = BatchEntry(
-                columns,
-                names,
-                generations.copy(),
-                np.full(count, -1, dtype=np.int64),
-                {},
-                raw=np.empty((0, count), dtype=np.int64),
-            )
+            entry = BatchEntry(columns, names, generations.copy(), np.full(count, -1, dtype=np.int64), {})
             self._judge(entry, every, columns, state, pod, plugins, batch_of)
             entries[signature] = entry
             entries.move_to_end(signature)
@@ -282,102 +271,31 @@ class BatchCache:
         """Raw scores of ``feasible`` per Score plugin not skipped: cached rows as they were, the
         rest computed now (PreScore has run) and kept."""
         rows = feasible.positions
-        if entry.score_plugins is not plugins:
-            names = tuple(plugin.name for plugin in plugins)
-            if names != entry.score_names:
-                entry.score_names = names
-                entry.raw = np.full((len(names), len(entry.first_failure)), _UNKNOWN, dtype=np.int64)
-            entry.score_plugins = plugins
-        # Every plugin's raw scores of the window at once (a fresh array: the values handed out are
-        # the caller's to give away).
-        block: IntArray = entry.raw.take(rows, axis=1)
+        out: dict[str, IntArray] = {}
         skip = state.skip_score_plugins
-        active = block if not skip else block[[i for i, n in enumerate(entry.score_names) if n not in skip]]
-        if active.size and active.min() == _UNKNOWN:
-            unknown = np.flatnonzero((active == _UNKNOWN).any(axis=0))
-            if len(unknown) <= _PER_NODE_ROWS:
-                failed = _fill_per_node(entry, block, rows, unknown, feasible, state, pod, plugins)
-            else:
-                failed = _fill_per_plugin(entry, block, rows, feasible, state, pod, plugins, batch_scores)
-            return {
-                name: block[index]
-                for index, name in enumerate(entry.score_names)
-                if name not in skip and index not in failed
-            }
-        if not skip:
-            return dict(zip(entry.score_names, block, strict=True))
-        return {name: block[index] for index, name in enumerate(entry.score_names) if name not in skip}
-
-
-def _fill_per_plugin(
-    entry: BatchEntry,
-    block: IntArray,
-    rows: IntArray,
-    feasible: NodeSubset,
-    state: CycleState,
-    pod: PodInfo,
-    plugins: Sequence[ScorePlugin],
-    batch_scores: Callable[[str], BatchScorePlugin | None],
-) -> set[int]:
-    """Fill the unknown raw scores of ``block`` (the window's, plugin by row) and of the entry, plugin
-    by plugin; returns the indices of the plugins whose scores could not be kept."""
-    failed: set[int] = set()
-    skip = state.skip_score_plugins
-    for index, plugin in enumerate(plugins):
-        if plugin.name in skip:
-            continue
-        values = block[index]
-        missing = np.flatnonzero(values == _UNKNOWN)
-        if not len(missing):
-            continue
-        computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
-        if computed is None:
-            # Out of range (the framework reports it) or an error: never cache it.
-            failed.add(index)
-            continue
-        values[missing] = computed
-        entry.raw[index, rows[missing]] = computed
-    return failed
-
-
-def _fill_per_node(
-    entry: BatchEntry,
-    block: IntArray,
-    rows: IntArray,
-    unknown: IntArray,
-    feasible: NodeSubset,
-    state: CycleState,
-    pod: PodInfo,
-    plugins: Sequence[ScorePlugin],
-) -> set[int]:
-    """``_fill_per_plugin`` when at most ``_PER_NODE_ROWS`` columns of the window miss a score (usually
-    the node the last pod went to): each plugin's per-node ``score`` on its missing rows, as
-    ``_score_rows`` does for so few, with the values moved as Python ints, not arrays."""
-    failed: set[int] = set()
-    skip = state.skip_score_plugins
-    columns = unknown.tolist()
-    positions = rows[unknown].tolist()
-    known = block[:, unknown].tolist()
-    infos = feasible.columns.infos
-    raw = entry.raw
-    for index, plugin in enumerate(plugins):
-        if plugin.name in skip:
-            continue
-        computed: list[tuple[int, int, int]] = []
-        for column, row, value in zip(columns, positions, known[index], strict=True):
-            if value != _UNKNOWN:
+        for plugin in plugins:
+            name = plugin.name
+            if name in skip:
                 continue
-            score, status = plugin.score(state, pod, infos[row])
-            if (status is not None and status.code is not Code.Success) or not 0 <= score <= 100:
-                # Out of range (the framework reports it) or an error: never cache it.
-                failed.add(index)
-                break
-            computed.append((column, row, score))
-        else:
-            for column, row, score in computed:
-                block[index, column] = score
-                raw[index, row] = score
-    return failed
+            raw = entry.raw.get(name)
+            if raw is None:
+                raw = entry.raw[name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
+            values = raw[rows]
+            # Whether some row misses a score: the smallest value is the marker (scores are 0..100).
+            # ``argmin`` and one item cost a fifth of a comparison over the window, or of ``min``.
+            if len(values) and values[values.argmin()] == _UNKNOWN:
+                missing = (values == _UNKNOWN).nonzero()[0]
+                if len(missing) <= _PER_NODE_ROWS:
+                    kept = _fill_per_node(plugin, raw, values, missing, rows, feasible, state, pod)
+                else:
+                    kept = _fill_batch(
+                        plugin, batch_scores(name), raw, values, missing, rows, feasible, state, pod
+                    )
+                if not kept:
+                    # Out of range (the framework reports it) or an error: never cache it.
+                    continue
+            out[name] = values
+        return out
 
 
 def _judge_per_node(
@@ -405,29 +323,56 @@ def _judge_per_node(
         first_failure[row] = failed
 
 
-def _score_rows(
+def _fill_per_node(
     plugin: ScorePlugin,
-    batch: BatchScorePlugin | None,
+    raw: IntArray,
+    values: IntArray,
+    missing: IntArray,
+    rows: IntArray,
     feasible: NodeSubset,
-    indices: IntArray,
     state: CycleState,
     pod: PodInfo,
-) -> IntArray | None:
-    positions = feasible.positions[indices]
-    if batch is not None and len(indices) > _PER_NODE_ROWS:
-        nodes = NodeSubset(feasible.columns, positions)
-        computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
-        if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
-            return None
-        return computed
+) -> bool:
+    """Score the few ``missing`` entries of ``values`` (the window's raw scores; ``raw``, the entry's)
+    through the plugin's per-node ``score`` and keep them: False, nothing kept, when one fails or is
+    out of range. Python ints throughout, as a numpy call on one row costs more than the score."""
     infos = feasible.columns.infos
-    values: list[int] = []
-    for row in positions.tolist():
-        value, status = plugin.score(state, pod, infos[row])
-        if (status is not None and status.code is not Code.Success) or not 0 <= value <= 100:
-            return None
-        values.append(value)
-    return np.array(values, dtype=np.int64)
+    computed: list[tuple[int, int, int]] = []
+    for column in missing.tolist():
+        row = int(rows[column])
+        score, status = plugin.score(state, pod, infos[row])
+        if (status is not None and status.code is not Code.Success) or not 0 <= score <= 100:
+            return False
+        computed.append((column, row, score))
+    for column, row, score in computed:
+        values[column] = score
+        raw[row] = score
+    return True
+
+
+def _fill_batch(
+    plugin: ScorePlugin,
+    batch: BatchScorePlugin | None,
+    raw: IntArray,
+    values: IntArray,
+    missing: IntArray,
+    rows: IntArray,
+    feasible: NodeSubset,
+    state: CycleState,
+    pod: PodInfo,
+) -> bool:
+    """``_fill_per_node`` for many missing rows: one batch Score call over them (per node for a plugin
+    without a batch method)."""
+    if batch is None:
+        return _fill_per_node(plugin, raw, values, missing, rows, feasible, state, pod)
+    positions = rows[missing]
+    nodes = NodeSubset(feasible.columns, positions)
+    computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
+    if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
+        return False
+    values[missing] = computed
+    raw[positions] = computed
+    return True
 
 
 def _window(
