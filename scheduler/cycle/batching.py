@@ -191,7 +191,8 @@ class BatchCache:
         entry = entries.get(signature)
         count = len(columns)
         if entry is not None and entry.columns is columns and entry.filters == names:
-            dirty = np.flatnonzero(generations != entry.generations)
+            # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
+            dirty = (generations != entry.generations).nonzero()[0]
             if len(dirty) * _REBUILD_SHARE > count:
                 entry = None
             else:
@@ -391,7 +392,7 @@ def _window(
     order: IntArray = np.arange(start, start + count, dtype=np.int64)
     order %= count
     ok = entry.first_failure[order] < 0
-    alive = np.flatnonzero(ok)
+    alive = ok.nonzero()[0]
     if len(alive) >= num_to_find:
         cut = int(alive[num_to_find - 1]) + 1
         alive = alive[:num_to_find]

@@ -1170,7 +1170,8 @@ def _out_of_range(values: IntArray) -> bool:
     """Whether some int64 score is outside [MIN_NODE_SCORE, MAX_NODE_SCORE], in one reduction: shifted
     by the minimum and read as unsigned, a score below the range wraps to a huge value."""
     shifted = values - MIN_NODE_SCORE if MIN_NODE_SCORE else values
-    return bool(shifted.view(np.uint64).max() > MAX_NODE_SCORE - MIN_NODE_SCORE)
+    unsigned = shifted.view(np.uint64)
+    return bool(unsigned[unsigned.argmax()] > MAX_NODE_SCORE - MIN_NODE_SCORE)
 
 
 def _checked_array(plugin: str, nodes: Sequence[NodeInfo], raw: Sequence[int] | IntArray) -> IntArray:
