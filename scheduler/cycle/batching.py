@@ -32,7 +32,6 @@ and flushes, which this cache has none of.
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from scheduler.cycle.shallow_copy import shallow_copy
 from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterPlugin, ScorePlugin
@@ -125,13 +125,8 @@ def _written_since(before: dict[str, Any], state: CycleState) -> dict[str, Any] 
 
 
 _ABSENT: Any = object()
-# Values no phase can change: shared as they are.
-_IMMUTABLE = (tuple, frozenset, str, bytes, int, float, bool, type(None))
-
-
-def _fresh(value: Any) -> Any:
-    """A value for one cycle's state: a shallow copy, unless nothing could change it."""
-    return value if isinstance(value, _IMMUTABLE) else copy.copy(value)
+# A value for one cycle's state: a shallow copy, unless nothing could change it.
+_fresh = shallow_copy
 
 
 class BatchCache:
