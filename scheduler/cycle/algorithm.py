@@ -521,7 +521,8 @@ class SchedulingAlgorithm:
             and not state.record_plugin_metrics
         ):
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
-            return fwk.run_score_array(state, pod, nodes, raw)
+            # The cache keeps only raw scores within 0..100 (MIN_NODE_SCORE..MAX_NODE_SCORE).
+            return fwk.run_score_array(state, pod, nodes, raw, raw_in_range=True)
         return fwk.run_score_array(state, pod, nodes)
 
     def _select_host(self, nodes: Sequence[NodeInfo], scores: Sequence[int] | IntArray) -> str:

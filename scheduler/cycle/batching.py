@@ -42,12 +42,20 @@ import numpy as np
 from scheduler.cycle.shallow_copy import shallow_copy
 from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterPlugin, ScorePlugin
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    FilterPlugin,
+    ScorePlugin,
+)
 from scheduler.framework.masked import ok_mask
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
-# Raw scores are 0..100 (checked when used); this marks a row not scored since it last changed.
+# Raw scores are MIN_NODE_SCORE..MAX_NODE_SCORE, 0..100 (checked before they are kept); this marks a
+# row not scored since it last changed.
 _UNKNOWN = -1
 # Signatures kept per profile: a few interleaved ReplicaSets each keep their entry.
 MAX_ENTRIES = 8
@@ -277,8 +285,8 @@ class BatchCache:
             if raw is None:
                 raw = entry.raw[name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
             values = raw[rows]
-            # Whether some row misses a score: the smallest value is the marker (scores are 0..100).
-            # ``argmin`` and one item cost a fifth of a comparison over the window, or of ``min``.
+            # Whether some row misses a score: the smallest value is the marker (kept scores are
+            # 0..100). ``argmin`` and one item cost a fifth of a comparison over the window or of min.
             if len(values) and values[values.argmin()] == _UNKNOWN:
                 missing = (values == _UNKNOWN).nonzero()[0]
                 if len(missing) <= _PER_NODE_ROWS:
@@ -337,7 +345,9 @@ def _fill_per_node(
     for column in missing.tolist():
         row = int(rows[column])
         score, status = plugin.score(state, pod, infos[row])
-        if (status is not None and status.code is not Code.Success) or not 0 <= score <= 100:
+        if (
+            status is not None and status.code is not Code.Success
+        ) or not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
             return False
         computed.append((column, row, score))
     for column, row, score in computed:
@@ -364,7 +374,9 @@ def _fill_batch(
     positions = rows[missing]
     nodes = NodeSubset(feasible.columns, positions)
     computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
-    if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
+    if len(computed) != len(nodes) or (
+        len(computed) and (computed.min() < MIN_NODE_SCORE or computed.max() > MAX_NODE_SCORE)
+    ):
         return False
     values[missing] = computed
     raw[positions] = computed

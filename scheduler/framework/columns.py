@@ -32,7 +32,6 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-
 def int_max(values: IntArray) -> int:
     """The largest value of a non-empty integer array. Found by ``argmax``: a ufunc reduction
     (``max()``) has about a microsecond of fixed cost, five times argmax's on the few hundred values

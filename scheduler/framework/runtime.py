@@ -893,15 +893,19 @@ class Framework:
         pod: PodInfo,
         nodes: Sequence[NodeInfo],
         raw_scores: Mapping[str, IntArray] | None = None,
+        *,
+        raw_in_range: bool = False,
     ) -> IntArray:
         """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout.
 
         The Score point covers scoring, normalising and weighting, as upstream's RunScorePlugins.
         ``raw_scores``: plugins' raw (un-normalised) scores aligned with ``nodes``, already known (the
-        batching cache); each array is the caller's to give away, normalizers may rewrite it."""
+        batching cache); each array is the caller's to give away, normalizers may rewrite it.
+        ``raw_in_range``: the caller checked those are within [MIN_NODE_SCORE, MAX_NODE_SCORE], so a
+        plugin without NormalizeScore needs no second check."""
         start = _perf()
         try:
-            totals = self._score_array(state, pod, nodes, raw_scores)
+            totals = self._score_array(state, pod, nodes, raw_scores, raw_in_range)
         except PluginError as err:
             self._observe_point("Score", _status_label(err.status), _perf() - start)
             raise
@@ -914,6 +918,7 @@ class Framework:
         pod: PodInfo,
         nodes: Sequence[NodeInfo],
         raw_scores: Mapping[str, IntArray] | None,
+        raw_in_range: bool = False,
     ) -> IntArray:
         record = state.record_plugin_metrics
         observe = self._observe_plugin
@@ -941,11 +946,13 @@ class Framework:
             # For the breakdown: a reference, not a copy (array normalizers return a new array; the
             # list path normalises NodeScore objects and leaves ``raw`` alone).
             given = raw
+            checked = raw_in_range and known is not None
             if plugin.name in self._normalizers:
                 raw = self._normalize(plugin.name, state, pod, nodes, raw)
+                checked = False
             weight = self.score_weights.get(plugin.name, 1)
             values_array = _checked_array(plugin.name, nodes, raw)
-            if len(values_array) and _out_of_range(values_array):
+            if not checked and len(values_array) and _out_of_range(values_array):
                 bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
                 index = int(np.flatnonzero(bad)[0])
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
