@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.cycle.shallow_copy import shallow_copy
-from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset
+from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset, consecutive_subset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -87,6 +87,11 @@ class BatchEntry:
     first_failure: IntArray
     statuses: dict[int, Status]
     raw: dict[str, IntArray] = field(default_factory=dict)
+    # The Filter plugin list ``filters`` was last found equal to: the framework hands pods that skip
+    # alike the same list, so the names need no comparing then.
+    filter_list: Sequence[FilterPlugin] | None = None
+    # Rows 0..count-1 twice over, read-only: the round-robin order from any start is a slice of it.
+    ring: IntArray | None = None
 
 
 @dataclass(slots=True)
@@ -189,11 +194,15 @@ class BatchCache:
         the cached verdicts, patched for the rows that changed. Returns the entry for scoring (None
         when the verdicts were not cacheable)."""
         entries = self._entries.setdefault(profile, OrderedDict())
-        names = tuple(p.name for p in plugins)
         generations: IntArray = columns.array(GENERATION_COLUMN)
         entry = entries.get(signature)
         count = len(columns)
-        if entry is not None and entry.columns is columns and entry.filters == names:
+        if (
+            entry is not None
+            and entry.columns is columns
+            and (entry.filter_list is plugins or entry.filters == tuple(p.name for p in plugins))
+        ):
+            entry.filter_list = plugins
             # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
             dirty = (generations != entry.generations).nonzero()[0]
             if len(dirty) * _REBUILD_SHARE > count:
@@ -213,7 +222,9 @@ class BatchCache:
             self.stats.misses += 1
             self.observe("miss")
             every = np.arange(count, dtype=np.int64)
-            entry = BatchEntry(columns, names, generations.copy(), np.full(count, -1, dtype=np.int64), {})
+            names = tuple(p.name for p in plugins)
+            first_failure = np.full(count, -1, dtype=np.int64)
+            entry = BatchEntry(columns, names, generations.copy(), first_failure, {}, filter_list=plugins)
             self._judge(entry, every, columns, state, pod, plugins, batch_of)
             entries[signature] = entry
             entries.move_to_end(signature)
@@ -389,15 +400,18 @@ def _window(
     """The round-robin Filter window over cached verdicts: visit rows from ``start``, stop at the
     ``num_to_find``-th feasible one (``scheduler.cycle.filter_loop.find_feasible``'s contract)."""
     count = len(entry.first_failure)
+    ring = entry.ring
+    if ring is None:
+        ring = np.arange(2 * count, dtype=np.int64)
+        ring %= count
+        ring.flags.writeable = False
+        entry.ring = ring
     if not entry.statuses:
-        # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``.
+        # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``, consecutive round
+        # the end (plugins then gather slices).
         size = min(num_to_find, count)
-        positions: IntArray = np.arange(start, start + size, dtype=np.int64)
-        if start + size > count:
-            positions %= count
-        return NodeSubset(columns, positions), size, []
-    order: IntArray = np.arange(start, start + count, dtype=np.int64)
-    order %= count
+        return consecutive_subset(columns, ring[start : start + size], start), size, []
+    order: IntArray = ring[start : start + count]
     ok = entry.first_failure[order] < 0
     alive = ok.nonzero()[0]
     if len(alive) >= num_to_find:

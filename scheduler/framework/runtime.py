@@ -306,6 +306,9 @@ class Framework:
         # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
         # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
         self._amounts_checks: dict[tuple[FilterPlugin, ...], FilterChecks | None] = {}
+        # The Filter plugins left by each set of PreFilter skips seen: pods of one kind skip alike, so
+        # a cycle takes the list (shared, never changed) instead of building it.
+        self._unskipped_by_skip: dict[frozenset[str], list[FilterPlugin]] = {}
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -466,8 +469,13 @@ class Framework:
         memo = state._filter_plugins
         if memo is not None and memo[0] is self and memo[1] == skip:
             return memo[2]  # type: ignore[no-any-return]
-        plugins = self._unskipped(skip)
-        state._filter_plugins = (self, frozenset(skip), plugins)
+        frozen = frozenset(skip)
+        plugins = self._unskipped_by_skip.get(frozen)
+        if plugins is None:
+            if len(self._unskipped_by_skip) >= _UNSKIPPED_KEPT:
+                self._unskipped_by_skip.clear()
+            plugins = self._unskipped_by_skip[frozen] = self._unskipped(skip)
+        state._filter_plugins = (self, frozen, plugins)
         return plugins
 
     def _unskipped(self, skip: set[str]) -> list[FilterPlugin]:
@@ -1171,6 +1179,10 @@ def _score_node_by_node(
     if record:
         _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
     return per_node
+
+
+# Distinct PreFilter skip sets whose Filter plugin lists are kept (filter_plugins_for).
+_UNSKIPPED_KEPT = 64
 
 
 def _out_of_range(values: IntArray) -> bool:
