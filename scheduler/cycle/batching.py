@@ -106,13 +106,13 @@ class PreState:
 
     def replay_pre_filter(self, state: CycleState) -> None:
         for key, value in self.filter_data.items():
-            state.write(key, _fresh(value))
+            state.write(key, shallow_copy(value))
         state.skip_filter_plugins.update(self.skip_filter)
 
     def replay_pre_score(self, state: CycleState) -> None:
         assert self.score_data is not None
         for key, value in self.score_data.items():
-            state.write(key, _fresh(value))
+            state.write(key, shallow_copy(value))
         state.skip_score_plugins.update(self.skip_score)
 
     def keep_pre_score(self, before: dict[str, Any], state: CycleState) -> None:
@@ -133,13 +133,11 @@ def _written_since(before: dict[str, Any], state: CycleState) -> dict[str, Any] 
     for key, value in after.items():
         if before.get(key, _ABSENT) is not value:
             # Copied now, so later phases of this cycle cannot change what the next pod receives.
-            changed[key] = _fresh(value)
+            changed[key] = shallow_copy(value)
     return changed
 
 
 _ABSENT: Any = object()
-# A value for one cycle's state: a shallow copy, unless nothing could change it.
-_fresh = shallow_copy
 
 
 class BatchCache:
