@@ -20,7 +20,7 @@ from scheduler.cycle.batching import BatchCache, BatchEntry, PreState
 from scheduler.cycle.filter_loop import find_feasible, first_nodes
 from scheduler.cycle.nominated_verdicts import MISSING, NominatedVerdicts
 from scheduler.extender.runner import EXTENDER_NAME, Extenders
-from scheduler.framework.columns import IntArray, NodeSubset
+from scheduler.framework.columns import IntArray, NodeSubset, int_max
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
 from scheduler.framework.interface import FilterPlugin
@@ -521,7 +521,8 @@ class SchedulingAlgorithm:
             and not state.record_plugin_metrics
         ):
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
-            return fwk.run_score_array(state, pod, nodes, raw)
+            # The cache keeps only raw scores within 0..100 (MIN_NODE_SCORE..MAX_NODE_SCORE).
+            return fwk.run_score_array(state, pod, nodes, raw, raw_in_range=True)
         return fwk.run_score_array(state, pod, nodes)
 
     def _select_host(self, nodes: Sequence[NodeInfo], scores: Sequence[int] | IntArray) -> str:
@@ -532,7 +533,7 @@ class SchedulingAlgorithm:
         reservoir, which picks each tied node with the same probability)."""
         values = np.asarray(scores)
         # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
-        ties = (values == values.max()).nonzero()[0]
+        ties = (values == int_max(values)).nonzero()[0]
         return int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
 
 

@@ -32,7 +32,6 @@ and flushes, which this cache has none of.
 
 from __future__ import annotations
 
-import copy
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -40,14 +39,23 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset
+from scheduler.cycle.shallow_copy import shallow_copy
+from scheduler.framework.columns import GENERATION_COLUMN, IntArray, NodeSubset, consecutive_subset
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterPlugin, ScorePlugin
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    FilterPlugin,
+    ScorePlugin,
+)
 from scheduler.framework.masked import ok_mask
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
-# Raw scores are 0..100 (checked when used); this marks a row not scored since it last changed.
+# Raw scores are MIN_NODE_SCORE..MAX_NODE_SCORE, 0..100 (checked before they are kept); this marks a
+# row not scored since it last changed.
 _UNKNOWN = -1
 # Signatures kept per profile: a few interleaved ReplicaSets each keep their entry.
 MAX_ENTRIES = 8
@@ -79,6 +87,11 @@ class BatchEntry:
     first_failure: IntArray
     statuses: dict[int, Status]
     raw: dict[str, IntArray] = field(default_factory=dict)
+    # The Filter plugin list ``filters`` was last found equal to: the framework hands pods that skip
+    # alike the same list, so the names need no comparing then.
+    filter_list: Sequence[FilterPlugin] | None = None
+    # Rows 0..count-1 twice over, read-only: the round-robin order from any start is a slice of it.
+    ring: IntArray | None = None
 
 
 @dataclass(slots=True)
@@ -93,13 +106,13 @@ class PreState:
 
     def replay_pre_filter(self, state: CycleState) -> None:
         for key, value in self.filter_data.items():
-            state.write(key, _fresh(value))
+            state.write(key, shallow_copy(value))
         state.skip_filter_plugins.update(self.skip_filter)
 
     def replay_pre_score(self, state: CycleState) -> None:
         assert self.score_data is not None
         for key, value in self.score_data.items():
-            state.write(key, _fresh(value))
+            state.write(key, shallow_copy(value))
         state.skip_score_plugins.update(self.skip_score)
 
     def keep_pre_score(self, before: dict[str, Any], state: CycleState) -> None:
@@ -120,18 +133,11 @@ def _written_since(before: dict[str, Any], state: CycleState) -> dict[str, Any] 
     for key, value in after.items():
         if before.get(key, _ABSENT) is not value:
             # Copied now, so later phases of this cycle cannot change what the next pod receives.
-            changed[key] = _fresh(value)
+            changed[key] = shallow_copy(value)
     return changed
 
 
 _ABSENT: Any = object()
-# Values no phase can change: shared as they are.
-_IMMUTABLE = (tuple, frozenset, str, bytes, int, float, bool, type(None))
-
-
-def _fresh(value: Any) -> Any:
-    """A value for one cycle's state: a shallow copy, unless nothing could change it."""
-    return value if isinstance(value, _IMMUTABLE) else copy.copy(value)
 
 
 class BatchCache:
@@ -186,12 +192,17 @@ class BatchCache:
         the cached verdicts, patched for the rows that changed. Returns the entry for scoring (None
         when the verdicts were not cacheable)."""
         entries = self._entries.setdefault(profile, OrderedDict())
-        names = tuple(p.name for p in plugins)
         generations: IntArray = columns.array(GENERATION_COLUMN)
         entry = entries.get(signature)
         count = len(columns)
-        if entry is not None and entry.columns is columns and entry.filters == names:
-            dirty = np.flatnonzero(generations != entry.generations)
+        if (
+            entry is not None
+            and entry.columns is columns
+            and (entry.filter_list is plugins or entry.filters == tuple(p.name for p in plugins))
+        ):
+            entry.filter_list = plugins
+            # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
+            dirty = (generations != entry.generations).nonzero()[0]
             if len(dirty) * _REBUILD_SHARE > count:
                 entry = None
             else:
@@ -209,7 +220,9 @@ class BatchCache:
             self.stats.misses += 1
             self.observe("miss")
             every = np.arange(count, dtype=np.int64)
-            entry = BatchEntry(columns, names, generations.copy(), np.full(count, -1, dtype=np.int64), {})
+            names = tuple(p.name for p in plugins)
+            first_failure = np.full(count, -1, dtype=np.int64)
+            entry = BatchEntry(columns, names, generations.copy(), first_failure, {}, filter_list=plugins)
             self._judge(entry, every, columns, state, pod, plugins, batch_of)
             entries[signature] = entry
             entries.move_to_end(signature)
@@ -274,22 +287,27 @@ class BatchCache:
         out: dict[str, IntArray] = {}
         skip = state.skip_score_plugins
         for plugin in plugins:
-            if plugin.name in skip:
+            name = plugin.name
+            if name in skip:
                 continue
-            raw = entry.raw.get(plugin.name)
+            raw = entry.raw.get(name)
             if raw is None:
-                raw = entry.raw[plugin.name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
+                raw = entry.raw[name] = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
             values = raw[rows]
-            missing = np.flatnonzero(values == _UNKNOWN)
-            if len(missing):
-                missing_rows = rows[missing]
-                computed = _score_rows(plugin, batch_scores(plugin.name), feasible, missing, state, pod)
-                if computed is None:
+            # Whether some row misses a score: the smallest value is the marker (kept scores are
+            # 0..100). ``argmin`` and one item cost a fifth of a comparison over the window or of min.
+            if len(values) and values[values.argmin()] == _UNKNOWN:
+                missing = (values == _UNKNOWN).nonzero()[0]
+                if len(missing) <= _PER_NODE_ROWS:
+                    kept = _fill_per_node(plugin, raw, values, missing, rows, feasible, state, pod)
+                else:
+                    kept = _fill_batch(
+                        plugin, batch_scores(name), raw, values, missing, rows, feasible, state, pod
+                    )
+                if not kept:
                     # Out of range (the framework reports it) or an error: never cache it.
                     continue
-                values[missing] = computed
-                raw[missing_rows] = computed
-            out[plugin.name] = values
+            out[name] = values
         return out
 
 
@@ -318,29 +336,60 @@ def _judge_per_node(
         first_failure[row] = failed
 
 
-def _score_rows(
+def _fill_per_node(
     plugin: ScorePlugin,
-    batch: BatchScorePlugin | None,
+    raw: IntArray,
+    values: IntArray,
+    missing: IntArray,
+    rows: IntArray,
     feasible: NodeSubset,
-    indices: IntArray,
     state: CycleState,
     pod: PodInfo,
-) -> IntArray | None:
-    positions = feasible.positions[indices]
-    if batch is not None and len(indices) > _PER_NODE_ROWS:
-        nodes = NodeSubset(feasible.columns, positions)
-        computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
-        if len(computed) != len(nodes) or (len(computed) and (computed.min() < 0 or computed.max() > 100)):
-            return None
-        return computed
+) -> bool:
+    """Score the few ``missing`` entries of ``values`` (the window's raw scores; ``raw``, the entry's)
+    through the plugin's per-node ``score`` and keep them: False, nothing kept, when one fails or is
+    out of range. Python ints throughout, as a numpy call on one row costs more than the score."""
     infos = feasible.columns.infos
-    values: list[int] = []
-    for row in positions.tolist():
-        value, status = plugin.score(state, pod, infos[row])
-        if (status is not None and status.code is not Code.Success) or not 0 <= value <= 100:
-            return None
-        values.append(value)
-    return np.array(values, dtype=np.int64)
+    computed: list[tuple[int, int, int]] = []
+    for column in missing.tolist():
+        row = int(rows[column])
+        score, status = plugin.score(state, pod, infos[row])
+        if (
+            status is not None and status.code is not Code.Success
+        ) or not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+            return False
+        computed.append((column, row, score))
+    for column, row, score in computed:
+        values[column] = score
+        raw[row] = score
+    return True
+
+
+def _fill_batch(
+    plugin: ScorePlugin,
+    batch: BatchScorePlugin | None,
+    raw: IntArray,
+    values: IntArray,
+    missing: IntArray,
+    rows: IntArray,
+    feasible: NodeSubset,
+    state: CycleState,
+    pod: PodInfo,
+) -> bool:
+    """``_fill_per_node`` for many missing rows: one batch Score call over them (per node for a plugin
+    without a batch method)."""
+    if batch is None:
+        return _fill_per_node(plugin, raw, values, missing, rows, feasible, state, pod)
+    positions = rows[missing]
+    nodes = NodeSubset(feasible.columns, positions)
+    computed = np.asarray(batch.score_nodes(state, pod, nodes), dtype=np.int64)
+    if len(computed) != len(nodes) or (
+        len(computed) and (computed.min() < MIN_NODE_SCORE or computed.max() > MAX_NODE_SCORE)
+    ):
+        return False
+    values[missing] = computed
+    raw[positions] = computed
+    return True
 
 
 def _window(
@@ -349,17 +398,20 @@ def _window(
     """The round-robin Filter window over cached verdicts: visit rows from ``start``, stop at the
     ``num_to_find``-th feasible one (``scheduler.cycle.filter_loop.find_feasible``'s contract)."""
     count = len(entry.first_failure)
+    ring = entry.ring
+    if ring is None:
+        ring = np.arange(2 * count, dtype=np.int64)
+        ring %= count
+        ring.flags.writeable = False
+        entry.ring = ring
     if not entry.statuses:
-        # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``.
+        # Nothing rejected anywhere: the first ``num_to_find`` rows from ``start``, consecutive round
+        # the end (plugins then gather slices).
         size = min(num_to_find, count)
-        positions: IntArray = np.arange(start, start + size, dtype=np.int64)
-        if start + size > count:
-            positions %= count
-        return NodeSubset(columns, positions), size, []
-    order: IntArray = np.arange(start, start + count, dtype=np.int64)
-    order %= count
+        return consecutive_subset(columns, ring[start : start + size], start), size, []
+    order: IntArray = ring[start : start + count]
     ok = entry.first_failure[order] < 0
-    alive = np.flatnonzero(ok)
+    alive = ok.nonzero()[0]
     if len(alive) >= num_to_find:
         cut = int(alive[num_to_find - 1]) + 1
         alive = alive[:num_to_find]

@@ -31,6 +31,14 @@ from scheduler.framework.types import NodeInfo
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
+
+def int_max(values: IntArray) -> int:
+    """The largest value of a non-empty integer array. Found by ``argmax``: a ufunc reduction
+    (``max()``) has about a microsecond of fixed cost, five times argmax's on the few hundred values
+    of a cycle's window, and scoring asks several times per pod."""
+    return int(values[values.argmax()])
+
+
 # The label-code column of this pseudo key holds node names (matchFields on metadata.name).
 NAME_KEY = "\x00metadata.name"
 

@@ -306,6 +306,9 @@ class Framework:
         # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
         # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
         self._amounts_checks: dict[tuple[FilterPlugin, ...], FilterChecks | None] = {}
+        # The Filter plugins left by each set of PreFilter skips seen: pods of one kind skip alike, so
+        # a cycle takes the list (shared, never changed) instead of building it.
+        self._unskipped_by_skip: dict[frozenset[str], list[FilterPlugin]] = {}
 
     # --- queue side ---------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
@@ -466,8 +469,13 @@ class Framework:
         memo = state._filter_plugins
         if memo is not None and memo[0] is self and memo[1] == skip:
             return memo[2]  # type: ignore[no-any-return]
-        plugins = self._unskipped(skip)
-        state._filter_plugins = (self, frozenset(skip), plugins)
+        frozen = frozenset(skip)
+        plugins = self._unskipped_by_skip.get(frozen)
+        if plugins is None:
+            if len(self._unskipped_by_skip) >= _UNSKIPPED_KEPT:
+                self._unskipped_by_skip.clear()
+            plugins = self._unskipped_by_skip[frozen] = self._unskipped(skip)
+        state._filter_plugins = (self, frozen, plugins)
         return plugins
 
     def _unskipped(self, skip: set[str]) -> list[FilterPlugin]:
@@ -893,15 +901,19 @@ class Framework:
         pod: PodInfo,
         nodes: Sequence[NodeInfo],
         raw_scores: Mapping[str, IntArray] | None = None,
+        *,
+        raw_in_range: bool = False,
     ) -> IntArray:
         """``run_score`` as an int64 array: batch plugins and normalizers stay vectorised throughout.
 
         The Score point covers scoring, normalising and weighting, as upstream's RunScorePlugins.
         ``raw_scores``: plugins' raw (un-normalised) scores aligned with ``nodes``, already known (the
-        batching cache); each array is the caller's to give away, normalizers may rewrite it."""
+        batching cache); each array is the caller's to give away, normalizers may rewrite it.
+        ``raw_in_range``: the caller checked those are within [MIN_NODE_SCORE, MAX_NODE_SCORE], so a
+        plugin without NormalizeScore needs no second check."""
         start = _perf()
         try:
-            totals = self._score_array(state, pod, nodes, raw_scores)
+            totals = self._score_array(state, pod, nodes, raw_scores, raw_in_range)
         except PluginError as err:
             self._observe_point("Score", _status_label(err.status), _perf() - start)
             raise
@@ -914,6 +926,7 @@ class Framework:
         pod: PodInfo,
         nodes: Sequence[NodeInfo],
         raw_scores: Mapping[str, IntArray] | None,
+        raw_in_range: bool = False,
     ) -> IntArray:
         record = state.record_plugin_metrics
         observe = self._observe_plugin
@@ -941,11 +954,13 @@ class Framework:
             # For the breakdown: a reference, not a copy (array normalizers return a new array; the
             # list path normalises NodeScore objects and leaves ``raw`` alone).
             given = raw
+            checked = raw_in_range and known is not None
             if plugin.name in self._normalizers:
                 raw = self._normalize(plugin.name, state, pod, nodes, raw)
+                checked = False
             weight = self.score_weights.get(plugin.name, 1)
             values_array = _checked_array(plugin.name, nodes, raw)
-            if len(values_array) and _out_of_range(values_array):
+            if not checked and len(values_array) and _out_of_range(values_array):
                 bad = (values_array < MIN_NODE_SCORE) | (values_array > MAX_NODE_SCORE)
                 index = int(np.flatnonzero(bad)[0])
                 raise _invalid_score(plugin.name, int(values_array[index]), nodes[index].name)
@@ -1166,11 +1181,16 @@ def _score_node_by_node(
     return per_node
 
 
+# Distinct PreFilter skip sets whose Filter plugin lists are kept (filter_plugins_for).
+_UNSKIPPED_KEPT = 64
+
+
 def _out_of_range(values: IntArray) -> bool:
     """Whether some int64 score is outside [MIN_NODE_SCORE, MAX_NODE_SCORE], in one reduction: shifted
     by the minimum and read as unsigned, a score below the range wraps to a huge value."""
     shifted = values - MIN_NODE_SCORE if MIN_NODE_SCORE else values
-    return bool(shifted.view(np.uint64).max() > MAX_NODE_SCORE - MIN_NODE_SCORE)
+    unsigned = shifted.view(np.uint64)
+    return bool(unsigned[unsigned.argmax()] > MAX_NODE_SCORE - MIN_NODE_SCORE)
 
 
 def _checked_array(plugin: str, nodes: Sequence[NodeInfo], raw: Sequence[int] | IntArray) -> IntArray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.framework.columns import IntArray
+from scheduler.framework.columns import IntArray, int_max
 from scheduler.framework.types import NodeScore
 
 
@@ -26,7 +26,7 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
 
 def default_normalize_score_array(max_priority: int, reverse: bool, scores: IntArray) -> IntArray:
     """``default_normalize_score`` over an array of scores; returns the normalised array."""
-    max_count = max(0, int(scores.max())) if len(scores) else 0
+    max_count = max(0, int_max(scores)) if len(scores) else 0
     if max_count == 0:
         if reverse:
             return np.full(len(scores), max_priority, dtype=np.int64)

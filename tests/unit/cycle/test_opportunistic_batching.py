@@ -1,5 +1,6 @@
 """Opportunistic batching (scheduler.cycle.batching) places every pod exactly where one-by-one scheduling
-does: same node, same evaluated/feasible counts, same round-robin start index, same FitError text.
+does: same node, same evaluated/feasible counts, same round-robin start index, same FitError text, and
+the same scores (each Score plugin's raw and normalised scores of every scored node, and its weight).
 
 Random clusters and random streams of pods drawn from a few templates (so signatures repeat), with
 the state changing between pods: each placed pod lands in the cache (the node the next pod must
@@ -13,6 +14,7 @@ import dataclasses
 import random
 from typing import Any
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY
@@ -22,7 +24,7 @@ from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.cycle.batching import BatchStats
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY, Framework
 from scheduler.framework.types import PodInfo
 from tests.unit.cycle.test_batch_equivalence import _node, _pod
 from tests.unit.fakes import PROFILE, build_frameworks, make_node, make_pod
@@ -41,18 +43,27 @@ class _Side:
     def schedule(self, pod: dict[str, Any], record: bool = False) -> tuple[Any, ...]:
         self.cache.update_snapshot(self.snapshot)
         info = PodInfo(pod)
+        # As explain's recorder does (on by default): each Score plugin's raw and normalised scores
+        # and weight, compared between the two sides as well.
+        breakdown: list[tuple[str, Any, Any, int]] = []
         try:
             state = CycleState(record_plugin_metrics=record)
+            state.write(SCORE_BREAKDOWN_KEY, breakdown)
             result = self.algorithm.schedule_pod(self.fwk, state, info, self.snapshot)
         except FitError as err:
             return ("fit-error", str(err), self.algorithm.next_start_node_index)
         # As a caller may: the pod it scheduled changes afterwards (kept specs must not follow).
         pod["spec"]["nodeName"] = result.node_name
+        scores = tuple(
+            (plugin, np.asarray(raw).tolist(), np.asarray(values).tolist(), weight)
+            for plugin, raw, values, weight in breakdown
+        )
         return (
             result.node_name,
             result.evaluated_nodes,
             result.feasible_nodes,
             self.algorithm.next_start_node_index,
+            scores,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.cache import Snapshot
@@ -199,6 +200,33 @@ def test_out_of_range_scores_are_plugin_errors(bad: int) -> None:
         framework.run_score(CycleState(), POD, NODES)
     assert info.value.status.code is Code.Error
     assert info.value.status.plugin == "Bad"
+
+
+def test_known_raw_scores_are_weighted_as_computed_ones_and_still_checked() -> None:
+    framework = fwk(PluginSet(score=[ByName("Plain"), Reversed("Rev")]), weights={"Plain": 2, "Rev": 3})
+    known = {"Plain": np.array([0, 10, 20], dtype=np.int64), "Rev": np.array([0, 10, 20], dtype=np.int64)}
+    for in_range in (False, True):
+        given = {name: values.copy() for name, values in known.items()}
+        totals = framework.run_score_array(CycleState(), POD, NODES, given, raw_in_range=in_range)
+        assert totals.tolist() == framework.run_score(CycleState(), POD, NODES) == [60, 50, 40]
+    # Not vouched for: a known raw score out of range is the plugin's error, as a computed one.
+    with pytest.raises(PluginError) as info:
+        framework.run_score_array(CycleState(), POD, NODES, {"Plain": np.array([0, 101, 0], dtype=np.int64)})
+    assert info.value.status.plugin == "Plain"
+
+
+def test_a_normalizer_out_of_range_is_an_error_even_over_known_raw_scores() -> None:
+    class Overshoot(ByName):
+        def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status | None:
+            for s in scores:
+                s.score += 100
+            return None
+
+    framework = fwk(PluginSet(score=[Overshoot("Over")]))
+    known = {"Over": np.array([0, 10, 20], dtype=np.int64)}
+    with pytest.raises(PluginError) as info:
+        framework.run_score_array(CycleState(), POD, NODES, known, raw_in_range=True)
+    assert info.value.status.plugin == "Over"
 
 
 def test_score_error_status_raises() -> None:
