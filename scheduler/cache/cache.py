@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.cache.echo import invisible_update
 from scheduler.cache.node_tree import NodeTree, node_zone_key
 from scheduler.cache.pod_infos import PodInfoCache
 from scheduler.cache.snapshot import Snapshot
@@ -193,6 +194,8 @@ class SchedulerCache:
                 self._remove_state(key, state)
             return
         if state is not None:
+            if self._swap_in_place(key, state, info):
+                return
             if state.assumed:
                 if state.info.node_name != info.node_name:
                     log.info(
@@ -208,6 +211,46 @@ class SchedulerCache:
                 )
             self._remove_state(key, state)
         self._add_state(info, assumed=False)
+
+    def _swap_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
+        """Holds ``info`` instead of the cached version without changing the node's generation, when
+        no reader of a snapshot can tell them apart (``invisible_update``: the bind's echo) and the
+        ordinary remove-then-add would leave every map of the node in the same order: the pod is the
+        node's last (upstream's removal moves the last pod into the removed one's place, and the add
+        appends) and has no host ports (a port freed and taken again moves to the end of
+        ``used_ports``). The next snapshot update then clones nothing and no node column is recomputed;
+        snapshots keep the previous version until the node changes for another reason."""
+        cached = state.info
+        if info is cached:
+            return False
+        node = self._nodes.get(cached.node_name)
+        if (
+            node is None
+            or node.node is None
+            or cached.host_ports
+            or info.host_ports
+            or node.pods.get(key) is not cached
+            or next(reversed(node.pods)) != key
+            or not invisible_update(cached, info)
+        ):
+            return False
+        # Equal specs: the same (anti-)affinity lists hold the pod, and it must be their last too.
+        lists = [
+            pods
+            for pods, holds in (
+                (node.pods_with_affinity, cached.has_pod_affinity),
+                (node.pods_with_required_anti_affinity, cached.has_required_anti_affinity),
+            )
+            if holds
+        ]
+        if any(pods.get(key) is not cached or next(reversed(pods)) != key for pods in lists):
+            return False
+        node.pods[key] = info
+        for pods in lists:
+            pods[key] = info
+        self._pods[key] = _PodState(info)
+        self._assumed.discard(key)
+        return True
 
     def _parse(self, pod: PodLike, cached: PodInfo | None = None) -> PodInfo | None:
         """``cached``: the version the cache holds (often the assumed copy of this very pod)."""

@@ -1,0 +1,88 @@
+"""When a new version of a cached pod changes nothing the scheduler reads (the bind's echo).
+
+Once a pod is assumed, the informer shows it again when the Binding lands: the same pod with
+``spec.nodeName`` set (the assumed copy already had it), ``PodScheduled=True`` among its conditions and
+a new ``resourceVersion``. Replacing the assumed version by that one the ordinary way (remove, add)
+changes the node's generation, so the next snapshot update clones the node again and recomputes its
+node columns, and batching judges the row again, all for a change nothing reads.
+
+``invisible_update`` decides, conservatively, that the two versions are the same pod for every reader
+of a snapshot: the whole object is compared, and only these may differ:
+
+- ``metadata.resourceVersion`` and ``metadata.managedFields``: no plugin, preemption step or explain
+  view reads a snapshot pod's resourceVersion (victims are deleted by name with a uid precondition,
+  their status patched by name), and managedFields are dropped by the informer anyway;
+- the ``PodScheduled`` condition: nothing reads it off an assigned pod (preemption reads the
+  ``DisruptionTarget`` condition, resource fitting the ``PodResizePending`` one; both still compared).
+
+Everything else must be equal: labels (InterPodAffinity, PodTopologySpread, PDBs, gangs), annotations,
+ownerReferences, ``deletionTimestamp`` (preemption's terminating victims, PodTopologySpread), the
+whole spec (requests, ports, volumes, claims, affinity, tolerations, priority), the whole status but
+that one condition (``startTime`` orders victims, status resources, ``nominatedNodeName``, claim
+statuses). A binding that also copies the node's topology labels (the PodTopologyLabels admission) is
+therefore an ordinary update.
+
+The cache also requires that the swap leaves every map in the order the ordinary path would give
+(see ``SchedulerCache._swap_in_place``); this module only compares the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from scheduler.framework.types import PodInfo
+
+# Fields of metadata nothing reads off an assigned pod.
+IGNORED_METADATA = frozenset({"resourceVersion", "managedFields"})
+# The one condition type the Binding sets.
+POD_SCHEDULED = "PodScheduled"
+
+_MISSING = object()
+
+
+def invisible_update(old: PodInfo, new: PodInfo) -> bool:
+    """Whether ``new`` is the same pod as ``old`` on the same node for every reader of a snapshot, so
+    the cache may hold ``new`` while a snapshot keeps ``old``."""
+    if not old.uid or new.uid != old.uid or new.key != old.key or new.node_name != old.node_name:
+        return False
+    return same_but_unread(old.pod, new.pod)
+
+
+def same_but_unread(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether the two pod objects are equal except for what ``invisible_update`` allows to differ."""
+    if old.keys() != new.keys():
+        return False
+    for field, value in old.items():
+        other = new[field]
+        if field == "metadata":
+            if not _equal_except(value, other, IGNORED_METADATA):
+                return False
+        elif field == "status":
+            if not _same_status(value, other):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+def _same_status(old: Any, new: Any) -> bool:
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return bool(old == new)
+    if not _equal_except(old, new, ("conditions",)):
+        return False
+    return _conditions_but_scheduled(old) == _conditions_but_scheduled(new)
+
+
+def _conditions_but_scheduled(status: Mapping[str, Any]) -> list[Any]:
+    conditions = status.get("conditions") or ()
+    return [c for c in conditions if not (isinstance(c, Mapping) and c.get("type") == POD_SCHEDULED)]
+
+
+def _equal_except(old: Any, new: Any, ignored: Collection[str]) -> bool:
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return bool(old == new)
+    for key, value in old.items():
+        if key not in ignored and new.get(key, _MISSING) != value:
+            return False
+    return all(key in old or key in ignored for key in new)
