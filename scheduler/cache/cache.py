@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.cache.echo import invisible_update
+from scheduler.cache.echo import same_but_unread
 from scheduler.cache.node_tree import NodeTree, node_zone_key
 from scheduler.cache.pod_infos import PodInfoCache
 from scheduler.cache.snapshot import Snapshot
@@ -214,24 +214,20 @@ class SchedulerCache:
 
     def _swap_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
         """Holds ``info`` instead of the cached version without changing the node's generation, when
-        no reader of a snapshot can tell them apart (``invisible_update``: the bind's echo) and the
+        no reader of a snapshot can tell them apart (``same_but_unread``: the bind's echo) and the
         ordinary remove-then-add would leave every map of the node in the same order: the pod is the
         node's last (upstream's removal moves the last pod into the removed one's place, and the add
         appends) and has no host ports (a port freed and taken again moves to the end of
         ``used_ports``). The next snapshot update then clones nothing and no node column is recomputed;
         snapshots keep the previous version until the node changes for another reason."""
         cached = state.info
-        if info is cached:
-            return False
         node = self._nodes.get(cached.node_name)
         if (
             node is None
-            or node.node is None
             or cached.host_ports
             or info.host_ports
-            or node.pods.get(key) is not cached
             or next(reversed(node.pods)) != key
-            or not invisible_update(cached, info)
+            or not same_but_unread(cached.pod, info.pod)
         ):
             return False
         # Equal specs: the same (anti-)affinity lists hold the pod, and it must be their last too.
@@ -243,7 +239,7 @@ class SchedulerCache:
             )
             if holds
         ]
-        if any(pods.get(key) is not cached or next(reversed(pods)) != key for pods in lists):
+        if any(next(reversed(pods)) != key for pods in lists):
             return False
         node.pods[key] = info
         for pods in lists:

@@ -6,7 +6,7 @@ a new ``resourceVersion``. Replacing the assumed version by that one the ordinar
 changes the node's generation, so the next snapshot update clones the node again and recomputes its
 node columns, and batching judges the row again, all for a change nothing reads.
 
-``invisible_update`` decides, conservatively, that the two versions are the same pod for every reader
+``same_but_unread`` decides, conservatively, that the two versions are the same pod for every reader
 of a snapshot: the whole object is compared, and only these may differ:
 
 - ``metadata.resourceVersion`` and ``metadata.managedFields``: no plugin, preemption step or explain
@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from scheduler.framework.types import PodInfo
-
 # Fields of metadata nothing reads off an assigned pod.
 IGNORED_METADATA = frozenset({"resourceVersion", "managedFields"})
 # The one condition type the Binding sets.
@@ -41,16 +39,10 @@ POD_SCHEDULED = "PodScheduled"
 _MISSING = object()
 
 
-def invisible_update(old: PodInfo, new: PodInfo) -> bool:
-    """Whether ``new`` is the same pod as ``old`` on the same node for every reader of a snapshot, so
-    the cache may hold ``new`` while a snapshot keeps ``old``."""
-    if not old.uid or new.uid != old.uid or new.key != old.key or new.node_name != old.node_name:
-        return False
-    return same_but_unread(old.pod, new.pod)
-
-
 def same_but_unread(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether the two pod objects are equal except for what ``invisible_update`` allows to differ."""
+    """Whether ``new``, a version of the pod ``old``, is the same pod on the same node for every reader
+    of a snapshot, so the cache may hold ``new`` while a snapshot keeps ``old`` (uid, name and node
+    are in the objects compared)."""
     if old.keys() != new.keys():
         return False
     for field, value in old.items():
