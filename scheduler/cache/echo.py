@@ -35,6 +35,7 @@ from typing import Any
 IGNORED_METADATA = frozenset({"resourceVersion", "managedFields"})
 # The one condition type the Binding sets.
 POD_SCHEDULED = "PodScheduled"
+_CONDITIONS = frozenset({"conditions"})
 
 _MISSING = object()
 
@@ -42,11 +43,14 @@ _MISSING = object()
 def same_but_unread(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether ``new``, a version of the pod ``old``, is the same pod on the same node for every reader
     of a snapshot, so the cache may hold ``new`` while a snapshot keeps ``old`` (uid, name and node
-    are in the objects compared)."""
-    if old.keys() != new.keys():
+    are in the objects compared). Written for the common case, one call per bind's echo: equal keys,
+    values compared before any key is looked up among the ignored ones."""
+    if len(old) != len(new):
         return False
     for field, value in old.items():
-        other = new[field]
+        other = new.get(field, _MISSING)
+        if other is value:
+            continue
         if field == "metadata":
             if not _equal_except(value, other, IGNORED_METADATA):
                 return False
@@ -59,22 +63,33 @@ def same_but_unread(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def _same_status(old: Any, new: Any) -> bool:
-    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+    if not isinstance(old, dict) or not isinstance(new, dict):
         return bool(old == new)
-    if not _equal_except(old, new, ("conditions",)):
+    if not _equal_except(old, new, _CONDITIONS):
         return False
-    return _conditions_but_scheduled(old) == _conditions_but_scheduled(new)
+    # The echo of a pod never refused before adds the condition; a retried pod's flips it to True.
+    conditions, other = old.get("conditions"), new.get("conditions")
+    return conditions == other or _but_scheduled(conditions) == _but_scheduled(other)
 
 
-def _conditions_but_scheduled(status: Mapping[str, Any]) -> list[Any]:
-    conditions = status.get("conditions") or ()
-    return [c for c in conditions if not (isinstance(c, Mapping) and c.get("type") == POD_SCHEDULED)]
+def _but_scheduled(conditions: Any) -> list[Any]:
+    return [c for c in conditions or () if not (isinstance(c, dict) and c.get("type") == POD_SCHEDULED)]
 
 
 def _equal_except(old: Any, new: Any, ignored: Collection[str]) -> bool:
-    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+    """``old == new`` for two dicts but their ``ignored`` keys."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
         return bool(old == new)
+    same_keys = len(old) == len(new)
     for key, value in old.items():
-        if key not in ignored and new.get(key, _MISSING) != value:
+        other = new.get(key, _MISSING)
+        if other is _MISSING:
+            same_keys = False
+        if other != value and key not in ignored:
             return False
-    return all(key in old or key in ignored for key in new)
+    if same_keys:
+        return True
+    for key in new:  # noqa: SIM110 (a loop: no generator frame on the echo's path)
+        if key not in old and key not in ignored:
+            return False
+    return True
