@@ -225,25 +225,22 @@ class SchedulerCache:
         if (
             node is None
             or cached.host_ports
-            or info.host_ports
             or next(reversed(node.pods)) != key
             or not same_but_unread(cached.pod, info.pod)
         ):
             return False
-        # Equal specs: the same (anti-)affinity lists hold the pod, and it must be their last too.
-        lists = [
-            pods
-            for pods, holds in (
-                (node.pods_with_affinity, cached.has_pod_affinity),
-                (node.pods_with_required_anti_affinity, cached.has_required_anti_affinity),
-            )
-            if holds
-        ]
-        if any(next(reversed(pods)) != key for pods in lists):
+        # Equal specs (compared above): the same ports, the same (anti-)affinity lists hold the pod, and
+        # it must be their last too.
+        with_affinity, with_anti = cached.has_pod_affinity, cached.has_required_anti_affinity
+        if (with_affinity and next(reversed(node.pods_with_affinity)) != key) or (
+            with_anti and next(reversed(node.pods_with_required_anti_affinity)) != key
+        ):
             return False
         node.pods[key] = info
-        for pods in lists:
-            pods[key] = info
+        if with_affinity:
+            node.pods_with_affinity[key] = info
+        if with_anti:
+            node.pods_with_required_anti_affinity[key] = info
         self._pods[key] = _PodState(info)
         self._assumed.discard(key)
         return True
