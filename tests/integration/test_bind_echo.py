@@ -3,6 +3,7 @@ topology labels, an ordinary update when the PodTopologyLabels admission copies 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -44,7 +45,7 @@ def test_the_servers_echo_of_a_binding_is_held_in_place_unless_it_copies_topolog
         for node in nodes.values():
             cache.add_node(node)
         snapshot = Snapshot()
-        echoes: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        echoes: dict[str, tuple[Mapping[str, Any], dict[str, Any]]] = {}
         for node_name in nodes:
             pod_name = "p-zoned" if node_name == zoned else "p-plain"
             body = {
