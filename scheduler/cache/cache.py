@@ -23,7 +23,9 @@ snapshot.
 
 Every change takes a new value of one global generation counter and stores it on the NodeInfo it
 touched; ``_nodes`` keeps NodeInfos ordered by last change, so ``update_snapshot`` walks back only over
-the nodes changed since the snapshot's generation.
+the nodes changed since the snapshot's generation. The one exception is a new version no snapshot reader
+can tell from the cached one (the bind's echo, ``_swap_in_place``): it replaces the PodInfo in place and
+snapshots keep the previous one.
 """
 
 from __future__ import annotations
