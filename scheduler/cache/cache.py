@@ -23,7 +23,9 @@ snapshot.
 
 Every change takes a new value of one global generation counter and stores it on the NodeInfo it
 touched; ``_nodes`` keeps NodeInfos ordered by last change, so ``update_snapshot`` walks back only over
-the nodes changed since the snapshot's generation.
+the nodes changed since the snapshot's generation. The one exception is a new version no snapshot reader
+can tell from the cached one (the bind's echo, ``_swap_in_place``): it replaces the PodInfo in place and
+snapshots keep the previous one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.cache.echo import same_but_unread
 from scheduler.cache.node_tree import NodeTree, node_zone_key
 from scheduler.cache.pod_infos import PodInfoCache
 from scheduler.cache.snapshot import Snapshot
@@ -193,6 +196,8 @@ class SchedulerCache:
                 self._remove_state(key, state)
             return
         if state is not None:
+            if self._swap_in_place(key, state, info):
+                return
             if state.assumed:
                 if state.info.node_name != info.node_name:
                     log.info(
@@ -208,6 +213,39 @@ class SchedulerCache:
                 )
             self._remove_state(key, state)
         self._add_state(info, assumed=False)
+
+    def _swap_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
+        """Holds ``info`` instead of the cached version without changing the node's generation, when
+        no reader of a snapshot can tell them apart (``same_but_unread``: the bind's echo) and the
+        ordinary remove-then-add would leave every map of the node in the same order: the pod is the
+        node's last (upstream's removal moves the last pod into the removed one's place, and the add
+        appends) and has no host ports (a port freed and taken again moves to the end of
+        ``used_ports``). The next snapshot update then clones nothing and no node column is recomputed;
+        snapshots keep the previous version until the node changes for another reason."""
+        cached = state.info
+        node = self._nodes.get(cached.node_name)
+        if (
+            node is None
+            or cached.host_ports
+            or next(reversed(node.pods)) != key
+            or not same_but_unread(cached.pod, info.pod)
+        ):
+            return False
+        # Equal specs (compared above): the same ports, the same (anti-)affinity lists hold the pod, and
+        # it must be their last too.
+        with_affinity, with_anti = cached.has_pod_affinity, cached.has_required_anti_affinity
+        if (with_affinity and next(reversed(node.pods_with_affinity)) != key) or (
+            with_anti and next(reversed(node.pods_with_required_anti_affinity)) != key
+        ):
+            return False
+        node.pods[key] = info
+        if with_affinity:
+            node.pods_with_affinity[key] = info
+        if with_anti:
+            node.pods_with_required_anti_affinity[key] = info
+        self._pods[key] = _PodState(info)
+        self._assumed.discard(key)
+        return True
 
     def _parse(self, pod: PodLike, cached: PodInfo | None = None) -> PodInfo | None:
         """``cached``: the version the cache holds (often the assumed copy of this very pod)."""
