@@ -108,15 +108,16 @@ def _median(values: Sequence[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def verdict(results: Sequence[RunResult], workload: str) -> tuple[str, str]:
-    """(outcome, why) for py-scheduler against its peer on ``workload`` (kube-scheduler, or
-    scheduler-plugins' on the gang workload).
+def verdict(results: Sequence[RunResult], workload: str, peer: str | None = None) -> tuple[str, str]:
+    """(outcome, why) for py-scheduler against ``peer`` on ``workload``, by default its peer there
+    (kube-scheduler, or scheduler-plugins' on the gang workload: bench.schedulers.peer_of).
 
     Ahead means throughput ratio >= 1 and p99 ratio <= 1 (medians, the issue's bar); behind means
     both worse; anything else is mixed. Not called at all when other users took more than the limit
     during a run of either, or that was not recorded, or either scheduler has no run or a wrong
     placement."""
-    peer = peer_of(r.scheduler for r in results if r.workload == workload)
+    if peer is None:
+        peer = peer_of(r.scheduler for r in results if r.workload == workload)
     runs = [r for r in results if r.workload == workload and r.scheduler in (peer, PY)]
     if {r.scheduler for r in runs} != {peer, PY}:
         return NOT_CALLED, "needs a run of each scheduler"

@@ -40,6 +40,10 @@ from devcluster.process import ManagedProcess
 REPO = Path(__file__).resolve().parents[1]
 KUBE = "kube-scheduler"
 SCHED_PLUGINS = "scheduler-plugins"
+# The scheduler-plugins scheduler with NominatedNodeNameForExpectation on (PEER_V137_NOMINATION_GATE):
+# the same API writes per Permit waiter as kube-scheduler v1.37.2 and py-scheduler, so the like-for-like
+# peer on the gang workload; SCHED_PLUGINS is the peer as shipped (v1.34's default, the gate off).
+SCHED_PLUGINS_NOMINATING = "scheduler-plugins (nominating)"
 PY = "py-scheduler"
 CEILING = "ceiling"
 HONEST = "honest-limit"
@@ -47,7 +51,7 @@ HONEST = "honest-limit"
 LIMITS = (CEILING, HONEST)
 # The schedulers py-scheduler is compared with: kube-scheduler, or scheduler-plugins' where a workload
 # needs its plugins (workloads.Workload.peer).
-PEERS = (KUBE, SCHED_PLUGINS)
+PEERS = (KUBE, SCHED_PLUGINS_NOMINATING, SCHED_PLUGINS)
 KUBE_SCHEDULER_NAME = "default-scheduler"
 SCHED_PLUGINS_SCHEDULER_NAME = "scheduler-plugins-scheduler"
 PY_SCHEDULER_NAME = "py-scheduler"
@@ -104,8 +108,17 @@ def compile_sources() -> None:
 
 def peer_of(schedulers: Iterable[str]) -> str:
     """The scheduler py-scheduler is compared with among ``schedulers`` (a workload's contestants):
-    scheduler-plugins' where it ran, else kube-scheduler."""
-    return SCHED_PLUGINS if SCHED_PLUGINS in set(schedulers) else KUBE
+    scheduler-plugins' with the nomination gate on where it ran (like for like), else scheduler-plugins'
+    as shipped, else kube-scheduler."""
+    ran = set(schedulers)
+    return next((peer for peer in PEERS[1:] if peer in ran), KUBE)
+
+
+def second_peer(schedulers: Iterable[str]) -> str | None:
+    """The peer as shipped where it ran beside the like-for-like one (peer_of): reported with its own
+    ratios and verdict, never in place of the first."""
+    ran = set(schedulers)
+    return SCHED_PLUGINS if SCHED_PLUGINS in ran and peer_of(ran) != SCHED_PLUGINS else None
 
 
 def scheduler_plugins_binary() -> Path:
@@ -188,14 +201,15 @@ class SchedulerPluginsScheduler(KubeScheduler):
     """The scheduler-plugins scheduler with one profile (its plugins and pluginConfig), started as
     devcluster starts kube-scheduler and the bench's client qps/burst; built first if missing."""
 
-    label = SCHED_PLUGINS
     scheduler_name = SCHED_PLUGINS_SCHEDULER_NAME
 
     def __init__(self, cp: ControlPlane, profile: dict[str, Any], *, v137_nomination: bool = False) -> None:
         """``v137_nomination``: NominatedNodeNameForExpectation on, as kube-scheduler v1.37.2 and
         py-scheduler have it by default (the peer's v1.34 framework has it as alpha, off, with the same
-        code path): each pod waiting at Permit writes its ``nominatedNodeName`` before it binds."""
+        code path): each pod waiting at Permit writes its ``nominatedNodeName`` before it binds. The
+        label tells the two apart (SCHED_PLUGINS_NOMINATING, SCHED_PLUGINS)."""
         self._cp = cp
+        self.label = SCHED_PLUGINS_NOMINATING if v137_nomination else SCHED_PLUGINS
         self.extra_args = (PEER_V137_NOMINATION_GATE,) if v137_nomination else ()
         self._binary = ensure_scheduler_plugins()
         self._config = cp.write_kube_scheduler_config(

@@ -93,13 +93,14 @@ def _contestant(
     profile_out: Path | None,
     extenders: list[dict[str, object]] | None = None,
     profile: dict[str, object] | None = None,
-    peer_nomination: bool = False,
 ) -> schedulers.Contestant:
     if kind == schedulers.KUBE:
         return schedulers.KubeScheduler(cp, extenders=extenders)
-    if kind == schedulers.SCHED_PLUGINS:
+    if kind in (schedulers.SCHED_PLUGINS, schedulers.SCHED_PLUGINS_NOMINATING):
         assert profile is not None, "the scheduler-plugins peer runs a workload's own profile"
-        return schedulers.SchedulerPluginsScheduler(cp, profile, v137_nomination=peer_nomination)
+        return schedulers.SchedulerPluginsScheduler(
+            cp, profile, v137_nomination=kind == schedulers.SCHED_PLUGINS_NOMINATING
+        )
     if kind == schedulers.PY:
         return schedulers.PyScheduler(
             cp,
@@ -326,7 +327,6 @@ def run_one(
     profile_dir: Path,
     keep_logs: Path | None = None,
     peer_controller: bool = True,
-    peer_nomination: bool = False,
     apiserver_profile: Path | None = None,
 ) -> analysis.RunResult:
     log.info("== %s / %s: starting a fresh control plane", workload.name, kind)
@@ -356,7 +356,11 @@ def run_one(
         if workload.controllers:
             cp.start_controller_manager(controllers=workload.controllers)
         controller = None
-        if peer_controller and workload.peer_controller and kind == schedulers.SCHED_PLUGINS:
+        if (
+            peer_controller
+            and workload.peer_controller
+            and kind in (schedulers.SCHED_PLUGINS, schedulers.SCHED_PLUGINS_NOMINATING)
+        ):
             controller = prereqs.PeerControllerProcess(
                 peers.scheduler_plugins().controller, cp.kubeconfig, workdir / "controller.log",
                 qps=schedulers.CLIENT_QPS, burst=schedulers.CLIENT_BURST,
@@ -375,7 +379,6 @@ def run_one(
             profile_out,
             extender.config() if extender is not None else None,
             workload.profile,
-            peer_nomination=peer_nomination,
         )
         try:
             sync_s = scale.timed_start(contestant)
@@ -584,11 +587,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="gang: run the scheduler-plugins scheduler without its controller (PodGroup status unkept)",
     )
     parser.add_argument(
-        "--peer-nomination",
-        action="store_true",
-        help="gang: run the scheduler-plugins scheduler with NominatedNodeNameForExpectation on "
+        "--peer-as-shipped",
+        choices=("also", "no", "only"),
+        default="also",
+        help="gang: the scheduler-plugins scheduler is run with NominatedNodeNameForExpectation on "
         "(kube-scheduler v1.37.2's default and py-scheduler's; alpha and off in the peer's v1.34 "
-        "framework), so both write each Permit waiter's nominatedNodeName",
+        "framework), so both write each Permit waiter's nominatedNodeName, and is the verdict's peer; "
+        "'also' (default) runs it as shipped too, reported beside, 'no' skips that run, 'only' runs the "
+        "peer as shipped alone (then the verdict's peer)",
     )
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="pod creates in flight")
     parser.add_argument("--out", type=Path, help="markdown output (default bench/results/latest.md)")
@@ -611,14 +617,25 @@ def workload_names(requested: str | None, *, quick: bool) -> list[str]:
     return [w.strip() for w in requested.split(",") if w.strip()]
 
 
-def contestants_for(workload: str, kinds: Sequence[str], peer: str = schedulers.KUBE) -> list[str]:
+def contestants_for(
+    workload: str, kinds: Sequence[str], peer: str = schedulers.KUBE, peer_as_shipped: str = "also"
+) -> list[str]:
     """``kinds`` in order, the two limits kept only where a round-robin binder places pods correctly,
-    kube-scheduler replaced by the workload's ``peer`` (scheduler-plugins' for the gang workload)."""
-    return [
-        peer if k == schedulers.KUBE else k
-        for k in kinds
-        if k not in schedulers.LIMITS or workload in CEILING_WORKLOADS
-    ]
+    kube-scheduler replaced by the workload's ``peer``. The scheduler-plugins peer (gang) runs with the
+    nomination gate on, and as shipped too unless ``peer_as_shipped`` is "no" ("only": as shipped alone)."""
+    peers = [peer]
+    if peer == schedulers.SCHED_PLUGINS:
+        peers = {
+            "also": [schedulers.SCHED_PLUGINS_NOMINATING, schedulers.SCHED_PLUGINS],
+            "no": [schedulers.SCHED_PLUGINS_NOMINATING],
+            "only": [schedulers.SCHED_PLUGINS],
+        }[peer_as_shipped]
+    out: list[str] = []
+    for k in kinds:
+        if k in schedulers.LIMITS and workload not in CEILING_WORKLOADS:
+            continue
+        out += peers if k == schedulers.KUBE else [k]
+    return out
 
 
 def raw_json(
@@ -690,7 +707,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 skipped[name] = f"this machine has {free:.1f} GiB free; {name} needs {needed}"
                 continue
             descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
-        run_kinds = contestants_for(name, kinds, workload.peer)
+        run_kinds = contestants_for(name, kinds, workload.peer, args.peer_as_shipped)
         repeat = args.repeat if name == workloads.BASIC else 1
         # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
         for _ in range(repeat):
@@ -705,7 +722,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         profile_dir=profile_dir,
                         keep_logs=args.keep_logs,
                         peer_controller=not args.no_peer_controller,
-                        peer_nomination=args.peer_nomination,
                         apiserver_profile=args.apiserver_profile,
                     )
                 )

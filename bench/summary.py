@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from bench import load
 from bench.analysis import RunResult
 from bench.scale import ScaleProbe
-from bench.schedulers import CEILING, HONEST, KUBE, LIMITS, PY, peer_of
+from bench.schedulers import CEILING, HONEST, KUBE, LIMITS, PY, peer_of, second_peer
 
 # How the summary lines and the raw JSON name each limit.
 LIMIT_NAMES = {CEILING: "ceiling", HONEST: "honest limit"}
@@ -38,10 +38,11 @@ def workload_peer(results: Sequence[RunResult], workload: str) -> str:
     return peer_of(r.scheduler for r in results if r.workload == workload)
 
 
-def peer_ratio(results: Sequence[RunResult], workload: str, attr: str) -> float:
-    """py-scheduler's median ``attr`` over its peer's (kube-scheduler's, or scheduler-plugins'), on
-    ``workload``."""
-    peer = workload_peer(results, workload)
+def peer_ratio(results: Sequence[RunResult], workload: str, attr: str, peer: str | None = None) -> float:
+    """py-scheduler's median ``attr`` over ``peer``'s on ``workload``, by default its peer there
+    (kube-scheduler's, or scheduler-plugins')."""
+    if peer is None:
+        peer = workload_peer(results, workload)
     return quotient(median_of(results, workload, PY, attr), median_of(results, workload, peer, attr))
 
 
@@ -125,14 +126,15 @@ def lines(results: Sequence[RunResult]) -> list[str]:
                 if scheduler in schedulers:
                     fraction = ceiling_fraction(results, name, scheduler, limit)
                     out.append(f"{LIMIT_NAMES[limit]} fraction {scheduler} ({name}): {_fmt(fraction)}")
-        peer = workload_peer(results, name)
-        if {PY, peer} <= schedulers:
+        compared = [workload_peer(results, name), second_peer(schedulers)]
+        for peer in [p for p in compared if p is not None and {PY, p} <= schedulers]:
             peers = f"py-scheduler/{peer}"
-            out.append(f"throughput ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'throughput'))}")
-            out.append(f"p99 latency ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'p99_ms'))}")
-            out.append(f"cpu ratio {peers} ({name}): {_fmt(peer_ratio(results, name, 'cpu_s'))}")
-            outcome, why = load.verdict(results, name)
-            out.append(f"verdict ({name}): {outcome} ({why})")
+            for what, attr in (("throughput ratio", "throughput"), ("p99 latency ratio", "p99_ms"),
+                               ("cpu ratio", "cpu_s")):  # fmt: skip
+                out.append(f"{what} {peers} ({name}): {_fmt(peer_ratio(results, name, attr, peer))}")
+            outcome, why = load.verdict(results, name, peer)
+            against = "" if peer == compared[0] else f" against {peer}"
+            out.append(f"verdict ({name}){against}: {outcome} ({why})")
         if PY in schedulers:
             rate = batching_text(batching_counts(results, name))
             out.append(f"batching hit rate py-scheduler ({name}): {rate}")

@@ -933,7 +933,7 @@ EXTENDER_SIZES = ((500, 1000), (100, 300))  # nodes, pods
 # upstream's half_200nodes (half the devices taken), a fixed pod count instead of its 10 s; 10 in flight.
 DRA_STEADY_SIZES = ((200, 10, 1000, 1000, 10), (50, 10, 250, 300, 10))
 # gang_bench's sizes: nodes (4 CPU), complete gangs, pods per gang, incomplete gangs.
-GANG_SIZES = ((50, 40, 8, 5), (20, 16, 8, 3))
+GANG_SIZES = ((200, 160, 8, 5), (20, 16, 8, 3))
 # huge's quick size only smoke-tests its probes; --quick runs huge only when named.
 HUGE_SIZES = ((15000, 30000), (1500, 3000))  # nodes, pods
 

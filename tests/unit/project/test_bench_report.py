@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY, generate_latest
 from bench import load, report, scale, scrape, side_by_side, summary, workloads
 from bench.analysis import Placement, RunResult
 from bench.procstat import sample
-from bench.schedulers import CEILING, KUBE, PY, SCHED_PLUGINS
+from bench.schedulers import CEILING, KUBE, PY, SCHED_PLUGINS, SCHED_PLUGINS_NOMINATING
 from scheduler import metrics
 
 
@@ -280,7 +280,7 @@ def test_the_gang_workload_is_compared_with_scheduler_plugins() -> None:
     kinds = [KUBE, PY, CEILING]
     gang = workloads.build(workloads.GANG, quick=True)
     assert gang.peer == SCHED_PLUGINS and gang.profile == workloads.COSCHEDULING_PROFILE
-    assert side_by_side.contestants_for(workloads.GANG, kinds, gang.peer) == [SCHED_PLUGINS, PY]
+    assert side_by_side.contestants_for(workloads.GANG, kinds, gang.peer, "only") == [SCHED_PLUGINS, PY]
     results = [
         run(workloads.GANG, SCHED_PLUGINS, 50.0, p99=2000.0, cpu=4.0),
         run(workloads.GANG, PY, 60.0, p99=1000.0, cpu=2.0),
@@ -293,6 +293,47 @@ def test_the_gang_workload_is_compared_with_scheduler_plugins() -> None:
     slower = [run(workloads.GANG, SCHED_PLUGINS, 50.0, p99=500.0, **quiet),
               run(workloads.GANG, PY, 40.0, p99=1000.0, **quiet)]  # fmt: skip
     assert load.verdict(slower, workloads.GANG)[0] == "scheduler-plugins ahead"
+
+
+def test_gang_is_judged_against_the_nominating_peer_and_reported_against_the_peer_as_shipped() -> None:
+    """By default the gang workload runs the scheduler-plugins scheduler twice, with
+    NominatedNodeNameForExpectation on (the same API writes per Permit waiter as py-scheduler) and as
+    shipped: the verdict is against the first, and the second gets its own ratios and verdict line."""
+    kinds = [KUBE, PY]
+    assert side_by_side.contestants_for(workloads.GANG, kinds, SCHED_PLUGINS) == [
+        SCHED_PLUGINS_NOMINATING,
+        SCHED_PLUGINS,
+        PY,
+    ]
+    assert side_by_side.contestants_for(workloads.GANG, kinds, SCHED_PLUGINS, "no") == [
+        SCHED_PLUGINS_NOMINATING,
+        PY,
+    ]
+    # kube-scheduler's workloads are untouched by the option.
+    assert side_by_side.contestants_for("basic", kinds, KUBE, "no") == [KUBE, PY]
+    quiet: dict[str, Any] = {"cores": 2, "machine_cpu_s": 10.1, "own_cpu_s": 10.0, "window_s": 10.0}
+    results = [
+        run(workloads.GANG, SCHED_PLUGINS_NOMINATING, 50.0, p99=2000.0, **quiet),
+        run(workloads.GANG, SCHED_PLUGINS, 80.0, p99=500.0, **quiet),
+        run(workloads.GANG, PY, 60.0, p99=1000.0, **quiet),
+    ]
+    assert summary.workload_peer(results, workloads.GANG) == SCHED_PLUGINS_NOMINATING
+    assert load.verdict(results, workloads.GANG)[0] == "py-scheduler ahead"
+    assert load.verdict(results, workloads.GANG, SCHED_PLUGINS)[0] == "scheduler-plugins ahead"
+    text = "\n".join(summary.lines(results))
+    assert "throughput ratio py-scheduler/scheduler-plugins (nominating) (gang): 1.20" in text
+    assert "throughput ratio py-scheduler/scheduler-plugins (gang): 0.75" in text
+    assert "verdict (gang): py-scheduler ahead" in text
+    assert "verdict (gang) against scheduler-plugins: scheduler-plugins ahead" in text
+    rendered = report.render(results, settings={}, descriptions={}, skipped={})
+    assert "Verdict: **py-scheduler ahead**" in rendered
+    assert "Against scheduler-plugins as shipped" in rendered and "**scheduler-plugins ahead**" in rendered
+    # Alone, the peer as shipped is the verdict's peer (an old raw file, or --peer-as-shipped only).
+    alone = [r for r in results if r.scheduler != SCHED_PLUGINS_NOMINATING]
+    assert load.verdict(alone, workloads.GANG)[0] == "scheduler-plugins ahead"
+    assert "as shipped (its Permit waiters" not in report.render(
+        alone, settings={}, descriptions={}, skipped={}
+    )
 
 
 def test_each_row_states_the_rate_pods_were_created_at() -> None:
