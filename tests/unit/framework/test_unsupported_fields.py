@@ -172,7 +172,10 @@ def test_two_guarded_fields_name_the_earlier_declaration_whatever_the_volume_ord
 def test_a_pod_with_only_projected_config_map_secret_and_empty_dir_volumes_passes_every_guard() -> None:
     plain = _pod(
         volumes=[
-            {"name": "kube-api-access-x", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
+            {
+                "name": "kube-api-access-x",
+                "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
+            },
             {"name": "c", "configMap": {"name": "x"}},
             {"name": "s", "secret": {"secretName": "x"}},
             {"name": "e", "emptyDir": {}},

@@ -425,11 +425,15 @@ def test_fast_histogram_exposition_is_prometheus_clients_byte_for_byte(
 def test_schedule_attempts_counter_is_exposed_as_prometheus_clients_counter_byte_for_byte() -> None:
     bounds = metrics.exponential_buckets(0.001, 2, 15)
     ours, theirs = CollectorRegistry(), CollectorRegistry()
-    fast = metrics.FastHistogram("attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=None)
+    fast = metrics.FastHistogram(
+        "attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=None
+    )
     metrics.ObservationCounter("attempts", "Attempts.", fast, registry=ours)
     ours.register(fast)
     counter = Counter("attempts", "Attempts.", ["result", "profile"], registry=theirs)
-    reference = Histogram("attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=theirs)
+    reference = Histogram(
+        "attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=theirs
+    )
     assert generate_latest(ours) == generate_latest(theirs)
     for i, value in enumerate(_values_to_observe(bounds, 500)):
         labels = ("scheduled" if i % 5 else "unschedulable", "p")
