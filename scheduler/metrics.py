@@ -208,6 +208,31 @@ class ObservationCounter(Collector):
         yield family
 
 
+class LoopCounter(Collector):
+    """An unlabelled counter that only the event loop's thread increments, exposed exactly like a
+    prometheus_client Counter: the increment is one attribute store with no lock (one writer, so none
+    is lost), and the scrape thread reads the int object whole, as the queue's counters do
+    (scheduling_queue/metrics.py)."""
+
+    def __init__(
+        self, name: str, documentation: str, *, registry: CollectorRegistry | None = REGISTRY
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._value = 0
+        if registry is not None:
+            registry.register(self)
+
+    def inc(self) -> None:
+        self._value += 1
+
+    def describe(self) -> list[Metric]:
+        return [CounterMetricFamily(self._name, self._documentation)]
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self._name, self._documentation, value=float(self._value))
+
+
 # Result label values (pkg/scheduler/metrics/profile_metrics.go).
 SCHEDULED: Final = "scheduled"
 UNSCHEDULABLE: Final = "unschedulable"
@@ -465,12 +490,13 @@ LEADER_ELECTION_SLOWPATH = Counter(
 )
 
 # py-scheduler's own (no kube-scheduler counterpart with these semantics): opportunistic batching.
-BATCHING_HITS = Counter(
+# Counted per pod by the scheduling algorithm, on the loop.
+BATCHING_HITS = LoopCounter(
     "py_scheduler_batching_hits",
     "Scheduling attempts that reused the Filter verdicts and raw Scores of an earlier pod with the same "
     "signature, revalidating only the nodes changed since.",
 )
-BATCHING_MISSES = Counter(
+BATCHING_MISSES = LoopCounter(
     "py_scheduler_batching_misses",
     "Scheduling attempts that judged every node afresh: a new signature, a pod no plugin could sign, "
     "or a node list that changed.",

@@ -263,7 +263,7 @@ def test_no_created_series_like_go_client() -> None:
 
 
 def test_metrics_owned_by_other_modules_are_not_defined_here() -> None:
-    kinds = (MetricWrapperBase, metrics.FastHistogram, metrics.ObservationCounter)
+    kinds = (MetricWrapperBase, metrics.FastHistogram, metrics.ObservationCounter, metrics.LoopCounter)
     own = {m._name for m in vars(metrics).values() if isinstance(m, kinds)}
     assert "scheduler_pending_pods" not in own
     assert "scheduler_queue_incoming_pods" not in own
@@ -443,6 +443,17 @@ def test_schedule_attempts_counter_is_exposed_as_prometheus_clients_counter_byte
     assert generate_latest(ours) == generate_latest(theirs)
 
 
+def test_loop_counter_is_exposed_as_prometheus_clients_counter_byte_for_byte() -> None:
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    fast = metrics.LoopCounter("hits", "Hits.", registry=ours)
+    reference = Counter("hits", "Hits.", registry=theirs)
+    assert generate_latest(ours) == generate_latest(theirs)
+    for _ in range(1234):
+        fast.inc()
+        reference.inc()
+    assert generate_latest(ours) == generate_latest(theirs)
+
+
 def test_a_scrape_during_loop_observations_is_never_torn() -> None:
     """The loop child takes no lock: a scrape from another thread, while the loop observes, still shows
     cumulative buckets ending at _count, a count never behind an earlier scrape, and at most the one
@@ -477,8 +488,8 @@ def test_a_scrape_during_loop_observations_is_never_torn() -> None:
 async def test_loop_only_histogram_children_are_observed_on_the_loop_thread_only(
     make_env: Callable[..., CoreEnv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lock-free children are safe only with one writer: schedule and bind pods with every plugin
-    timed, and check that no lock-free child was observed from a binding thread."""
+    """The lock-free children and counters are safe only with one writer: schedule and bind pods with
+    every plugin timed, and check that none was written from a binding thread."""
     writers: dict[int, set[int]] = {}
     observe = metrics._LoopChild.observe
 
@@ -487,6 +498,13 @@ async def test_loop_only_histogram_children_are_observed_on_the_loop_thread_only
         observe(self, amount)
 
     monkeypatch.setattr(metrics._LoopChild, "observe", recording)
+    inc = metrics.LoopCounter.inc
+
+    def recording_inc(self: metrics.LoopCounter) -> None:
+        writers.setdefault(id(self), set()).add(threading.get_ident())
+        inc(self)
+
+    monkeypatch.setattr(metrics.LoopCounter, "inc", recording_inc)
     monkeypatch.setenv(SAMPLE_PERCENT_ENV, "100")
     env = make_env([make_node("n1"), make_node("n2")])
     for i in range(4):
@@ -495,5 +513,5 @@ async def test_loop_only_histogram_children_are_observed_on_the_loop_thread_only
         await env.schedule_next()
     await env.wait_bindings(4)
     assert len(env.rest.bindings()) == 4
-    assert writers
+    assert id(metrics.BATCHING_MISSES) in writers and id(metrics._ALGORITHM) in writers
     assert {thread for threads in writers.values() for thread in threads} == {threading.get_ident()}
