@@ -536,22 +536,17 @@ def _child(metric: _M, *labels: str) -> _M:
     return child  # type: ignore[return-value]
 
 
-# FastHistogram children per label tuple, for the histograms observed once per pod or per event.
-_fast_children: dict[tuple[int, tuple[str, ...]], _Child] = {}
-
-
-def _fast_child(metric: FastHistogram, *labels: str) -> _Child:
-    key = (id(metric), labels)
-    child = _fast_children.get(key)
-    if child is None:
-        child = _fast_children[key] = metric.labels(*labels)
-    return child
+_attempt_children: dict[tuple[str, str], _Child] = {}
 
 
 def observe_attempt(result: str, profile: str, seconds: float) -> None:
     """One scheduling attempt ended: result is ``scheduled``, ``unschedulable`` or ``error``."""
+    key = (result, profile)
+    child = _attempt_children.get(key)
+    if child is None:
+        child = _attempt_children[key] = SCHEDULING_ATTEMPT_DURATION.labels(*key)
     # Also counts the attempt: SCHEDULE_ATTEMPTS exposes this histogram's count.
-    _fast_child(SCHEDULING_ATTEMPT_DURATION, result, profile).observe(seconds)
+    child.observe(seconds)
 
 
 def pod_scheduled(profile: str, seconds: float) -> None:
@@ -573,10 +568,18 @@ def attempts_label(attempts: int) -> str:
 _POD_ATTEMPTS = POD_SCHEDULING_ATTEMPTS.labels()
 
 
+# By the attempts a pod took, capped as the label is: no label string is formatted per pod.
+_sli_children: dict[int, _Child] = {}
+
+
 def observe_pod_bound(attempts: int, sli_seconds: float) -> None:
     """After a successful bind: attempts it took and seconds since the pod first entered the queue."""
     _POD_ATTEMPTS.observe(attempts)
-    _fast_child(POD_SCHEDULING_SLI_DURATION, attempts_label(attempts)).observe(sli_seconds)
+    capped = min(attempts, _MAX_ATTEMPTS_LABEL)  # the label's cap, so the memo stays as small
+    child = _sli_children.get(capped)
+    if child is None:
+        child = _sli_children[capped] = POD_SCHEDULING_SLI_DURATION.labels(attempts_label(capped))
+    child.observe(sli_seconds)
 
 
 _ALGORITHM = SCHEDULING_ALGORITHM_DURATION.labels()
@@ -588,8 +591,14 @@ def observe_algorithm(seconds: float) -> None:
     _ALGORITHM.observe(seconds)
 
 
+_event_children: dict[str, _Child] = {}
+
+
 def observe_event_handling(event: str, seconds: float) -> None:
-    _fast_child(EVENT_HANDLING_DURATION, event).observe(seconds)
+    child = _event_children.get(event)
+    if child is None:
+        child = _event_children[event] = EVENT_HANDLING_DURATION.labels(event)
+    child.observe(seconds)
 
 
 def observe_extension_point(extension_point: str, status: str, profile: str, seconds: float) -> None:
@@ -599,6 +608,24 @@ def observe_extension_point(extension_point: str, status: str, profile: str, sec
     if child is None:
         child = _points[key] = FRAMEWORK_EXTENSION_POINT_DURATION.labels(*key)
     child.observe(seconds)
+
+
+def extension_point_observer(profile: str) -> Callable[[str, str, float], None]:
+    """``observe_extension_point`` bound to one profile, for its framework: the framework observes
+    several points per pod, each then one call and one lookup by (point, status). Called on the loop
+    and, for BINDING_THREAD_POINTS, on binding threads: two threads adding the same key both store the
+    one child ``labels`` returns for it."""
+    children: dict[tuple[str, str], _Child] = {}
+
+    def observe(extension_point: str, status: str, seconds: float) -> None:
+        child = children.get((extension_point, status))
+        if child is None:
+            child = children[extension_point, status] = FRAMEWORK_EXTENSION_POINT_DURATION.labels(
+                extension_point, status, profile
+            )
+        child.observe(seconds)
+
+    return observe
 
 
 def should_sample_plugin_metrics(rand: Callable[[], float] = random.random) -> bool:

@@ -515,3 +515,16 @@ async def test_loop_only_histogram_children_are_observed_on_the_loop_thread_only
     assert len(env.rest.bindings()) == 4
     assert id(metrics.BATCHING_MISSES) in writers and id(metrics._ALGORITHM) in writers
     assert {thread for threads in writers.values() for thread in threads} == {threading.get_ident()}
+
+
+def test_a_profiles_extension_point_observer_feeds_the_same_series_as_observe_extension_point() -> None:
+    labels = {"extension_point": metrics.PRE_SCORE, "status": "Success", "profile": "p-observer"}
+    count = "scheduler_framework_extension_point_duration_seconds_count"
+    observe = metrics.extension_point_observer("p-observer")
+    observe(metrics.PRE_SCORE, "Success", 0.0002)
+    observe(metrics.PRE_SCORE, "Success", 0.0003)
+    metrics.observe_extension_point(metrics.PRE_SCORE, "Success", "p-observer", 0.0004)
+    assert _value(count, labels) == 3
+    assert _value(count, {**labels, "status": "Error"}) == 0
+    seconds = _value("scheduler_framework_extension_point_duration_seconds_sum", labels)
+    assert seconds == pytest.approx(0.0009)
