@@ -25,7 +25,7 @@ from typing import Final, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.metrics_core import HistogramMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -45,7 +45,8 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
 
 
 class _FastChild:
-    """One label set of a FastHistogram: a count per bucket (not cumulative) and the sum."""
+    """One label set of a FastHistogram observed from several threads: a count per bucket (not
+    cumulative) and the sum, changed and read under one lock."""
 
     __slots__ = ("_bounds", "_lock", "counts", "sum")
 
@@ -62,13 +63,67 @@ class _FastChild:
             self.counts[index] += 1
             self.sum += amount
 
+    def snapshot(self) -> tuple[list[int], float]:
+        with self._lock:
+            return list(self.counts), self.sum
+
+
+class _LoopChild:
+    """One label set of a FastHistogram that only the event loop's thread observes: no lock.
+
+    Why this is safe without one:
+    - One writer: nothing races the loop's read-modify-write of a slot, so no observation is lost.
+      Only label sets written on the loop get this child (``FastHistogram``'s ``single_writer``); the
+      binding threads' extension points (``BINDING_THREAD_POINTS``) keep the locked one.
+    - The scrape thread only reads, and reads everything at once: the bucket counts and the sum share
+      one list, which ``list.copy`` copies in one C call without releasing the GIL. Each slot it copies
+      holds an int or float object the loop stored whole (a pointer store), so no value is ever torn.
+    - The copy can fall between an observe's two stores (count, then sum): the scrape then shows that
+      one observation counted and not yet summed, and the next scrape shows it summed. Buckets, _count
+      and +Inf stay consistent with each other (one copy, cumulated afterwards) and every series stays
+      monotonic, so ``rate`` and ``histogram_quantile`` are unaffected; _sum can lag _count by at most
+      the one observation in progress, i.e. the exposition is at most one observation stale.
+    The GIL is what makes the copy atomic; a free-threaded build would need the lock back.
+    """
+
+    __slots__ = ("_bounds", "_slots")
+
+    def __init__(self, bounds: Sequence[float]) -> None:
+        self._bounds = bounds
+        # A count per bucket (not cumulative), then the sum in the last slot.
+        self._slots: list[float] = [0] * (len(bounds) + 1) + [0.0]
+
+    def observe(self, amount: float) -> None:
+        slots = self._slots
+        # bisect_left: a value equal to a bound falls in that bucket (Prometheus' le is inclusive).
+        slots[bisect_left(self._bounds, amount)] += 1
+        slots[-1] += amount
+
+    def snapshot(self) -> tuple[list[int], float]:
+        slots = self._slots.copy()
+        return slots[:-1], slots[-1]  # type: ignore[return-value]
+
+
+_Child = _FastChild | _LoopChild
+
+
+def _locked(values: tuple[str, ...]) -> bool:
+    return False
+
+
+def on_the_loop(values: tuple[str, ...]) -> bool:
+    """``single_writer`` of a FastHistogram whose every label set is observed on the loop only."""
+    return True
+
 
 class FastHistogram(Collector):
     """A histogram for the scheduling cycle's hot path, exposed exactly like prometheus_client's.
 
     prometheus_client's observe takes three locks and walks the buckets (1.5 us); the cycle observes
     four extension points and the algorithm latency per pod, which made those 5 % of a cycle. This one
-    bisects and takes one lock (0.3 us). Used for the histograms observed on every cycle, pod or event.
+    bisects and, for a label set written from several threads, takes one lock (0.3 us); a label set
+    that ``single_writer`` says only the loop observes takes none (``_LoopChild``). Used for the
+    histograms observed on every cycle, pod or event.
     """
 
     def __init__(
@@ -79,23 +134,26 @@ class FastHistogram(Collector):
         *,
         buckets: Sequence[float],
         registry: CollectorRegistry | None = REGISTRY,
+        single_writer: Callable[[tuple[str, ...]], bool] = _locked,
     ) -> None:
         self._name = name
         self._documentation = documentation
         self._labelnames = tuple(labelnames)
         self._bounds = tuple(float(b) for b in buckets)
-        self._children: dict[tuple[str, ...], _FastChild] = {}
+        self._children: dict[tuple[str, ...], _Child] = {}
+        self._single_writer = single_writer
         self._lock = threading.Lock()
         if registry is not None:
             registry.register(self)
 
-    def labels(self, *values: str) -> _FastChild:
+    def labels(self, *values: str) -> _Child:
         if len(values) != len(self._labelnames):
             raise ValueError(f"{self._name}: expected labels {self._labelnames}, got {values}")
         child = self._children.get(values)
         if child is None:
+            kind = _LoopChild if self._single_writer(values) else _FastChild
             with self._lock:
-                child = self._children.setdefault(values, _FastChild(self._bounds))
+                child = self._children.setdefault(values, kind(self._bounds))
         return child
 
     def observe(self, amount: float) -> None:
@@ -104,18 +162,75 @@ class FastHistogram(Collector):
     def describe(self) -> list[Metric]:
         return [HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)]
 
+    def snapshots(self) -> list[tuple[tuple[str, ...], list[int], float]]:
+        """Per label set, in creation order: the count per bucket (not cumulative, +Inf last) and sum."""
+        return [(values, *child.snapshot()) for values, child in list(self._children.items())]
+
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
         les = [floatToGoString(b) for b in self._bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
-        for values, child in list(self._children.items()):
-            with child._lock:
-                counts, total = list(child.counts), child.sum
+        for values, counts, total in self.snapshots():
             cumulative, running = [], 0
             for le, count in zip(les, counts, strict=True):
                 running += count
                 cumulative.append((le, float(running)))
             family.add_metric(list(values), cumulative, total)
         yield family
+
+
+class ObservationCounter(Collector):
+    """A counter that counts a FastHistogram's observations per label set, exposed exactly like a
+    prometheus_client Counter with the same labels: for a counter incremented exactly where the
+    histogram is observed (upstream's schedule_attempts_total and attempt duration), so the hot path
+    pays for one observe, and the two can never disagree."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        histogram: FastHistogram,
+        *,
+        registry: CollectorRegistry | None = REGISTRY,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._histogram = histogram
+        if registry is not None:
+            registry.register(self)
+
+    def describe(self) -> list[Metric]:
+        return [CounterMetricFamily(self._name, self._documentation, labels=self._histogram._labelnames)]
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self._name, self._documentation, labels=self._histogram._labelnames)
+        for values, counts, _ in self._histogram.snapshots():
+            family.add_metric(list(values), float(sum(counts)))
+        yield family
+
+
+class LoopCounter(Collector):
+    """An unlabelled counter that only the event loop's thread increments, exposed exactly like a
+    prometheus_client Counter: the increment is one attribute store with no lock (one writer, so none
+    is lost), and the scrape thread reads the int object whole, as the queue's counters do
+    (scheduling_queue/metrics.py)."""
+
+    def __init__(
+        self, name: str, documentation: str, *, registry: CollectorRegistry | None = REGISTRY
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._value = 0
+        if registry is not None:
+            registry.register(self)
+
+    def inc(self) -> None:
+        self._value += 1
+
+    def describe(self) -> list[Metric]:
+        return [CounterMetricFamily(self._name, self._documentation)]
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self._name, self._documentation, value=float(self._value))
 
 
 # Result label values (pkg/scheduler/metrics/profile_metrics.go).
@@ -145,28 +260,41 @@ PLUGIN_METRICS_SAMPLE_PERCENT: Final = 10
 # schedule_one.go getAttemptsLabel: attempts are capped to bound the label's cardinality.
 _MAX_ATTEMPTS_LABEL: Final = 15
 
-SCHEDULE_ATTEMPTS = Counter(
-    "scheduler_schedule_attempts",
-    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
-    "scheduled, while 'error' means an internal scheduler problem.",
-    ["result", "profile"],
-)
+# The extension points the binding threads run (scheduler/cycle/binding.py); every other point, and
+# every other histogram below that says ``on_the_loop``, is observed on the event loop's thread only:
+# the scheduling cycle, the event handlers and the delivery of binding results all run there.
+BINDING_THREAD_POINTS: Final = frozenset({"PreBindPreFlight", "PreBind", "Bind", "PostBind"})
+
+# The attempt histogram counts the attempts too: scheduler_schedule_attempts_total is its _count per
+# label set (upstream increments one where it observes the other), so an attempt costs one observe.
+# Registered after the counter, so the exposition keeps the counter first.
 SCHEDULING_ATTEMPT_DURATION = FastHistogram(
     "scheduler_scheduling_attempt_duration_seconds",
     "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
     ["result", "profile"],
     buckets=exponential_buckets(0.001, 2, 15),
+    registry=None,
+    single_writer=on_the_loop,
 )
+SCHEDULE_ATTEMPTS = ObservationCounter(
+    "scheduler_schedule_attempts",
+    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+    "scheduled, while 'error' means an internal scheduler problem.",
+    SCHEDULING_ATTEMPT_DURATION,
+)
+REGISTRY.register(SCHEDULING_ATTEMPT_DURATION)
 SCHEDULING_ALGORITHM_DURATION = FastHistogram(
     "scheduler_scheduling_algorithm_duration_seconds",
     "Scheduling algorithm latency in seconds",
     buckets=exponential_buckets(0.001, 2, 15),
+    single_writer=on_the_loop,
 )
 EVENT_HANDLING_DURATION = FastHistogram(
     "scheduler_event_handling_duration_seconds",
     "Event handling latency in seconds.",
     ["event"],
     buckets=exponential_buckets(0.0001, 2, 12),
+    single_writer=on_the_loop,
 )
 POD_SCHEDULING_SLI_DURATION = FastHistogram(
     "scheduler_pod_scheduling_sli_duration_seconds",
@@ -174,23 +302,27 @@ POD_SCHEDULING_SLI_DURATION = FastHistogram(
     "involve multiple scheduling attempts.",
     ["attempts"],
     buckets=exponential_buckets(0.01, 2, 20),
+    single_writer=on_the_loop,
 )
 POD_SCHEDULING_ATTEMPTS = FastHistogram(
     "scheduler_pod_scheduling_attempts",
     "Number of attempts to successfully schedule a pod.",
     buckets=exponential_buckets(1, 2, 5),
+    single_writer=on_the_loop,
 )
 FRAMEWORK_EXTENSION_POINT_DURATION = FastHistogram(
     "scheduler_framework_extension_point_duration_seconds",
     "Latency for running all plugins of a specific extension point.",
     ["extension_point", "status", "profile"],
     buckets=exponential_buckets(0.0001, 2, 12),
+    single_writer=lambda values: values[0] not in BINDING_THREAD_POINTS,
 )
 PLUGIN_EXECUTION_DURATION = FastHistogram(
     "scheduler_plugin_execution_duration_seconds",
     "Duration for running a plugin at a specific extension point.",
     ["plugin", "extension_point", "status"],
     buckets=exponential_buckets(0.00001, 1.5, 20),
+    single_writer=lambda values: values[1] not in BINDING_THREAD_POINTS,
 )
 # Registered only with the GenericWorkload gate on (``register_pod_group_metrics``), as upstream.
 POD_GROUP_SCHEDULE_ATTEMPTS = Counter(
@@ -358,12 +490,13 @@ LEADER_ELECTION_SLOWPATH = Counter(
 )
 
 # py-scheduler's own (no kube-scheduler counterpart with these semantics): opportunistic batching.
-BATCHING_HITS = Counter(
+# Counted per pod by the scheduling algorithm, on the loop.
+BATCHING_HITS = LoopCounter(
     "py_scheduler_batching_hits",
     "Scheduling attempts that reused the Filter verdicts and raw Scores of an earlier pod with the same "
     "signature, revalidating only the nodes changed since.",
 )
-BATCHING_MISSES = Counter(
+BATCHING_MISSES = LoopCounter(
     "py_scheduler_batching_misses",
     "Scheduling attempts that judged every node afresh: a new signature, a pod no plugin could sign, "
     "or a node list that changed.",
@@ -403,22 +536,17 @@ def _child(metric: _M, *labels: str) -> _M:
     return child  # type: ignore[return-value]
 
 
-# FastHistogram children per label tuple, for the histograms observed once per pod or per event.
-_fast_children: dict[tuple[int, tuple[str, ...]], _FastChild] = {}
-
-
-def _fast_child(metric: FastHistogram, *labels: str) -> _FastChild:
-    key = (id(metric), labels)
-    child = _fast_children.get(key)
-    if child is None:
-        child = _fast_children[key] = metric.labels(*labels)
-    return child
+_attempt_children: dict[tuple[str, str], _Child] = {}
 
 
 def observe_attempt(result: str, profile: str, seconds: float) -> None:
     """One scheduling attempt ended: result is ``scheduled``, ``unschedulable`` or ``error``."""
-    _fast_child(SCHEDULING_ATTEMPT_DURATION, result, profile).observe(seconds)
-    _child(SCHEDULE_ATTEMPTS, result, profile).inc()
+    key = (result, profile)
+    child = _attempt_children.get(key)
+    if child is None:
+        child = _attempt_children[key] = SCHEDULING_ATTEMPT_DURATION.labels(*key)
+    # Also counts the attempt: SCHEDULE_ATTEMPTS exposes this histogram's count.
+    child.observe(seconds)
 
 
 def pod_scheduled(profile: str, seconds: float) -> None:
@@ -440,23 +568,37 @@ def attempts_label(attempts: int) -> str:
 _POD_ATTEMPTS = POD_SCHEDULING_ATTEMPTS.labels()
 
 
+# By the attempts a pod took, capped as the label is: no label string is formatted per pod.
+_sli_children: dict[int, _Child] = {}
+
+
 def observe_pod_bound(attempts: int, sli_seconds: float) -> None:
     """After a successful bind: attempts it took and seconds since the pod first entered the queue."""
     _POD_ATTEMPTS.observe(attempts)
-    _fast_child(POD_SCHEDULING_SLI_DURATION, attempts_label(attempts)).observe(sli_seconds)
+    capped = min(attempts, _MAX_ATTEMPTS_LABEL)  # the label's cap, so the memo stays as small
+    child = _sli_children.get(capped)
+    if child is None:
+        child = _sli_children[capped] = POD_SCHEDULING_SLI_DURATION.labels(attempts_label(capped))
+    child.observe(sli_seconds)
 
 
 _ALGORITHM = SCHEDULING_ALGORITHM_DURATION.labels()
-_points: dict[tuple[str, str, str], _FastChild] = {}
-_plugin_children: dict[tuple[str, str, str], _FastChild] = {}
+_points: dict[tuple[str, str, str], _Child] = {}
+_plugin_children: dict[tuple[str, str, str], _Child] = {}
 
 
 def observe_algorithm(seconds: float) -> None:
     _ALGORITHM.observe(seconds)
 
 
+_event_children: dict[str, _Child] = {}
+
+
 def observe_event_handling(event: str, seconds: float) -> None:
-    _fast_child(EVENT_HANDLING_DURATION, event).observe(seconds)
+    child = _event_children.get(event)
+    if child is None:
+        child = _event_children[event] = EVENT_HANDLING_DURATION.labels(event)
+    child.observe(seconds)
 
 
 def observe_extension_point(extension_point: str, status: str, profile: str, seconds: float) -> None:
@@ -466,6 +608,24 @@ def observe_extension_point(extension_point: str, status: str, profile: str, sec
     if child is None:
         child = _points[key] = FRAMEWORK_EXTENSION_POINT_DURATION.labels(*key)
     child.observe(seconds)
+
+
+def extension_point_observer(profile: str) -> Callable[[str, str, float], None]:
+    """``observe_extension_point`` bound to one profile, for its framework: the framework observes
+    several points per pod, each then one call and one lookup by (point, status). Called on the loop
+    and, for BINDING_THREAD_POINTS, on binding threads: two threads adding the same key both store the
+    one child ``labels`` returns for it."""
+    children: dict[tuple[str, str], _Child] = {}
+
+    def observe(extension_point: str, status: str, seconds: float) -> None:
+        child = children.get((extension_point, status))
+        if child is None:
+            child = children[extension_point, status] = FRAMEWORK_EXTENSION_POINT_DURATION.labels(
+                extension_point, status, profile
+            )
+        child.observe(seconds)
+
+    return observe
 
 
 def should_sample_plugin_metrics(rand: Callable[[], float] = random.random) -> bool:

@@ -230,15 +230,12 @@ def build_framework(
     # Weights are configured by config name; the runtime and metrics know plugins by their own name.
     weights = {instances[name].name: weight for name, weight in score_weights.items() if name in instances}
 
-    def observe_point(point: str, status: str, seconds: float) -> None:
-        metrics.observe_extension_point(point, status, profile_name, seconds)
-
     return Framework(
         profile_name,
         plugin_set,
         score_weights=weights,
         percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-        observe_point=observe_point,
+        observe_point=metrics.extension_point_observer(profile_name),
         observe_plugin=metrics.observe_plugin,
         guard=UnsupportedFieldGuard(set(registry) - set(gated_off)),
         plugin_metrics_sample_percent=_plugin_metrics_sample_percent(),

@@ -27,22 +27,22 @@ UNSUPPORTED_FIELDS_PLUGIN = "UnsupportedPodFields"
 Spec = Mapping[str, Any]
 
 
-def _volumes_with(*sources: str) -> Callable[[Spec], bool]:
-    def uses(spec: Spec) -> bool:
-        return any(source in volume for volume in spec.get("volumes") or () for source in sources)
-
-    return uses
-
-
 @dataclass(frozen=True, slots=True)
 class GuardedField:
-    """``field`` (as users know it) is honoured only by ``plugin``; ``used(spec)`` says a pod uses it."""
+    """``field`` (as users know it) is honoured only by ``plugin``. A pod uses it when one of its volumes
+    has a source in ``volume_sources`` (a volume's source is its key, e.g. ``persistentVolumeClaim``),
+    or, for a field outside ``spec.volumes``, when ``spec_uses(spec)`` says so."""
 
     field: str
     plugin: str
-    used: Callable[[Spec], bool]
+    volume_sources: frozenset[str] = frozenset()
+    spec_uses: Callable[[Spec], bool] | None = None
     # Set when the plugin exists but is off until a feature gate is: what the user must turn on.
     needs: str = ""
+
+
+def _volumes(*sources: str) -> frozenset[str]:
+    return frozenset(sources)
 
 
 # Inline in-tree cloud disks count against CSI attach limits only through csi-translation-lib, which is
@@ -53,18 +53,18 @@ IN_TREE_TRANSLATION = "NodeVolumeLimits in-tree to CSI translation"
 V1ALPHA1_GANG = "GangScheduling on scheduling.k8s.io/v1alpha1"
 
 GUARDED_FIELDS: tuple[GuardedField, ...] = (
-    GuardedField("persistentVolumeClaim volumes", "VolumeBinding", _volumes_with("persistentVolumeClaim")),
-    GuardedField("ephemeral volumes", "VolumeBinding", _volumes_with("ephemeral")),
+    GuardedField("persistentVolumeClaim volumes", "VolumeBinding", _volumes("persistentVolumeClaim")),
+    GuardedField("ephemeral volumes", "VolumeBinding", _volumes("ephemeral")),
     GuardedField(
         "gcePersistentDisk, awsElasticBlockStore, rbd or iscsi volumes",
         "VolumeRestrictions",
-        _volumes_with("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"),
+        _volumes("gcePersistentDisk", "awsElasticBlockStore", "rbd", "iscsi"),
     ),
     GuardedField(
         "gcePersistentDisk, awsElasticBlockStore, azureDisk, azureFile, cinder, vsphereVolume or "
         "portworxVolume volumes",
         IN_TREE_TRANSLATION,
-        _volumes_with(
+        _volumes(
             "gcePersistentDisk",
             "awsElasticBlockStore",
             "azureDisk",
@@ -74,13 +74,15 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
             "portworxVolume",
         ),
     ),
-    GuardedField("resourceClaims", "DynamicResources", lambda spec: bool(spec.get("resourceClaims"))),
+    GuardedField(
+        "resourceClaims", "DynamicResources", spec_uses=lambda spec: bool(spec.get("resourceClaims"))
+    ),
     # Upstream's API server drops the field while GenericWorkload is off; with it on, a py-scheduler
     # whose gates are off would split the gang, so it refuses the pod instead.
     GuardedField(
         "schedulingGroup",
         "GangScheduling",
-        lambda spec: bool(spec.get("schedulingGroup")),
+        spec_uses=lambda spec: bool(spec.get("schedulingGroup")),
         needs="--feature-gates=GenericWorkload=true",
     ),
     # Kubernetes v1.35's gang field (scheduling.k8s.io/v1alpha1 Workload), dropped in v1.36: a v1.35 API
@@ -89,7 +91,7 @@ GUARDED_FIELDS: tuple[GuardedField, ...] = (
     GuardedField(
         "workloadRef (the scheduling.k8s.io/v1alpha1 gang API of Kubernetes v1.35)",
         V1ALPHA1_GANG,
-        lambda spec: bool(spec.get("workloadRef")),
+        spec_uses=lambda spec: bool(spec.get("workloadRef")),
     ),
 )
 
@@ -103,12 +105,16 @@ def unsupported_message(field: str, plugin: str, needs: str = "") -> str:
 class UnsupportedFieldGuard:
     """Checks a pod against the fields whose plugins are missing from ``available_plugins``."""
 
-    __slots__ = ("_guarded",)
+    __slots__ = ("_guarded", "_guarded_sources", "_spec_guarded")
 
     def __init__(
         self, available_plugins: Collection[str], guarded: tuple[GuardedField, ...] = GUARDED_FIELDS
     ) -> None:
         self._guarded = tuple(g for g in guarded if g.plugin not in available_plugins)
+        # Every volume source some guarded field names, so a pod's volumes are read once per check.
+        self._guarded_sources = frozenset().union(*(g.volume_sources for g in self._guarded))
+        # In declaration order: what is left to test when no volume of the pod has a guarded source.
+        self._spec_guarded = tuple(g for g in self._guarded if g.spec_uses is not None)
 
     @property
     def guarded(self) -> tuple[GuardedField, ...]:
@@ -124,7 +130,18 @@ class UnsupportedFieldGuard:
         return Status.unschedulable(message, resolvable=False).with_plugin(UNSUPPORTED_FIELDS_PLUGIN)
 
     def _first_unsupported(self, pod: PodInfo) -> str | None:
-        for guarded in self._guarded:
-            if guarded.used(pod.spec):
+        spec = pod.spec
+        guarded_sources = self._guarded_sources
+        # The guarded sources among the pod's volumes (a volume's keys are its name and its source).
+        # Most pods have none: one isdisjoint per volume, in C, and no set is built.
+        used: frozenset[str] = frozenset()
+        for volume in spec.get("volumes") or ():
+            if not guarded_sources.isdisjoint(volume):
+                used = used.union(guarded_sources.intersection(volume))
+        # The first field in declaration order that the pod uses is the one named, whichever matched.
+        for guarded in self._guarded if used else self._spec_guarded:
+            if not guarded.volume_sources.isdisjoint(used) or (
+                guarded.spec_uses is not None and guarded.spec_uses(spec)
+            ):
                 return unsupported_message(guarded.field, guarded.plugin, guarded.needs)
         return None

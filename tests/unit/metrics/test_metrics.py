@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import random
+import threading
+from collections.abc import Callable
+
 import pytest
-from prometheus_client import REGISTRY, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler import metrics
+from scheduler.cycle.profiles import SAMPLE_PERCENT_ENV
+from tests.unit.fakes import CoreEnv, make_node, make_pod
 
 # Upstream definitions, copied by hand from kubernetes/kubernetes v1.36.3
 # pkg/scheduler/metrics/metrics.go (names, types, label names, ExponentialBuckets arguments) and
@@ -257,7 +263,8 @@ def test_no_created_series_like_go_client() -> None:
 
 
 def test_metrics_owned_by_other_modules_are_not_defined_here() -> None:
-    own = {m._name for m in vars(metrics).values() if isinstance(m, MetricWrapperBase)}
+    kinds = (MetricWrapperBase, metrics.FastHistogram, metrics.ObservationCounter, metrics.LoopCounter)
+    own = {m._name for m in vars(metrics).values() if isinstance(m, kinds)}
     assert "scheduler_pending_pods" not in own
     assert "scheduler_queue_incoming_pods" not in own
     assert "scheduler_schedule_attempts" in own
@@ -391,3 +398,133 @@ def test_workload_preemption_metrics_match_upstream_and_join_with_the_pod_group_
             assert [float(le) for le in first[:-1]] == pytest.approx(buckets) and first[-1] == "+Inf", name
     disrupted = families["scheduler_preemption_workload_disruptions"].samples
     assert "podgroup" in {s.labels["preemptor"] for s in disrupted}
+
+
+def _values_to_observe(bounds: tuple[float, ...], n: int) -> list[float]:
+    """``n`` values spread over the buckets, the bounds themselves (le is inclusive) and beyond +Inf's."""
+    rng = random.Random(7)
+    edge = [*bounds, bounds[0] / 2, bounds[-1] * 3]
+    return [rng.choice(edge) if i % 3 == 0 else rng.uniform(0, bounds[-1] * 1.5) for i in range(n)]
+
+
+@pytest.mark.parametrize("single_writer", [metrics.on_the_loop, lambda values: False], ids=["loop", "locked"])
+def test_fast_histogram_exposition_is_prometheus_clients_byte_for_byte(
+    single_writer: Callable[[tuple[str, ...]], bool],
+) -> None:
+    bounds = metrics.exponential_buckets(0.0001, 2, 12)
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    fast = metrics.FastHistogram("h_seconds", "Help.", ["a", "b"], buckets=bounds, registry=ours)
+    reference = Histogram("h_seconds", "Help.", ["a", "b"], buckets=bounds, registry=theirs)
+    for i, value in enumerate(_values_to_observe(bounds, 1000)):
+        labels = ("x", "y") if i % 4 else ("z", "y")
+        fast.labels(*labels).observe(value)
+        reference.labels(*labels).observe(value)
+    assert generate_latest(ours) == generate_latest(theirs)
+
+
+def test_schedule_attempts_counter_is_exposed_as_prometheus_clients_counter_byte_for_byte() -> None:
+    bounds = metrics.exponential_buckets(0.001, 2, 15)
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    fast = metrics.FastHistogram(
+        "attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=None
+    )
+    metrics.ObservationCounter("attempts", "Attempts.", fast, registry=ours)
+    ours.register(fast)
+    counter = Counter("attempts", "Attempts.", ["result", "profile"], registry=theirs)
+    reference = Histogram(
+        "attempt_seconds", "Latency.", ["result", "profile"], buckets=bounds, registry=theirs
+    )
+    assert generate_latest(ours) == generate_latest(theirs)
+    for i, value in enumerate(_values_to_observe(bounds, 500)):
+        labels = ("scheduled" if i % 5 else "unschedulable", "p")
+        fast.labels(*labels).observe(value)
+        reference.labels(*labels).observe(value)
+        counter.labels(*labels).inc()
+    assert generate_latest(ours) == generate_latest(theirs)
+
+
+def test_loop_counter_is_exposed_as_prometheus_clients_counter_byte_for_byte() -> None:
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    fast = metrics.LoopCounter("hits", "Hits.", registry=ours)
+    reference = Counter("hits", "Hits.", registry=theirs)
+    assert generate_latest(ours) == generate_latest(theirs)
+    for _ in range(1234):
+        fast.inc()
+        reference.inc()
+    assert generate_latest(ours) == generate_latest(theirs)
+
+
+def test_a_scrape_during_loop_observations_is_never_torn() -> None:
+    """The loop child takes no lock: a scrape from another thread, while the loop observes, still shows
+    cumulative buckets ending at _count, a count never behind an earlier scrape, and at most the one
+    observation in progress counted but not yet summed."""
+    registry = CollectorRegistry()
+    fast = metrics.FastHistogram(
+        "h", "Help.", buckets=(1.0, 2.0, 3.0), registry=registry, single_writer=metrics.on_the_loop
+    )
+    child = fast.labels()
+    done = threading.Event()
+
+    def observe_on_the_loop() -> None:
+        for _ in range(200_000):
+            child.observe(1.0)  # every observation adds exactly 1 to the sum
+        done.set()
+
+    writer = threading.Thread(target=observe_on_the_loop)
+    writer.start()
+    last_count = 0.0
+    while not done.is_set():
+        [family] = text_string_to_metric_families(generate_latest(registry).decode())
+        samples = {(s.name, s.labels.get("le", "")): s.value for s in family.samples}
+        buckets = [samples[("h_bucket", le)] for le in ("1.0", "2.0", "3.0", "+Inf")]
+        count, total = samples[("h_count", "")], samples[("h_sum", "")]
+        assert buckets == sorted(buckets) and buckets[-1] == count == buckets[0]
+        assert count >= last_count and count - 1 <= total <= count
+        last_count = count
+    writer.join()
+    assert child.snapshot() == ([200_000, 0, 0, 0], 200_000.0)
+
+
+async def test_loop_only_histogram_children_are_observed_on_the_loop_thread_only(
+    make_env: Callable[..., CoreEnv], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock-free children and counters are safe only with one writer: schedule and bind pods with
+    every plugin timed, and check that none was written from a binding thread."""
+    writers: dict[int, set[int]] = {}
+    observe = metrics._LoopChild.observe
+
+    def recording(self: metrics._LoopChild, amount: float) -> None:
+        writers.setdefault(id(self), set()).add(threading.get_ident())
+        observe(self, amount)
+
+    monkeypatch.setattr(metrics._LoopChild, "observe", recording)
+    inc = metrics.LoopCounter.inc
+
+    def recording_inc(self: metrics.LoopCounter) -> None:
+        writers.setdefault(id(self), set()).add(threading.get_ident())
+        inc(self)
+
+    monkeypatch.setattr(metrics.LoopCounter, "inc", recording_inc)
+    monkeypatch.setenv(SAMPLE_PERCENT_ENV, "100")
+    env = make_env([make_node("n1"), make_node("n2")])
+    for i in range(4):
+        env.queue.add(make_pod(f"p{i}", cpu="100m"))
+    for _ in range(4):
+        await env.schedule_next()
+    await env.wait_bindings(4)
+    assert len(env.rest.bindings()) == 4
+    assert id(metrics.BATCHING_MISSES) in writers and id(metrics._ALGORITHM) in writers
+    assert {thread for threads in writers.values() for thread in threads} == {threading.get_ident()}
+
+
+def test_a_profiles_extension_point_observer_feeds_the_same_series_as_observe_extension_point() -> None:
+    labels = {"extension_point": metrics.PRE_SCORE, "status": "Success", "profile": "p-observer"}
+    count = "scheduler_framework_extension_point_duration_seconds_count"
+    observe = metrics.extension_point_observer("p-observer")
+    observe(metrics.PRE_SCORE, "Success", 0.0002)
+    observe(metrics.PRE_SCORE, "Success", 0.0003)
+    metrics.observe_extension_point(metrics.PRE_SCORE, "Success", "p-observer", 0.0004)
+    assert _value(count, labels) == 3
+    assert _value(count, {**labels, "status": "Error"}) == 0
+    seconds = _value("scheduler_framework_extension_point_duration_seconds_sum", labels)
+    assert seconds == pytest.approx(0.0009)
