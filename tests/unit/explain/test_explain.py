@@ -215,7 +215,7 @@ def test_a_pod_that_finally_binds_moves_from_pending_to_recent() -> None:
     record = _record("ns/p", BINDING, 2)
     store.file(record)
     assert store.sizes() == (0, 1)
-    store.update(record, lambda r: setattr(r, "outcome", BOUND))
+    store.finish(record, BOUND)
     latest = store.latest("ns/p")
     assert latest is not None and latest.outcome == BOUND
 
