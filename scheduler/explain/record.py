@@ -330,7 +330,11 @@ def _names(feasible: Sequence[NodeInfo], picked: list[int], chosen: str) -> tupl
     known: only the other nodes' objects are read, cold in the CPU caches by now)."""
     rows = picked[1:] if chosen else picked
     if isinstance(feasible, NodeSubset):
-        names = feasible.names_at(rows)
+        # Through the subset's columns with ``.item``: its indexing goes through numpy scalars, which
+        # costs several times more.
+        info_at = feasible.columns.infos.item
+        position_at = feasible.positions.item
+        names = tuple([info_at(position_at(index)).name for index in rows])
     else:
         names = tuple([feasible[index].name for index in rows])
     return (chosen, *names) if chosen else names

@@ -201,13 +201,6 @@ class NodeSubset(Sequence[NodeInfo]):
     def __iter__(self) -> Iterator[NodeInfo]:
         return iter(self._list())
 
-    def names_at(self, indices: Sequence[int]) -> tuple[str, ...]:
-        """The names of the nodes at ``indices`` (a few: the decision record's top rows), read with
-        ``.item`` (indexing with numpy scalars costs several times more)."""
-        info_at = self.columns.infos.item
-        position_at = self.positions.item
-        return tuple([info_at(position_at(index)).name for index in indices])
-
     def __repr__(self) -> str:
         return f"NodeSubset({len(self)} nodes)"
 
