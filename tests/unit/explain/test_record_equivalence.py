@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+import orjson
 import pytest
 
 from scheduler.explain.record import (
@@ -127,7 +127,8 @@ async def test_every_recorded_score_table_equals_the_reference(
         assert doc["scores"] == want, key
         table = record.score_table
         if table is not None and table.plugins:
-            assert orjson_scores(summary(record, 4096)) == {row["node"]: row["total"] for row in want}
+            annotated = orjson.loads(summary(record, 4096))["scores"]
+            assert annotated == {row["node"]: row["total"] for row in want}, key
 
     stats = env.sched.algorithm.batch.stats  # type: ignore[union-attr]
     assert stats.hits > 0 and stats.misses > 0
@@ -137,7 +138,7 @@ async def test_every_recorded_score_table_equals_the_reference(
     # nomination, a failure, bindings finished.
     assert any(len(r) == TOP_K and r[1]["total"] == r[2]["total"] for r in rows)
     assert any(len(r) == TOP_K and r[1]["total"] != r[2]["total"] for r in rows)
-    assert [len(r) for r in (by_key["default/pair"].to_json()["scores"],)] == [2]
+    assert len(by_key["default/pair"].to_json()["scores"]) == 2
     assert by_key["default/alone"].to_json()["scores"][0]["plugins"] == {}
     assert by_key["default/pair"].filters and by_key["default/web-0"].filters
     assert by_key["default/huge"].outcome == UNSCHEDULABLE and by_key["default/huge"].nearest_misses
@@ -145,16 +146,9 @@ async def test_every_recorded_score_table_equals_the_reference(
     assert by_key["default/web-3"].outcome == BOUND
 
 
-def orjson_scores(line: str) -> dict[str, int]:
-    import orjson
-
-    scores: dict[str, int] = orjson.loads(line).get("scores", {})
-    return scores
-
-
 def test_reference_rows_put_the_chosen_row_first_then_totals_ties_to_the_lower_row() -> None:
     """The reference itself, on a hand-made case: chosen row 3 of four tied rows."""
     totals = [5, 9, 9, 9, 9, 2]
     rows = _expected_scores(totals, 3, [("P", totals, totals, 1)], [f"n{i}" for i in range(6)], "n3")
     assert [(r["node"], r["chosen"]) for r in rows] == [("n3", True), ("n1", False), ("n2", False)]
-    assert np.array_equal([r["total"] for r in rows], [9, 9, 9])
+    assert [r["total"] for r in rows] == [9, 9, 9]
