@@ -125,9 +125,9 @@ class SchedulingAlgorithm:
             # Upstream skips scoring when there is nothing to choose between.
             return ScheduleResult(feasible[0].name, evaluated, 1)
         scores = self._prioritize(fwk, state, pod, feasible, batched=self._batched)
-        best = self._select_index(scores)
+        best, ties = self._select(scores)
         if trace is not None:
-            trace.scored(scores, best)
+            trace.scored(scores, best, ties)
         return ScheduleResult(feasible[best].name, evaluated, len(feasible))
 
     async def schedule_pod_with_extenders(
@@ -529,12 +529,18 @@ class SchedulingAlgorithm:
         return nodes[self._select_index(scores)].name
 
     def _select_index(self, scores: Sequence[int] | IntArray) -> int:
-        """The index of the best-scoring node; ties broken uniformly at random (upstream samples a
-        reservoir, which picks each tied node with the same probability)."""
+        return self._select(scores)[0]
+
+    def _select(self, scores: Sequence[int] | IntArray) -> tuple[int, IntArray]:
+        """The index of the best-scoring node, and the indices of every node with that score in
+        ascending order; ties broken uniformly at random (upstream samples a reservoir, which picks
+        each tied node with the same probability). The decision record's runners-up start with the
+        other tied nodes."""
         values = np.asarray(scores)
         # ``nonzero`` on the 1-d mask: flatnonzero's ravel and dispatch cost more than the search.
-        ties = (values == int_max(values)).nonzero()[0]
-        return int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
+        ties: IntArray = (values == int_max(values)).nonzero()[0]
+        best = int(ties[0]) if len(ties) == 1 else int(ties[self._rng.randrange(len(ties))])
+        return best, ties
 
 
 class SchedulingError(Exception):

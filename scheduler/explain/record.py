@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from scheduler.cycle.algorithm import TRACE_KEY
-from scheduler.framework.columns import IntArray
+from scheduler.framework.columns import IntArray, NodeSubset
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.load_metrics import MEASURED_LOAD_KEY, LoadNote
 from scheduler.framework.runtime import SCORE_BREAKDOWN_KEY
@@ -182,7 +182,7 @@ class Trace(AttemptRecord):
     """The record of the attempt in progress, collecting references during the cycle (see the module
     docstring). Filed as is when the outcome is known: no second object, nothing copied."""
 
-    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "load_notes", "totals")
+    __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "load_notes", "ties", "totals")
 
     def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
         AttemptRecord.__init__(self, pod, uid, profile, attempt, time)
@@ -190,6 +190,8 @@ class Trace(AttemptRecord):
         self.feasible_nodes: Sequence[NodeInfo] = ()
         self.totals: Sequence[int] | IntArray | None = None
         self.best = -1
+        # The rows sharing the best total, ascending (what the algorithm selected ``best`` among).
+        self.ties: IntArray | None = None
         self.breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
         # Filled by load-aware plugins during Score (every scored node); cut to the top nodes on record.
         self.load_notes: dict[str, LoadNote] = {}
@@ -204,9 +206,10 @@ class Trace(AttemptRecord):
         self.diagnosis = diagnosis
         self.feasible_nodes = feasible
 
-    def scored(self, scores: Sequence[int] | IntArray, best: int) -> None:
+    def scored(self, scores: Sequence[int] | IntArray, best: int, ties: IntArray | None = None) -> None:
         self.totals = scores
         self.best = best
+        self.ties = ties
 
     def record(self, outcome: str, chosen: str = "", message: str = "") -> AttemptRecord:
         """Condense this attempt (filter verdicts per plugin, top-K scores) and drop the references
@@ -232,6 +235,7 @@ class Trace(AttemptRecord):
         self.diagnosis = None
         self.feasible_nodes = ()
         self.totals = None
+        self.ties = None
         self.breakdown = []
         return self
 
@@ -259,28 +263,101 @@ def filter_verdicts(node_to_status: dict[str, Status]) -> dict[str, PluginVerdic
 
 
 def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
-    """The best ``TOP_K`` scored nodes (the chosen one first), each with every plugin's scores.
+    """The best ``TOP_K`` scored nodes (the chosen one first, then by total, ties to the lower row),
+    each with every plugin's scores.
 
     Runs once per attempt on the scheduling loop, right after Score: the arrays it reads were just
     written, so they are still in the CPU caches (read a batch of records later, they were not, and
-    condensing cost several times more). The rows are picked with two ``argmax`` over the totals,
-    masking the winners in place and restoring them (no copy); the node names are read now (the
-    NodeSubset resolves names through the snapshot, which later cycles change), and a few plain ints
-    per plugin with ``.item`` (no numpy scalars, no fancy index). Nothing of the cycle is kept.
+    condensing cost several times more; keeping the arrays until someone reads the record would hold
+    tens of kilobytes per stored record). The node names are read now (the NodeSubset resolves names
+    through the snapshot, which later cycles change), and a few plain ints per plugin with ``.item``
+    (no numpy scalars, no fancy index). Nothing of the cycle is kept.
     """
     if trace.totals is None:
         # One feasible node (or no Score plugins): nothing was scored, the node won unopposed.
         return ScoreTable((), (chosen,), [0], 0, [], []) if chosen else None
     totals = trace.totals
     best = trace.best
+    picked = _top_rows(totals, best, trace.ties)
+    feasible = trace.feasible_nodes
+    plugins: list[tuple[str, int]] = []
+    raws: list[list[int]] = []
+    norms: list[list[int]] = []
+    if len(picked) == 3:
+        # The usual case, spelt out: three ``.item`` calls cost less than a comprehension's frame.
+        i, j, k = picked
+        if isinstance(totals, np.ndarray):
+            item = totals.item
+            total_row = [item(i), item(j), item(k)]
+        else:
+            total_row = [int(totals[i]), int(totals[j]), int(totals[k])]
+        for name, raw, norm, weight in trace.breakdown:
+            plugins.append((name, weight))
+            item = norm.item
+            values = [item(i), item(j), item(k)]
+            norms.append(values)
+            if raw is norm:
+                raws.append(values)
+            elif isinstance(raw, np.ndarray):
+                item = raw.item
+                raws.append([item(i), item(j), item(k)])
+            else:
+                raws.append([int(raw[i]), int(raw[j]), int(raw[k])])
+    else:
+        total_row = [_at(totals, i) for i in picked]
+        for name, raw, norm, weight in trace.breakdown:
+            plugins.append((name, weight))
+            values = [norm.item(i) for i in picked]
+            norms.append(values)
+            if raw is norm:
+                raws.append(values)
+            elif isinstance(raw, np.ndarray):
+                raws.append([raw.item(i) for i in picked])
+            else:
+                raws.append([int(raw[i]) for i in picked])
+    return ScoreTable(
+        tuple(plugins),
+        _names(feasible, picked, chosen if best >= 0 else ""),
+        total_row,
+        picked.index(best) if best in picked else -1,
+        raws,
+        norms,
+    )
+
+
+def _names(feasible: Sequence[NodeInfo], picked: list[int], chosen: str) -> tuple[str, ...]:
+    """The names of the ``picked`` rows. The first is the ``chosen`` node's if given (its name is
+    known: only the other nodes' objects are read, cold in the CPU caches by now)."""
+    rows = picked[1:] if chosen else picked
+    if isinstance(feasible, NodeSubset):
+        # Through the subset's columns with ``.item``: its indexing goes through numpy scalars, which
+        # costs several times more.
+        info_at = feasible.columns.infos.item
+        position_at = feasible.positions.item
+        names = tuple([info_at(position_at(index)).name for index in rows])
+    else:
+        names = tuple([feasible[index].name for index in rows])
+    return (chosen, *names) if chosen else names
+
+
+def _top_rows(totals: Sequence[int] | IntArray, best: int, ties: IntArray | None) -> list[int]:
+    """``best`` (if any), then the rows with the highest totals, ties to the lower row, ``TOP_K`` in
+    all. The rows sharing the best total (``ties``, ascending, as the algorithm found them) come
+    first; only when they run out, the rest are found with ``argmax`` over the totals, masking the
+    rows already picked in place and restoring them (no copy)."""
     picked: list[int] = [best] if best >= 0 else []
     want = min(TOP_K, len(totals))
+    if ties is not None and best >= 0:
+        # The first ``want`` tied rows hold every one needed, ``best`` among them or not.
+        for row in ties[:want].tolist():
+            if row != best and len(picked) < want:
+                picked.append(row)
     if len(picked) < want:
         array = totals if isinstance(totals, np.ndarray) else np.asarray(totals, dtype=np.int64)
         saved: list[tuple[int, int]] = []
-        if best >= 0:
-            saved.append((best, array.item(best)))
-            array[best] = _NEVER
+        for index in picked:
+            saved.append((index, array.item(index)))
+            array[index] = _NEVER
         while len(picked) < want:
             index = int(array.argmax())
             picked.append(index)
@@ -288,26 +365,7 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
             array[index] = _NEVER
         for index, value in saved:
             array[index] = value
-    feasible = trace.feasible_nodes
-    raws: list[list[int]] = []
-    norms: list[list[int]] = []
-    for _, raw, norm, _ in trace.breakdown:
-        values = [norm.item(i) for i in picked]
-        norms.append(values)
-        if raw is norm:
-            raws.append(values)
-        elif isinstance(raw, np.ndarray):
-            raws.append([raw.item(i) for i in picked])
-        else:
-            raws.append([int(raw[i]) for i in picked])
-    return ScoreTable(
-        tuple([(name, weight) for name, _, _, weight in trace.breakdown]),
-        tuple([feasible[index].name for index in picked]),
-        [_at(totals, i) for i in picked],
-        picked.index(best) if best in picked else -1,
-        raws,
-        norms,
-    )
+    return picked
 
 
 def _at(values: Sequence[int] | IntArray, index: int) -> int:

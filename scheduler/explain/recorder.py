@@ -118,13 +118,7 @@ class DecisionRecorder:
         record: AttemptRecord | None = state.get(RECORD_KEY)
         if record is None:
             return
-
-        def change(r: AttemptRecord) -> None:
-            r.outcome = BOUND if bound else BIND_FAILED
-            if message:
-                r.message = message
-
-        self.store.update(record, change)
+        self.store.finish(record, BOUND if bound else BIND_FAILED, message)
         if bound and record.profile in self.annotate_profiles:
             self._annotate(record)
 

@@ -9,8 +9,7 @@ keeps its last few attempts. One lock guards everything; the loop holds it for m
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections import OrderedDict
 from typing import Any
 
 from scheduler.explain.record import BIND_FAILED, ERROR, UNSCHEDULABLE, AttemptRecord
@@ -33,46 +32,60 @@ class DecisionStore:
         self._lock = threading.Lock()
         self._attempts_per_pod = attempts_per_pod
         # Plain OrderedDicts as LRUs (C code; cachetools' LRUCache costs microseconds per operation):
-        # filing moves a pod to the end, the oldest is evicted from the front.
-        self._pending: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
-        self._recent: OrderedDict[str, deque[AttemptRecord]] = OrderedDict()
+        # filing moves a pod to the end, the oldest is evicted from the front. A pod's history is a
+        # list, oldest first, cut to ``attempts_per_pod`` (a one-element list costs a fifth of a deque).
+        self._pending: OrderedDict[str, list[AttemptRecord]] = OrderedDict()
+        self._recent: OrderedDict[str, list[AttemptRecord]] = OrderedDict()
         self._pending_limit = pending_pods
         self._recent_limit = recent_pods
 
     def file(self, record: AttemptRecord) -> None:
         """A finished (or handed-to-binding) attempt joins its pod's history, filed as pending or recent."""
         key = record.pod
+        pending = record.outcome in _PENDING_OUTCOMES
         with self._lock:
             history = self._pending.pop(key, None)
             if history is None:
                 history = self._recent.pop(key, None)
             if history is None:
-                history = deque(maxlen=self._attempts_per_pod)
-            history.append(record)
-            self._put(self._pending if record.outcome in _PENDING_OUTCOMES else self._recent, key, history)
+                history = [record]
+            else:
+                history.append(record)
+                if len(history) > self._attempts_per_pod:
+                    del history[0]
+            if pending:
+                self._put(self._pending, key, history, self._pending_limit)
+            else:
+                self._put(self._recent, key, history, self._recent_limit)
 
+    @staticmethod
     def _put(
-        self, target: OrderedDict[str, deque[AttemptRecord]], key: str, history: deque[AttemptRecord]
+        target: OrderedDict[str, list[AttemptRecord]], key: str, history: list[AttemptRecord], limit: int
     ) -> None:
         target[key] = history
-        if len(target) > (self._pending_limit if target is self._pending else self._recent_limit):
+        if len(target) > limit:
             target.popitem(last=False)
 
-    def update(self, record: AttemptRecord, change: Callable[[AttemptRecord], None]) -> None:
-        """Apply ``change`` to a filed record under the lock (a binding finishing), and re-file its pod
-        if this is still the pod's latest attempt."""
+    def finish(self, record: AttemptRecord, outcome: str, message: str = "") -> None:
+        """A filed record's binding finished: set its outcome (and message, if any) under the lock, and
+        re-file its pod if this is still the pod's latest attempt."""
         key = record.pod
         with self._lock:
-            change(record)
-            history, source = self._pending.get(key), self._pending
+            record.outcome = outcome
+            if message:
+                record.message = message
+            history, source = self._recent.get(key), self._recent
             if history is None:
-                history, source = self._recent.get(key), self._recent
+                history, source = self._pending.get(key), self._pending
             if not history or history[-1] is not record:
                 return  # evicted, or an older attempt finishing late: it no longer decides the place
-            target = self._pending if record.outcome in _PENDING_OUTCOMES else self._recent
-            if target is not source:
-                source.pop(key, None)
-                self._put(target, key, history)
+            if outcome in _PENDING_OUTCOMES:
+                if source is self._recent:
+                    del self._recent[key]
+                    self._put(self._pending, key, history, self._pending_limit)
+            elif source is self._pending:
+                del self._pending[key]
+                self._put(self._recent, key, history, self._recent_limit)
 
     def latest(self, key: str) -> AttemptRecord | None:
         with self._lock:

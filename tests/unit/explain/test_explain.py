@@ -19,6 +19,7 @@ from scheduler.explain.debug import debug_pods_handler
 from scheduler.explain.manifests import expand_pods
 from scheduler.explain.misses import format_bytes, format_cpu
 from scheduler.explain.record import (
+    BIND_FAILED,
     BINDING,
     BOUND,
     UNSCHEDULABLE,
@@ -215,9 +216,33 @@ def test_a_pod_that_finally_binds_moves_from_pending_to_recent() -> None:
     record = _record("ns/p", BINDING, 2)
     store.file(record)
     assert store.sizes() == (0, 1)
-    store.update(record, lambda r: setattr(r, "outcome", BOUND))
+    store.finish(record, BOUND)
     latest = store.latest("ns/p")
     assert latest is not None and latest.outcome == BOUND
+
+
+def test_finishing_a_binding_files_the_pod_by_its_new_outcome_while_it_is_the_latest() -> None:
+    store = DecisionStore(pending_pods=1, recent_pods=2)
+    first = _record("ns/p", BINDING)
+    store.file(first)
+    store.finish(first, BIND_FAILED, "conflict")
+    assert store.sizes() == (1, 0)
+    assert store.latest("ns/p") is first and (first.outcome, first.message) == (BIND_FAILED, "conflict")
+    # Moving to pending respects its bound: the oldest pending pod goes.
+    second = _record("ns/q", BINDING)
+    store.file(second)
+    store.finish(second, BIND_FAILED)
+    assert store.sizes() == (1, 0) and store.latest("ns/p") is None
+    # An older attempt finishing late changes its record but no longer decides where the pod is filed.
+    retry = _record("ns/q", BINDING, 2)
+    store.file(retry)
+    store.finish(second, BIND_FAILED, "late")
+    assert store.sizes() == (0, 1) and store.latest("ns/q") is retry and second.message == "late"
+    # And back: a pending record that finishes bound moves its pod to recent.
+    stuck = _record("ns/r", UNSCHEDULABLE)
+    store.file(stuck)
+    store.finish(stuck, BOUND)
+    assert store.sizes() == (0, 2) and store.latest("ns/r") is stuck
 
 
 # --- /debug/pods and the CLI -------------------------------------------------------------------------

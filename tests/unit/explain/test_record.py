@@ -13,7 +13,7 @@ from tests.unit.fakes import make_node
 PLUGINS = (("Fit", 1), ("Taints", 3), ("Listed", 2))
 
 
-def _trace(totals: list[int], best: int) -> tuple[Trace, list[np.ndarray]]:
+def _trace(totals: list[int], best: int, *, ties: bool = False) -> tuple[Trace, list[np.ndarray]]:
     """A trace as Score leaves it: totals, one chosen row, and per plugin (raw, normalised, weight);
     "Fit" shares one array for raw and normalised, "Listed" has its raw scores in a plain list."""
     n = len(totals)
@@ -28,7 +28,9 @@ def _trace(totals: list[int], best: int) -> tuple[Trace, list[np.ndarray]]:
         ("Taints", taints_raw, taints, 3),
         ("Listed", [int(v) * 2 for v in listed], listed, 2),
     ]
-    trace.scored(np.asarray(totals, dtype=np.int64), best)
+    scores = np.asarray(totals, dtype=np.int64)
+    # ``ties``: as the algorithm hands them over, the rows of the best total (``best`` among them).
+    trace.scored(scores, best, (scores == scores.max()).nonzero()[0] if ties else None)
     return trace, [np.asarray(trace.totals), fit, taints_raw, taints, listed]
 
 
@@ -40,8 +42,12 @@ def _expected_rows(totals: list[int], best: int) -> list[int]:
 
 @given(st.lists(st.integers(-5, 5), min_size=2, max_size=12), st.data())
 def test_score_table_keeps_the_chosen_row_and_the_best_others(totals: list[int], data: st.DataObject) -> None:
-    best = data.draw(st.integers(-1, len(totals) - 1))
-    trace, arrays = _trace(totals, best)
+    ties = data.draw(st.booleans())
+    if ties:
+        best = data.draw(st.sampled_from([i for i, total in enumerate(totals) if total == max(totals)]))
+    else:
+        best = data.draw(st.integers(-1, len(totals) - 1))
+    trace, arrays = _trace(totals, best, ties=ties)
     before = [array.copy() for array in arrays]
     chosen = f"n{best}" if best >= 0 else ""
     record = trace.record(BINDING, chosen)
