@@ -82,6 +82,14 @@ class PodInfoCache:
             raise PodSpecError(entry)
         return entry
 
+    def forget(self, info: PodInfo) -> None:
+        """Drops ``info``'s version (if this cache holds that very PodInfo): a pod version no caller
+        will ask for again, such as the pending version of a pod now bound, would otherwise keep its
+        whole object alive until the LRU pushes it out, for the collector to scan again and again."""
+        key = (info.uid, info.resource_version)
+        if self._entries.get(key) is info:
+            del self._entries[key]
+
     def _insert(self, key: _Key, entry: PodInfo | str) -> None:
         entries = self._entries
         entries[key] = entry
