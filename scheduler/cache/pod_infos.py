@@ -83,12 +83,11 @@ class PodInfoCache:
         return entry
 
     def forget(self, info: PodInfo) -> None:
-        """Drops ``info``'s version (if this cache holds that very PodInfo): a pod version no caller
-        will ask for again, such as the pending version of a pod now bound, would otherwise keep its
-        whole object alive until the LRU pushes it out, for the collector to scan again and again."""
-        key = (info.uid, info.resource_version)
-        if self._entries.get(key) is info:
-            del self._entries[key]
+        """Drops the entry of ``info``'s version (``info`` or a copy of it, such as the assumed one):
+        a pod version no caller will ask for again, such as the pending version of a pod now bound,
+        would otherwise keep its whole object alive until the LRU pushes it out, for the collector to
+        scan again and again. Asked for after all, it is parsed again."""
+        self._entries.pop((info.uid, info.resource_version), None)
 
     def _insert(self, key: _Key, entry: PodInfo | str) -> None:
         entries = self._entries
