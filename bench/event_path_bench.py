@@ -6,8 +6,9 @@ bind's echo MODIFIED (nodeName and the PodScheduled condition set). Each line go
 steps as on the scheduler's loop: orjson decode, the informer's transform and store, the listener, the
 event handlers, the scheduling queue (hints for the assigned-pod event included) and the cache.
 Each listener has its own task, as in the informer; an idle one is called in line by the informer.
-The cycle itself is reduced to pop, assume, finish_binding and done, with a window of pods in flight
-as the binding pool keeps them. Each cycle first brings the scheduler's snapshot (with the default
+The cycle itself is reduced to pop, assume and a successful binding's result (finish_binding, done,
+the pending version's PodInfo dropped), with a window of pods in flight as the binding pool keeps
+them. Each cycle first brings the scheduler's snapshot (with the default
 profile's node columns, built once) up to date, as ``schedule_one`` does: that update pays for the
 nodes changed since the last cycle, by the assume and by the bind's echo; its share is printed apart.
 
@@ -41,8 +42,10 @@ from scheduler.cycle.profiles import FrameworkHandle, build_frameworks, queue_hi
 from scheduler.framework.listers import ResourceSpec, StaticLister
 from scheduler.framework.resources import pod_request_amounts
 from scheduler.framework.runtime import node_columns_of
+from scheduler.framework.types import PodInfo
 from scheduler.plugins.registry import IN_TREE_REGISTRY
 from scheduling_queue import SchedulingQueue
+from scheduling_queue.types import QueuedPodInfo
 
 PROFILE = "py-scheduler"
 IN_FLIGHT = 16
@@ -262,6 +265,12 @@ class _Env:
         self.cache.update_snapshot(self.snapshot)
         self.snapshot_seconds += time.process_time() - start
 
+    def bound(self, qpi: QueuedPodInfo, info: PodInfo) -> None:
+        """A successful binding's result, as ``Scheduler._on_binding_done`` takes it."""
+        self.cache.finish_binding(qpi.key)
+        self.queue.done(qpi)
+        self.pod_infos.forget(info)
+
     def start(self) -> None:
         """The listeners' tasks, as the informer starts them (an idle one is called in line)."""
         for listener in self.listeners:
@@ -310,16 +319,12 @@ async def _run_once(nodes: int, pods: int, profile: bool) -> tuple[float, float,
         info = env.pod_infos.get(qpi.pod)
         node_name = env.node_names[i % len(env.node_names)]
         env.cache.assume_pod(info, node_name)
-        in_flight.append(qpi)
+        in_flight.append((qpi, info))
         if len(in_flight) > IN_FLIGHT:
-            done = in_flight.popleft()
-            env.cache.finish_binding(done.key)
-            env.queue.done(done)
+            env.bound(*in_flight.popleft())
             await env.deliver(echoes[i - IN_FLIGHT])
     while in_flight:
-        done = in_flight.popleft()
-        env.cache.finish_binding(done.key)
-        env.queue.done(done)
+        env.bound(*in_flight.popleft())
         await env.deliver(echoes[pods - len(in_flight) - 1])
     if profiler is not None:
         profiler.disable()

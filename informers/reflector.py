@@ -104,7 +104,7 @@ class Reflector:
         self._m_pages = metrics.LIST_PAGES.labels(resource)
         self._m_watches = metrics.WATCHES.labels(resource)
         self._m_events = {
-            t: metrics.EVENTS.labels(resource, t) for t in (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)
+            t: metrics.EVENTS.child(resource, t) for t in (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR)
         }
 
     @property

@@ -182,11 +182,15 @@ class SchedulerCache:
             if old_key != key and old_key in self._pods:
                 self._remove_state(old_key, self._pods[old_key])
         state = self._pods.get(key)
-        if is_terminal(pod.pod if isinstance(pod, PodInfo) else pod):
+        raw = pod.pod if isinstance(pod, PodInfo) else pod
+        if is_terminal(raw):
             if state is not None:
                 self._remove_state(key, state)
             return
-        info = self._parse(pod, state.info if state is not None else None)
+        # Decided before parsing: the comparison it makes is the one the parse of an unread change
+        # (the bind's echo) would make again to reuse the cached version's facts.
+        unread = state is not None and self._unread_change(key, state.info, raw)
+        info = self._parse(pod, state.info if state is not None else None, compared=unread)
         if info is None:
             # Keep counting the previous version: overcounting a node beats overcommitting it.
             return
@@ -196,7 +200,7 @@ class SchedulerCache:
                 self._remove_state(key, state)
             return
         if state is not None:
-            if self._swap_in_place(key, state, info):
+            if unread and self._swap_in_place(key, state, info):
                 return
             if state.assumed:
                 if state.info.node_name != info.node_name:
@@ -214,45 +218,52 @@ class SchedulerCache:
             self._remove_state(key, state)
         self._add_state(info, assumed=False)
 
-    def _swap_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
-        """Holds ``info`` instead of the cached version without changing the node's generation, when
-        no reader of a snapshot can tell them apart (``same_but_unread``: the bind's echo) and the
-        ordinary remove-then-add would leave every map of the node in the same order: the pod is the
-        node's last (upstream's removal moves the last pod into the removed one's place, and the add
-        appends) and has no host ports (a port freed and taken again moves to the end of
-        ``used_ports``). The next snapshot update then clones nothing and no node column is recomputed;
-        snapshots keep the previous version until the node changes for another reason."""
-        cached = state.info
+    def _unread_change(self, key: str, cached: PodInfo, pod: Mapping[str, Any]) -> bool:
+        """Whether ``pod``, a new version of the cached pod, may replace it in place
+        (``_swap_in_place``): no reader of a snapshot can tell them apart (``same_but_unread``: the
+        bind's echo) and the ordinary remove-then-add would leave every map of the node in the same
+        order: the pod is the node's last (upstream's removal moves the last pod into the removed
+        one's place, and the add appends) and has no host ports (a port freed and taken again moves to
+        the end of ``used_ports``). The cheap checks come first: most updates fail one of them."""
         node = self._nodes.get(cached.node_name)
-        if (
-            node is None
-            or cached.host_ports
-            or next(reversed(node.pods)) != key
-            or not same_but_unread(cached.pod, info.pod)
+        if node is None or cached.host_ports or next(reversed(node.pods)) != key:
+            return False
+        # With equal specs (compared below) the same (anti-)affinity lists hold the pod, and it must
+        # be their last too.
+        if (cached.has_pod_affinity and next(reversed(node.pods_with_affinity)) != key) or (
+            cached.has_required_anti_affinity and next(reversed(node.pods_with_required_anti_affinity)) != key
         ):
             return False
-        # Equal specs (compared above): the same ports, the same (anti-)affinity lists hold the pod, and
-        # it must be their last too.
-        with_affinity, with_anti = cached.has_pod_affinity, cached.has_required_anti_affinity
-        if (with_affinity and next(reversed(node.pods_with_affinity)) != key) or (
-            with_anti and next(reversed(node.pods_with_required_anti_affinity)) != key
-        ):
-            return False
+        return same_but_unread(cached.pod, pod)
+
+    def _swap_in_place(self, key: str, state: _PodState, info: PodInfo) -> bool:
+        """Holds ``info`` instead of the cached version without changing the node's generation (only
+        for a version ``_unread_change`` allowed). The next snapshot update then clones nothing and no
+        node column is recomputed; snapshots keep the previous version until the node changes for
+        another reason. False: not done (a reference cache in tests takes the ordinary path)."""
+        node = self._nodes[state.info.node_name]
         node.pods[key] = info
-        if with_affinity:
+        if info.has_pod_affinity:
             node.pods_with_affinity[key] = info
-        if with_anti:
+        if info.has_required_anti_affinity:
             node.pods_with_required_anti_affinity[key] = info
-        self._pods[key] = _PodState(info)
+        # The state confirmed, as a new _PodState(info) would be, without allocating one per echo.
+        state.info = info
+        state.assumed = False
+        state.binding_finished = False
+        state.deadline = None
         self._assumed.discard(key)
         return True
 
-    def _parse(self, pod: PodLike, cached: PodInfo | None = None) -> PodInfo | None:
-        """``cached``: the version the cache holds (often the assumed copy of this very pod)."""
+    def _parse(
+        self, pod: PodLike, cached: PodInfo | None = None, *, compared: bool = False
+    ) -> PodInfo | None:
+        """``cached``: the version the cache holds (often the assumed copy of this very pod);
+        ``compared``: ``pod`` was found equal to it but for what no reader reads (``_unread_change``)."""
         if isinstance(pod, PodInfo):
             return pod
         try:
-            return self.pod_infos.get(pod, cached)
+            return self.pod_infos.get(pod, cached, compared=compared)
         except PodSpecError as err:
             log.warning("assigned pod not counted: %s", err)
             return None

@@ -11,7 +11,8 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.framework.objects import object_meta
+from scheduler.framework.objects import object_meta, pod_spec
+from scheduler.framework.resources import has_status_resources
 from scheduler.framework.types import PodInfo, PodSpecError
 
 DEFAULT_MAX_SIZE = 16384
@@ -40,9 +41,13 @@ class PodInfoCache:
         # Misses answered from the previous version's PodInfo.
         self.successors = 0
 
-    def get(self, pod: Mapping[str, Any], previous: PodInfo | None = None) -> PodInfo:
+    def get(
+        self, pod: Mapping[str, Any], previous: PodInfo | None = None, *, compared: bool = False
+    ) -> PodInfo:
         """``previous``: the PodInfo of an earlier version of this pod, if the caller has it; a new
-        version whose parsed facts cannot differ reuses it (``PodInfo.successor``) instead of parsing."""
+        version whose parsed facts cannot differ reuses it (``PodInfo.successor``) instead of parsing.
+        ``compared``: the caller found ``pod`` equal to ``previous.pod`` but for what no snapshot reader
+        reads (``_compared_successor``)."""
         meta = object_meta(pod)
         uid = meta.get("uid") or ""
         resource_version = meta.get("resourceVersion") or ""
@@ -55,7 +60,11 @@ class PodInfoCache:
         if entry is None:
             self.misses += 1
             if previous is not None:
-                successor = previous.successor(pod)
+                successor = (
+                    _compared_successor(pod, previous, resource_version)
+                    if compared
+                    else previous.successor(pod)
+                )
                 if successor is not None:
                     self.successors += 1
                     self._insert(key, successor)
@@ -73,6 +82,13 @@ class PodInfoCache:
             raise PodSpecError(entry)
         return entry
 
+    def forget(self, info: PodInfo) -> None:
+        """Drops the entry of ``info``'s version (``info`` or a copy of it, such as the assumed one):
+        a pod version no caller will ask for again, such as the pending version of a pod now bound,
+        would otherwise keep its whole object alive until the LRU pushes it out, for the collector to
+        scan again and again. Asked for after all, it is parsed again."""
+        self._entries.pop((info.uid, info.resource_version), None)
+
     def _insert(self, key: _Key, entry: PodInfo | str) -> None:
         entries = self._entries
         entries[key] = entry
@@ -84,3 +100,13 @@ class PodInfoCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+
+def _compared_successor(pod: Mapping[str, Any], previous: PodInfo, resource_version: str) -> PodInfo | None:
+    """``previous.successor(pod)`` for a ``pod`` its caller found equal to ``previous.pod`` but for what
+    ``same_but_unread`` (``scheduler/cache/echo.py``) ignores: the uid, spec, labels, annotations and
+    status but the PodScheduled condition are equal, so of ``successor``'s comparisons only the
+    status-resources check is left, and it reads the same in both versions."""
+    if has_status_resources(previous.pod):
+        return None
+    return previous._copy_for(pod, pod_spec(pod), resource_version)

@@ -545,6 +545,9 @@ class Scheduler:
             # adds it if the Binding landed first (``finish_binding`` leaves a namesake alone).
             self.cache.finish_binding(pod.key, pod.uid)
             self.queue.done(qpi)
+            # The pending version is bound and will not be scheduled again; the cache holds the pod
+            # from here on (the assumed copy, then the bound version).
+            self.pod_infos.forget(pod)
             self.stats.scheduled += 1
             metrics.observe_attempt("scheduled", fwk.profile_name, time.perf_counter() - task.cycle_start)
             metrics.observe_pod_bound(qpi.attempts, self.clock() - qpi.initial_attempt_timestamp)

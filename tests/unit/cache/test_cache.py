@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.cache import CacheError, PodInfoCache, SchedulerCache, Snapshot
 from scheduler.cache.cache import with_node_name
+from scheduler.cache.echo import same_but_unread
 from scheduler.framework.types import HostPort, PodInfo, PodSpecError
 
 MI = 1024 * 1024
@@ -651,6 +652,30 @@ def test_a_version_that_may_parse_differently_is_parsed(change: Any) -> None:
     assert confirmed is not None and confirmed.pod is bound
     expected = PodInfo(bound)
     assert confirmed.requests == expected.requests
+
+
+def test_an_echo_whose_status_reports_resources_is_parsed_and_still_held_in_place() -> None:
+    """The echo is compared once, before parsing; equal status resources in both versions still make
+    the new version parsed (in-place resize reads them), as ``PodInfo.successor`` decides."""
+    infos = PodInfoCache()
+    cache = SchedulerCache(pod_infos=infos)
+    cache.add_node(make_node("n1"))
+    pending = make_pod("p", cpu="500m")
+    pending["status"]["containerStatuses"] = [{"name": "c", "allocatedResources": {"cpu": "500m"}}]
+    assumed = cache.assume_pod(infos.get(pending), "n1")
+    assumed.derived("test/memo", lambda info: "assumed")
+    generation = cache.node_info("n1").generation  # type: ignore[union-attr]
+    bound = _bound_version(pending, "n1")
+    bound["status"] = copy.deepcopy(pending["status"])
+    bound["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+    assert same_but_unread(assumed.pod, bound)
+    cache.add_pod(bound)
+    assert infos.successors == 0
+    confirmed = cache.get_pod("default/p")
+    assert confirmed is not None and confirmed.pod is bound and not cache.is_assumed("default/p")
+    assert confirmed.derived("test/memo", lambda info: "parsed") == "parsed"
+    node = cache.node_info("n1")
+    assert node is not None and node.generation == generation and node.requested.milli_cpu == 500
 
 
 def test_status_only_updates_of_a_bound_pod_reuse_its_pod_info() -> None:

@@ -321,6 +321,41 @@ def attempts(result: str) -> float:
     return REGISTRY.get_sample_value("scheduler_schedule_attempts_total", labels) or 0.0
 
 
+async def test_a_bound_pods_pending_version_leaves_the_pod_info_cache(make_env: MakeEnv) -> None:
+    """Nothing schedules the pending version of a bound pod again: its parsed form is dropped rather
+    than kept (with the whole object) until the LRU pushes it out. The cache keeps counting the pod,
+    and the bind's echo still confirms it from the assumed copy."""
+    env = make_env([make_node("n1")])
+    pod = make_pod("a", cpu="1")
+    env.queue.add(pod)
+    await env.schedule_next()
+    pending = env.pod_infos.get(pod)
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.BOUND
+
+    assert env.pod_infos.get(pod) is not pending  # parsed anew: the entry was dropped
+    assert env.cache.is_assumed("default/a") and requested_cpu(env.cache, "n1") == 1000
+    echo = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "999999"}}
+    echo["spec"] = {**pod["spec"], "nodeName": "n1"}
+    echo["status"] = {**pod["status"], "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    successors = env.pod_infos.successors
+    env.cache.add_pod(echo)
+    assert env.pod_infos.successors == successors + 1
+    assert not env.cache.is_assumed("default/a") and requested_cpu(env.cache, "n1") == 1000
+
+
+async def test_a_failed_bindings_pod_keeps_its_parsed_version(make_env: MakeEnv) -> None:
+    env = make_env([make_node("n1")], respond=bind_fails_with(500, "etcd leader changed"))
+    pod = make_pod("a", cpu="1")
+    env.queue.add(pod)
+    await env.schedule_next()
+    pending = env.pod_infos.get(pod)
+    await env.wait_bindings(1)
+    assert env.results[0].outcome is Outcome.ERROR
+    # Requeued: its next attempt reuses the parsed version.
+    assert env.pod_infos.get(pod) is pending
+
+
 async def test_binding_error_forgets_and_backs_off(make_env: MakeEnv) -> None:
     env = make_env([make_node("n1")], respond=bind_fails_with(500, "etcd leader changed"))
     env.queue.add(make_pod("a", cpu="1"))
