@@ -38,6 +38,8 @@ from scheduler.framework.listers import (
     PERSISTENT_VOLUMES,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    REPLICA_SETS,
+    SERVICES,
     ResourceSpec,
     StaticLister,
 )
@@ -55,6 +57,8 @@ _KINDS: dict[str, ResourceSpec] = {
     "deviceclasses": DEVICE_CLASSES,
     "resourceslices": RESOURCE_SLICES,
     "resourceclaims": RESOURCE_CLAIMS,
+    "replicasets": REPLICA_SETS,
+    "services": SERVICES,
 }
 
 
