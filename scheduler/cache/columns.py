@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,8 @@ from scheduler.framework.columns import (
     column_name,
 )
 from scheduler.framework.types import NodeInfo
+
+_T = TypeVar("_T")
 
 
 class _Vocabulary:
@@ -144,6 +146,7 @@ class NodeColumns:
         "_dirty",
         "_dirty_start",
         "_label_codes",
+        "_label_memo",
         "_label_values",
         "_label_vocabulary",
         "_last_required",
@@ -172,6 +175,8 @@ class NodeColumns:
         self._label_codes: dict[str, IntArray] = {}
         self._label_vocabulary: dict[str, dict[str, int]] = {}
         self._label_values: dict[str, list[str | None]] = {}
+        # Values derived from label codes alone (``label_memo``); dropped when a row's code changes.
+        self._label_memo: dict[Hashable, Any] = {}
         # Row counts and tallies (plugin-keyed, built on first use) and the rows set since: positions
         # in ``_dirty``, the first of which is the ``_dirty_start``-th set() overall.
         self._derived: OrderedDict[Hashable, _RowCounts | RowTally] = OrderedDict()
@@ -236,7 +241,10 @@ class NodeColumns:
                 nonzero[name] += bool(value) - bool(array[position])
             array[position] = value
         for key, codes in self._label_codes.items():
-            codes[position] = self._code(key, _label(info, key))
+            code = self._code(key, _label(info, key))
+            if codes[position] != code:
+                codes[position] = code
+                self._label_memo.clear()
         if self._positive:
             arrays = self._arrays
             self._positive = {name for name in self._positive if arrays[name][position] > 0}
@@ -364,6 +372,19 @@ class NodeColumns:
             )
             self._label_codes[key] = codes
         return codes
+
+    def label_memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, kept until some row's code of a label key changes: for facts that depend on the
+        nodes' labels only (which nodes have a topology key, their codes), not on their pods. ``key``
+        must name what ``build`` computes; arrays built must be treated as read-only."""
+        memo = self._label_memo
+        if key in memo:
+            found: _T = memo[key]
+            return found
+        if len(memo) >= MAX_DERIVED:
+            memo.clear()
+        made = memo[key] = build()
+        return made
 
     def label_code(self, key: str, value: str) -> int:
         """The code of ``value`` for label ``key``; -1 if no node has that value (matches no row)."""

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.types import NodeInfo
+
+_T = TypeVar("_T")
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -137,6 +139,8 @@ class ColumnStore(Protocol):
     def label_code(self, key: str, value: str) -> int: ...
 
     def label_values(self, key: str) -> Sequence[str | None]: ...
+
+    def label_memo(self, key: Hashable, build: Callable[[], _T]) -> _T: ...
 
     def row_counts(self, key: Hashable, count: Callable[[NodeInfo], int]) -> IntArray: ...
 

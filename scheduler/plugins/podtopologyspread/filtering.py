@@ -12,9 +12,10 @@ The global minimum is the smallest domain count, or 0 while there are fewer doma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.framework import BoolArray, IntArray, MaskedStatuses, NodeSubset, all_pass
 from scheduler.framework.columns import ColumnStore
@@ -34,6 +35,8 @@ from scheduler.util.labelselector import LabelSelector, selector_identity
 
 ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+
+_A = TypeVar("_A", bound=npt.NDArray[Any])
 
 
 class FilterState:
@@ -166,38 +169,112 @@ def _per_node_inclusion(pod: PodInfo, constraint: SpreadConstraint, columns: Col
     return result
 
 
+class _Layout:
+    """What PreFilter's counting reads of the nodes' labels alone, for one tuple of topology keys:
+    which rows have every key (None: all of them) and, per key, those rows' codes and which codes are
+    domains. Kept by the columns until a label code changes (``ColumnStore.label_memo``)."""
+
+    __slots__ = ("codes", "eligible", "lengths", "present")
+
+    def __init__(self, columns: ColumnStore, keys: tuple[str, ...]) -> None:
+        eligible: BoolArray = np.ones(len(columns), dtype=np.bool_)
+        for key in keys:
+            eligible &= columns.label_codes(key) > 0
+        self.eligible: BoolArray | None = None if eligible.all() else read_only(eligible)
+        self.codes: dict[str, IntArray] = {}
+        self.present: dict[str, BoolArray] = {}
+        self.lengths: dict[str, int] = {}
+        for key in keys:
+            codes = columns.label_codes(key)
+            length = len(columns.label_values(key))
+            eligible_codes = codes.copy() if self.eligible is None else codes[self.eligible]
+            self.codes[key] = read_only(eligible_codes)
+            self.present[key] = read_only(np.bincount(eligible_codes, minlength=length) > 0)
+            self.lengths[key] = length
+
+
+def read_only(array: _A) -> _A:
+    """``array``, flagged read-only: kept across cycles, it must not change under its holders."""
+    array.flags.writeable = False
+    return array
+
+
+def _layout(columns: ColumnStore, constraints: Sequence[SpreadConstraint]) -> _Layout:
+    keys = tuple(c.topology_key for c in constraints)
+    return columns.label_memo(("PodTopologySpread/layout", keys), lambda: _Layout(columns, keys))
+
+
 def domain_tables(
     pod: PodInfo, constraints: Sequence[SpreadConstraint], columns: ColumnStore
 ) -> tuple[list[IntArray], list[BoolArray]]:
     """``domain_counts`` over every node of the snapshot, by label code: per constraint, matching pods
     per code of its topology key, and which codes are domains (some eligible node has them)."""
-    eligible: BoolArray = np.ones(len(columns), dtype=np.bool_)
-    for constraint in constraints:
-        eligible &= columns.label_codes(constraint.topology_key) > 0
+    layout = _layout(columns, constraints)
     tables: list[IntArray] = []
     domains: list[BoolArray] = []
     by_selector: dict[tuple[Any, ...], IntArray] = {}
     for constraint in constraints:
         key = constraint.topology_key
-        codes = columns.label_codes(key)
-        length = len(columns.label_values(key))
-        mask = eligible
-        if constraint.honor_node_affinity or constraint.honor_node_taints:
-            included = inclusion_mask(pod, constraint, columns)
-            if included is not None:
-                mask = eligible & included
-        domain_codes = codes[mask]
-        domains.append(np.bincount(domain_codes, minlength=length) > 0)
+        length = layout.lengths[key]
+        included = (
+            inclusion_mask(pod, constraint, columns)
+            if constraint.honor_node_affinity or constraint.honor_node_taints
+            else None
+        )
+        mask: BoolArray | None = layout.eligible
+        if included is None:
+            # The usual case: the domains and codes of the eligible rows are the layout's.
+            domain_codes = layout.codes[key]
+            domains.append(layout.present[key])
+        else:
+            mask = included if mask is None else mask & included
+            domain_codes = columns.label_codes(key)[mask]
+            domains.append(np.bincount(domain_codes, minlength=length) > 0)
+        if included is None and length <= TALLIED_DOMAINS:
+            keys = tuple(c.topology_key for c in constraints)
+            tables.append(tallied_table(columns, key, keys, constraint.selector, pod.namespace))
+            continue
         identity = selector_identity(constraint.selector)
         matched = by_selector.get(identity)
         if matched is None:
             matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
         if matched.any():
-            sums = np.bincount(domain_codes, weights=matched[mask], minlength=length)
+            weights = matched if mask is None else matched[mask]
+            sums = np.bincount(domain_codes, weights=weights, minlength=length)
             tables.append(sums.astype(np.int64))
         else:
             tables.append(np.zeros(length, dtype=np.int64))
     return tables, domains
+
+
+# A key with at most this many values (zones, regions, racks: not hostnames) is counted through
+# per-domain totals the columns keep up to date node by node, rather than a pass over every row.
+TALLIED_DOMAINS = 64
+_NONE: dict[str, int] = {}
+
+
+def tallied_table(
+    columns: ColumnStore, key: str, required: tuple[str, ...], selector: LabelSelector, namespace: str
+) -> IntArray:
+    """Per code of ``key``: the pods of ``namespace`` matching ``selector`` on the nodes that have every
+    key of ``required``. A node without ``key`` (possible only when ``required`` lacks it: the system
+    defaults) counts in the "" domain, which is code 0 unless some node is labelled "". Updated by the
+    columns for the nodes changed since the last cycle: no per-row work."""
+
+    def tally(info: NodeInfo) -> dict[str, int]:
+        labels = info.labels
+        if not info.pods or not all(k in labels for k in required):
+            return _NONE
+        number = count_matching(info.pods.values(), selector, namespace)
+        return {labels.get(key, ""): number} if number else _NONE
+
+    identity = ("PodTopologySpread/domains", namespace, selector_identity(selector), required, key)
+    totals = columns.row_tally(identity, tally).totals
+    table = np.zeros(len(columns.label_values(key)), dtype=np.int64)
+    for value, number in totals.items():
+        code = columns.label_code(key, str(value))
+        table[0 if code < 0 and value == "" else code] = number
+    return table
 
 
 def domain_counts(

@@ -30,9 +30,12 @@ from scheduler.plugins.podtopologyspread.common import (
     node_has_all_keys,
 )
 from scheduler.plugins.podtopologyspread.filtering import (
+    TALLIED_DOMAINS,
     domain_dict,
     inclusion_mask,
     matching_counts,
+    read_only,
+    tallied_table,
     value_lookup,
 )
 from scheduler.util.labelselector import selector_identity
@@ -132,6 +135,34 @@ def build_score_state(
     return state
 
 
+class _ScoreLayout:
+    """What PreScore's counting reads of the nodes' labels alone: which rows have every key (None: all,
+    or not required) and, per non-hostname key, each row's code with a missing label read as the ""
+    domain, and those codes on the rows that have every key. Kept until a label code changes."""
+
+    __slots__ = ("codes", "has_all", "kept_codes", "lengths")
+
+    def __init__(self, columns: ColumnStore, keys: tuple[str, ...], require_all: bool) -> None:
+        has_all: BoolArray = np.ones(len(columns), dtype=np.bool_)
+        if require_all:
+            for key in keys:
+                has_all &= columns.label_codes(key) > 0
+        self.has_all: BoolArray | None = None if has_all.all() else read_only(has_all)
+        self.codes: dict[str, IntArray] = {}
+        self.kept_codes: dict[str, IntArray] = {}
+        self.lengths: dict[str, int] = {}
+        for key in keys:
+            if key == LABEL_HOSTNAME:
+                continue
+            codes = columns.label_codes(key)
+            # A node without the key is in the "" domain (system defaults), as is one labelled "".
+            empty = columns.label_code(key, "")
+            codes = np.where(codes == 0, empty, codes) if empty > 0 else codes.copy()
+            self.codes[key] = read_only(codes)
+            self.kept_codes[key] = read_only(codes if self.has_all is None else codes[self.has_all])
+            self.lengths[key] = len(columns.label_values(key))
+
+
 def _build_from_columns(
     pod: PodInfo,
     constraints: tuple[SpreadConstraint, ...],
@@ -140,17 +171,21 @@ def _build_from_columns(
     require_all: bool,
 ) -> ScoreState:
     """``build_score_state`` by label codes, ``all_nodes`` being every row of ``columns``."""
+    keys = tuple(c.topology_key for c in constraints)
+    layout = columns.label_memo(
+        ("PodTopologySpread/score-layout", keys, require_all),
+        lambda: _ScoreLayout(columns, keys, require_all),
+    )
     positions = candidates.positions
-    has_all: BoolArray = np.ones(len(columns), dtype=np.bool_)
-    if require_all:
-        for constraint in constraints:
-            has_all &= columns.label_codes(constraint.topology_key) > 0
-    ignored = ~has_all[positions]
-    kept = positions[~ignored]
+    has_all = layout.has_all
+    kept = positions
     state = ScoreState(constraints, counts_=None, tables=[], domains=[], columns=columns)
     assert state.tables is not None and state.domains is not None
-    if ignored.any():
-        state.ignored = {info.name for info in columns.infos[positions[ignored]].tolist()}
+    if has_all is not None:
+        ignored = ~has_all[positions]
+        if ignored.any():
+            kept = positions[~ignored]
+            state.ignored = {info.name for info in columns.infos[positions[ignored]].tolist()}
     by_selector: dict[tuple[object, ...], IntArray] = {}
     for constraint in constraints:
         key = constraint.topology_key
@@ -159,24 +194,32 @@ def _build_from_columns(
             state.tables.append(np.zeros(0, dtype=np.int64))
             state.domains.append(np.zeros(0, dtype=np.bool_))
             continue
-        codes = columns.label_codes(key)
-        length = len(columns.label_values(key))
-        # A node without the key is in the "" domain (system defaults), as is one labelled "".
-        empty = columns.label_code(key, "")
-        if empty > 0:
-            codes = np.where(codes == 0, empty, codes)
+        codes = layout.codes[key]
+        length = layout.lengths[key]
         domains: BoolArray = np.bincount(codes[kept], minlength=length) > 0
         state.weights.append(topology_normalizing_weight(int(np.count_nonzero(domains))))
-        mask = has_all
-        if constraint.honor_node_affinity or constraint.honor_node_taints:
-            included = inclusion_mask(pod, constraint, columns)
-            if included is not None:
-                mask = has_all & included
-        identity = selector_identity(constraint.selector)
-        matched = by_selector.get(identity)
-        if matched is None:
-            matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
-        table: IntArray = np.bincount(codes[mask], weights=matched[mask], minlength=length).astype(np.int64)
+        included = (
+            inclusion_mask(pod, constraint, columns)
+            if constraint.honor_node_affinity or constraint.honor_node_taints
+            else None
+        )
+        table: IntArray
+        if included is None and length <= TALLIED_DOMAINS:
+            required = keys if require_all else ()
+            table = tallied_table(columns, key, required, constraint.selector, pod.namespace)
+        else:
+            identity = selector_identity(constraint.selector)
+            matched = by_selector.get(identity)
+            if matched is None:
+                matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
+            if included is None:
+                # The rows counted are those with every key, their codes the layout's.
+                weights = matched if has_all is None else matched[has_all]
+                sums = np.bincount(layout.kept_codes[key], weights=weights, minlength=length)
+            else:
+                mask = included if has_all is None else has_all & included
+                sums = np.bincount(codes[mask], weights=matched[mask], minlength=length)
+            table = sums.astype(np.int64)
         table[~domains] = 0
         state.tables.append(table)
         state.domains.append(domains)

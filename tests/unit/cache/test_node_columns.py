@@ -237,3 +237,28 @@ def test_integer_columns_saturate_when_built_and_when_a_row_changes() -> None:
     assert other is not None
     assert int(columns.array(resource_columns.REQUESTED_CPU)[other]) == top
     assert int(columns.array(resource_columns.REQUESTED_CPU)[row]) == 0
+
+
+def test_a_label_memo_is_kept_across_pod_changes_and_dropped_when_a_label_code_changes() -> None:
+    cache = _cache(3)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    columns = snapshot.columns()
+    builds: list[list[int]] = []
+
+    def racks() -> list[int]:
+        builds.append(columns.label_codes("rack").tolist())
+        return builds[-1]
+
+    first = columns.label_memo("racks", racks)
+    cache.add_pod(make_pod("p", node_name="n1"))
+    cache.update_node(None, make_node("n0", labels={"rack": "r0"}))  # the same labels again
+    cache.update_snapshot(snapshot)
+    assert snapshot.columns() is columns
+    assert columns.label_memo("racks", racks) is first and len(builds) == 1
+
+    cache.update_node(None, make_node("n0", labels={"rack": "r7"}))
+    cache.update_snapshot(snapshot)
+    again = columns.label_memo("racks", racks)
+    assert len(builds) == 2 and again != first
+    assert again == columns.label_codes("rack").tolist()

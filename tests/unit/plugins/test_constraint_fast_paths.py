@@ -221,7 +221,20 @@ def test_spread_state_from_columns_matches_per_node_counting(seed: int) -> None:
         assert fast_score.counts == reference_score.counts
 
         _churn(rng, cache, pods, nodes, step)
+        if rng.random() < 0.3:
+            # Labels change too: what PreFilter and PreScore keep of the nodes' labels must follow.
+            _relabel(rng, cache, nodes)
         cache.update_snapshot(snapshot)
+
+
+def _relabel(rng: random.Random, cache: SchedulerCache, nodes: int) -> None:
+    """A node's labels drawn again (zone, region and disk may appear, change or go)."""
+    i = rng.randrange(nodes)
+    info = cache.node_info(f"n{i:03d}")
+    assert info is not None and info.node is not None
+    new = _node(rng, i)
+    new["metadata"]["resourceVersion"] = str(rng.randrange(10**6))
+    cache.update_node(info.node, new)
 
 
 # --- InterPodAffinity -------------------------------------------------------------------------------
