@@ -230,10 +230,6 @@ def domain_tables(
             mask = included if mask is None else mask & included
             domain_codes = columns.label_codes(key)[mask]
             domains.append(np.bincount(domain_codes, minlength=length) > 0)
-        if included is None and length <= TALLIED_DOMAINS:
-            keys = tuple(c.topology_key for c in constraints)
-            tables.append(tallied_table(columns, key, keys, constraint.selector, pod.namespace))
-            continue
         identity = selector_identity(constraint.selector)
         matched = by_selector.get(identity)
         if matched is None:
@@ -245,36 +241,6 @@ def domain_tables(
         else:
             tables.append(np.zeros(length, dtype=np.int64))
     return tables, domains
-
-
-# A key with at most this many values (zones, regions, racks: not hostnames) is counted through
-# per-domain totals the columns keep up to date node by node, rather than a pass over every row.
-TALLIED_DOMAINS = 64
-_NONE: dict[str, int] = {}
-
-
-def tallied_table(
-    columns: ColumnStore, key: str, required: tuple[str, ...], selector: LabelSelector, namespace: str
-) -> IntArray:
-    """Per code of ``key``: the pods of ``namespace`` matching ``selector`` on the nodes that have every
-    key of ``required``. A node without ``key`` (possible only when ``required`` lacks it: the system
-    defaults) counts in the "" domain, which is code 0 unless some node is labelled "". Updated by the
-    columns for the nodes changed since the last cycle: no per-row work."""
-
-    def tally(info: NodeInfo) -> dict[str, int]:
-        labels = info.labels
-        if not info.pods or not all(k in labels for k in required):
-            return _NONE
-        number = count_matching(info.pods.values(), selector, namespace)
-        return {labels.get(key, ""): number} if number else _NONE
-
-    identity = ("PodTopologySpread/domains", namespace, selector_identity(selector), required, key)
-    totals = columns.row_tally(identity, tally).totals
-    table = np.zeros(len(columns.label_values(key)), dtype=np.int64)
-    for value, number in totals.items():
-        code = columns.label_code(key, str(value))
-        table[0 if code < 0 and value == "" else code] = number
-    return table
 
 
 def domain_counts(
@@ -377,21 +343,23 @@ def filter_subset(state: FilterState, subset: NodeSubset) -> MaskedStatuses:
     """``filter_node`` for every node of ``subset`` at once: same verdicts, same order of checks."""
     size = len(subset)
     # Per node: 0 passes, 1 missing label, 2 skew too large; the first failing constraint decides.
-    verdict = np.zeros(size, dtype=np.int8)
+    verdict: npt.NDArray[np.int8] | None = None
     tables = state.tables if state.columns is subset.columns else None
     for index, constraint in enumerate(state.constraints):
         key = constraint.topology_key
         codes = subset.label_codes(key)
-        missing: BoolArray = codes == 0
+        offset = state.self_match[index] - state.min_counts[index]
         if tables is not None:
-            matched = tables[index][codes]
+            # Judged once per label code, then looked up per node.
+            by_code = np.where(tables[index] + offset > constraint.max_skew, 2, 0).astype(np.int8)
+            by_code[0] = 1
+            judged = by_code[codes]
         else:
             matched = value_lookup(subset, key, state.counts[index])
-        too_skewed = matched + (state.self_match[index] - state.min_counts[index]) > constraint.max_skew
-        undecided = verdict == 0
-        verdict[undecided & missing] = 1
-        verdict[undecided & ~missing & too_skewed] = 2
-    if not verdict.any():
+            judged = np.where(codes == 0, 1, np.where(matched + offset > constraint.max_skew, 2, 0))
+            judged = judged.astype(np.int8)
+        verdict = judged if verdict is None else np.where(verdict == 0, judged, verdict)
+    if verdict is None or not verdict.any():
         return all_pass(size)
     missing_label = Status(Code.UnschedulableAndUnresolvable, [ERR_REASON_NODE_LABEL_NOT_MATCH])
     skewed = Status(Code.Unschedulable, [ERR_REASON_CONSTRAINTS_NOT_MATCH])

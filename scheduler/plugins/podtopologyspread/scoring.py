@@ -30,12 +30,10 @@ from scheduler.plugins.podtopologyspread.common import (
     node_has_all_keys,
 )
 from scheduler.plugins.podtopologyspread.filtering import (
-    TALLIED_DOMAINS,
     domain_dict,
     inclusion_mask,
     matching_counts,
     read_only,
-    tallied_table,
     value_lookup,
 )
 from scheduler.util.labelselector import selector_identity
@@ -203,23 +201,18 @@ def _build_from_columns(
             if constraint.honor_node_affinity or constraint.honor_node_taints
             else None
         )
-        table: IntArray
-        if included is None and length <= TALLIED_DOMAINS:
-            required = keys if require_all else ()
-            table = tallied_table(columns, key, required, constraint.selector, pod.namespace)
+        identity = selector_identity(constraint.selector)
+        matched = by_selector.get(identity)
+        if matched is None:
+            matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
+        if included is None:
+            # The usual case: the rows counted are those with every key, their codes the layout's.
+            weights = matched if has_all is None else matched[has_all]
+            sums = np.bincount(layout.kept_codes[key], weights=weights, minlength=length)
         else:
-            identity = selector_identity(constraint.selector)
-            matched = by_selector.get(identity)
-            if matched is None:
-                matched = by_selector[identity] = matching_counts(columns, constraint.selector, pod.namespace)
-            if included is None:
-                # The rows counted are those with every key, their codes the layout's.
-                weights = matched if has_all is None else matched[has_all]
-                sums = np.bincount(layout.kept_codes[key], weights=weights, minlength=length)
-            else:
-                mask = included if has_all is None else has_all & included
-                sums = np.bincount(codes[mask], weights=matched[mask], minlength=length)
-            table = sums.astype(np.int64)
+            mask = included if has_all is None else has_all & included
+            sums = np.bincount(codes[mask], weights=matched[mask], minlength=length)
+        table: IntArray = sums.astype(np.int64)
         table[~domains] = 0
         state.tables.append(table)
         state.domains.append(domains)
