@@ -301,11 +301,10 @@ def normalize(state: ScoreState, scores: list[NodeScore]) -> None:
 def normalize_array(state: ScoreState, scores: IntArray) -> IntArray:
     """``normalize`` over the scores of the nodes last scored (``state.ignored_mask`` names the ignored)."""
     ignored = state.ignored_mask if state.ignored else None
-    if ignored is None or len(ignored) != len(scores):
-        if state.ignored:
-            raise ValueError("PodTopologySpread: NormalizeScore without the Score of the same nodes")
-        ignored = np.zeros(len(scores), dtype=np.bool_)
-    kept = scores[~ignored]
+    if state.ignored and (ignored is None or len(ignored) != len(scores)):
+        raise ValueError("PodTopologySpread: NormalizeScore without the Score of the same nodes")
+    # No node ignored (the usual case): no mask to build or apply.
+    kept = scores if ignored is None else scores[~ignored]
     if not len(kept):
         return np.zeros(len(scores), dtype=np.int64)
     min_score, max_score = int(kept.min()), max(0, int(kept.max()))
@@ -313,5 +312,6 @@ def normalize_array(state: ScoreState, scores: IntArray) -> IntArray:
         result: IntArray = np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
     else:
         result = MAX_NODE_SCORE * (max_score + min_score - scores) // max_score
-    result[ignored] = 0
+    if ignored is not None:
+        result[ignored] = 0
     return result
