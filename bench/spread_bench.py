@@ -32,7 +32,7 @@ SPREADING = (workloads.TOPOLOGY_SPREADING, workloads.DEFAULT_SPREADING)
 _HOOKS = ("pre_filter", "filter_nodes", "pre_score", "score_nodes")
 
 
-def _timed_hooks(spent: collections.Counter[str]) -> Callable[[], None]:
+def _timed_hooks(spent: collections.defaultdict[str, float]) -> Callable[[], None]:
     """Wraps PodTopologySpread's hooks to add their CPU time to ``spent``; returns the undo."""
     originals = {hook: getattr(PodTopologySpread, hook) for hook in _HOOKS}
 
@@ -84,7 +84,7 @@ def main() -> None:
         shares: dict[str, list[dict[str, float]]] = {name: [] for name in names}
         for _ in range(args.repeat):
             for name in names:
-                spent: collections.Counter[str] = collections.Counter()
+                spent: collections.defaultdict[str, float] = collections.defaultdict(float)
                 undo = _timed_hooks(spent)
                 try:
                     shares[name].append(_hook_share(name, args.quick, spent))
@@ -99,7 +99,7 @@ def main() -> None:
             print(f"{name}: PodTopologySpread us CPU per measured pod (median): {parts}")
 
 
-def _hook_share(name: str, quick: bool, spent: collections.Counter[str]) -> dict[str, float]:
+def _hook_share(name: str, quick: bool, spent: collections.defaultdict[str, float]) -> dict[str, float]:
     """Per measured pod, the time of the hooks ``spent`` collects (the init pods' is left out)."""
     workload = workloads.build(name, quick=quick)
     cluster = _Cluster(workload)
