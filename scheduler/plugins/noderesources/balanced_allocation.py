@@ -115,7 +115,10 @@ def _idle_balance_column(scorer: ResourceAllocationScorer) -> NodeColumn:
             return balanced_resource_score(*scorer.node_vectors(info))
 
         column = _IDLE_COLUMNS[names_key] = NodeColumn(
-            "noderesources/balanced-allocation.idle/" + ",".join(names_key), np.int64, idle_balance
+            "noderesources/balanced-allocation.idle/" + ",".join(names_key),
+            np.int64,
+            idle_balance,
+            reads_pods=True,
         )
     return column
 
