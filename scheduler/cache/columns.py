@@ -150,6 +150,7 @@ class NodeColumns:
         "_label_vocabulary",
         "_last_required",
         "_nonzero",
+        "_pod_columns",
         "_pod_row_updates",
         "_positive",
         "_row_updates",
@@ -173,6 +174,7 @@ class NodeColumns:
         # Those of the columns that read the node's pods (``reads_pods``): all ``set(pods_only=True)``
         # recomputes.
         self._pod_row_updates: list[_RowUpdate] = []
+        self._pod_columns: set[str] = set()
         self._last_required: Sequence[ColumnSpec] | None = None
         # Label key -> code per row (0: no such label), built on first use; value -> code per key.
         self._label_codes: dict[str, IntArray] = {}
@@ -244,6 +246,7 @@ class NodeColumns:
         self._row_updates.append(update)
         if reads_pods(spec):
             self._pod_row_updates.append(update)
+            self._pod_columns.add(spec.name)
 
     def set(self, position: int, info: NodeInfo, *, pods_only: bool = False) -> None:
         """Row ``position`` now describes ``info``. ``pods_only``: the caller knows ``info`` differs
@@ -266,9 +269,10 @@ class NodeColumns:
         if not pods_only:
             for key, codes in self._label_codes.items():
                 codes[position] = self._code(key, _label(info, key))
-        if self._positive:
+        positive = self._positive
+        if positive and not (pods_only and positive.isdisjoint(self._pod_columns)):
             arrays = self._arrays
-            self._positive = {name for name in self._positive if arrays[name][position] > 0}
+            self._positive = {name for name in positive if arrays[name][position] > 0}
         if self._derived:
             dirty = self._dirty
             dirty.append(position)
