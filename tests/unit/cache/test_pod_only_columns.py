@@ -87,9 +87,9 @@ def test_each_in_tree_column_declares_it(spec: ColumnSpec) -> None:
 
 
 def test_undeclared_columns_count_as_reading_pods() -> None:
-    assert reads_pods(NodeColumn("X/y", np.int64, len))
-    assert reads_pods(InternedColumn("X/z", len))
-    assert not reads_pods(NodeColumn("X/y", np.int64, len, reads_pods=False))
+    assert reads_pods(NodeColumn("X/y", np.int64, _zone))
+    assert reads_pods(InternedColumn("X/z", _zone))
+    assert not reads_pods(NodeColumn("X/y", np.int64, _zone, reads_pods=False))
 
 
 def _pod(name: str, cpu: str = "100m") -> dict[str, Any]:
@@ -223,8 +223,8 @@ def test_kept_columns_equal_columns_built_afresh(steps: list[Any], read_between:
     cache = SchedulerCache()
     versions = {name: {"zone": "ab"[i % 2]} for i, name in enumerate(NODES)}
     live = set(NODES)
-    for name in NODES:
-        cache.add_node(_node(name, versions[name]))
+    for node_name in NODES:
+        cache.add_node(_node(node_name, versions[node_name]))
     snapshot = Snapshot(COLUMNS)
     cache.update_snapshot(snapshot)
     _assert_columns_as_built_afresh(snapshot)
@@ -232,6 +232,7 @@ def test_kept_columns_equal_columns_built_afresh(steps: list[Any], read_between:
         snapshot.columns().label_codes(label)
     stored: dict[str, dict[str, Any]] = {}  # the informer's version of each bound pod
     in_snapshot: dict[str, PodInfo] = {}  # pods added inside the snapshot, by name
+    name: str | None
     for action, pick, arg in steps:
         if action == "assume":
             name = _sorted_pick([p for p in PODS if cache.get_pod(f"default/{p}") is None], pick)
@@ -272,12 +273,12 @@ def test_kept_columns_equal_columns_built_afresh(steps: list[Any], read_between:
             cache.add_node(_node(pick, versions[pick]))
             live.add(pick)
         elif action == "snapshot add":
-            name = f"what-if-{pick}"
-            if name not in in_snapshot:
-                pod = _pod(name, cpu="300m")
+            what_if = f"what-if-{pick}"
+            if what_if not in in_snapshot:
+                pod = _pod(what_if, cpu="300m")
                 pod["spec"]["nodeName"] = arg
-                in_snapshot[name] = PodInfo(pod)
-                snapshot.add_pod(in_snapshot[name], arg)
+                in_snapshot[what_if] = PodInfo(pod)
+                snapshot.add_pod(in_snapshot[what_if], arg)
         elif action == "snapshot remove":
             name = _sorted_pick(list(in_snapshot), pick)
             if name is not None:
