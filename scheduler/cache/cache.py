@@ -113,6 +113,10 @@ class SchedulerCache:
         # Bumped whenever the tree's membership or zones change: snapshots then rebuild their list.
         self._tree_version = 0
         self._generation = 0
+        # Per node, the generation of the last change of its Node object (added, updated, deleted);
+        # a node changed since a snapshot's generation only by pods has an older one, and the snapshot
+        # then recomputes only the columns that read pods (``Snapshot.put(pods_only=True)``).
+        self._node_changed: dict[str, int] = {}
         self._image_counts: dict[str, int] = {}
         # Per image, the size reported by the node that brought it into the cache, kept while any node
         # holds it: upstream's cache.imageStates, whose Size every holder's score uses.
@@ -132,6 +136,7 @@ class SchedulerCache:
         if self._tree.update(name, node_zone_key(node)):
             self._tree_version += 1
         self._touch(info)
+        self._node_changed[name] = self._generation
 
     def update_node(self, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> None:
         """As upstream, an update for an unknown node adds it; the zone is read from the cached tree."""
@@ -151,8 +156,10 @@ class SchedulerCache:
             self._tree_version += 1
         if info.pods:
             self._touch(info)
+            self._node_changed[name] = self._generation
         else:
             del self._nodes[name]
+            self._node_changed.pop(name, None)
 
     # -- assigned pods (informer events) -------------------------------------------------------------
 
@@ -326,11 +333,14 @@ class SchedulerCache:
         meant to follow one cache; a new ``Snapshot()`` gets a full build.
         """
         since = snapshot.generation
+        node_changed = self._node_changed
         for info in reversed(self._nodes.values()):
             if info.generation <= since:
                 break
             if info.node is not None:
-                snapshot.put(self._snapshot_copy(info))
+                # Only pods changed since the snapshot's copy when the Node object did not.
+                pods_only = node_changed.get(info.name, since + 1) <= since
+                snapshot.put(self._snapshot_copy(info), pods_only=pods_only)
         if snapshot.tree_version != self._tree_version:
             names = self._tree.list()
             missing = snapshot.relist(names, self._tree_version)
@@ -487,6 +497,7 @@ class SchedulerCache:
         node.remove_pod(key)
         if node.node is None and not node.pods:
             del self._nodes[node_name]
+            self._node_changed.pop(node_name, None)
         else:
             self._touch(node)
 

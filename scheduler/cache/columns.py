@@ -22,6 +22,7 @@ from scheduler.framework.columns import (
     InternedColumn,
     NodeColumn,
     column_name,
+    reads_pods,
 )
 from scheduler.framework.types import NodeInfo
 
@@ -115,25 +116,26 @@ class RowTally:
         return column
 
 
-# Per declared column, what ``set`` does for one row: (name, array, value-or-code of a NodeInfo, counted).
-_RowUpdate = tuple[str, npt.NDArray[Any], Callable[[NodeInfo], Any], bool]
+# Per declared column, what ``set`` does for one row: (name, array, value-or-code of a NodeInfo,
+# counted, the dtype's range for an integer column or None).
+_RowUpdate = tuple[str, npt.NDArray[Any], Callable[[NodeInfo], Any], bool, tuple[int, int] | None]
 
 
-def _saturating(compute: Callable[[NodeInfo], Any], dtype: type[np.generic]) -> Callable[[NodeInfo], Any]:
-    """``compute`` clamped to the range of an integer ``dtype``. Amounts are Python ints and the API
+def _int_range(dtype: type[np.generic]) -> tuple[int, int] | None:
+    """The range of an integer ``dtype`` (None for other dtypes). Amounts are Python ints and the API
     server accepts quantities far past int64 (a pod created with ``nodeName`` and ``cpu: 1e100``, an
     odd kubelet's allocatable): unclamped, one such node made every scheduling cycle raise
-    OverflowError. Saturated, a node holding such a pod simply has no room left."""
+    OverflowError. Saturated, a node holding such a pod simply has no room left. Values are clamped
+    only when numpy refuses one (OverflowError), so the common case pays no clamping call."""
     if not np.issubdtype(dtype, np.integer):
-        return compute
+        return None
     info = np.iinfo(np.dtype(dtype))
-    low, high = int(info.min), int(info.max)
+    return int(info.min), int(info.max)
 
-    def clamped(node: NodeInfo) -> Any:
-        value = compute(node)
-        return value if low <= value <= high else max(low, min(high, value))
 
-    return clamped
+def _clamp(value: Any, bounds: tuple[int, int]) -> Any:
+    low, high = bounds
+    return value if low <= value <= high else max(low, min(high, value))
 
 
 class NodeColumns:
@@ -151,6 +153,8 @@ class NodeColumns:
         "_label_vocabulary",
         "_last_required",
         "_nonzero",
+        "_pod_columns",
+        "_pod_row_updates",
         "_positive",
         "_row_updates",
         "_specs",
@@ -170,6 +174,10 @@ class NodeColumns:
         self._positive: set[str] = set()
         self._vocabularies: dict[str, _Vocabulary] = {}
         self._row_updates: list[_RowUpdate] = []
+        # Those of the columns that read the node's pods (``reads_pods``): all ``set(pods_only=True)``
+        # recomputes.
+        self._pod_row_updates: list[_RowUpdate] = []
+        self._pod_columns: set[str] = set()
         self._last_required: Sequence[ColumnSpec] | None = None
         # Label key -> code per row (0: no such label), built on first use; value -> code per key.
         self._label_codes: dict[str, IntArray] = {}
@@ -212,9 +220,19 @@ class NodeColumns:
         size = len(self.infos)
         infos = self.infos.tolist()
         compute: Callable[[NodeInfo], Any]
+        bounds: tuple[int, int] | None = None
         if isinstance(spec, NodeColumn):
-            compute = _saturating(spec.compute, spec.dtype)
-            array = np.fromiter(map(compute, infos), dtype=spec.dtype, count=size)
+            compute = spec.compute
+            bounds = _int_range(spec.dtype)
+            try:
+                array = np.fromiter(map(compute, infos), dtype=spec.dtype, count=size)
+            except OverflowError:
+                if bounds is None:
+                    raise
+                limits = bounds
+                array = np.fromiter(
+                    (_clamp(compute(info), limits) for info in infos), dtype=spec.dtype, count=size
+                )
             counted = spec.count_nonzero
         else:
             vocabulary = self._vocabularies[spec.name] = _Vocabulary(spec.key)
@@ -229,25 +247,40 @@ class NodeColumns:
             self._nonzero[spec.name] = int(np.count_nonzero(array))
         self._specs[spec.name] = spec
         self._arrays[spec.name] = array
-        self._row_updates.append((spec.name, array, compute, counted))
+        update = (spec.name, array, compute, counted, bounds)
+        self._row_updates.append(update)
+        if reads_pods(spec):
+            self._pod_row_updates.append(update)
+            self._pod_columns.add(spec.name)
 
-    def set(self, position: int, info: NodeInfo) -> None:
-        """Row ``position`` now describes ``info``."""
+    def set(self, position: int, info: NodeInfo, *, pods_only: bool = False) -> None:
+        """Row ``position`` now describes ``info``. ``pods_only``: the caller knows ``info`` differs
+        from the row's NodeInfo only in its pods (same Node object), so the columns declared not to
+        read pods (``reads_pods=False``) and the label codes keep their values."""
         self.infos[position] = info
         nonzero = self._nonzero
-        for name, array, compute, counted in self._row_updates:
+        for name, array, compute, counted, bounds in (
+            self._pod_row_updates if pods_only else self._row_updates
+        ):
             value = compute(info)
             if counted:
                 nonzero[name] += bool(value) - bool(array[position])
-            array[position] = value
-        for key, codes in self._label_codes.items():
-            code = self._code(key, _label(info, key))
-            if codes[position] != code:
-                codes[position] = code
-                self._label_memo.clear()
-        if self._positive:
+            try:
+                array[position] = value
+            except OverflowError:
+                if bounds is None:
+                    raise
+                array[position] = _clamp(value, bounds)
+        if not pods_only:
+            for key, codes in self._label_codes.items():
+                code = self._code(key, _label(info, key))
+                if codes[position] != code:
+                    codes[position] = code
+                    self._label_memo.clear()
+        positive = self._positive
+        if positive and not (pods_only and positive.isdisjoint(self._pod_columns)):
             arrays = self._arrays
-            self._positive = {name for name in self._positive if arrays[name][position] > 0}
+            self._positive = {name for name in positive if arrays[name][position] > 0}
         if self._derived:
             dirty = self._dirty
             dirty.append(position)

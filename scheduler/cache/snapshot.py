@@ -95,8 +95,10 @@ class Snapshot:
             self._columns = NodeColumns(self._list, self._column_specs)
             self._stale_rows.clear()
         elif self._stale_rows:
+            # Only pods changed in these rows since they were last set: a node's Node object changes
+            # only through ``put``, which sets its row at once.
             for position, info in self._stale_rows.items():
-                self._columns.set(position, info)
+                self._columns.set(position, info, pods_only=True)
             self._stale_rows.clear()
         if required:
             self._columns.require(required)
@@ -113,15 +115,17 @@ class Snapshot:
         return list(self._with_required_anti_affinity.values())
 
     def _track_pod_affinity(self, info: NodeInfo) -> None:
-        """Kept up to date on every ``_put``, so the lists cost nothing per cycle."""
-        for nodes, present in (
-            (self._with_affinity, bool(info.pods_with_affinity)),
-            (self._with_required_anti_affinity, bool(info.pods_with_required_anti_affinity)),
-        ):
-            if present:
-                nodes[info.name] = info
-            else:
-                nodes.pop(info.name, None)
+        """Kept up to date on every ``_replace``, so the lists cost nothing per cycle. Spelt out per
+        list: it runs for every node a snapshot update puts, where most nodes are in neither."""
+        name = info.name
+        if info.pods_with_affinity:
+            self._with_affinity[name] = info
+        elif self._with_affinity:
+            self._with_affinity.pop(name, None)
+        if info.pods_with_required_anti_affinity:
+            self._with_required_anti_affinity[name] = info
+        elif self._with_required_anti_affinity:
+            self._with_required_anti_affinity.pop(name, None)
 
     def _untrack_pod_affinity(self, keep: Mapping[str, NodeInfo]) -> None:
         for nodes in (self._with_affinity, self._with_required_anti_affinity):
@@ -138,13 +142,19 @@ class Snapshot:
         """The cache's node-tree version the node list was built from (-1: never built)."""
         return self._tree_version
 
-    def put(self, info: NodeInfo) -> None:
-        """Stores a fresh clone; if the node is already listed, it takes over the same position."""
+    def put(self, info: NodeInfo, *, pods_only: bool = False) -> None:
+        """Stores a fresh clone; if the node is already listed, it takes over the same position.
+        ``pods_only``: the clone differs from the node as this snapshot has it only in its pods (the
+        cache's Node object is the one this snapshot's copy has), so its column row is brought up to
+        date with the columns that read pods alone (``NodeColumns.set``)."""
         # A fresh clone from the cache supersedes the changes made inside the snapshot.
-        self._originals.pop(info.name, None)
-        self._replace(info)
+        if self._originals:
+            self._originals.pop(info.name, None)
+        self._replace(info, pods_only=pods_only)
 
-    def _replace(self, info: NodeInfo, *, defer_columns: bool = False) -> None:
+    def _replace(self, info: NodeInfo, *, defer_columns: bool = False, pods_only: bool = False) -> None:
+        """``defer_columns``: a change inside the snapshot (``add_pod``, ``remove_pod``, ``restore``),
+        which changes pods only; its row is brought up to date when the columns are next read."""
         self._map[info.name] = info
         self._track_pod_affinity(info)
         position = self._index.get(info.name)
@@ -154,8 +164,9 @@ class Snapshot:
                 if defer_columns:
                     self._stale_rows[position] = info
                 else:
-                    self._stale_rows.pop(position, None)
-                    self._columns.set(position, info)
+                    if self._stale_rows:
+                        self._stale_rows.pop(position, None)
+                    self._columns.set(position, info, pods_only=pods_only)
 
     def relist(self, names: Sequence[str], tree_version: int) -> list[str]:
         """Rebuilds the list in ``names`` order (the cache's tree at ``tree_version``), dropping nodes

@@ -20,7 +20,7 @@ two different specs under one name stop startup.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload
 
 import numpy as np
@@ -51,12 +51,22 @@ class NodeColumn:
 
     ``count_nonzero`` keeps a count of the rows whose value is non-zero, so a plugin can skip its work
     when no node has the fact at all (no cordoned node: nothing for NodeUnschedulable to do).
+
+    ``reads_pods`` declares whether the value can change when a pod is added to or removed from the
+    node. False: ``compute`` reads only what the Node object gives (its name, labels, taints,
+    ``spec.unschedulable``, allocatable, images), so after a change that only added or removed pods (the
+    assume and bind of every scheduled pod) the snapshot keeps the row's value instead of computing it
+    again. True: it reads the node's pods, their requests, or anything else that moves with them (the
+    generation). None, not declared: treated as True, recomputed on every change of the node. Every
+    in-tree column declares it (tests/unit/cache/test_pod_only_columns.py checks that the False ones
+    hold).
     """
 
     name: str
     dtype: type[np.generic]
     compute: Callable[[NodeInfo], Any]
     count_nonzero: bool = False
+    reads_pods: bool | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +76,22 @@ class InternedColumn:
     Nodes whose values have equal ``key(value)`` share a code, and one such value is kept per code, so
     a plugin judges each distinct value once per pod instead of once per node. ``compute`` returns None
     for "nothing" (code 0, the value kept for code 0 is None). The rows with a non-zero code are
-    always counted.
+    always counted. ``reads_pods``: as for a NodeColumn.
     """
 
     name: str
     compute: Callable[[NodeInfo], Any]
     key: Callable[[Any], Hashable] | None = None
+    reads_pods: bool | None = field(default=None, kw_only=True)
 
 
 ColumnSpec = NodeColumn | InternedColumn
+
+
+def reads_pods(spec: ColumnSpec) -> bool:
+    """Whether ``spec`` must be recomputed after a change that only added or removed pods (an
+    undeclared column must)."""
+    return spec.reads_pods is not False
 
 
 def _generation(info: NodeInfo) -> int:
@@ -83,7 +100,8 @@ def _generation(info: NodeInfo) -> int:
 
 # Each row's NodeInfo generation, kept row by row like every column: the batching cache compares it
 # with the generations its results were computed at to find the few nodes that changed since.
-GENERATION_COLUMN = NodeColumn("framework/generation", np.int64, _generation)
+# The generation moves with every change, pods included.
+GENERATION_COLUMN = NodeColumn("framework/generation", np.int64, _generation, reads_pods=True)
 
 
 class ColumnConflictError(ValueError):

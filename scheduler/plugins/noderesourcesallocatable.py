@@ -139,7 +139,11 @@ def _score_column(args: NodeResourcesAllocatableArgs) -> NodeColumn:
     if column is None:
         key = args.mode + ":" + ",".join(f"{name}={weight}" for name, weight in args.resources)
         column = _SCORE_COLUMNS[args] = NodeColumn(
-            f"{names.NODE_RESOURCES_ALLOCATABLE}/score/{key}", np.int64, lambda info: raw_score(info, args)
+            f"{names.NODE_RESOURCES_ALLOCATABLE}/score/{key}",
+            np.int64,
+            lambda info: raw_score(info, args),
+            # The score reads the node's allocatable amounts only.
+            reads_pods=False,
         )
     return column
 

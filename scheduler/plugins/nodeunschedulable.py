@@ -47,6 +47,7 @@ CORDONED = NodeColumn(
     np.bool_,
     lambda info: bool(info.unschedulable),
     count_nonzero=True,
+    reads_pods=False,
 )
 
 

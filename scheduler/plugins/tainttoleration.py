@@ -70,7 +70,9 @@ def _taints_key(taints: Sequence[Mapping[str, Any]]) -> tuple[tuple[Any, Any, An
 
 # Nodes with equal taints share a code (0: no taints), so the plugin judges each distinct set of
 # taints once per pod instead of once per node.
-TAINTS = InternedColumn(names.TAINT_TOLERATION + "/taints", lambda info: info.taints or None, key=_taints_key)
+TAINTS = InternedColumn(
+    names.TAINT_TOLERATION + "/taints", lambda info: info.taints or None, key=_taints_key, reads_pods=False
+)
 
 
 def _tainted(nodes: Sequence[NodeInfo]) -> list[int]:

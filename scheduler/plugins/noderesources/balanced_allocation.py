@@ -31,25 +31,30 @@ PRE_SCORE_STATE_KEY = "PreScore" + names.NODE_RESOURCES_BALANCED_ALLOCATION
 
 
 def balanced_resource_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    """``(1 - std) * 100`` of the utilization fractions (each capped at 1) of resources the node has."""
+    """``(1 - std) * 100`` of the utilization fractions (each capped at 1) of resources the node has.
+    Runs for every changed node (its idle-balance column) and every node scored one at a time, so the
+    cap is a comparison rather than a ``min`` call and the sum is taken only where it is needed; the
+    float operations are the same, in the same order."""
     fractions = []
-    total = 0.0
     for used, capacity in zip(requested, allocatable, strict=True):
-        if capacity == 0:
-            continue
-        fraction = min(used / capacity, 1.0)
-        total += fraction
-        fractions.append(fraction)
-    std = 0.0
-    if len(fractions) == 2:
+        if capacity:
+            fraction = used / capacity
+            fractions.append(1.0 if fraction > 1.0 else fraction)
+    count = len(fractions)
+    if count == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
-    elif len(fractions) > 2:
+    elif count > 2:
         # Plain left-to-right sums, as Go does (Python 3.12's sum() compensates and can differ).
-        mean = total / len(fractions)
+        total = 0.0
+        for fraction in fractions:
+            total += fraction
+        mean = total / count
         squares = 0.0
         for fraction in fractions:
             squares += (fraction - mean) * (fraction - mean)
-        std = math.sqrt(squares / len(fractions))
+        std = math.sqrt(squares / count)
+    else:
+        return MAX_NODE_SCORE
     return int((1 - std) * MAX_NODE_SCORE)
 
 
@@ -115,7 +120,10 @@ def _idle_balance_column(scorer: ResourceAllocationScorer) -> NodeColumn:
             return balanced_resource_score(*scorer.node_vectors(info))
 
         column = _IDLE_COLUMNS[names_key] = NodeColumn(
-            "noderesources/balanced-allocation.idle/" + ",".join(names_key), np.int64, idle_balance
+            "noderesources/balanced-allocation.idle/" + ",".join(names_key),
+            np.int64,
+            idle_balance,
+            reads_pods=True,
         )
     return column
 

@@ -7,6 +7,7 @@ as the change requires and ``docs/plugin-api-changelog.md`` has an entry for the
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import enum
 import importlib
@@ -144,12 +145,70 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> Diff:
                 and set(a["fields"]) <= set(b["fields"])
                 and a["required"] == b["required"]
             )
+            # So is a class whose constructor only gained parameters with defaults (and its dataclass fields
+            # those parameters): every existing call still builds the same object.
+            grown = grown or _only_gained_optional_parameters(a, b)
             # So is an enum that only gained members (a new kind of cluster event a plugin may register for).
             grown = grown or (
                 a.get("kind") == b.get("kind") == "enum" and set(a["members"]) <= set(b["members"])
             )
             changed.append(f"{name} (+members)" if grown else name)
     return Diff(sorted(set(new) - set(old)), sorted(set(old) - set(new)), changed)
+
+
+def _parameters(signature: str) -> ast.arguments:
+    function = ast.parse(f"def f{signature}: pass").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    return function.args
+
+
+def _described(arguments: ast.arguments) -> tuple[list[tuple[str, str]], dict[str, tuple[str, str]]]:
+    """(positional parameters, keyword-only ones by name), each as (parameter, default; '' for none)."""
+    padded = [None] * (len(arguments.args) - len(arguments.defaults)) + list(arguments.defaults)
+    positional = [
+        (ast.dump(arg), ast.dump(default) if default else "")
+        for arg, default in zip(arguments.args, padded, strict=True)
+    ]
+    keyword = {
+        arg.arg: (ast.dump(arg), ast.dump(default) if default else "")
+        for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True)
+    }
+    return positional, keyword
+
+
+def _only_gained_optional_parameters(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """``b`` is class ``a`` whose ``__init__`` only gained parameters with defaults (a dataclass: as
+    new trailing fields), everything else equal."""
+    if a.get("kind") != "class" or b.get("kind") != "class":
+        return False
+    a_members, b_members = a["members"], b["members"]
+    if "__init__" not in a_members or "__init__" not in b_members:
+        return False
+    a_fields, b_fields = a.get("fields", []), b.get("fields", [])
+    if b_fields[: len(a_fields)] != a_fields:
+        return False
+    # The new fields are attributes; every other member is as it was.
+    new_fields = dict.fromkeys(b_fields[len(a_fields) :], "attribute")
+    if {**a_members, **new_fields, "__init__": ""} != {**b_members, "__init__": ""}:
+        return False
+    try:
+        old, new = _parameters(a_members["__init__"]), _parameters(b_members["__init__"])
+    except SyntaxError:
+        return False
+    if (old.vararg, old.kwarg, new.vararg, new.kwarg) != (None, None, None, None):
+        return False
+    old_positional, old_keyword = _described(old)
+    new_positional, new_keyword = _described(new)
+    gained = [
+        *new_positional[len(old_positional) :],
+        *(new_keyword[n] for n in new_keyword.keys() - old_keyword.keys()),
+    ]
+    return (
+        new_positional[: len(old_positional)] == old_positional
+        and all(new_keyword.get(name) == kept for name, kept in old_keyword.items())
+        and all(default for _, default in gained)
+        and len(b_fields) - len(a_fields) in (0, len(gained))
+    )
 
 
 SEMVER = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")

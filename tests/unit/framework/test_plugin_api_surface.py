@@ -62,6 +62,19 @@ def _fake_change(old: dict[str, object], new: dict[str, object]) -> api.Diff:
 PROTO = {"kind": "protocol", "methods": {"score": "(self, state, pod, node)"}}
 
 
+def _column(extra: str) -> dict[str, object]:
+    """A dataclass of one field ``name``, and one more when ``extra`` declares a parameter."""
+    members = {"__init__": f"(self, name: 'str'{extra}) -> None", "name": "attribute"}
+    fields = ["name"]
+    if extra:
+        members["extra"] = "attribute"
+        fields.append("extra")
+    return {"kind": "class", "members": members, "fields": fields}
+
+
+COLUMN = _column("")
+
+
 @pytest.mark.parametrize(
     ("old", "new", "before", "after", "problem"),
     [
@@ -86,6 +99,24 @@ PROTO = {"kind": "protocol", "methods": {"score": "(self, state, pod, node)"}}
             "needs a major version: 2.0.0",
         ),
         ({"P": PROTO}, {"P": {"kind": "protocol", "methods": {"score": "(self)"}}}, "1.3.2", "2.0.0", ""),
+        # A class whose constructor gained a parameter with a default (a dataclass: a trailing field) is
+        # an addition; one without a default, or a changed one, breaks callers.
+        ({"C": COLUMN}, {"C": _column(", *, extra: 'bool | None' = None")}, "1.0.0", "1.1.0", ""),
+        ({"C": COLUMN}, {"C": _column(", extra: 'int' = 0")}, "1.0.0", "1.1.0", ""),
+        ({"C": COLUMN}, {"C": _column(", *, extra: 'bool'")}, "1.0.0", "1.1.0", "major version: 2.0.0"),
+        ({"C": COLUMN}, {"C": _column(", extra: 'int'")}, "1.0.0", "1.1.0", "major version: 2.0.0"),
+        (
+            {"C": COLUMN},
+            {
+                "C": {
+                    **_column(""),
+                    "members": {"__init__": "(self, name: 'int') -> None", "name": "attribute"},
+                }
+            },
+            "1.0.0",
+            "1.1.0",
+            "major version: 2.0.0",
+        ),
         # Going backwards is never right; 0.x may break in a minor release (semver).
         ({}, {}, "1.2.0", "1.1.0", "must be greater"),
         ({"x": {"kind": "alias"}}, {}, "0.3.0", "0.4.0", ""),

@@ -3,14 +3,18 @@ scores the change in balance the pod brings."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler.framework.status import Code
 from scheduler.plugins.errors import PluginArgsError
 from scheduler.plugins.noderesources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
+    balanced_resource_score,
     balanced_resource_scorer,
 )
 from tests.unit.plugins.plugin_testlib import node, node_info, pod, pre_score_code, run_score
@@ -175,3 +179,32 @@ def test_the_idle_balance_column_is_one_spec_per_resource_list() -> None:
     info = node_info(make_node("n", 4000, 8 * 1024**3), on("n", cm("1", "1Gi")))
     # cpu 1/4 used, memory 1/8: std = |0.25 - 0.125| / 2, score int((1 - std) * 100) = 93.
     assert idle(first)[0].compute(info) == 93
+
+
+def _reference_balance(requested: list[int], allocatable: list[int]) -> int:
+    """Upstream's balancedResourceScorer without the pod, written out plainly (Go's float64 order)."""
+    fractions = [
+        min(used / capacity, 1.0) for used, capacity in zip(requested, allocatable, strict=True) if capacity
+    ]
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        total = 0.0
+        for fraction in fractions:
+            total += fraction
+        mean = total / len(fractions)
+        squares = 0.0
+        for fraction in fractions:
+            squares += (fraction - mean) * (fraction - mean)
+        std = math.sqrt(squares / len(fractions))
+    return int((1 - std) * 100)
+
+
+_amount = st.one_of(st.integers(-3, 3), st.integers(0, 10**13), st.just(10**30))
+
+
+@given(st.lists(st.tuples(_amount, _amount), max_size=5))
+def test_balance_score_matches_the_plain_formula(pairs: list[tuple[int, int]]) -> None:
+    requested, allocatable = [used for used, _ in pairs], [capacity for _, capacity in pairs]
+    assert balanced_resource_score(requested, allocatable) == _reference_balance(requested, allocatable)
