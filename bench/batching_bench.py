@@ -43,14 +43,21 @@ def _echo(pod: dict[str, Any], node_name: str) -> dict[str, Any]:
     return bound
 
 
-def _measure(nodes: int, pods: int, batching: bool, echo: bool = False) -> tuple[float, int, int]:
-    workload = basic(nodes, pods)
+def cache_with_nodes(nodes: list[dict[str, Any]]) -> SchedulerCache:
+    """A scheduler cache holding copies of ``nodes``, each with the uid and resourceVersion an API
+    server would have given it."""
     cache = SchedulerCache()
-    for raw_node in workload.nodes:
+    for raw_node in nodes:
         node = copy.deepcopy(raw_node)
         node["metadata"].setdefault("uid", node["metadata"]["name"])
         node["metadata"].setdefault("resourceVersion", "1")
         cache.add_node(node)
+    return cache
+
+
+def _measure(nodes: int, pods: int, batching: bool, echo: bool = False) -> tuple[float, int, int]:
+    workload = basic(nodes, pods)
+    cache = cache_with_nodes(workload.nodes)
     snapshot = cache.snapshot()
     fwk = build_frameworks(lambda: snapshot, None, lambda: 0.0)[PROFILE]
     algorithm = SchedulingAlgorithm(rng=random.Random(0), batching=batching)

@@ -23,9 +23,9 @@ import statistics
 import time
 from typing import Any
 
+from bench.batching_bench import cache_with_nodes
 from bench.workloads import basic
 from scheduler.app.cli import GC_GEN0_THRESHOLD
-from scheduler.cache import SchedulerCache
 from scheduler.cycle.algorithm import SchedulingAlgorithm
 from scheduler.explain.recorder import DecisionRecorder
 from scheduler.framework.cycle_state import CycleState
@@ -41,12 +41,7 @@ def _measure(nodes: int, pods: int, enabled: bool = True) -> tuple[float, float,
     """(seconds inside the recorder, process CPU seconds of the loop), each per pod, and the number of
     interrupted recorder calls left out."""
     workload = basic(nodes, pods)
-    cache = SchedulerCache()
-    for raw_node in workload.nodes:
-        node = copy.deepcopy(raw_node)
-        node["metadata"].setdefault("uid", node["metadata"]["name"])
-        node["metadata"].setdefault("resourceVersion", "1")
-        cache.add_node(node)
+    cache = cache_with_nodes(workload.nodes)
     snapshot = cache.snapshot()
     fwk = build_frameworks(lambda: snapshot, None, lambda: 0.0)[PROFILE]
     algorithm = SchedulingAlgorithm(rng=random.Random(0), batching=True)
