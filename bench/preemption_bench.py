@@ -1,6 +1,6 @@
 """CPU per preemptor of the preemption workload, in-process (no API server).
 
-    python -m bench.preemption_bench [--quick] [--profile out.pstats]
+    python -m bench.preemption_bench [--quick] [--lag N] [--profile out.pstats]
 
 Builds the preemption workload's cluster (scheduler_perf's PreemptionBasic shape) in a Scheduler whose
 API server is a fake (tests/unit/fakes.py's CoreEnv): the low-priority pods bound, the high-priority
@@ -11,6 +11,15 @@ confirmed by an update. Prints time.process_time per preemptor for each phase (t
 is counted too: process time), the part of the first cycle spent in the dry run, and a digest of the
 decisions (the victims, the bindings; in any order, as the fake API server's writer threads may
 deliver them).
+
+The queue runs the profile's PreEnqueue chain as the app wires it (``SchedulerApp._pre_enqueue``), so
+DefaultPreemption holds a preemptor while its victims are being evicted. ``--lag N`` (0: every write is
+delivered before the next cycle) delays the watch by N cycles and lets each cycle take
+``--cycle-seconds`` of the fake clock (the backoffs run out), as in a real run where the API server
+takes seconds to show the deletions: then ~N preemptors are held at once, and each victim's DELETE runs
+the rejectors' hints and the PreEnqueue chain of every held preemptor (upstream's
+moveEntitiesToActiveOrBackoffQueue). The decisions differ from lag 0's (later cycles see the victims
+still there), but not between two trees at the same lag.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import Any
 
 from bench.workloads import PREEMPTION_SIZES, preemption
 from scheduler.app.event_handlers import EventHandlers
+from scheduler.app.scheduler_app import SchedulerApp
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from tests.unit.fakes import PROFILE, CoreEnv, wait_for
 
@@ -58,7 +68,23 @@ def _time_dry_runs(plugin: DefaultPreemption, spent: dict[str, float], counts: C
     evaluator.dry_run_preemption = timed  # type: ignore[method-assign]
 
 
-async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, float]:
+class _AppShim:
+    """What ``SchedulerApp._pre_enqueue`` reads: the frameworks and the PodInfo cache."""
+
+    def __init__(self, env: CoreEnv) -> None:
+        self.frameworks = env.frameworks
+        self.pod_infos = env.pod_infos
+
+
+def _pre_enqueue_of(env: CoreEnv) -> Any:
+    """The app's PreEnqueue check, bound to this environment."""
+    shim = _AppShim(env)
+    return lambda pod: SchedulerApp._pre_enqueue(shim, pod)  # type: ignore[arg-type]
+
+
+async def _run(
+    quick: bool, profiler: cProfile.Profile | None, lag: int = 0, cycle_seconds: float = 0.05
+) -> dict[str, float]:
     nodes, init, measure = PREEMPTION_SIZES[1 if quick else 0]
     workload = preemption(nodes, init, measure)
     raw_nodes = []
@@ -68,6 +94,7 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
         node["metadata"].setdefault("resourceVersion", "1")
         raw_nodes.append(node)
     env = CoreEnv(raw_nodes)
+    env.queue._pre_enqueue = _pre_enqueue_of(env)
     handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
     by_name: dict[str, dict[str, Any]] = {}
     for i, raw in enumerate(workload.init_pods):
@@ -94,17 +121,29 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
     deleted = 0
     decisions: list[str] = []
     seen_calls = 0
+    # len(env.rest.calls) at the end of each cycle: with a lag, the watch delivers up to an older mark.
+    marks: list[int] = []
+    drain = False
+    held_at_delete = 0
     if profiler is not None:
         profiler.enable()
     while pending:
         # The victims' deletions and the bindings, as the watch delivers them (the fake API server's
         # calls read from where the last round stopped, so the harness stays out of the profile).
-        calls = env.rest.calls[seen_calls:]
+        if lag == 0 or drain:
+            upto = len(env.rest.calls)
+        elif len(marks) > lag:
+            upto = marks[-(lag + 1)]
+        else:
+            upto = 0
+        drain = False
+        calls = env.rest.calls[seen_calls:upto]
         seen_calls += len(calls)
         begin = time.process_time()
         for call in calls:
             if call.method == "DELETE" and "/pods/" in call.path:
                 victim = call.path.rsplit("/", 1)[-1]
+                held_at_delete += len(env.queue._gated_pods)
                 handlers.on_pod_delete(by_name.pop(victim))
                 decisions.append(victim)
                 deleted += 1
@@ -129,7 +168,9 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
         cycles["watch events"] += 1
         qpi = env.queue.pop_nowait()
         if qpi is None:
-            # Waiting for a binding or for the executor: let the worker threads report.
+            # Waiting for a binding or for the executor: let the worker threads report. With a lag,
+            # nothing is left to schedule until the watch catches up: deliver everything next.
+            drain = True
             await asyncio.sleep(0.001)
             continue
         name = qpi.pod["metadata"]["name"]
@@ -142,6 +183,9 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
         await wait_for(lambda: env.sched.preemption.in_flight == 0, 10)
         spent[phase] += time.process_time() - begin
         cycles[phase] += 1
+        if lag:
+            marks.append(len(env.rest.calls))
+            env.clock.advance(cycle_seconds)
     if profiler is not None:
         profiler.disable()
     env.close()
@@ -151,6 +195,7 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
         out[f"{key}: count"] = cycles[key]
     out["total: ms per preemptor"] = sum(v for k, v in spent.items() if k != DRY_RUN) / measure * 1e3
     out["victims"] = deleted
+    out["held preemptors per delete"] = held_at_delete / max(deleted, 1)
     # Sorted: the writer threads may deliver one preemptor's deletions in any order.
     print("decisions digest:", hashlib.sha256("\n".join(sorted(decisions)).encode()).hexdigest()[:16])
     return out
@@ -159,10 +204,14 @@ async def _run(quick: bool, profiler: cProfile.Profile | None) -> dict[str, floa
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--lag", type=int, default=0, help="cycles the watch lags behind the writes")
+    parser.add_argument(
+        "--cycle-seconds", type=float, default=0.05, help="fake-clock seconds per cycle, with --lag"
+    )
     parser.add_argument("--profile", help="write cProfile stats here")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.profile else None
-    result = asyncio.run(_run(args.quick, profiler))
+    result = asyncio.run(_run(args.quick, profiler, args.lag, args.cycle_seconds))
     for key, value in result.items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
     if profiler is not None:

@@ -318,18 +318,26 @@ class Framework:
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
         # Upstream (runPreEnqueuePlugins) samples plugin timings per call here: there is no cycle.
+        # Runs for every held pod on every event its gate registered (a preemptor's, on each victim's
+        # deletion), so the sampling draw (should_sample_plugin_metrics) is inlined and the plugins
+        # are timed only in a sampled call.
         start = _perf()
-        record = self.should_sample_plugin_metrics()
         result: Status | None = None
-        for plugin in self.plugins.pre_enqueue:
-            began = _perf()
-            status = plugin.pre_enqueue(pod)
-            if record:
+        if self._rng.randrange(100) < self._sample_percent:
+            for plugin in self.plugins.pre_enqueue:
+                began = _perf()
+                status = plugin.pre_enqueue(pod)
                 self._observe_plugin(plugin.name, "PreEnqueue", _status_label(status), _perf() - began)
-            if status is not None and status.code is not Code.Success:
-                result = status.with_plugin(plugin.name)
-                break
-        self._observe_point("PreEnqueue", _status_label(result), _perf() - start)
+                if status is not None and status.code is not Code.Success:
+                    result = status.with_plugin(plugin.name)
+                    break
+        else:
+            for plugin in self.plugins.pre_enqueue:
+                status = plugin.pre_enqueue(pod)
+                if status is not None and status.code is not Code.Success:
+                    result = status.with_plugin(plugin.name)
+                    break
+        self._observe_point("PreEnqueue", "Success" if result is None else result.code.name, _perf() - start)
         return result
 
     def all_plugins(self) -> Iterable[Plugin]:

@@ -48,7 +48,7 @@ from scheduler.preemption.extenders import preempt_with_extenders
 from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
 from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
-from scheduler.preemption.trial import HopelessNodes, copy_or_amounts
+from scheduler.preemption.trial import DryRunVerdicts, copy_or_amounts
 from scheduler.preemption.victims import Victim, split_by_budgets, victims_on
 from scheduler.preemption.victims import by_importance as victims_by_importance
 from scheduling_queue.types import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -135,8 +135,13 @@ class DefaultPreemption:
         self.handle = cast(PreemptionHandle, handle)
         self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
         self._rng = rng or random.Random()
-        self._hopeless = HopelessNodes(self.handle)
-        self._by_priority = type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
+        self._verdicts = DryRunVerdicts(self.handle)
+        # Victims chosen by priority alone and ordered as upstream's: a node's dry-run verdict for a
+        # pod of one signature and priority can be kept (DryRunVerdicts).
+        self._by_priority = (
+            type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
+            and type(self).order_victims is DefaultPreemption.order_victims
+        )
         self.evaluator = Evaluator(
             self.name,
             lambda: self.handle.snapshot,
@@ -237,11 +242,11 @@ class DefaultPreemption:
         pod then fits, add them back most important first (those a PDB protects before the others, so
         they are reprieved first), keeping out only those it cannot fit beside. Returns the victims
         (most important first), how many violate a PDB, and the status."""
-        # Victims chosen by priority alone: a node where a pod of this signature and priority could not
-        # fit even with them all gone stays so until the node or its nominations change.
-        key = self._hopeless.key(state, pod) if self._by_priority else None
-        if key is not None and (known := self._hopeless.get(key, pod, node)) is not None:
-            return [], 0, known
+        # Victims chosen by priority alone: a node's verdict for a pod of this signature and priority
+        # (hopeless, or these victims) stays until the node or its nominations change.
+        key = self._verdicts.key(state, pod) if self._by_priority else None
+        if key is not None and (known := self._verdicts.get(key, pod, node, pdbs)) is not None:
+            return known
         potential = [p for p in node.pods.values() if self.is_preemption_allowed(node, p, pod)]
         if not potential:
             return [], 0, Status(Code.UnschedulableAndUnresolvable, [NO_VICTIMS_MSG])
@@ -253,7 +258,7 @@ class DefaultPreemption:
         status = trial.filter()
         if status is not None:
             if key is not None:
-                self._hopeless.put(key, pod, node, status)
+                self._verdicts.put(key, pod, node, status)
             return [], 0, status
 
         # The node's pod order when GetVictimsOnNode made one victim per pod (v1.37): it orders
@@ -289,6 +294,8 @@ class DefaultPreemption:
         if violating and non_violating:
             # Both groups were appended in their own order: most important first overall.
             victims = self.order_victims(victims, created)
+        if key is not None:
+            self._verdicts.put_victims(key, pod, node, pdbs, victims, num_violating)
         return victims, num_violating, None
 
 

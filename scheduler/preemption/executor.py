@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from scheduler import metrics
@@ -304,17 +305,30 @@ class PreemptionExecutor:
     def is_pod_running_preemption(self, pod: Mapping[str, Any]) -> bool:
         """``IsPodRunningPreemption``: until the last victim is gone or terminating (while the others
         are still being evicted, regardless of the last one); see the module docstring for the
-        zero-grace and settling refinements."""
-        key = _ident_of(pod)
-        run = self._runs.get(key)
-        if run is not None:
-            return not run.last_victim or self._last_victim_remains(run)
-        run = self._settling.get(key)
+        zero-grace and settling refinements.
+
+        Asked by PreEnqueue for every held preemptor on every victim's deletion (upstream's queue
+        re-runs PreEnqueue for each): the key and ``_deleted_victim_remains`` are inlined here."""
+        meta = pod.get("metadata") or _NO_META
+        key = meta.get("uid") or _ident_of(pod)
+        runs = self._runs
+        if runs:
+            run = runs.get(key)
+            if run is not None:
+                if not run.last_victim:
+                    return True
+                return self._victim_remains(run.last_victim, run.last_uid)
+        settling = self._settling
+        if not settling:
+            return False
+        run = settling.get(key)
         if run is None:
             return False
-        if self._deleted_victim_remains(run):
-            return True
-        del self._settling[key]
+        victim_remains = self._victim_remains
+        for victim_key, uid in run.deleted:
+            if victim_remains(victim_key, uid):
+                return True
+        del settling[key]
         return False
 
     def _last_victim_remains(self, run: _Run) -> bool:
@@ -328,7 +342,7 @@ class PreemptionExecutor:
         victim = self._assigned_pod(key)
         if victim is None:
             return False
-        meta = object_meta(victim.pod)
+        meta = victim.pod.get("metadata") or _NO_META
         if uid and meta.get("uid") != uid:
             return False  # a namesake: the victim itself is gone
         if not meta.get("deletionTimestamp"):
@@ -545,6 +559,10 @@ def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
         if condition.get("type") == wanted["type"]:
             return all(condition.get(k) == wanted[k] for k in ("status", "reason", "message"))
     return False
+
+
+# What ``object_meta`` answers for missing metadata, without building one per call.
+_NO_META: Mapping[str, Any] = MappingProxyType({})
 
 
 def _ident(pod: PodInfo) -> str:

@@ -55,24 +55,30 @@ def copy_or_amounts(handle: PreemptionHandle, state: CycleState, pod: PodInfo, n
 # Distinct preemptor keys kept at most (then forgotten: kept nodes of older keys are judged again).
 _MAX_KEYS = 256
 
+# A kept node verdict: (NodeInfo, generation, nominated pods, (signature, priority), the status of a
+# hopeless node or None, the victims (most important first), how many of them violate a PDB).
+_Kept = tuple[NodeInfo, int, Sequence[PodInfo], Hashable, "Status | None", tuple[PodInfo, ...], int]
 
-class HopelessNodes:
-    """The nodes where a preemptor did not fit even with every lower-priority pod gone, and why, kept
-    while nothing that verdict reads changes: the node (the snapshot's NodeInfo and its generation),
-    its nominated pods (the nominator's kept tuple), and the preemptor as Filter sees it (its
-    scheduling signature, ``Framework.sign_pod``, whose promise is the same Filter verdict on a node in
-    the same state) and as victims and counted nominated pods are chosen (its priority). A later
-    preemptor of that signature and priority fails there the same way without a what-if run: in the
-    preemption workload each preemptor walks past the nodes earlier ones were nominated to.
 
-    Not used when the victims are chosen by more than priority, when the pod cannot be signed, in a
-    cycle that times its plugins, or where the preemptor (or the one kept) is itself nominated to the
-    node (it never counts against itself)."""
+class DryRunVerdicts:
+    """A dry run's verdict on a node, kept while nothing it read changes: the node (the snapshot's
+    NodeInfo and its generation), its nominated pods (the nominator's kept tuple), and the preemptor
+    as Filter sees it (its scheduling signature, ``Framework.sign_pod``, whose promise is the same
+    Filter verdict on a node in the same state) and as victims and counted nominated pods are chosen
+    (its priority). A later preemptor of that signature and priority gets the same verdict without a
+    what-if run: in the preemption workload each preemptor walks past the nodes earlier ones were
+    nominated to (hopeless: it did not fit even with every lower-priority pod gone), and finds again
+    the victims earlier ones found on the nodes nobody was nominated to since.
+
+    Victims are kept only when no PDB exists (which ones a budget protects is read from the budgets,
+    parsed anew per preemptor). Not used when the victims are chosen by more than priority, when the
+    pod cannot be signed, in a cycle that times its plugins, or where the preemptor (or the one
+    kept) is itself nominated to the node (it never counts against itself)."""
 
     def __init__(self, handle: PreemptionHandle) -> None:
         self._handle = handle
-        # node name -> (NodeInfo, generation, nominated pods, (signature, priority), status)
-        self._kept: dict[str, tuple[NodeInfo, int, Sequence[PodInfo], Hashable, Status]] = {}
+        # node name -> its last verdict (_Kept)
+        self._kept: dict[str, _Kept] = {}
         # The last pod signed, and its key: a dry run asks once per node.
         self._signed: tuple[PodInfo, Hashable | None] | None = None
         # One object per distinct key, so a kept node's key is compared by identity: comparing equal
@@ -94,25 +100,60 @@ class HopelessNodes:
             signed = self._signed = (pod, key)
         return signed[1]
 
-    def get(self, key: Hashable, pod: PodInfo, node: NodeInfo) -> Status | None:
+    def get(
+        self, key: Hashable, pod: PodInfo, node: NodeInfo, pdbs: Sequence[object]
+    ) -> tuple[list[PodInfo], int, Status | None] | None:
+        """The kept verdict, as ``select_victims_on_node`` returns it; None: judge the node."""
         kept = self._kept.get(node.name)
         if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] is not key:
+            return None
+        status = kept[4]
+        if status is None and pdbs:
             return None
         nominated = self._handle.nominated_pods_for_node(node.name)
         if kept[2] is not nominated or _nominated_here(pod, nominated):
             return None
-        status = kept[4]
+        if status is None:
+            # Its own list: the caller may keep or change it.
+            return list(kept[5]), kept[6], None
         # Its own copy: the caller's diagnosis may change it.
-        return Status(status.code, list(status.reasons), status.plugin)
+        return [], 0, Status(status.code, list(status.reasons), status.plugin)
 
     def put(self, key: Hashable, pod: PodInfo, node: NodeInfo, status: Status) -> None:
+        """Keep a hopeless node's status."""
         if status.code not in (Code.Unschedulable, Code.UnschedulableAndUnresolvable):
             return
+        self._keep(key, pod, node, status, (), 0)
+
+    def put_victims(
+        self,
+        key: Hashable,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[object],
+        victims: Sequence[PodInfo],
+        num_violating: int,
+    ) -> None:
+        """Keep the victims found on a node (not while a PDB exists)."""
+        if pdbs:
+            self._kept.pop(node.name, None)
+            return
+        self._keep(key, pod, node, None, tuple(victims), num_violating)
+
+    def _keep(
+        self,
+        key: Hashable,
+        pod: PodInfo,
+        node: NodeInfo,
+        status: Status | None,
+        victims: tuple[PodInfo, ...],
+        num_violating: int,
+    ) -> None:
         nominated = self._handle.nominated_pods_for_node(node.name)
         if _nominated_here(pod, nominated):
             self._kept.pop(node.name, None)
             return
-        self._kept[node.name] = (node, node.generation, nominated, key, status)
+        self._kept[node.name] = (node, node.generation, nominated, key, status, victims, num_violating)
 
 
 def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:

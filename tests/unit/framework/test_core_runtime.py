@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -623,3 +624,82 @@ def test_pod_group_post_filter_first_success_wins_and_unschedulable_reasons_add_
         Code.Error,
         'error in "Broken" PodGroupPostFilter plugins: boom',
     )
+
+
+def _plain_pre_enqueue(
+    plugins: Sequence[Any],
+    pod: PodInfo,
+    rng: Any,
+    percent: int,
+    points: list[tuple[str, str]],
+    samples: list[tuple[str, str, str]],
+) -> Status | None:
+    """The PreEnqueue chain written out: one sampling draw per call, each plugin timed when sampled,
+    the first rejection named after its plugin, one extension-point observation."""
+    record = rng.randrange(100) < percent
+    result: Status | None = None
+    for plugin in plugins:
+        status = plugin.pre_enqueue(pod)
+        if record:
+            samples.append((plugin.name, "PreEnqueue", "Success" if status is None else status.code.name))
+        if status is not None and status.code is not Code.Success:
+            result = status.with_plugin(plugin.name)
+            break
+    points.append(("PreEnqueue", "Success" if result is None else result.code.name))
+    return result
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pre_enqueue_observes_what_the_plain_chain_does(seed: int) -> None:
+    """Random chains of passing, explicitly succeeding and rejecting plugins, asked many times with a
+    seeded sampling draw: the same verdicts, extension-point observations and plugin samples (labels
+    and order) as the plain chain, and the draw advanced alike."""
+    rng = random.Random(seed)
+
+    class Answer:
+        def __init__(self, name: str, answers: list[Status | None]) -> None:
+            self.name = name
+            self.answers = answers
+            self.calls = 0
+
+        def pre_enqueue(self, pod: PodInfo) -> Status | None:
+            answer = self.answers[self.calls % len(self.answers)]
+            self.calls += 1
+            # A fresh status each call, as plugins make them (with_plugin names it).
+            return None if answer is None else Status(answer.code, list(answer.reasons))
+
+    def chain() -> list[Answer]:
+        choices = [
+            None,
+            Status(Code.Success),
+            Status.unschedulable("no", resolvable=False),
+            Status.unschedulable("x"),
+        ]
+        r = random.Random(seed * 7)
+        return [Answer(f"P{i}", [r.choice(choices) for _ in range(5)]) for i in range(r.randint(1, 4))]
+
+    percent = rng.choice([0, 10, 50, 100])
+    points: list[tuple[str, str]] = []
+    samples: list[tuple[str, str, str]] = []
+    framework = Framework(
+        "test",
+        PluginSet(pre_enqueue=chain()),  # type: ignore[arg-type]
+        score_weights={},
+        observe_point=lambda point, status, seconds: points.append((point, status)),
+        observe_plugin=lambda plugin, point, status, seconds: samples.append((plugin, point, status)),
+        rng=random.Random(seed),
+        plugin_metrics_sample_percent=percent,
+    )
+    plain_points: list[tuple[str, str]] = []
+    plain_samples: list[tuple[str, str, str]] = []
+    plain_plugins = chain()
+    plain_rng = random.Random(seed)
+    for _ in range(60):
+        got = framework.run_pre_enqueue(POD)
+        want = _plain_pre_enqueue(plain_plugins, POD, plain_rng, percent, plain_points, plain_samples)
+        assert (got is None) == (want is None)
+        if got is not None and want is not None:
+            assert (got.code, got.reasons, got.plugin) == (want.code, want.reasons, want.plugin)
+    assert points == plain_points
+    assert samples == plain_samples
+    assert framework._rng.random() == plain_rng.random()

@@ -20,6 +20,7 @@ from scheduler.framework.resources import comparable_amounts
 from scheduler.framework.status import Status
 from scheduler.framework.trial import AmountsTrial
 from scheduler.framework.types import PodInfo
+from scheduler.preemption.pdb import parse_pdbs
 from scheduler.preemption.trial import CopyTrial, copy_or_amounts
 from tests.unit.plugins.plugin_testlib import node
 from tests.unit.preemption.test_dry_run_equivalence import _key, _Nominator, _plain_dry_run, _status_key
@@ -234,33 +235,48 @@ class _KeptNominator(_Nominator):
         self.kept[node_name] = (*self.kept.get(node_name, ()), pod)
 
 
-def _counting(get: Callable[..., Status | None], found: list[Status]) -> Callable[..., Status | None]:
-    def counted(*args: Any) -> Status | None:
-        status = get(*args)
-        if status is not None:
-            found.append(status)
-        return status
+Verdict = tuple[list[PodInfo], int, Status | None]
+
+
+def _budget(app: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"pdb-{app}", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": app}}},
+        "status": {"disruptionsAllowed": 0},
+    }
+
+
+def _counting(get: Callable[..., Verdict | None], found: list[Verdict]) -> Callable[..., Verdict | None]:
+    def counted(*args: Any) -> Verdict | None:
+        verdict = get(*args)
+        if verdict is not None:
+            found.append(verdict)
+        return verdict
 
     return counted
 
 
-def test_nodes_found_hopeless_are_skipped_only_while_nothing_they_read_changes() -> None:
+def test_kept_node_verdicts_are_used_only_while_nothing_they_read_changes() -> None:
     """Preemptors of a few shapes, one after another, while nominations come and go and nodes change:
-    each dry run gives what the plain path gives, and some of them skip nodes found hopeless before."""
-    skipped: list[Status] = []
+    each dry run gives what the plain path gives, and some of them skip nodes found hopeless before,
+    or take the victims found on a node before (clusters without PDBs)."""
+    skipped: list[Verdict] = []
     for seed in range(60):
         rng = random.Random(seed)
         env, _, _ = _cluster(seed)
         nominator = _KeptNominator()
         env.fwk.nominator = nominator
-        hopeless = env.plugin._hopeless
-        hopeless.get = _counting(hopeless.get, skipped)  # type: ignore[method-assign]
+        verdicts = env.plugin._verdicts
+        verdicts.get = _counting(verdicts.get, skipped)  # type: ignore[method-assign]
         shapes = [{"cpu": rng.choice(["1", "2", "2500m"]), "memory": "1Gi"} for _ in range(2)]
         preemptors = [mk(f"pre{step}", rng.choice([10, 15]), rng.choice(shapes)) for step in range(12)]
         for step, preemptor in enumerate(preemptors[:10]):
             state, info = env.prefilter(preemptor)
             nodes = env.snapshot.node_infos()
             pdbs = env.plugin._pdbs()
+            if not pdbs and rng.random() < 0.3:
+                # A budget appears for this preemptor only: victims kept without one must not be used.
+                pdbs = parse_pdbs([_budget(rng.choice(["a", "b", "c"]))])
             offset = rng.randrange(len(nodes))
             num = rng.randint(1, len(nodes))
             found, statuses, _ = env.plugin.evaluator.dry_run_preemption(
@@ -284,4 +300,5 @@ def test_nodes_found_hopeless_are_skipped_only_while_nothing_they_read_changes()
                 # A later preemptor is itself nominated somewhere (its earlier attempt): never counted
                 # against itself, though it counts against the preemptors before it.
                 nominator.nominate(target.name, PodInfo(preemptors[step + rng.choice([1, 2])]))
-    assert skipped
+    assert any(status is not None for _, _, status in skipped)
+    assert any(victims for victims, _, _ in skipped)
