@@ -230,25 +230,27 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate |
     """
     if not candidates:
         return None
-
-    def latest_start(c: Candidate) -> float:
-        earliest = earliest_start_time(c.victims)
-        return -math.inf if earliest is None else earliest
-
-    score_funcs: list[Callable[[Candidate], float]] = [
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority,
-        lambda c: -sum(v.priority + _PRIORITY_SHIFT for v in c.victims),
-        lambda c: -len(c.victims),
-        latest_start,
+    # Keeping the best by each of the first four criteria in turn keeps exactly the candidates whose
+    # four scores, as a tuple, are the greatest: one pass (a dry run finds ~100 candidates, and in a
+    # cluster of like nodes they all tie on these).
+    keys = [
+        (
+            -c.num_pdb_violations,
+            -c.victims[0].priority,
+            -sum(v.priority + _PRIORITY_SHIFT for v in c.victims),
+            -len(c.victims),
+        )
+        for c in candidates
     ]
-    remaining = list(candidates)
-    for score in score_funcs:
-        scores = [score(c) for c in remaining]
-        best = max(scores)
-        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
-        if len(remaining) == 1:
-            return remaining[0]
+    best = max(keys)
+    remaining = [c for c, key in zip(candidates, keys, strict=True) if key == best]
+    if len(remaining) == 1:
+        return remaining[0]
+    starts = [earliest_start_time(c.victims) for c in remaining]
+    latest = max(-math.inf if start is None else start for start in starts)
+    for c, start in zip(remaining, starts, strict=True):
+        if (-math.inf if start is None else start) == latest:
+            return c
     return remaining[0]
 
 
