@@ -26,7 +26,7 @@ def _nominated_node_name(pod: Pod) -> str:
 class Nominator:
     """node name -> nominated pods; each pod is nominated to at most one node."""
 
-    __slots__ = ("_by_node", "_changes", "_node_versions", "_pod_to_node", "_withdrawn")
+    __slots__ = ("_by_node", "_changes", "_node_versions", "_pod_to_node", "_withdrawn", "node_versions")
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, Pod]] = {}
@@ -38,6 +38,9 @@ class Nominator:
         # Per node, the version of its last change: a reader keeps what it derived from one node's
         # nominations while other nodes' change (each preemption changes one node).
         self._node_versions: dict[str, int] = {}
+        # A read-only view of the same dict, never rebound: a reader asking per node per cycle looks
+        # the version up without a call (node_version's answer, 0 for a node never nominated to).
+        self.node_versions: Mapping[str, int] = self._node_versions
 
     def __len__(self) -> int:
         return len(self._pod_to_node)

@@ -23,17 +23,21 @@ class NominatedPodInfos:
     def __init__(self, nominator: Nominator, pod_infos: PodInfoCache) -> None:
         # Asked once per node per Filter run; its owner never replaces it.
         self._nominator = nominator
+        self._node_versions = nominator.node_versions
         self._pod_infos = pod_infos
         # node name -> (the nominator's version of that node's last change, its nominated PodInfos)
         self._by_node: dict[str, tuple[int, tuple[PodInfo, ...]]] = {}
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
-        nominator = self._nominator
-        version = nominator.node_version(node_name)
+        # Asked for every node a dry run or a Filter loop looks at: the version read off the
+        # nominator's view (Nominator.node_version), and a node never nominated to answered at once.
+        version = self._node_versions.get(node_name, 0)
+        if not version:
+            return ()
         found = self._by_node.get(node_name)
         if found is not None and found[0] == version:
             return found[1]
-        pods = tuple(self._read(nominator.nominated_pods_for_node(node_name)))
+        pods = tuple(self._read(self._nominator.nominated_pods_for_node(node_name)))
         if pods:
             self._by_node[node_name] = (version, pods)
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from scheduler.framework.objects import object_meta, pod_status
@@ -14,6 +15,8 @@ from scheduler.preemption.gosort import MAX_INSERTION, sort_slice
 from scheduler.util.timestamps import rfc3339_seconds
 
 DISRUPTION_TARGET = "DisruptionTarget"
+# ``pod_status``'s answer for a pod without status, shared.
+_NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
@@ -82,17 +85,27 @@ def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -
 
 
 def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:
-    """``GetEarliestPodStartTime``: the earliest start among the victims of the highest priority."""
+    """``GetEarliestPodStartTime``: the earliest start among the victims of the highest priority.
+
+    Asked for every candidate a dry run found (~100 per preemptor), so ``pod_start_time`` is inlined
+    and the first victim read once (upstream reads it twice; min of a value with itself)."""
     if not victims:
         return None
-    max_priority = victims[0].priority
-    earliest = pod_start_time(victims[0])
-    for pod in victims:
-        if pod.priority == max_priority:
-            earliest = min(earliest, pod_start_time(pod))
-        elif pod.priority > max_priority:
-            max_priority = pod.priority
-            earliest = pod_start_time(pod)
+    first = victims[0]
+    max_priority = first.priority
+    earliest = pod_start_time(first)
+    for pod in victims[1:]:
+        priority = pod.priority
+        if priority < max_priority:
+            continue
+        started = rfc3339_seconds((pod.pod.get("status") or _NO_STATUS).get("startTime"))
+        if started is None:
+            started = time.time()
+        if priority == max_priority:
+            earliest = min(earliest, started)
+        else:
+            max_priority = priority
+            earliest = started
     return earliest
 
 

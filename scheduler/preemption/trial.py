@@ -111,7 +111,7 @@ class DryRunVerdicts:
         if status is None and pdbs:
             return None
         nominated = self._handle.nominated_pods_for_node(node.name)
-        if kept[2] is not nominated or _nominated_here(pod, nominated):
+        if kept[2] is not nominated or (nominated and _nominated_here(pod, nominated)):
             return None
         if status is None:
             # Its own list: the caller may keep or change it.

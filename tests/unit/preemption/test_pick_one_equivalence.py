@@ -13,6 +13,7 @@ import pytest
 from scheduler.framework.types import PodInfo
 from scheduler.preemption.evaluator import Candidate, pick_one_node_for_preemption
 from scheduler.preemption.pods import earliest_start_time
+from scheduler.util.timestamps import rfc3339_seconds
 from tests.unit.preemption.test_preemption import mk
 
 _SHIFT = 2**31
@@ -63,3 +64,28 @@ def test_the_same_candidate_as_the_criteria_one_by_one(seed: int) -> None:
 
 def test_no_candidate() -> None:
     assert pick_one_node_for_preemption([]) is None
+
+
+def _plain_earliest(victims: Sequence[PodInfo]) -> float | None:
+    """Upstream's GetEarliestPodStartTime, step by step."""
+    if not victims:
+        return None
+    max_priority = victims[0].priority
+    earliest = rfc3339_seconds(victims[0].pod["status"]["startTime"])
+    for pod in victims:
+        started = rfc3339_seconds(pod.pod["status"]["startTime"])
+        assert earliest is not None and started is not None
+        if pod.priority == max_priority:
+            earliest = min(earliest, started)
+        elif pod.priority > max_priority:
+            max_priority = pod.priority
+            earliest = started
+    return earliest
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_earliest_start_time_as_upstream_reads_it(seed: int) -> None:
+    """Victims in any order (not only most important first), priorities and start times that tie."""
+    rng = random.Random(seed)
+    victims = [_victim(rng, f"v{j}") for j in range(rng.randint(0, 6))]
+    assert earliest_start_time(victims) == _plain_earliest(victims)
