@@ -41,6 +41,10 @@ class Indexer:
         self._lock = threading.RLock()
         self._items: dict[str, KubeObject] = {}
         self._indexers: dict[str, IndexFunc] = {}
+        # The indexers an update (a new version of a stored key) can move: all but the namespace
+        # index when keys are ``namespace/name``, as the key fixes the namespace. The pod informer
+        # updates every pod at least once (the bind's echo), on the event loop.
+        self._update_indexers: dict[str, IndexFunc] = {}
         # index name -> index value -> keys
         self._indices: dict[str, dict[str, set[str]]] = {}
         # Counts changes (upsert, delete, replace), so readers can keep what they derived from the
@@ -114,6 +118,8 @@ class Indexer:
                     raise ValueError(f"index {name!r} already exists")
             for name, fn in indexers.items():
                 self._indexers[name] = fn
+                if not (fn is index_by_namespace and self._key_func is meta_namespace_key):
+                    self._update_indexers[name] = fn
                 index: dict[str, set[str]] = {}
                 for key, obj in self._items.items():
                     for value in fn(obj):
@@ -127,8 +133,11 @@ class Indexer:
             old = self._items.get(key)
             self._items[key] = obj
             self.version += 1
-            if self._indexers:
-                self._reindex(key, old, obj)
+            if old is None:
+                if self._indexers:
+                    self._reindex(self._indexers, key, None, obj)
+            elif self._update_indexers:
+                self._reindex(self._update_indexers, key, old, obj)
             return old
 
     add = upsert
@@ -140,7 +149,7 @@ class Indexer:
             old = self._items.pop(key, None)
             self.version += 1
             if old is not None and self._indexers:
-                self._reindex(key, old, None)
+                self._reindex(self._indexers, key, old, None)
             return old
 
     def replace(self, items: Mapping[str, KubeObject]) -> dict[str, KubeObject]:
@@ -160,8 +169,10 @@ class Indexer:
             self.version += 1
             return old
 
-    def _reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
-        for name, fn in self._indexers.items():
+    def _reindex(
+        self, indexers: Mapping[str, IndexFunc], key: str, old: KubeObject | None, new: KubeObject | None
+    ) -> None:
+        for name, fn in indexers.items():
             old_list = fn(old) if old is not None else ()
             new_list = fn(new) if new is not None else ()
             if old_list == new_list:

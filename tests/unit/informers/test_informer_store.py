@@ -220,29 +220,50 @@ def _label_values(obj: Any) -> Any:
             st.integers(0, 5),
             st.lists(st.sampled_from(["x", "y", "z"]), max_size=3),
             st.booleans(),
+            st.sampled_from(["default", "x", "y"]),
         ),
         max_size=40,
     )
 )
 def test_incremental_indexes_equal_indexes_built_from_scratch(
-    ops: list[tuple[int, list[str], bool]],
+    ops: list[tuple[int, list[str], bool, str]],
 ) -> None:
     """Upserts and deletes keep every index what indexing the final content afresh gives, whether
     the index func returns the same list (the usual update), the same values reordered, or a
-    generator."""
-    indexers = {NODE_NAME_INDEX: index_by_node_name, "labels": _label_values}
+    generator; the namespace index too, which an update of a stored key leaves alone."""
+    indexers = {
+        NODE_NAME_INDEX: index_by_node_name,
+        "labels": _label_values,
+        NAMESPACE_INDEX: index_by_namespace,
+    }
     store = Indexer(indexers=indexers)
-    for index, values, delete in ops:
+    for index, values, delete, namespace in ops:
         name = f"p{index}"
         if delete:
-            store.delete(f"default/{name}")
+            store.delete(f"{namespace}/{name}")
             continue
         obj = pod(name, node=values[0] if values else "")
+        obj["metadata"]["namespace"] = namespace
         obj["metadata"]["labels"] = {f"k{i}": v for i, v in enumerate(values)}
         store.upsert(obj)
     fresh = Indexer(indexers=indexers)
     fresh.replace(store.items())
     for index_name in indexers:
-        for value in ("x", "y", "z", ""):
+        for value in ("x", "y", "z", "", "default"):
             assert sorted(store.index_keys(index_name, value)) == sorted(fresh.index_keys(index_name, value))
         assert sorted(store.index_values(index_name)) == sorted(fresh.index_values(index_name))
+
+
+def test_namespace_index_follows_an_update_when_keys_are_not_namespaced() -> None:
+    """With another key function the key does not fix the namespace: an update that moves an object
+    to another namespace moves it in the namespace index."""
+    store = Indexer(
+        key_func=lambda obj: obj["metadata"]["name"], indexers={NAMESPACE_INDEX: index_by_namespace}
+    )
+    first = pod("p")
+    store.upsert(first)
+    moved = pod("p")
+    moved["metadata"]["namespace"] = "other"
+    store.upsert(moved)
+    assert store.index_keys(NAMESPACE_INDEX, "other") == ["p"]
+    assert store.index_keys(NAMESPACE_INDEX, first["metadata"]["namespace"]) == []
