@@ -79,7 +79,7 @@ class _AppShim:
 def _pre_enqueue_of(env: CoreEnv) -> Any:
     """The app's PreEnqueue check, bound to this environment."""
     shim = _AppShim(env)
-    return lambda pod: SchedulerApp._pre_enqueue(shim, pod)  # type: ignore[arg-type]
+    return lambda pod, gating_plugin="": SchedulerApp._pre_enqueue(shim, pod, gating_plugin)  # type: ignore[arg-type]
 
 
 async def _run(

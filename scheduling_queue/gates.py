@@ -7,7 +7,7 @@ from scheduling_queue.types import Pod
 SCHEDULING_GATES = "SchedulingGates"
 
 
-def scheduling_gates_pre_enqueue(pod: Pod) -> str:
+def scheduling_gates_pre_enqueue(pod: Pod, gating_plugin: str = "") -> str:
     """``"SchedulingGates"`` while ``spec.schedulingGates`` is non-empty, else ``""`` (may enqueue).
 
     Same contract as :data:`scheduling_queue.types.PreEnqueueCheck`. A scheduler that runs several

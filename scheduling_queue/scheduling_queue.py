@@ -468,7 +468,7 @@ class SchedulingQueue:
             # Upstream runs PreEnqueue when a pod enters backoffQ, so a pod popped from it early
             # has passed it; here it runs now (e.g. DefaultPreemption holds a preemptor whose
             # victims are still being evicted, which would otherwise preempt them again).
-            gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
+            gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
             if gate:
                 self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
                 continue
@@ -692,7 +692,7 @@ class SchedulingQueue:
         """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead."""
         pre_enqueue = self._pre_enqueue
         if pre_enqueue is not None:
-            gate = pre_enqueue(qpi.pod)
+            gate = pre_enqueue(qpi.pod, qpi.gating_plugin)
             if gate:
                 self._add_gated(qpi, gate, label)
                 return False
@@ -777,7 +777,7 @@ class SchedulingQueue:
             key = qpi.key
             if self._gated_pods.get(key) is qpi:
                 pre_enqueue = self._pre_enqueue
-                gate = pre_enqueue(qpi.pod) if pre_enqueue is not None else ""
+                gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
                 if gate:
                     self._add_gated(qpi, gate, label)
                     continue

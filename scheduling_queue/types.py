@@ -159,8 +159,10 @@ class QueueSortLess(Protocol):
     def __call__(self, a: QueuedPodInfo, b: QueuedPodInfo, /) -> bool: ...
 
 
-# pre_enqueue(pod) -> "" when the pod may enter activeQ, else the name of the plugin that gates it.
-PreEnqueueCheck = Callable[[Pod], str]
+# pre_enqueue(pod, gating_plugin) -> "" when the pod may enter activeQ, else the name of the plugin that
+# gates it. ``gating_plugin`` is the plugin that gated the pod last time ("" if none): upstream runs it
+# first, and alone while it still gates.
+PreEnqueueCheck = Callable[[Pod, str], str]
 # A pod's requests by resource name, as exact numbers (the scheduler's PodRequests). The queue
 # cannot read quantities itself: it must not import the scheduler, which owns that one implementation.
 PodRequestsFn = Callable[[Pod], Mapping[str, Any]]

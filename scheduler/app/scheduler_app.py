@@ -233,7 +233,7 @@ class SchedulerApp:
     def _waiting_pods(self) -> Mapping[str, WaitingPodHandle]:
         return {} if self.scheduler is None else self.scheduler.waiting_pods
 
-    def _pre_enqueue(self, pod: Pod) -> str:
+    def _pre_enqueue(self, pod: Pod, gating_plugin: str = "") -> str:
         fwk = self.frameworks.get(scheduler_name_of(pod))
         if fwk is None or not fwk.plugins.pre_enqueue:
             return ""
@@ -242,7 +242,7 @@ class SchedulerApp:
         except PodSpecError:
             # Let the cycle report it as FailedScheduling instead of hiding the pod in the gated set.
             return ""
-        status = fwk.run_pre_enqueue(info)
+        status = fwk.run_pre_enqueue(info, gating_plugin)
         return status.plugin or "PreEnqueue" if status is not None else ""
 
     # --- health -------------------------------------------------------------------------------

@@ -201,12 +201,12 @@ class SchedulerHarness:
         self.registry = loaded.registry
         return loaded.config
 
-    def _pre_enqueue(self, pod: KubeObject) -> str:
+    def _pre_enqueue(self, pod: KubeObject, gating_plugin: str = "") -> str:
         fwk = self.frameworks.get(scheduler_name_of(pod)) or self.sim.framework_for(pod)
         if not fwk.plugins.pre_enqueue:
             return ""
         try:
-            status = fwk.run_pre_enqueue(PodInfo(pod))
+            status = fwk.run_pre_enqueue(PodInfo(pod), gating_plugin)
         except PodSpecError:
             return ""
         return (status.plugin or "PreEnqueue") if status is not None else ""

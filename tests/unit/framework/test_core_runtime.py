@@ -422,6 +422,38 @@ def test_pre_enqueue_names_the_gating_plugin() -> None:
     assert status is not None and status.plugin == "Gates"
 
 
+def test_pre_enqueue_runs_the_last_gating_plugin_first_and_alone_while_it_gates() -> None:
+    """v1.37.2's runPreEnqueuePluginsForPod: the pod's gating plugin first; while it still gates
+    the others are not asked, and it stays the one named; the extension point says Success."""
+    calls: list[str] = []
+    points: list[tuple[str, str]] = []
+
+    class Gate:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def pre_enqueue(self, pod: PodInfo) -> Status | None:
+            calls.append(self.name)
+            return Status.unschedulable(f"{self.name} gates", resolvable=False)
+
+    framework = Framework(
+        "test",
+        PluginSet(pre_enqueue=[Gate("A"), Gate("B"), Gate("C")]),
+        score_weights={},
+        observe_point=lambda point, status, seconds: points.append((point, status)),
+    )
+    status = framework.run_pre_enqueue(POD, "B")
+    assert status is not None and status.plugin == "B"
+    assert calls == ["B"]
+    status = framework.run_pre_enqueue(POD)
+    assert status is not None and status.plugin == "A"
+    assert calls == ["B", "A"]
+    # A gating plugin the profile no longer has: the chain in order.
+    status = framework.run_pre_enqueue(POD, "Gone")
+    assert status is not None and status.plugin == "A"
+    assert points == [("PreEnqueue", "Success")] * 3
+
+
 def test_implemented_points_by_method_name() -> None:
     both: Any = Reversed("x")
     assert implemented_points(both) == {"score"}
@@ -633,27 +665,30 @@ def _plain_pre_enqueue(
     percent: int,
     points: list[tuple[str, str]],
     samples: list[tuple[str, str, str]],
+    gating_plugin: str = "",
 ) -> Status | None:
-    """The PreEnqueue chain written out: one sampling draw per call, each plugin timed when sampled,
-    the first rejection named after its plugin, one extension-point observation."""
+    """The PreEnqueue chain written out as v1.37.2's runPreEnqueuePluginsForPod: one sampling draw per
+    call, the last gating plugin first (alone while it still gates), each plugin timed when sampled,
+    the first rejection named after its plugin, one extension-point observation, always Success."""
     record = rng.randrange(100) < percent
     result: Status | None = None
-    for plugin in plugins:
+    gating = [p for p in plugins if p.name == gating_plugin]
+    for plugin in [*gating, *(p for p in plugins if p.name != gating_plugin)]:
         status = plugin.pre_enqueue(pod)
         if record:
             samples.append((plugin.name, "PreEnqueue", "Success" if status is None else status.code.name))
         if status is not None and status.code is not Code.Success:
             result = status.with_plugin(plugin.name)
             break
-    points.append(("PreEnqueue", "Success" if result is None else result.code.name))
+    points.append(("PreEnqueue", "Success"))
     return result
 
 
 @pytest.mark.parametrize("seed", range(20))
 def test_pre_enqueue_observes_what_the_plain_chain_does(seed: int) -> None:
     """Random chains of passing, explicitly succeeding and rejecting plugins, asked many times with a
-    seeded sampling draw: the same verdicts, extension-point observations and plugin samples (labels
-    and order) as the plain chain, and the draw advanced alike."""
+    seeded sampling draw and the last gating plugin: the same verdicts, extension-point observations
+    and plugin samples (labels and order) as the plain chain, and the draw advanced alike."""
     rng = random.Random(seed)
 
     class Answer:
@@ -694,12 +729,15 @@ def test_pre_enqueue_observes_what_the_plain_chain_does(seed: int) -> None:
     plain_samples: list[tuple[str, str, str]] = []
     plain_plugins = chain()
     plain_rng = random.Random(seed)
+    gating = ""
     for _ in range(60):
-        got = framework.run_pre_enqueue(POD)
-        want = _plain_pre_enqueue(plain_plugins, POD, plain_rng, percent, plain_points, plain_samples)
+        # As the queue asks: with the plugin that gated the pod last time.
+        got = framework.run_pre_enqueue(POD, gating)
+        want = _plain_pre_enqueue(plain_plugins, POD, plain_rng, percent, plain_points, plain_samples, gating)
         assert (got is None) == (want is None)
         if got is not None and want is not None:
             assert (got.code, got.reasons, got.plugin) == (want.code, want.reasons, want.plugin)
+        gating = got.plugin if got is not None else ""
     assert points == plain_points
     assert samples == plain_samples
     assert framework._rng.random() == plain_rng.random()

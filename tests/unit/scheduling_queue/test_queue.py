@@ -433,7 +433,7 @@ def test_gated_pod_waits_until_gates_are_removed(clock: FakeClock) -> None:
 def test_gated_pod_moves_on_an_event_its_gating_plugin_registered(clock: FakeClock) -> None:
     released = {"now": False}
 
-    def gate(pod: Any) -> str:
+    def gate(pod: Any, gating_plugin: str = "") -> str:
         return "" if released["now"] else "Quota"
 
     quota_event = ClusterEvent(Resource.WildCard, ActionType.Add)  # e.g. a ResourceQuota change
@@ -464,12 +464,31 @@ def test_activate_skips_backoff_and_unschedulable(clock: FakeClock) -> None:
     assert q.where("default/unknown") is None
 
 
+def test_pre_enqueue_is_told_the_plugin_that_gated_the_pod(clock: FakeClock) -> None:
+    """Upstream runs a gated pod's gating plugin first: the queue passes it along on every rerun,
+    and nothing once the pod has passed."""
+    asked: list[str] = []
+    gates = ["Quota", "Other", ""]
+
+    def gate(pod: Any, gating_plugin: str = "") -> str:
+        asked.append(gating_plugin)
+        return gates[min(len(asked) - 1, len(gates) - 1)]
+
+    q = new_queue(clock, pre_enqueue=gate)
+    pod = make_pod("a")
+    q.add(pod)
+    q.activate([pod])
+    q.activate([pod])
+    assert q.where("default/a") == ACTIVE
+    assert asked[:3] == ["", "Quota", "Other"]
+
+
 def test_activate_reruns_pre_enqueue_of_a_gated_pod(clock: FakeClock) -> None:
     """Upstream's Activate finds gated pods in unschedulablePods and runs PreEnqueue again: a
     preemptor held while its preemption runs is released when that preemption fails."""
     running = {"now": True}
 
-    def gate(pod: Any) -> str:
+    def gate(pod: Any, gating_plugin: str = "") -> str:
         return "DefaultPreemption" if running["now"] else ""
 
     q = new_queue(clock, pre_enqueue=gate)
@@ -550,7 +569,7 @@ def test_pop_from_backoff_runs_pre_enqueue(clock: FakeClock) -> None:
     the pod enters backoffQ): DefaultPreemption holds a preemptor whose victims are being evicted."""
     held = {"now": False}
 
-    def gate(pod: Any) -> str:
+    def gate(pod: Any, gating_plugin: str = "") -> str:
         return "DefaultPreemption" if held["now"] else ""
 
     hints = {name: [ClusterEventWithHint(NODE_ADD)] for name in ("NodeAffinity", "DefaultPreemption")}
