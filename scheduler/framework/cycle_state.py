@@ -98,6 +98,14 @@ def scratch_copy(state: CycleState) -> CycleState:
     return _ScratchCycleState(state)
 
 
+def origin_of(state: CycleState) -> CycleState:
+    """The state a scratch copy reads through to (``state`` itself when it is not one): the cycle's own
+    state, for what must not outlive one scheduling cycle."""
+    while isinstance(state, _ScratchCycleState):
+        state = state._base
+    return state
+
+
 class _ScratchCycleState(CycleState):
     """``scratch_copy``: its own values (written, or cloned on first read) in ``_data``,
     the keys deleted from it in ``_deleted``, everything else read through from ``_base``."""

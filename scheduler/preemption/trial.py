@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 
-from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.cycle_state import CycleState, origin_of
 from scheduler.framework.handle import NodeTrial, PreemptionHandle
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -79,8 +79,11 @@ class DryRunVerdicts:
         self._handle = handle
         # node name -> its last verdict (_Kept)
         self._kept: dict[str, _Kept] = {}
-        # The last pod signed, and its key: a dry run asks once per node.
-        self._signed: tuple[PodInfo, Hashable | None] | None = None
+        # The last pod signed in which cycle (its own CycleState), and its key: a dry run asks once per
+        # node. Never across cycles: a signature reads the cluster too (InterPodAffinity signs only
+        # while no pod with required anti-affinity exists), and a pod retried unchanged keeps its
+        # PodInfo, so a key kept from an earlier cycle could hand it victims chosen under other rules.
+        self._signed: tuple[PodInfo, CycleState, Hashable | None] | None = None
         # One object per distinct key, so a kept node's key is compared by identity: comparing equal
         # signatures of different pods item by item cost more than the rest of a skip.
         self._keys: dict[Hashable, Hashable] = {}
@@ -88,8 +91,9 @@ class DryRunVerdicts:
     def key(self, state: CycleState, pod: PodInfo) -> Hashable | None:
         if state.record_plugin_metrics:
             return None
+        cycle = origin_of(state)
         signed = self._signed
-        if signed is None or signed[0] is not pod:
+        if signed is None or signed[0] is not pod or signed[1] is not cycle:
             signature = self._handle.sign_pod(pod)
             key: Hashable | None = None
             if signature is not None:
@@ -97,8 +101,8 @@ class DryRunVerdicts:
                 if len(keys) >= _MAX_KEYS:
                     keys.clear()
                 key = keys.setdefault((signature, pod.priority), (signature, pod.priority))
-            signed = self._signed = (pod, key)
-        return signed[1]
+            signed = self._signed = (pod, cycle, key)
+        return signed[2]
 
     def get(
         self, key: Hashable, pod: PodInfo, node: NodeInfo, pdbs: Sequence[object]

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from scheduler.framework.cycle_state import CycleState, scratch_copy
 from scheduler.framework.resources import comparable_amounts
 from scheduler.framework.status import Status
 from scheduler.framework.trial import AmountsTrial
 from scheduler.framework.types import PodInfo
 from scheduler.preemption.pdb import parse_pdbs
-from scheduler.preemption.trial import CopyTrial, copy_or_amounts
+from scheduler.preemption.trial import CopyTrial, DryRunVerdicts, copy_or_amounts
 from tests.unit.plugins.plugin_testlib import node
 from tests.unit.preemption.test_dry_run_equivalence import _key, _Nominator, _plain_dry_run, _status_key
 from tests.unit.preemption.test_preemption import Env, mk
@@ -302,3 +303,26 @@ def test_kept_node_verdicts_are_used_only_while_nothing_they_read_changes() -> N
                 nominator.nominate(target.name, PodInfo(preemptors[step + rng.choice([1, 2])]))
     assert any(status is not None for _, _, status in skipped)
     assert any(victims for victims, _, _ in skipped)
+
+
+def test_a_preemptor_is_signed_again_in_each_cycle() -> None:
+    """A pod retried unchanged keeps its PodInfo, while its signature reads the cluster too
+    (InterPodAffinity signs only while no pod with required anti-affinity runs): the key a dry run
+    uses is computed once per cycle, never carried into the next one."""
+    answers: list[Any] = [("signature",)]
+
+    class Handle:
+        def sign_pod(self, pod: PodInfo) -> Any:
+            return answers[0]
+
+        def nominated_pods_for_node(self, name: str) -> Sequence[PodInfo]:
+            return ()
+
+    verdicts = DryRunVerdicts(cast(Any, Handle()))
+    pod = PodInfo(mk("p", 10, {"cpu": "1"}))
+    first = CycleState()
+    key = verdicts.key(scratch_copy(first), pod)
+    assert key is not None
+    answers[0] = None  # a pod with required anti-affinity lands: the pod can no longer be signed
+    assert verdicts.key(scratch_copy(first), pod) is key  # the same cycle: signed once per dry run
+    assert verdicts.key(scratch_copy(CycleState()), pod) is None
