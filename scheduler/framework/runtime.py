@@ -325,29 +325,23 @@ class Framework:
         as v1.37.2's is (the deferred observation there reads a status variable the plugin runs
         shadow, so it is always nil: pkg/scheduler/backend/queue/scheduling_queue.go)."""
         # Runs for every held pod on every event its gate registered (a preemptor's, on each victim's
-        # deletion), so the sampling draw (should_sample_plugin_metrics) is inlined and the plugins
-        # are timed only in a sampled call.
+        # deletion), so the plugins are timed only in a sampled call.
         start = _perf()
         plugins: Sequence[PreEnqueuePlugin] = self.plugins.pre_enqueue
         if gating_plugin and plugins and plugins[0].name != gating_plugin:
             first = [plugin for plugin in plugins if plugin.name == gating_plugin]
             if first:
                 plugins = [*first, *(plugin for plugin in plugins if plugin.name != gating_plugin)]
+        record = self.should_sample_plugin_metrics()
         result: Status | None = None
-        if self._rng.randrange(100) < self._sample_percent:
-            for plugin in plugins:
-                began = _perf()
-                status = plugin.pre_enqueue(pod)
+        for plugin in plugins:
+            began = _perf() if record else 0.0
+            status = plugin.pre_enqueue(pod)
+            if record:
                 self._observe_plugin(plugin.name, "PreEnqueue", _status_label(status), _perf() - began)
-                if status is not None and status.code is not Code.Success:
-                    result = status.with_plugin(plugin.name)
-                    break
-        else:
-            for plugin in plugins:
-                status = plugin.pre_enqueue(pod)
-                if status is not None and status.code is not Code.Success:
-                    result = status.with_plugin(plugin.name)
-                    break
+            if status is not None and status.code is not Code.Success:
+                result = status.with_plugin(plugin.name)
+                break
         self._observe_point("PreEnqueue", "Success", _perf() - start)
         return result
 

@@ -48,7 +48,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Protocol
 
 from scheduler import metrics
@@ -308,31 +307,21 @@ class PreemptionExecutor:
         zero-grace and settling refinements.
 
         Asked by PreEnqueue for every held preemptor on every victim's deletion (upstream's queue
-        re-runs PreEnqueue for each): the key and ``_deleted_victim_remains`` are inlined here."""
-        meta = pod.get("metadata") or _NO_META
-        key = meta.get("uid") or _ident_of(pod)
-        runs = self._runs
-        if runs:
-            run = runs.get(key)
-            if run is not None:
-                if not run.last_victim:
-                    return True
-                return self._victim_remains(run.last_victim, run.last_uid)
-        settling = self._settling
-        if not settling:
+        re-runs PreEnqueue for each): no run and nothing settling is answered without a look-up."""
+        runs, settling = self._runs, self._settling
+        if not runs and not settling:
             return False
+        key = _ident_of(pod)
+        run = runs.get(key)
+        if run is not None:
+            return not run.last_victim or self._victim_remains(run.last_victim, run.last_uid)
         run = settling.get(key)
         if run is None:
             return False
-        victim_remains = self._victim_remains
-        for victim_key, uid in run.deleted:
-            if victim_remains(victim_key, uid):
-                return True
+        if self._deleted_victim_remains(run):
+            return True
         del settling[key]
         return False
-
-    def _last_victim_remains(self, run: _Run) -> bool:
-        return self._victim_remains(run.last_victim, run.last_uid)
 
     def _deleted_victim_remains(self, run: _Run) -> bool:
         """The informer still shows a victim whose deletion the API server acknowledged."""
@@ -342,7 +331,7 @@ class PreemptionExecutor:
         victim = self._assigned_pod(key)
         if victim is None:
             return False
-        meta = victim.pod.get("metadata") or _NO_META
+        meta = object_meta(victim.pod)
         if uid and meta.get("uid") != uid:
             return False  # a namesake: the victim itself is gone
         if not meta.get("deletionTimestamp"):
@@ -559,10 +548,6 @@ def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
         if condition.get("type") == wanted["type"]:
             return all(condition.get(k) == wanted[k] for k in ("status", "reason", "message"))
     return False
-
-
-# What ``object_meta`` answers for missing metadata, without building one per call.
-_NO_META: Mapping[str, Any] = MappingProxyType({})
 
 
 def _ident(pod: PodInfo) -> str:

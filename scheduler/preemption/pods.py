@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
 from scheduler.framework.objects import object_meta, pod_status
@@ -15,8 +14,6 @@ from scheduler.preemption.gosort import MAX_INSERTION, sort_slice
 from scheduler.util.timestamps import rfc3339_seconds
 
 DISRUPTION_TARGET = "DisruptionTarget"
-# ``pod_status``'s answer for a pod without status, shared.
-_NO_STATUS: Mapping[str, Any] = MappingProxyType({})
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
@@ -87,8 +84,8 @@ def _more_important_victim(a: PodInfo, b: PodInfo, created: Mapping[str, int]) -
 def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:
     """``GetEarliestPodStartTime``: the earliest start among the victims of the highest priority.
 
-    Asked for every candidate a dry run found (~100 per preemptor), so ``pod_start_time`` is inlined
-    and the first victim read once (upstream reads it twice; min of a value with itself)."""
+    Asked for every candidate a dry run found (~100 per preemptor), so the first victim is read once
+    (upstream reads it twice; min of a value with itself) and lower-priority victims not at all."""
     if not victims:
         return None
     first = victims[0]
@@ -98,9 +95,7 @@ def earliest_start_time(victims: Sequence[PodInfo]) -> float | None:
         priority = pod.priority
         if priority < max_priority:
             continue
-        started = rfc3339_seconds((pod.pod.get("status") or _NO_STATUS).get("startTime"))
-        if started is None:
-            started = time.time()
+        started = pod_start_time(pod)
         if priority == max_priority:
             earliest = min(earliest, started)
         else:
