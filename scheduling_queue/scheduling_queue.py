@@ -688,10 +688,12 @@ class SchedulingQueue:
                 if not fut.done():
                     fut.set_result(None)
 
-    def _move_to_active(self, qpi: QueuedPodInfo, label: str) -> bool:
-        """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead."""
+    def _move_to_active(self, qpi: QueuedPodInfo, label: str, *, ungated: bool = False) -> bool:
+        """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead.
+        ``ungated``: the caller has just run PreEnqueue on this gated pod and it passed (upstream runs
+        it once per move, so it is not run again here)."""
         pre_enqueue = self._pre_enqueue
-        if pre_enqueue is not None:
+        if pre_enqueue is not None and not ungated:
             gate = pre_enqueue(qpi.pod, qpi.gating_plugin)
             if gate:
                 self._add_gated(qpi, gate, label)
@@ -699,9 +701,10 @@ class SchedulingQueue:
             if qpi.gating_plugin:
                 self._gated.remove(qpi.key)
                 qpi.gating_plugin = ""
-                if qpi.attempts == 0:
-                    # Upstream starts the scheduling SLI when the pod first enters activeQ.
-                    qpi.initial_attempt_timestamp = self._now()
+                ungated = True
+        if ungated and qpi.attempts == 0:
+            # Upstream starts the scheduling SLI when the pod first enters activeQ.
+            qpi.initial_attempt_timestamp = self._now()
         self._active.push(qpi)
         self._incoming[(ACTIVE, label)] += 1
         if self._generic_workload:
@@ -733,15 +736,16 @@ class SchedulingQueue:
             if self._generic_workload:
                 self._entity_incoming(UNSCHEDULABLE, label, qpi)
 
-    def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str) -> str:
-        """Upstream's requeuePodWithQueueingStrategy; returns where the pod went."""
+    def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str, *, ungated: bool = False) -> str:
+        """Upstream's requeuePodWithQueueingStrategy; returns where the pod went. ``ungated``: see
+        ``_move_to_active``."""
         if strategy == SKIP:
             self._add_unschedulable(qpi, label)
             return UNSCHEDULABLE
         if strategy == AFTER_BACKOFF and self._backoff.expiry(qpi) > self._now():
             self._push_backoff(qpi, label)
             return BACKOFF
-        if self._move_to_active(qpi, label):
+        if self._move_to_active(qpi, label, ungated=ungated):
             return ACTIVE
         return GATED
 
@@ -775,19 +779,25 @@ class SchedulingQueue:
             # The candidates are a snapshot taken before any hint or PreEnqueue (plugin code) ran: move
             # a pod only if this very record is still where it was selected from.
             key = qpi.key
+            ungated = False
             if self._gated_pods.get(key) is qpi:
+                # PreEnqueue runs here, once: upstream runs it as the pod enters backoffQ or activeQ,
+                # and a pod that still gates stays gated wherever the hint would have sent it.
                 pre_enqueue = self._pre_enqueue
                 gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
                 if gate:
                     self._add_gated(qpi, gate, label)
                     continue
-                # gating_plugin stays set so that _move_to_active knows the pod was gated.
                 self._gated.remove(key)
+                # Every plugin passed: as upstream, no plugin gates it any more (a later run, after a
+                # failed attempt, starts from the first plugin).
+                qpi.gating_plugin = ""
+                ungated = True
             elif self._unschedulable_pods.get(key) is qpi:
                 self._unschedulable.remove(key)
             else:
                 continue
-            if self._requeue(qpi, strategy, label) == ACTIVE:
+            if self._requeue(qpi, strategy, label, ungated=ungated) == ACTIVE:
                 activated = True
         self._in_flight.record(event, old, new)
         if activated:

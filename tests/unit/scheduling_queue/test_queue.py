@@ -449,6 +449,45 @@ def test_gated_pod_moves_on_an_event_its_gating_plugin_registered(clock: FakeClo
     assert q.where("default/a") == ACTIVE
 
 
+def test_a_gated_pod_released_by_an_event_runs_pre_enqueue_once(clock: FakeClock) -> None:
+    """Upstream runs PreEnqueue once per move (as the pod enters activeQ or backoffQ) and, once every
+    plugin passes, forgets the gating plugin: the release's run is the only one, and a later run
+    (a backoff ending) starts from the first plugin again."""
+    asked: list[str] = []
+    released = {"now": False}
+
+    def gate(pod: Any, gating_plugin: str = "") -> str:
+        asked.append(gating_plugin)
+        return "" if released["now"] else "Quota"
+
+    quota_event = ClusterEvent(Resource.WildCard, ActionType.Add)
+    q = new_queue(clock, pre_enqueue=gate, hints={"Quota": [ClusterEventWithHint(quota_event)]})
+    pod = make_pod("a")
+    q.add(pod)
+    released["now"] = True
+    asked.clear()
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    assert q.where("default/a") == ACTIVE
+    assert asked == ["Quota"]
+    qpi = pop(q)
+    assert qpi.gating_plugin == "" and qpi.initial_attempt_timestamp == 1000.0
+
+    # Gated again after a failed attempt (attempts 1), then released while its backoff still runs.
+    fail(q, qpi, "Quota")
+    released["now"] = False
+    q.activate([pod])
+    assert q.where("default/a") == GATED
+    released["now"] = True
+    asked.clear()
+    q.move_all_to_active_or_backoff(NODE_ADD)
+    assert q.where("default/a") == BACKOFF
+    assert asked == ["Quota"]
+    clock.advance(60)
+    q.flush_backoff_completed()
+    assert q.where("default/a") == ACTIVE
+    assert asked == ["Quota", ""]
+
+
 # --------------------------------------------------------------------------- activate, run
 
 
