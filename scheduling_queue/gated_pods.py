@@ -16,7 +16,7 @@ from scheduling_queue.types import QueuedPodInfo
 class GatedPods:
     """Pods by key, each under the one PreEnqueue plugin that gates it."""
 
-    __slots__ = ("_by_plugin", "_gate_of", "_pods", "pods")
+    __slots__ = ("_by_plugin", "_flushed", "_gate_of", "_pods", "pods")
 
     def __init__(self) -> None:
         self._pods: dict[str, QueuedPodInfo] = {}
@@ -24,6 +24,9 @@ class GatedPods:
         self.pods: Mapping[str, QueuedPodInfo] = self._pods
         self._by_plugin: dict[str, dict[str, QueuedPodInfo]] = {}
         self._gate_of: dict[str, str] = {}
+        # When the unschedulable-leftover flush last ran PreEnqueue on a pod that stayed gated
+        # (upstream's FlushTimestamp), by key: its next flush waits a full period from then.
+        self._flushed: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -48,7 +51,11 @@ class GatedPods:
         if current == gate and self._pods.get(key) is qpi:
             return False
         if current is not None:
+            # Refiled, not released: the last flush still counts.
+            flushed = self._flushed.get(key)
             self.remove(key)
+            if flushed is not None:
+                self._flushed[key] = flushed
         self._pods[key] = qpi
         self._gate_of[key] = gate
         self._by_plugin.setdefault(gate, {})[key] = qpi
@@ -60,6 +67,7 @@ class GatedPods:
         qpi = self._pods.pop(key, None)
         if qpi is None:
             return None
+        self._flushed.pop(key, None)
         gate = self._gate_of.pop(key)
         pods = self._by_plugin[gate]
         del pods[key]
@@ -74,3 +82,15 @@ class GatedPods:
 
     def all(self) -> list[QueuedPodInfo]:
         return list(self._pods.values())
+
+    def older_than(self, now: float, limit: float) -> list[QueuedPodInfo]:
+        """Pods gated for longer than ``limit`` seconds since they were queued or last flushed
+        (upstream's flushUnschedulableEntitiesLeftover reads the later of Timestamp and FlushTimestamp)."""
+        flushed = self._flushed
+        return [q for key, q in self._pods.items() if now - max(q.timestamp, flushed.get(key, 0.0)) > limit]
+
+    def mark_flushed(self, pods: list[QueuedPodInfo], now: float) -> None:
+        """The flush is about to run PreEnqueue on ``pods`` (gated ones): a pod it leaves gated is not
+        flushed again for a full period."""
+        for qpi in pods:
+            self._flushed[qpi.key] = now

@@ -630,10 +630,20 @@ class SchedulingQueue:
             self._wake()
 
     def flush_unschedulable_leftover(self) -> None:
-        """Requeue pods unschedulable for longer than ``max_in_unschedulable`` (every 30 s in run)."""
-        stale = self._unschedulable.older_than(self._now(), self._max_in_unschedulable)
-        if stale:
-            self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
+        """Requeue pods unschedulable for longer than ``max_in_unschedulable`` (every 30 s in run).
+
+        Gated pods held that long run PreEnqueue again, as v1.37's flush moves every entity of
+        unschedulablePods, gated ones included (a wildcard event reaches a gated pod whatever its
+        gating plugin registered): a gate that opened without an event its plugin registered (a
+        plugin whose hints miss a case) is found within the period. One still gated waits a full
+        period again from this flush."""
+        now = self._now()
+        limit = self._max_in_unschedulable
+        stale = self._unschedulable.older_than(now, limit)
+        gated = self._gated.older_than(now, limit)
+        self._gated.mark_flushed(gated, now)
+        if stale or gated:
+            self._move_pods([*stale, *gated], EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
     async def run(self) -> None:
         """Run the periodic flushers until :meth:`close`."""
@@ -723,9 +733,11 @@ class SchedulingQueue:
         if self._generic_workload:
             self._entity_incoming(BACKOFF, label, qpi)
 
-    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str) -> None:
+    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str, *, reentering: bool = False) -> None:
         # Upstream counts a gated pod as entering unschedulablePods, which is where it keeps them.
-        if self._gated.add(qpi, gate):
+        # ``reentering``: an event's move took the pod out and PreEnqueue gated it again; upstream
+        # deletes it from unschedulablePods before the requeue, so it enters (and counts) anew.
+        if self._gated.add(qpi, gate) or reentering:
             self._incoming[(UNSCHEDULABLE, label)] += 1
             if self._generic_workload:
                 self._entity_incoming(UNSCHEDULABLE, label, qpi)
@@ -786,7 +798,7 @@ class SchedulingQueue:
                 pre_enqueue = self._pre_enqueue
                 gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
                 if gate:
-                    self._add_gated(qpi, gate, label)
+                    self._add_gated(qpi, gate, label, reentering=True)
                     continue
                 self._gated.remove(key)
                 # Every plugin passed: as upstream, no plugin gates it any more (a later run, after a

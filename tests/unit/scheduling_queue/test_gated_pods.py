@@ -42,3 +42,21 @@ def test_removal_releases_the_pod_but_leaves_its_gate_on_the_record() -> None:
     assert gated.remove("default/a") is a and gated.remove("default/a") is None
     assert a.gating_plugin == SCHEDULING_GATES  # the caller clears it once the pod enters activeQ
     assert gated.gated_by(SCHEDULING_GATES) == [b] and gated.all() == [b]
+
+
+def test_a_flush_holds_off_the_next_until_a_full_period_while_the_pod_stays_gated() -> None:
+    """The leftover flush's clock per pod (upstream's FlushTimestamp): the later of the pod's queue
+    time and its last flush; refiling under another gate keeps it, release forgets it."""
+    gated = GatedPods()
+    a, b = record("a"), record("b")  # queued at 0
+    gated.add(a, SCHEDULING_GATES)
+    gated.add(b, SCHEDULING_GATES)
+    assert gated.older_than(300.0, 300.0) == [] and gated.older_than(301.0, 300.0) == [a, b]
+    gated.mark_flushed([a], 301.0)
+    assert gated.older_than(400.0, 300.0) == [b]
+    gated.add(a, "DefaultPreemption")  # refiled: its last flush still counts
+    assert gated.older_than(601.0, 300.0) == [b]
+    assert gated.older_than(602.0, 300.0) == [b, a]
+    gated.remove("default/a")
+    gated.add(a, SCHEDULING_GATES)  # gated anew after a release: queue time only
+    assert gated.older_than(301.0, 300.0) == [b, a]

@@ -416,7 +416,8 @@ def test_gated_pod_waits_until_gates_are_removed(clock: FakeClock) -> None:
     q.flush_unschedulable_leftover()
     clock.advance(300)
     q.flush_unschedulable_leftover()
-    assert q.where("default/a") == GATED  # the timeout never releases a gated pod
+    # The leftover flush ran PreEnqueue again (v1.37 flushes gated pods too): the gates still hold it.
+    assert q.where("default/a") == GATED
     relabelled = with_changes(pod, metadata={"labels": {"a": "b"}})
     q.update(pod, relabelled)
     assert q.where("default/a") == GATED
@@ -428,6 +429,35 @@ def test_gated_pod_waits_until_gates_are_removed(clock: FakeClock) -> None:
     # The scheduling SLI starts when the pod first becomes schedulable, as upstream.
     assert qpi.initial_attempt_timestamp == 1360.0
     assert qpi.timestamp == 1000.0
+
+
+def test_the_leftover_flush_reruns_pre_enqueue_on_long_gated_pods(clock: FakeClock) -> None:
+    """v1.37's flush moves gated pods too (a wildcard event reaches a gated pod whatever its gating
+    plugin registered): a gate that opened without an event the plugin registered is found within the
+    period, and a pod still gated waits a whole period again from that flush."""
+    asked: list[str] = []
+    gate_open = {"now": False}
+
+    def gate(pod: Any, gating_plugin: str = "") -> str:
+        asked.append(gating_plugin)
+        return "" if gate_open["now"] else "Quota"
+
+    q = new_queue(clock, pre_enqueue=gate, hints={"Quota": [ClusterEventWithHint(NODE_ADD)]})
+    q.add(make_pod("a"))
+    clock.advance(299)
+    q.flush_unschedulable_leftover()
+    assert asked == [""]  # not gated for a whole period yet
+    clock.advance(2)
+    q.flush_unschedulable_leftover()
+    assert asked == ["", "Quota"] and q.where("default/a") == GATED
+    clock.advance(30)
+    q.flush_unschedulable_leftover()
+    assert asked == ["", "Quota"]  # flushed 30 s ago: left alone
+    gate_open["now"] = True
+    clock.advance(271)
+    q.flush_unschedulable_leftover()
+    assert asked == ["", "Quota", "Quota"]
+    assert q.where("default/a") == ACTIVE
 
 
 def test_gated_pod_moves_on_an_event_its_gating_plugin_registered(clock: FakeClock) -> None:

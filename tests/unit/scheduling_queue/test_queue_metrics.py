@@ -40,6 +40,7 @@ def test_incoming_and_pending_metrics() -> None:
         ("active", "BackoffComplete"),
         ("backoff", "NodeAdd"),
         ("active", "UnschedulableTimeout"),
+        ("unschedulable", "UnschedulableTimeout"),
     ]
     base = {label: incoming(*label) for label in labels}
 
@@ -79,6 +80,8 @@ def test_incoming_and_pending_metrics() -> None:
         ("active", "BackoffComplete"): 2,
         ("backoff", "NodeAdd"): 1,
         ("active", "UnschedulableTimeout"): 1,
+        # The gated pod: the flush took it out (v1.37 flushes gated pods too), its gate held it again.
+        ("unschedulable", "UnschedulableTimeout"): 1,
     }
     text = generate_latest(REGISTRY).decode()
     assert 'scheduler_pending_pods{queue="gated"}' in text
@@ -162,3 +165,25 @@ def test_with_generic_workload_a_pod_group_is_one_entity() -> None:
         del q
     finally:
         queue_metrics.entities_are_pods = True
+
+
+def test_a_gated_pod_an_event_moved_and_gated_again_counts_as_incoming() -> None:
+    """Upstream takes an event's candidates out of unschedulablePods before requeueing them, so a
+    pod PreEnqueue gates again enters it anew: scheduler_queue_incoming_pods_total{queue=
+    "unschedulable"} counts it under the event, while scheduler_pending_pods{queue="gated"} stays."""
+    gc.collect()
+    clock = FakeClock(start=0.0)
+    node_add = ClusterEvent(Resource.Node, ActionType.Add)
+    q = SchedulingQueue(
+        clock=clock,
+        pre_enqueue=lambda pod, gating_plugin="": "Quota",
+        hints={"Quota": [ClusterEventWithHint(node_add)]},
+    )
+    q.add(make_pod("held"))
+    base_pending = pending()
+    base = incoming("unschedulable", "NodeAdd")
+    q.move_all_to_active_or_backoff(node_add, None, {"metadata": {"name": "n"}})
+    assert incoming("unschedulable", "NodeAdd") - base == 1
+    assert pending() == base_pending
+    del q
+    gc.collect()
