@@ -1,6 +1,6 @@
 """CPU per preemptor of the preemption workload, in-process (no API server).
 
-    python -m bench.preemption_bench [--quick] [--lag N] [--profile out.pstats]
+    python -m bench.preemption_bench [--quick] [--lag N] [--pdbs N] [--profile out.pstats]
 
 Builds the preemption workload's cluster (scheduler_perf's PreemptionBasic shape) in a Scheduler whose
 API server is a fake (tests/unit/fakes.py's CoreEnv): the low-priority pods bound, the high-priority
@@ -20,6 +20,11 @@ takes seconds to show the deletions: then ~N preemptors are held at once, and ea
 the rejectors' hints and the PreEnqueue chain of every held preemptor (upstream's
 moveEntitiesToActiveOrBackoffQueue). The decisions differ from lag 0's (later cycles see the victims
 still there), but not between two trees at the same lag.
+
+``--pdbs N`` (0: none) adds N PodDisruptionBudgets, each over every N-th low-priority pod (a label
+``pdb-group``), with an allowance larger than the pods it covers: no victim ever violates one, so the
+decisions are those without budgets, while each dry run reads them (as in a cluster, where budgets
+nearly always exist). The budgets never change during the run.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 from bench.workloads import PREEMPTION_SIZES, preemption
 from scheduler.app.event_handlers import EventHandlers
 from scheduler.app.scheduler_app import SchedulerApp
+from scheduler.framework.listers import POD_DISRUPTION_BUDGETS, Lister, ResourceSpec, StaticLister
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from tests.unit.fakes import PROFILE, CoreEnv, wait_for
 
@@ -82,8 +88,25 @@ def _pre_enqueue_of(env: CoreEnv) -> Any:
     return lambda pod, gating_plugin="": SchedulerApp._pre_enqueue(shim, pod, gating_plugin)  # type: ignore[arg-type]
 
 
+def _budgets(count: int, init: int) -> list[dict[str, Any]]:
+    """``count`` budgets, the k-th over the low-priority pods labelled ``pdb-group: g<k>``, each allowing
+    more disruptions than it has pods."""
+    return [
+        {
+            "metadata": {"name": f"pdb-g{k}", "namespace": "default", "uid": f"pdb-g{k}"},
+            "spec": {"selector": {"matchLabels": {"pdb-group": f"g{k}"}}},
+            "status": {"disruptionsAllowed": init, "currentHealthy": init, "expectedPods": init},
+        }
+        for k in range(count)
+    ]
+
+
 async def _run(
-    quick: bool, profiler: cProfile.Profile | None, lag: int = 0, cycle_seconds: float = 0.05
+    quick: bool,
+    profiler: cProfile.Profile | None,
+    lag: int = 0,
+    cycle_seconds: float = 0.05,
+    pdbs: int = 0,
 ) -> dict[str, float]:
     nodes, init, measure = PREEMPTION_SIZES[1 if quick else 0]
     workload = preemption(nodes, init, measure)
@@ -93,7 +116,8 @@ async def _run(
         node["metadata"].setdefault("uid", node["metadata"]["name"])
         node["metadata"].setdefault("resourceVersion", "1")
         raw_nodes.append(node)
-    env = CoreEnv(raw_nodes)
+    listers: dict[ResourceSpec, Lister] = {POD_DISRUPTION_BUDGETS: StaticLister(_budgets(pdbs, init))}
+    env = CoreEnv(raw_nodes, listers=lambda spec: listers.setdefault(spec, StaticLister()))
     env.queue._pre_enqueue = _pre_enqueue_of(env)
     handlers = EventHandlers(queue=env.queue, cache=env.cache, profiles=[PROFILE])
     by_name: dict[str, dict[str, Any]] = {}
@@ -101,6 +125,8 @@ async def _run(
         pod = _prepare(raw, f"low-{i}", 0)
         pod["spec"]["nodeName"] = raw_nodes[i % nodes]["metadata"]["name"]
         pod["status"] = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+        if pdbs:
+            pod["metadata"].setdefault("labels", {})["pdb-group"] = f"g{i % pdbs}"
         handlers.on_pod_add(pod)
         by_name[pod["metadata"]["name"]] = pod
     pending: dict[str, dict[str, Any]] = {}
@@ -208,10 +234,13 @@ def main() -> None:
     parser.add_argument(
         "--cycle-seconds", type=float, default=0.05, help="fake-clock seconds per cycle, with --lag"
     )
+    parser.add_argument(
+        "--pdbs", type=int, default=0, help="PodDisruptionBudgets over the low-priority pods (generous)"
+    )
     parser.add_argument("--profile", help="write cProfile stats here")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.profile else None
-    result = asyncio.run(_run(args.quick, profiler, args.lag, args.cycle_seconds))
+    result = asyncio.run(_run(args.quick, profiler, args.lag, args.cycle_seconds, args.pdbs))
     for key, value in result.items():
         print(f"{key}: {value:.2f}" if isinstance(value, float) else f"{key}: {value}")
     if profiler is not None:

@@ -45,7 +45,7 @@ from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.preemption.evaluator import Evaluator, calculate_num_candidates, random_offset
 from scheduler.preemption.extenders import preempt_with_extenders
-from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
+from scheduler.preemption.pdb import ParsedBudgets, PodDisruptionBudget, filter_pods_with_pdb_violation
 from scheduler.preemption.podgroup import GroupActuator, PodGroupEvaluator
 from scheduler.preemption.pods import by_importance, terminating_by_preemption
 from scheduler.preemption.trial import DryRunVerdicts, copy_or_amounts
@@ -133,7 +133,8 @@ class DefaultPreemption:
         # The what-if Filter runs need the scheduler's handle (PreemptionHandle); a plain Handle (a
         # plugin test) can still build the plugin and run its PreEnqueue.
         self.handle = cast(PreemptionHandle, handle)
-        self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
+        # Parsed again only when the budgets change: a kept dry-run verdict names the parse it read.
+        self._pdbs = ParsedBudgets(handle.lister(POD_DISRUPTION_BUDGETS))
         self._rng = rng or random.Random()
         self._verdicts = DryRunVerdicts(self.handle)
         # Victims chosen by priority alone and ordered as upstream's: a node's dry-run verdict for a
@@ -154,9 +155,6 @@ class DefaultPreemption:
     @staticmethod
     def parse_args(args: Mapping[str, Any] | None) -> DefaultPreemptionArgs:
         return parse_args(args)
-
-    def _pdbs(self) -> list[PodDisruptionBudget]:
-        return parse_pdbs(self._pdb_lister.list())
 
     # --- PostFilter -------------------------------------------------------------------------------
     def post_filter(

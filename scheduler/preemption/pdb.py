@@ -3,6 +3,11 @@
 
 The scheduler never evicts through the Eviction API; it only prefers victims whose eviction keeps every
 budget within ``status.disruptionsAllowed`` (as the disruption controller last computed it).
+
+Upstream lists the budgets once per preemptor (``getPodDisruptionBudgets``) and spends a fresh copy of
+their allowances on each node (``FilterVictimsWithPDBViolation``): nothing a node's dry run does with them
+outlives it. So a parse kept while the listed objects stay the same (``ParsedBudgets``) is the one a
+fresh parse would give, and a node's kept verdict may say which parse it read (``DryRunVerdicts``).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.listers import Lister
 from scheduler.framework.objects import labels_of, object_meta
 from scheduler.framework.objects_scheduling import pdb_spec, pdb_status
 from scheduler.framework.types import PodInfo
@@ -48,6 +54,36 @@ def parse_pdbs(objects: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBudget
             )
         )
     return out
+
+
+class ParsedBudgets:
+    """A lister's budgets, parsed again only when its objects change; called as ``parse_pdbs`` of the
+    lister's list. While the lister lists the very objects of the last call (the same number, each the
+    same dict), it returns the very tuple it returned then, so a caller can tell "the same budgets" by
+    identity. Sound because the informer's store never changes a stored dict: an update stores the
+    newly decoded one (``Indexer.upsert``), a relist a whole new content (``Indexer.replace``); and the
+    list kept here holds the old dicts, so no new one can reuse an old one's id. The store lists in
+    insertion order, an update keeping its key's place, so unchanged budgets list in the same order
+    (another order would only cost a parse). A tuple, so that no reader can change what later readers
+    get; nothing that reads budgets changes one (``filter_pods_with_pdb_violation`` spends a copy of
+    the allowances)."""
+
+    __slots__ = ("_objects", "_parsed", "lister")
+
+    def __init__(self, lister: Lister) -> None:
+        # Public so a test can swap it: objects of another lister are other dicts, so parsed anew.
+        self.lister = lister
+        self._objects: tuple[Mapping[str, Any], ...] = ()
+        self._parsed: tuple[PodDisruptionBudget, ...] = ()
+
+    def __call__(self) -> tuple[PodDisruptionBudget, ...]:
+        objects = self.lister.list()
+        kept = self._objects
+        if len(objects) == len(kept) and all(new is old for new, old in zip(objects, kept, strict=True)):
+            return self._parsed
+        self._objects = tuple(objects)
+        self._parsed = tuple(parse_pdbs(objects))
+        return self._parsed
 
 
 def filter_pods_with_pdb_violation(

@@ -56,8 +56,11 @@ def copy_or_amounts(handle: PreemptionHandle, state: CycleState, pod: PodInfo, n
 _MAX_KEYS = 256
 
 # A kept node verdict: (NodeInfo, generation, nominated pods, (signature, priority), the status of a
-# hopeless node or None, the victims (most important first), how many of them violate a PDB).
-_Kept = tuple[NodeInfo, int, Sequence[PodInfo], Hashable, "Status | None", tuple[PodInfo, ...], int]
+# hopeless node or None, the victims (most important first), how many of them violate a PDB, the
+# budgets the victims were chosen with).
+_Kept = tuple[
+    NodeInfo, int, Sequence[PodInfo], Hashable, "Status | None", tuple[PodInfo, ...], int, Sequence[object]
+]
 
 
 class DryRunVerdicts:
@@ -70,8 +73,12 @@ class DryRunVerdicts:
     nominated to (hopeless: it did not fit even with every lower-priority pod gone), and finds again
     the victims earlier ones found on the nodes nobody was nominated to since.
 
-    Victims are kept only when no PDB exists (which ones a budget protects is read from the budgets,
-    parsed anew per preemptor). Not used when the victims are chosen by more than priority, when the
+    Victims are kept with the budgets they were chosen with, and given only to a caller passing that
+    very object (``ParsedBudgets`` returns the same one while no budget changes, and ``()`` while none
+    exists): which pods a budget protects is read from the budgets, each node spending a fresh copy of
+    their allowances (upstream's FilterVictimsWithPDBViolation), so with the same budgets a node's
+    victims are the same. A hopeless node's status is found before any budget is read, so it is kept
+    whatever the budgets. Not used when the victims are chosen by more than priority, when the
     pod cannot be signed, in a cycle that times its plugins, or where the preemptor (or the one
     kept) is itself nominated to the node (it never counts against itself)."""
 
@@ -112,7 +119,7 @@ class DryRunVerdicts:
         if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] is not key:
             return None
         status = kept[4]
-        if status is None and pdbs:
+        if status is None and kept[7] is not pdbs:
             return None
         nominated = self._handle.nominated_pods_for_node(node.name)
         if kept[2] is not nominated or (nominated and _nominated_here(pod, nominated)):
@@ -127,7 +134,7 @@ class DryRunVerdicts:
         """Keep a hopeless node's status."""
         if status.code not in (Code.Unschedulable, Code.UnschedulableAndUnresolvable):
             return
-        self._keep(key, pod, node, status, (), 0)
+        self._keep(key, pod, node, status, (), 0, ())
 
     def put_victims(
         self,
@@ -138,11 +145,12 @@ class DryRunVerdicts:
         victims: Sequence[PodInfo],
         num_violating: int,
     ) -> None:
-        """Keep the victims found on a node (not while a PDB exists)."""
-        if pdbs:
+        """Keep the victims found on a node with the budgets they were chosen with, by reference: only
+        budgets that cannot change afterwards (a tuple, as ``ParsedBudgets`` gives, or none)."""
+        if pdbs and not isinstance(pdbs, tuple):
             self._kept.pop(node.name, None)
             return
-        self._keep(key, pod, node, None, tuple(victims), num_violating)
+        self._keep(key, pod, node, None, tuple(victims), num_violating, pdbs)
 
     def _keep(
         self,
@@ -152,12 +160,13 @@ class DryRunVerdicts:
         status: Status | None,
         victims: tuple[PodInfo, ...],
         num_violating: int,
+        pdbs: Sequence[object],
     ) -> None:
         nominated = self._handle.nominated_pods_for_node(node.name)
         if _nominated_here(pod, nominated):
             self._kept.pop(node.name, None)
             return
-        self._kept[node.name] = (node, node.generation, nominated, key, status, victims, num_violating)
+        self._kept[node.name] = (node, node.generation, nominated, key, status, victims, num_violating, pdbs)
 
 
 def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:

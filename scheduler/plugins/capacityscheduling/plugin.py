@@ -72,7 +72,7 @@ from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.hints import safe_hint
 from scheduler.preemption.evaluator import Candidate, Evaluator
 from scheduler.preemption.gosort import sort_slice
-from scheduler.preemption.pdb import PodDisruptionBudget, filter_pods_with_pdb_violation, parse_pdbs
+from scheduler.preemption.pdb import ParsedBudgets, PodDisruptionBudget, filter_pods_with_pdb_violation
 from scheduler.preemption.pods import by_pod_importance, more_important_as_go_sees_it
 from scheduler.preemption.synchronous import decide_then_evict, refuse_outside_cycle
 
@@ -149,7 +149,8 @@ class CapacityScheduling:
     def __init__(self, args: Mapping[str, Any] | None, handle: Handle) -> None:
         parse_args(args)
         self.handle = cast(PreemptionHandle, handle)
-        self._pdb_lister = handle.lister(POD_DISRUPTION_BUDGETS)
+        # Parsed again only when the budgets change (not once per preemptor).
+        self._pdbs = ParsedBudgets(handle.lister(POD_DISRUPTION_BUDGETS))
         pods = handle.lister(PODS)
         self._pods = pods
         quotas = handle.lister(ELASTIC_QUOTAS)
@@ -245,9 +246,6 @@ class CapacityScheduling:
             current = self._pods.get(victim.name, victim.namespace)
             if current is None or object_meta(current).get("uid") != victim.uid:
                 self.cache.delete_pod(victim.pod)
-
-    def _pdbs(self) -> list[PodDisruptionBudget]:
-        return parse_pdbs(self._pdb_lister.list())
 
     # --- Reserve --------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

@@ -21,7 +21,7 @@ from scheduler.framework.resources import comparable_amounts
 from scheduler.framework.status import Status
 from scheduler.framework.trial import AmountsTrial
 from scheduler.framework.types import PodInfo
-from scheduler.preemption.pdb import parse_pdbs
+from scheduler.preemption.pdb import PodDisruptionBudget, parse_pdbs
 from scheduler.preemption.trial import CopyTrial, DryRunVerdicts, copy_or_amounts
 from tests.unit.plugins.plugin_testlib import node
 from tests.unit.preemption.test_dry_run_equivalence import _key, _Nominator, _plain_dry_run, _status_key
@@ -274,7 +274,7 @@ def test_kept_node_verdicts_are_used_only_while_nothing_they_read_changes() -> N
         for step, preemptor in enumerate(preemptors[:10]):
             state, info = env.prefilter(preemptor)
             nodes = env.snapshot.node_infos()
-            pdbs = env.plugin._pdbs()
+            pdbs: Sequence[PodDisruptionBudget] = env.plugin._pdbs()
             if not pdbs and rng.random() < 0.3:
                 # A budget appears for this preemptor only: victims kept without one must not be used.
                 pdbs = parse_pdbs([_budget(rng.choice(["a", "b", "c"]))])

@@ -58,7 +58,7 @@ def setup(make_env: MakeEnv, pdbs: Sequence[dict[str, Any]] = ()) -> tuple[Gang,
         pod["metadata"]["labels"] = {"app": name[0]}
         handlers.on_pod_add(pod)
     plugin = plugin_of(gang)
-    plugin._pdb_lister = StaticLister(pdbs)
+    plugin._pdbs.lister = StaticLister(pdbs)
     gang.env.cache.update_snapshot(gang.env.sched.snapshot)
     return gang, handlers
 
