@@ -172,11 +172,15 @@ def test_a_gated_pod_an_event_moved_and_gated_again_counts_as_incoming() -> None
     pod PreEnqueue gates again enters it anew: scheduler_queue_incoming_pods_total{queue=
     "unschedulable"} counts it under the event, while scheduler_pending_pods{queue="gated"} stays."""
     gc.collect()
+
+    def quota(pod: object, gating_plugin: str = "") -> str:
+        return "Quota"
+
     clock = FakeClock(start=0.0)
     node_add = ClusterEvent(Resource.Node, ActionType.Add)
     q = SchedulingQueue(
         clock=clock,
-        pre_enqueue=lambda pod, gating_plugin="": "Quota",
+        pre_enqueue=quota,
         hints={"Quota": [ClusterEventWithHint(node_add)]},
     )
     q.add(make_pod("held"))
