@@ -443,6 +443,12 @@ PLUGIN_EVALUATION = Counter(
     "PreFilter, Filter, PreScore, and Score).",
     ["plugin", "extension_point", "profile"],
 )
+POD_SCHEDULED_AFTER_FLUSH = Counter(
+    "scheduler_pod_scheduled_after_flush",
+    "Number of pods that were successfully scheduled after being flushed from unschedulableEntities due "
+    "to timeout. This metric helps detect potential queueing hint misconfigurations or event handling "
+    "issues.",
+)
 # Preemption (pkg/scheduler/metrics/metrics.go).
 PREEMPTION_ATTEMPTS = Counter(
     "scheduler_preemption_attempts",

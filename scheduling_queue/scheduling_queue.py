@@ -40,7 +40,6 @@ from scheduling_queue.events import (
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     EVENT_UNSCHEDULED_POD_ADD,
-    EVENT_UNSCHEDULED_POD_UPDATE,
     FORCE_ACTIVATE,
     SCHEDULE_ATTEMPT_FAILURE,
     event_label,
@@ -97,7 +96,6 @@ POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 _POD_ADD = event_label(EVENT_UNSCHEDULED_POD_ADD)
-_POD_UPDATE = event_label(EVENT_UNSCHEDULED_POD_UPDATE)
 _ACTIVE_POD_ADD = (ACTIVE, _POD_ADD)
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _NO_HINTS: Mapping[str, Sequence[ClusterEventWithHint]] = MappingProxyType({})
@@ -156,6 +154,10 @@ class SchedulingQueue:
         self._active = ActiveQueue(less)
         self._unschedulable = UnschedulablePods()
         self._gated = GatedPods()
+        # Pods the leftover flush moved, until their next attempt fails or PreEnqueue gates them again
+        # (upstream's WasFlushedFromUnschedulable): one bound from here counts in
+        # scheduler_pod_scheduled_after_flush_total. By key, with the record it was set on.
+        self._flushed: dict[str, QueuedPodInfo] = {}
         self._in_flight = InFlightTracker()
         self.nominator = Nominator()
         # The sub-queues' read-only views, bound once: add() and pop_nowait() run per pod and test
@@ -381,7 +383,8 @@ class SchedulingQueue:
             return
         now = self._now()
         qpi = QueuedPodInfo(new, key, now, now)
-        if self._move_to_active(qpi, _POD_UPDATE):
+        # v1.37 adds it as a new pod (addPod), counted under UnscheduledPodAdd.
+        if self._move_to_active(qpi, _POD_ADD):
             self._wake()
         self.nominator.add_nominated_pod(new)
 
@@ -415,6 +418,8 @@ class SchedulingQueue:
             self._unschedulable.remove(key)
         else:
             self._gated.remove(key)
+        if self._flushed:
+            self._flushed.pop(key, None)
         rec = self._in_flight.records.get(key)
         if rec is not None:
             rec.deleted = True
@@ -503,6 +508,8 @@ class SchedulingQueue:
             if rec is not None and rec.latest is not None:
                 qpi.pod = rec.latest
             qpi.timestamp = self._now()
+            if self._flushed:
+                self._forget_flush(qpi)
             if self._requeue(qpi, self._failure_strategy(qpi, rec), SCHEDULE_ATTEMPT_FAILURE) == ACTIVE:
                 self._wake()
         finally:
@@ -545,10 +552,24 @@ class SchedulingQueue:
         """
         if isinstance(pod, QueuedPodInfo):
             rec = self._in_flight.lookup(pod)
+            if self._flushed:
+                self._forget_flush(pod)
         else:
             rec = self._in_flight.records.get(pod)
+            if self._flushed:
+                self._flushed.pop(pod, None)
         if rec is not None:
             self._in_flight.finish(rec)
+
+    def was_flushed(self, qpi: QueuedPodInfo) -> bool:
+        """Whether the leftover flush moved this pod since its last failed attempt (and PreEnqueue has
+        not gated it since): upstream counts such a pod, once bound, in
+        scheduler_pod_scheduled_after_flush_total. Ask before :meth:`done`, which forgets it."""
+        return self._flushed.get(qpi.key) is qpi
+
+    def _forget_flush(self, qpi: QueuedPodInfo) -> None:
+        if self._flushed.get(qpi.key) is qpi:
+            del self._flushed[qpi.key]
 
     def activate(self, pods: Iterable[Pod]) -> None:
         """Move these pods to activeQ now, skipping backoff (upstream's Activate / ForceActivate).
@@ -642,6 +663,8 @@ class SchedulingQueue:
         stale = self._unschedulable.older_than(now, limit)
         gated = self._gated.older_than(now, limit)
         self._gated.mark_flushed(gated, now)
+        for qpi in (*stale, *gated):
+            self._flushed[qpi.key] = qpi
         if stale or gated:
             self._move_pods([*stale, *gated], EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
 
@@ -737,6 +760,9 @@ class SchedulingQueue:
         # Upstream counts a gated pod as entering unschedulablePods, which is where it keeps them.
         # ``reentering``: an event's move took the pod out and PreEnqueue gated it again; upstream
         # deletes it from unschedulablePods before the requeue, so it enters (and counts) anew.
+        if self._flushed:
+            # Gated again: upstream clears WasFlushedFromUnschedulable (the flush did not release it).
+            self._forget_flush(qpi)
         if self._gated.add(qpi, gate) or reentering:
             self._incoming[(UNSCHEDULABLE, label)] += 1
             if self._generic_workload:

@@ -544,6 +544,10 @@ class Scheduler:
             # A pod whose deletion started while it was binding is no longer in the cache: the watch
             # adds it if the Binding landed first (``finish_binding`` leaves a namesake alone).
             self.cache.finish_binding(pod.key, pod.uid)
+            if self.queue.was_flushed(qpi):
+                # Upstream's PodScheduledAfterFlush: a hint or event the pod should have been moved by
+                # may be missing.
+                metrics.POD_SCHEDULED_AFTER_FLUSH.inc()
             self.queue.done(qpi)
             # The pending version is bound and will not be scheduled again; the cache holds the pod
             # from here on (the assumed copy, then the bound version).

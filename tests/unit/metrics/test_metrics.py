@@ -176,6 +176,7 @@ UPSTREAM_COUNTERS: dict[str, tuple[str, ...]] = {
     "scheduler_schedule_attempts_total": ("result", "profile"),
     "scheduler_plugin_evaluation_total": ("plugin", "extension_point", "profile"),
     "leader_election_slowpath_total": ("name",),
+    "scheduler_pod_scheduled_after_flush_total": (),
 }
 UPSTREAM_GAUGES: dict[str, tuple[str, ...]] = {
     "scheduler_unschedulable_pods": ("plugin", "profile"),
@@ -528,3 +529,30 @@ def test_a_profiles_extension_point_observer_feeds_the_same_series_as_observe_ex
     assert _value(count, {**labels, "status": "Error"}) == 0
     seconds = _value("scheduler_framework_extension_point_duration_seconds_sum", labels)
     assert seconds == pytest.approx(0.0009)
+
+
+async def test_a_pod_bound_after_the_leftover_flush_moved_it_is_counted(
+    make_env: Callable[..., CoreEnv],
+) -> None:
+    """v1.37.2's scheduler_pod_scheduled_after_flush_total: a pod unschedulable until the 5-minute
+    flush moved it (no event did: the node's room appeared without one) counts once bound; a pod an
+    event moved, and one that failed again after the flush, do not."""
+    name = "scheduler_pod_scheduled_after_flush_total"
+    before = _value(name, {})
+    env = make_env([make_node("n1", cpu="1")])
+    env.queue.add(make_pod("big", cpu="2"))
+    await env.schedule_next()  # unschedulable: 2 CPUs on a 1-CPU node
+    env.queue.add(make_pod("small", cpu="100m"))
+    await env.schedule_next()
+    await env.wait_bindings(1)
+    assert _value(name, {}) == before  # bound without a flush
+    # The node grows with no event the queue sees (the cache alone is told), then the flush moves it.
+    env.cache.add_node(make_node("n1", cpu="4"))
+    env.clock.advance(301)
+    env.queue.flush_unschedulable_leftover()
+    env.clock.advance(11)  # its backoff
+    env.queue.flush_backoff_completed()
+    await env.schedule_next()
+    await env.wait_bindings(2)
+    assert env.rest.bindings()["big"] == "n1"
+    assert _value(name, {}) == before + 1

@@ -23,6 +23,7 @@ from scheduling_queue import (
     SchedulingQueue,
     scheduling_gates_pre_enqueue,
 )
+from scheduling_queue.metrics import incoming_value
 from scheduling_queue.testing import fail, make_pod, pop, queue_always, wait_until, with_changes
 
 NODE_ADD = ClusterEvent(Resource.Node, ActionType.Add)
@@ -656,3 +657,55 @@ def test_pop_from_backoff_runs_pre_enqueue(clock: FakeClock) -> None:
     assert q.where("default/a") == BACKOFF  # its backoff is still running
     clock.advance(2.0)
     assert q.pop_nowait() is qpi
+
+
+def test_a_flushed_pod_is_remembered_until_it_fails_again_is_gated_again_or_leaves(clock: FakeClock) -> None:
+    """Upstream's WasFlushedFromUnschedulable: set by the leftover flush, cleared by the next failed
+    attempt and by PreEnqueue gating the pod again; what scheduler_pod_scheduled_after_flush_total
+    reads when the pod binds."""
+    gate_open = {"now": True}
+
+    def gate(pod: Any, gating_plugin: str = "") -> str:
+        return "" if gate_open["now"] else "Quota"
+
+    q = new_queue(clock, pre_enqueue=gate, hints={"Quota": [ClusterEventWithHint(NODE_ADD)]})
+    a, b = make_pod("a"), make_pod("b")
+    q.add(a)
+    q.add(b)
+    first_a, first_b = pop(q), pop(q)
+    fail(q, first_a, "NodeAffinity")
+    fail(q, first_b, "NodeAffinity")
+    clock.advance(301)
+    q.flush_unschedulable_leftover()
+    clock.advance(11)
+    q.flush_backoff_completed()
+    second_a = pop(q)
+    assert q.was_flushed(second_a)
+    q.done(second_a)  # bound: forgotten
+    assert not q.was_flushed(second_a)
+    second_b = pop(q)
+    fail(q, second_b, "NodeAffinity")  # failed again after the flush: not counted if it binds later
+    assert not q.was_flushed(second_b)
+    clock.advance(301)
+    gate_open["now"] = False
+    q.flush_unschedulable_leftover()  # moved by the flush, gated again by PreEnqueue
+    assert q.where("default/b") == GATED
+    gated = q.get("default/b")
+    assert gated is not None and not q.was_flushed(gated)
+    q.delete(b)
+    assert q.get("default/b") is None
+
+
+def test_an_update_of_a_pod_the_queue_does_not_hold_counts_as_an_add(clock: FakeClock) -> None:
+    """v1.37.2's Update ends in addPod for a pod in no queue: its incoming-pods label is
+    UnscheduledPodAdd (v1.36 said UnscheduledPodUpdate)."""
+    q = new_queue(clock)
+    pod = make_pod("a")
+    added, updated = (
+        incoming_value(ACTIVE, "UnscheduledPodAdd"),
+        incoming_value(ACTIVE, "UnscheduledPodUpdate"),
+    )
+    q.update(pod, with_changes(pod, metadata={"labels": {"x": "y"}}))
+    assert q.where("default/a") == ACTIVE
+    assert incoming_value(ACTIVE, "UnscheduledPodAdd") == added + 1
+    assert incoming_value(ACTIVE, "UnscheduledPodUpdate") == updated
