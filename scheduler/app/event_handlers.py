@@ -21,9 +21,11 @@ from scheduler.framework.objects import (
     node_status,
     object_meta,
     pod_spec,
+    pod_status,
     scheduler_name_of,
 )
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
+from scheduling_queue.pod_order import pod_priority
 from scheduling_queue.types import ActionType, ClusterEvent, Resource
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,17 @@ Obj = Mapping[str, Any]
 
 def _assigned(pod: Obj) -> bool:
     return bool(pod_spec(pod).get("nodeName"))
+
+
+def _nominated_node(pod: Obj) -> str:
+    return str(pod_status(pod).get("nominatedNodeName") or "")
+
+
+def _lower_or_equal_priority(pod: Obj) -> Callable[[Obj], bool]:
+    """Upstream's getLEPriorityPreCheck: only pods a nominated ``pod`` could have held back (a nominated
+    pod counts on its node for pods of lower or equal priority)."""
+    priority = pod_priority(pod)
+    return lambda other: pod_priority(other) <= priority
 
 
 def _deletion_started(old: Obj, new: Obj) -> bool:
@@ -146,6 +159,12 @@ class EventHandlers:
                 self.queue.nominator.delete_nominated_pod_if_exists(new)
             if assumed and _deletion_started(old, new):
                 self._assumed_pod_deleted(key, object_meta(new).get("uid", ""))
+            elif not assumed and (nominated := _nominated_node(old)) and nominated != _nominated_node(new):
+                # Upstream's updatePodInSchedulingQueue: the pod no longer holds room on the node it was
+                # nominated to, which pods of lower or equal priority saw as taken.
+                self.queue.move_all_to_active_or_backoff(
+                    EVENT_ASSIGNED_POD_DELETE, old, None, _lower_or_equal_priority(old)
+                )
             metrics.observe_event_handling("UnscheduledPodUpdate", time.perf_counter() - start)
         elif self.responsible_for(old):
             # schedulerName changed away from us (rare, but the queue must not keep it).
@@ -187,6 +206,12 @@ class EventHandlers:
             self.queue.delete(pod)
             if self._assumed_same_pod(pod):
                 self._assumed_pod_deleted(namespaced_name(pod), object_meta(pod).get("uid", ""))
+            elif _nominated_node(pod):
+                # Upstream's deletePodFromSchedulingQueue: a deleted nominated pod frees the room pods of
+                # lower or equal priority saw as taken on its node.
+                self.queue.move_all_to_active_or_backoff(
+                    EVENT_ASSIGNED_POD_DELETE, pod, None, _lower_or_equal_priority(pod)
+                )
             metrics.observe_event_handling("UnscheduledPodDelete", time.perf_counter() - start)
 
     # --- nodes --------------------------------------------------------------------------------

@@ -504,3 +504,45 @@ def test_a_stream_of_pod_updates_leaves_the_cache_as_parsing_every_version_would
     # The bind and the two status-only updates before the labels changed were answered without a
     # parse; the resize and what followed it (status resources) were parsed.
     assert env.cache.pod_infos.successors == 3
+
+
+def _with(
+    pod: dict[str, Any], *, priority: int | None = None, nominated: str | None = None
+) -> dict[str, Any]:
+    if priority is not None:
+        pod["spec"]["priority"] = priority
+    if nominated is not None:
+        pod.setdefault("status", {})["nominatedNodeName"] = nominated
+    return pod
+
+
+@pytest.mark.parametrize("leaves", ["renominated", "deleted"])
+def test_a_nominated_pod_leaving_its_node_wakes_the_pods_it_held_back(env: Env, leaves: str) -> None:
+    """Upstream's updatePodInSchedulingQueue and deletePodFromSchedulingQueue: a pending pod's
+    nomination counts on its node for pods of lower or equal priority, so when the nomination moves or
+    the pod is deleted, those rejected by NodeResourcesFit get AssignedPodDelete (the fit hint queues
+    them for a deleted pod that was nominated); pods of higher priority never saw it, and stay."""
+    low = env.make_unschedulable(_with(make_pod("low", cpu="1"), priority=5), "NodeResourcesFit")
+    equal = env.make_unschedulable(_with(make_pod("equal", cpu="1"), priority=10), "NodeResourcesFit")
+    high = env.make_unschedulable(_with(make_pod("high", cpu="1"), priority=50), "NodeResourcesFit")
+    preemptor = _with(make_pod("preemptor", cpu="1"), priority=10, nominated="n1")
+    env.handlers.on_pod_add(preemptor)
+    if leaves == "renominated":
+        env.handlers.on_pod_update(
+            preemptor, bumped(preemptor, lambda p: p["status"].update(nominatedNodeName="n2"))
+        )
+    else:
+        env.handlers.on_pod_delete(preemptor)
+    assert env.queue.where(low.key) in ("backoff", "active")
+    assert env.queue.where(equal.key) in ("backoff", "active")
+    assert env.queue.where(high.key) == "unschedulable"
+
+
+def test_a_pod_never_nominated_wakes_nobody_when_it_goes(env: Env) -> None:
+    low = env.make_unschedulable(_with(make_pod("low", cpu="1"), priority=5), "NodeResourcesFit")
+    other = _with(make_pod("other", cpu="1"), priority=10)
+    env.handlers.on_pod_add(other)
+    relabelled = bumped(other, lambda p: p["metadata"].setdefault("labels", {}).update(x="y"))
+    env.handlers.on_pod_update(other, relabelled)
+    env.handlers.on_pod_delete(relabelled)
+    assert env.queue.where(low.key) == "unschedulable"
