@@ -35,6 +35,7 @@ _RESOURCE_LABELS: dict[Resource, str] = {
     Resource.Pod: "Pod",
     Resource.AssignedPod: "AssignedPod",
     Resource.UnscheduledPod: "UnscheduledPod",  # v1.37 (v1.36: "UnschedulablePod")
+    Resource.TargetPod: "TargetPod",  # v1.37
     Resource.Node: "Node",
     Resource.PersistentVolume: "PersistentVolume",
     Resource.PersistentVolumeClaim: "PersistentVolumeClaim",
@@ -77,6 +78,10 @@ def is_wildcard(event: ClusterEvent) -> bool:
     return event.resource is Resource.WildCard and event.action == ActionType.All
 
 
+# What a ``Pod`` registration hears (upstream's matchEventResources).
+_POD_RESOURCES = (Resource.AssignedPod, Resource.UnscheduledPod, Resource.TargetPod)
+
+
 def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
     """Upstream's ``MatchClusterEvents(registered, incoming)``.
 
@@ -90,7 +95,7 @@ def event_matches(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
     same_resource = (
         r is Resource.WildCard
         or r == incoming.resource
-        or (r is Resource.Pod and incoming.resource in (Resource.AssignedPod, Resource.UnscheduledPod))
+        or (r is Resource.Pod and incoming.resource in _POD_RESOURCES)
     )
     return (
         same_resource and bool(registered.action & incoming.action) and incoming.action <= registered.action
@@ -138,16 +143,20 @@ def _status(pod: Pod) -> Mapping[str, Any]:
 
 
 def pod_scheduling_properties_change(
-    new: Pod, old: Pod, requests: PodRequestsFn | None = None
+    new: Pod, old: Pod, requests: PodRequestsFn | None = None, *, target: bool = False
 ) -> list[ClusterEvent]:
     """The ``UpdatePodXYZ`` events one pod update stands for (upstream's ``PodSchedulingPropertiesChange``).
 
-    The resource is ``AssignedPod`` when the new pod has a node, else ``UnscheduledPod``. When nothing
-    more specific changed the result is one ``UpdateOther`` event, which only plugins registered for the
-    general ``Update`` hear. ``requests`` computes a pod's requests (the scheduler's PodRequests);
-    without it no ``UpdatePodScaleDown`` is reported.
+    The resource is ``AssignedPod`` when the new pod has a node, else ``TargetPod`` when ``target`` (the
+    queue reporting a pending pod's own update, as v1.37's ``Update`` does), else ``UnscheduledPod``.
+    When nothing more specific changed the result is one ``UpdateOther`` event, which only plugins
+    registered for the general ``Update`` hear. ``requests`` computes a pod's requests (the scheduler's
+    PodRequests); without it no ``UpdatePodScaleDown`` is reported.
     """
-    resource = Resource.AssignedPod if _spec(new).get("nodeName") else Resource.UnscheduledPod
+    if _spec(new).get("nodeName"):
+        resource = Resource.AssignedPod
+    else:
+        resource = Resource.TargetPod if target else Resource.UnscheduledPod
     actions: list[ActionType] = []
     if (_meta(new).get("labels") or {}) != (_meta(old).get("labels") or {}):
         actions.append(ActionType.UpdatePodLabel)

@@ -353,7 +353,7 @@ class SchedulingQueue:
         rec = self._in_flight.live(key)
         if rec is not None:
             rec.latest = new
-            for event in pod_scheduling_properties_change(new, old, self._pod_requests):
+            for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
                 self._in_flight.record(event, old, new)
             self.nominator.update_nominated_pod(old, new)
             return
@@ -377,7 +377,9 @@ class SchedulingQueue:
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
-            label = event_label(pod_scheduling_properties_change(new, old, self._pod_requests)[0])
+            label = event_label(
+                pod_scheduling_properties_change(new, old, self._pod_requests, target=True)[0]
+            )
             if self._move_to_active(found, label):
                 self._wake()
             return
@@ -395,7 +397,7 @@ class SchedulingQueue:
             # Status-only (e.g. the scheduler's own PodScheduled=False patch): requeueing on it would
             # retry every failed pod right after its failure.
             return
-        for event in pod_scheduling_properties_change(new, old, self._pod_requests):
+        for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
             strategy = self._hints.strategy(qpi, event, old, new)
             if strategy != SKIP:
                 self._unschedulable.remove(qpi.key)

@@ -61,6 +61,9 @@ class Resource(enum.StrEnum):
     AssignedPod = "AssignedPod"
     # A pod that is not yet bound (another pending pod).
     UnscheduledPod = "UnscheduledPod"
+    # The pending pod an update is about, as that pod's own event (v1.37: a pod's own update is a
+    # TargetPod event; ``Pod`` registrations hear it, ``UnscheduledPod`` ones do not).
+    TargetPod = "TargetPod"
     Node = "Node"
     PersistentVolume = "PersistentVolume"
     PersistentVolumeClaim = "PersistentVolumeClaim"

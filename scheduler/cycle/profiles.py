@@ -291,10 +291,8 @@ def queue_hints(frameworks: Mapping[str, Framework]) -> dict[str, list[ClusterEv
         for plugin, events in fwk.events_to_register().items():
             merged.setdefault(plugin, events)
     # A pod whose spec could not be read, or that uses a field this build cannot honour, is retried
-    # when the pod itself is updated.
-    pod_updated = ClusterEventWithHint(
-        ClusterEvent(Resource.UnscheduledPod, ActionType.Update, "UnscheduledPodUpdate")
-    )
+    # when the pod itself is updated (its own update is a TargetPod event).
+    pod_updated = ClusterEventWithHint(ClusterEvent(Resource.TargetPod, ActionType.Update))
     merged[POD_SPEC_PLUGIN] = [pod_updated]
     merged[UNSUPPORTED_FIELDS_PLUGIN] = [pod_updated]
     return merged

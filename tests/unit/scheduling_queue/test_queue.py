@@ -709,3 +709,36 @@ def test_an_update_of_a_pod_the_queue_does_not_hold_counts_as_an_add(clock: Fake
     assert q.where("default/a") == ACTIVE
     assert incoming_value(ACTIVE, "UnscheduledPodAdd") == added + 1
     assert incoming_value(ACTIVE, "UnscheduledPodUpdate") == updated
+
+
+def test_a_pods_own_update_is_a_target_pod_event(clock: FakeClock) -> None:
+    """v1.37.2's Update reports the pod's own change as TargetPod events: a registration for
+    UnscheduledPod updates does not hear it (one for Pod or TargetPod does), and the move is counted
+    under the TargetPod label, e.g. TargetPodUpdatePodSchedulingGatesEliminated."""
+    target_update = ClusterEvent(Resource.TargetPod, ActionType.Update)
+    q = new_queue(
+        clock,
+        pre_enqueue=scheduling_gates_pre_enqueue,
+        hints={
+            "OthersOnly": [ClusterEventWithHint(ClusterEvent(Resource.UnscheduledPod, ActionType.Update))],
+            "Itself": [ClusterEventWithHint(target_update)],
+        },
+    )
+    a, b = make_pod("a"), make_pod("b")
+    q.add(a)
+    q.add(b)
+    fail(q, pop(q), "OthersOnly")
+    fail(q, pop(q), "Itself")
+    clock.advance(60)  # both backoffs over
+    q.update(a, with_changes(a, metadata={"labels": {"x": "1"}}))
+    q.update(b, with_changes(b, metadata={"labels": {"x": "1"}}))
+    assert q.where("default/a") == UNSCHEDULABLE
+    assert q.where("default/b") == ACTIVE
+
+    gated = make_pod("g", scheduling_gates=["example.com/wait"])
+    q.add(gated)
+    label = "TargetPodUpdatePodSchedulingGatesEliminated"
+    before = incoming_value(ACTIVE, label)
+    q.update(gated, with_changes(gated, spec={"schedulingGates": []}))
+    assert q.where("default/g") == ACTIVE
+    assert incoming_value(ACTIVE, label) == before + 1

@@ -33,6 +33,11 @@ from scheduling_queue.testing import make_pod, with_changes
         (ClusterEvent(Resource.UnscheduledPod, ActionType.UpdateOther), "UnscheduledPodUpdate"),
         (EVENT_ASSIGNED_POD_ADD, "AssignedPodAdd"),
         (ClusterEvent(Resource.AssignedPod, ActionType.UpdatePodLabel), "AssignedPodUpdatePodLabel"),
+        (
+            ClusterEvent(Resource.TargetPod, ActionType.UpdatePodSchedulingGatesEliminated),
+            "TargetPodUpdatePodSchedulingGatesEliminated",
+        ),
+        (ClusterEvent(Resource.TargetPod, ActionType.UpdateOther), "TargetPodUpdate"),
         (ClusterEvent(Resource.CSINode, ActionType.Add), "storage.k8s.io/CSINodeAdd"),
         (ClusterEvent(Resource.PersistentVolumeClaim, ActionType.All), "PersistentVolumeClaimAll"),
         (EVENT_UNSCHEDULABLE_TIMEOUT, "UnschedulableTimeout"),
@@ -52,6 +57,19 @@ def test_event_labels_match_upstream(event: ClusterEvent, label: str) -> None:
         (ClusterEvent(Resource.Pod, ActionType.Add), EVENT_ASSIGNED_POD_ADD, True),
         (ClusterEvent(Resource.Pod, ActionType.Add), EVENT_UNSCHEDULED_POD_ADD, True),
         (ClusterEvent(Resource.AssignedPod, ActionType.Add), EVENT_UNSCHEDULED_POD_ADD, False),
+        # v1.37: a pod's own update is a TargetPod event; Pod registrations hear it, UnscheduledPod ones not.
+        (
+            ClusterEvent(Resource.Pod, ActionType.UpdatePodToleration),
+            ClusterEvent(Resource.TargetPod, ActionType.UpdatePodToleration),
+            True,
+        ),
+        (EVENT_UNSCHEDULED_POD_UPDATE, ClusterEvent(Resource.TargetPod, ActionType.UpdatePodLabel), False),
+        (
+            ClusterEvent(Resource.TargetPod, ActionType.Update),
+            ClusterEvent(Resource.TargetPod, ActionType.UpdatePodLabel),
+            True,
+        ),
+        (ClusterEvent(Resource.TargetPod, ActionType.Update), EVENT_UNSCHEDULED_POD_UPDATE, False),
         (
             ClusterEvent(Resource.Node, ActionType.Update),
             ClusterEvent(Resource.Node, ActionType.UpdateNodeLabel),
@@ -107,6 +125,11 @@ def test_pod_change_classification() -> None:
     }
     assert resources == {Resource.AssignedPod}
     assert pod_scheduling_properties_change(pod, pod)[0].resource is Resource.UnscheduledPod
+    # The queue reports a pending pod's own update as a TargetPod event (v1.37); a bound one stays
+    # AssignedPod.
+    assert pod_scheduling_properties_change(pod, pod, target=True)[0].resource is Resource.TargetPod
+    bound = with_changes(pod, spec={"nodeName": "n"})
+    assert pod_scheduling_properties_change(bound, pod, target=True)[0].resource is Resource.AssignedPod
 
 
 def test_is_pod_updated_ignores_status_and_bookkeeping() -> None:
