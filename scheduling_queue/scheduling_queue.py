@@ -63,7 +63,7 @@ from scheduling_queue.types import (
     pod_key,
     priority_sort_less,
 )
-from scheduling_queue.unschedulable_pods import UnschedulablePods
+from scheduling_queue.unschedulable_pods import UnschedulablePods, count_rejectors
 
 __all__ = [
     "ACTIVE",
@@ -269,8 +269,19 @@ class SchedulingQueue:
         return len(self._active), len(self._backoff), len(self._unschedulable), len(self._gated)
 
     def unschedulable_counts(self) -> dict[tuple[str, str], int]:
-        """Unschedulable pods per (rejecting plugin, schedulerName): ``scheduler_unschedulable_pods``."""
-        return self._unschedulable.counts()
+        """``scheduler_unschedulable_pods``: per (plugin, schedulerName), the queued pods that plugin
+        rejected in their last attempt or gates, in whichever sub-queue they wait. v1.37.2 counts a pod's
+        rejectors from its requeue until it is popped or deleted (activeQ and backoffQ included) and a
+        gating plugin from the PreEnqueue that gated it; a pod in flight is not counted."""
+        counts = self._unschedulable.counts()
+        for entries in (self._active_pods, self._backoff_pods):
+            for entry in entries.values():
+                qpi: QueuedPodInfo = entry[-1]
+                if qpi.unschedulable_plugins or qpi.pending_plugins:
+                    count_rejectors(counts, qpi)
+        for qpi in self._gated_pods.values():
+            count_rejectors(counts, qpi)
+        return counts
 
     def pending_pods(self) -> dict[str, list[Pod]]:
         """Pods by sub-queue, for debugging; ``active`` and ``backoff`` are in pop / expiry order."""

@@ -105,8 +105,25 @@ class UnschedulablePods:
             if plugin == NO_REJECTOR:
                 continue
             for qpi in pods.values():
-                # scheduler.framework.objects.scheduler_name_of, inlined: scheduling_queue must not import
-                # scheduler.
-                key = (plugin, qpi.pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+                key = (plugin, scheduler_name(qpi))
                 counts[key] = counts.get(key, 0) + 1
         return counts
+
+
+def scheduler_name(qpi: QueuedPodInfo) -> str:
+    """The pod's schedulerName (scheduler.framework.objects.scheduler_name_of, inlined: scheduling_queue
+    must not import scheduler)."""
+    return str(qpi.pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER_NAME)
+
+
+def count_rejectors(counts: dict[tuple[str, str], int], qpi: QueuedPodInfo) -> None:
+    """Add one for each plugin that rejected (or gates) ``qpi``, under its schedulerName."""
+    plugins = (
+        qpi.unschedulable_plugins | qpi.pending_plugins if qpi.pending_plugins else qpi.unschedulable_plugins
+    )
+    if not plugins:
+        return
+    name = scheduler_name(qpi)
+    for plugin in plugins:
+        key = (plugin, name)
+        counts[key] = counts.get(key, 0) + 1
