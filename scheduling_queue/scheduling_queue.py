@@ -388,11 +388,7 @@ class SchedulingQueue:
         if found is not None:
             found.pod = new
             self.nominator.update_nominated_pod(old, new)
-            label = event_label(
-                pod_scheduling_properties_change(new, old, self._pod_requests, target=True)[0]
-            )
-            if self._move_to_active(found, label):
-                self._wake()
+            self._update_gated(found, old, new)
             return
         now = self._now()
         qpi = QueuedPodInfo(new, key, now, now)
@@ -400,6 +396,28 @@ class SchedulingQueue:
         if self._move_to_active(qpi, _POD_ADD):
             self._wake()
         self.nominator.add_nominated_pod(new)
+
+    def _update_gated(self, qpi: QueuedPodInfo, old: Pod, new: Pod) -> None:
+        """A gated pod changed: as v1.37.2's Update, each TargetPod event the change stands for asks the
+        hints of the pod's rejectors (its gating plugin among them); on one that says Queue, PreEnqueue
+        runs and the pod is requeued, or gated again and the next event is tried. A change no hint
+        answers leaves the pod gated without running PreEnqueue (a relabelled gated pod stays gated,
+        its plugins not asked)."""
+        pre_enqueue = self._pre_enqueue
+        for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
+            strategy = self._hints.strategy(qpi, event, old, new)
+            if strategy == SKIP:
+                continue
+            label = event_label(event)
+            gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
+            if gate:
+                self._add_gated(qpi, gate, label)
+                continue
+            self._gated.remove(qpi.key)
+            qpi.gating_plugin = ""
+            if self._requeue(qpi, strategy, label, ungated=True) == ACTIVE:
+                self._wake()
+            return
 
     def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod, new: Pod) -> None:
         """An unschedulable pod changed: requeue it on the first ``UpdatePodXYZ`` event a rejector's

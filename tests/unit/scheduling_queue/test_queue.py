@@ -405,8 +405,16 @@ def test_deleted_then_recreated_while_old_attempt_in_flight(clock: FakeClock) ->
 # --------------------------------------------------------------------------- scheduling gates
 
 
+# SchedulingGates' registration, as the plugin makes it: only its hint can release a gated pod.
+GATES_HINTS = {
+    "SchedulingGates": [
+        ClusterEventWithHint(ClusterEvent(Resource.Pod, ActionType.UpdatePodSchedulingGatesEliminated))
+    ]
+}
+
+
 def test_gated_pod_waits_until_gates_are_removed(clock: FakeClock) -> None:
-    q = new_queue(clock, pre_enqueue=scheduling_gates_pre_enqueue)
+    q = new_queue(clock, pre_enqueue=scheduling_gates_pre_enqueue, hints=GATES_HINTS)
     pod = make_pod("a", scheduling_gates=["example.com/wait"])
     q.add(pod)
     assert q.where("default/a") == GATED
@@ -722,6 +730,7 @@ def test_a_pods_own_update_is_a_target_pod_event(clock: FakeClock) -> None:
         hints={
             "OthersOnly": [ClusterEventWithHint(ClusterEvent(Resource.UnscheduledPod, ActionType.Update))],
             "Itself": [ClusterEventWithHint(target_update)],
+            **GATES_HINTS,
         },
     )
     a, b = make_pod("a"), make_pod("b")
@@ -742,3 +751,25 @@ def test_a_pods_own_update_is_a_target_pod_event(clock: FakeClock) -> None:
     q.update(gated, with_changes(gated, spec={"schedulingGates": []}))
     assert q.where("default/g") == ACTIVE
     assert incoming_value(ACTIVE, label) == before + 1
+
+
+def test_a_gated_pods_update_asks_the_hints_before_pre_enqueue(clock: FakeClock) -> None:
+    """v1.37.2's Update of a gated pod: each TargetPod event asks the hints of the pod's rejectors
+    (its gating plugin among them); PreEnqueue runs only on a Queue, so a relabelled pod stays gated
+    without its PreEnqueue plugins being asked, and removing the gates releases it."""
+    asked: list[str] = []
+
+    def gate(pod: Any, gating_plugin: str = "") -> str:
+        asked.append(gating_plugin)
+        return scheduling_gates_pre_enqueue(pod, gating_plugin)
+
+    q = new_queue(clock, pre_enqueue=gate, hints=GATES_HINTS)
+    pod = make_pod("a", scheduling_gates=["example.com/wait"])
+    q.add(pod)
+    assert asked == [""]
+    relabelled = with_changes(pod, metadata={"labels": {"a": "b"}})
+    q.update(pod, relabelled)
+    assert q.where("default/a") == GATED and asked == [""]
+    ungated = with_changes(relabelled, spec={"schedulingGates": []})
+    q.update(relabelled, ungated)
+    assert q.where("default/a") == ACTIVE and asked == ["", "SchedulingGates"]
