@@ -4,7 +4,9 @@
 * ``scheduler_queue_incoming_pods_total{queue="active|backoff|unschedulable", event=...}`` (counter)
 * v1.37's ``scheduler_queued_entities{queue, type}`` (gauge) and
   ``scheduler_queue_incoming_entities_total{queue, event, type}`` (counter). With GenericWorkload off
-  every queued pod is an individual pod, so they are the two above with ``type="pod"``. With
+  every queued pod is an individual pod, so the gauge is ``pending_pods`` with ``type="pod"``; the
+  counter counts what ``incoming_pods`` counts except a move a queueing hint decided that lands where
+  the hint pointed (v1.37.2's recordIncomingEntitiesMetrics; ``SchedulingQueue._count_entity``). With
   GenericWorkload on (``entities_are_pods`` False) upstream's queue holds a pod group as one
   ``podgroup`` entity: the gauge counts, per queue, the pods outside any group and the distinct groups
   with members there (``entity_counts``), and the queue counts a group's members entering one queue
@@ -139,13 +141,11 @@ class _QueueCollector(Collector):
         if entities_are_pods:
             for name, n in totals.items():
                 entities.add_metric([name, POD_ENTITY], n)
-            for (queue, event), n in incoming_now:
-                family.add_metric([queue, event, POD_ENTITY], n)
         else:
             for (queue, kind), n in sorted(entity_totals().items()):
                 entities.add_metric([queue, kind], n)
-            for (queue, event, kind), n in sorted(dict(incoming_entities).items()):
-                family.add_metric([queue, event, kind], n)
+        for (queue, event, kind), n in sorted(dict(incoming_entities).items()):
+            family.add_metric([queue, event, kind], n)
         yield entities
         yield family
 

@@ -340,8 +340,7 @@ class SchedulingQueue:
             # Without PreEnqueue nothing can gate the pod: the push is _move_to_active's, minus its checks.
             self._active.push(qpi)
             self._incoming[_ACTIVE_POD_ADD] += 1
-            if self._generic_workload:
-                self._entity_incoming(ACTIVE, _POD_ADD, qpi)
+            self._count_entity(ACTIVE, _POD_ADD, qpi, None)
             if self._waiters:
                 self._wake()
         elif self._move_to_active(qpi, _POD_ADD) and self._waiters:
@@ -509,8 +508,7 @@ class SchedulingQueue:
                 self._add_gated(qpi, gate, POP_FROM_BACKOFF_Q)
                 continue
             self._incoming[(ACTIVE, POP_FROM_BACKOFF_Q)] += 1
-            if self._generic_workload:
-                self._entity_incoming(ACTIVE, POP_FROM_BACKOFF_Q, qpi)
+            self._count_entity(ACTIVE, POP_FROM_BACKOFF_Q, qpi, None)
             qpi.attempts += 1
             self._in_flight.start(qpi)
             return qpi
@@ -752,15 +750,17 @@ class SchedulingQueue:
                 if not fut.done():
                     fut.set_result(None)
 
-    def _move_to_active(self, qpi: QueuedPodInfo, label: str, *, ungated: bool = False) -> bool:
+    def _move_to_active(
+        self, qpi: QueuedPodInfo, label: str, *, ungated: bool = False, strategy: int | None = None
+    ) -> bool:
         """Run PreEnqueue, then push to activeQ; a gated pod goes (or stays) in the gated set instead.
         ``ungated``: the caller has just run PreEnqueue on this gated pod and it passed (upstream runs
-        it once per move, so it is not run again here)."""
+        it once per move, so it is not run again here). ``strategy``: see ``_count_entity``."""
         pre_enqueue = self._pre_enqueue
         if pre_enqueue is not None and not ungated:
             gate = pre_enqueue(qpi.pod, qpi.gating_plugin)
             if gate:
-                self._add_gated(qpi, gate, label)
+                self._add_gated(qpi, gate, label, strategy=strategy)
                 return False
             if qpi.gating_plugin:
                 self._gated.remove(qpi.key)
@@ -771,11 +771,24 @@ class SchedulingQueue:
             qpi.initial_attempt_timestamp = self._now()
         self._active.push(qpi)
         self._incoming[(ACTIVE, label)] += 1
-        if self._generic_workload:
-            self._entity_incoming(ACTIVE, label, qpi)
+        self._count_entity(ACTIVE, label, qpi, strategy)
         return True
 
-    def _push_backoff(self, qpi: QueuedPodInfo, label: str) -> None:
+    def _count_entity(self, queue: str, label: str, qpi: QueuedPodInfo, strategy: int | None) -> None:
+        """``scheduler_queue_incoming_entities_total`` for a pod entering ``queue``. v1.37.2 counts an
+        entity moved by a hint (``strategy``) only when it lands elsewhere than the hint pointed
+        (recordIncomingEntitiesMetrics): a rejection the events left in unschedulablePods, a requeue to
+        the backoffQ it still backs off in, or a QueueImmediately to activeQ are not counted; a Queue
+        whose backoff is over (to activeQ) and a pod gated again are. Moves without a hint (an add, a
+        backoff ending, a pop from backoffQ, Activate) always count. Pod group members count as their
+        group (``_entity_incoming``)."""
+        if self._generic_workload and _group_key(qpi.pod):
+            self._entity_incoming(queue, label, qpi)
+            return
+        if strategy is None or _QUEUE_OF_STRATEGY[strategy] != queue:
+            metrics.incoming_entities[(queue, label, metrics.POD_ENTITY)] += 1
+
+    def _push_backoff(self, qpi: QueuedPodInfo, label: str, strategy: int | None = None) -> None:
         # A pod group member serves its whole backoff: upstream queues the group as one entity whose
         # rejector set stays empty, so its backoffQ keeps it with the errors, never popped early. Taken
         # early, a gang that cannot fit would be retried back to back whenever activeQ is empty.
@@ -784,10 +797,17 @@ class SchedulingQueue:
             # A pop waiting on an empty activeQ may take this pod now (SchedulerPopFromBackoffQ).
             self._wake()
         self._incoming[(BACKOFF, label)] += 1
-        if self._generic_workload:
-            self._entity_incoming(BACKOFF, label, qpi)
+        self._count_entity(BACKOFF, label, qpi, strategy)
 
-    def _add_gated(self, qpi: QueuedPodInfo, gate: str, label: str, *, reentering: bool = False) -> None:
+    def _add_gated(
+        self,
+        qpi: QueuedPodInfo,
+        gate: str,
+        label: str,
+        *,
+        reentering: bool = False,
+        strategy: int | None = None,
+    ) -> None:
         # Upstream counts a gated pod as entering unschedulablePods, which is where it keeps them.
         # ``reentering``: an event's move took the pod out and PreEnqueue gated it again; upstream
         # deletes it from unschedulablePods before the requeue, so it enters (and counts) anew.
@@ -796,25 +816,23 @@ class SchedulingQueue:
             self._forget_flush(qpi)
         if self._gated.add(qpi, gate) or reentering:
             self._incoming[(UNSCHEDULABLE, label)] += 1
-            if self._generic_workload:
-                self._entity_incoming(UNSCHEDULABLE, label, qpi)
+            self._count_entity(UNSCHEDULABLE, label, qpi, strategy)
 
-    def _add_unschedulable(self, qpi: QueuedPodInfo, label: str) -> None:
+    def _add_unschedulable(self, qpi: QueuedPodInfo, label: str, strategy: int | None = None) -> None:
         if self._unschedulable.add(qpi):
             self._incoming[(UNSCHEDULABLE, label)] += 1
-            if self._generic_workload:
-                self._entity_incoming(UNSCHEDULABLE, label, qpi)
+            self._count_entity(UNSCHEDULABLE, label, qpi, strategy)
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: int, label: str, *, ungated: bool = False) -> str:
         """Upstream's requeuePodWithQueueingStrategy; returns where the pod went. ``ungated``: see
         ``_move_to_active``."""
         if strategy == SKIP:
-            self._add_unschedulable(qpi, label)
+            self._add_unschedulable(qpi, label, strategy)
             return UNSCHEDULABLE
         if strategy == AFTER_BACKOFF and self._backoff.expiry(qpi) > self._now():
-            self._push_backoff(qpi, label)
+            self._push_backoff(qpi, label, strategy)
             return BACKOFF
-        if self._move_to_active(qpi, label, ungated=ungated):
+        if self._move_to_active(qpi, label, ungated=ungated, strategy=strategy):
             return ACTIVE
         return GATED
 
@@ -855,7 +873,7 @@ class SchedulingQueue:
                 pre_enqueue = self._pre_enqueue
                 gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
                 if gate:
-                    self._add_gated(qpi, gate, label, reentering=True)
+                    self._add_gated(qpi, gate, label, reentering=True, strategy=strategy)
                     continue
                 self._gated.remove(key)
                 # Every plugin passed: as upstream, no plugin gates it any more (a later run, after a
@@ -871,6 +889,10 @@ class SchedulingQueue:
         self._in_flight.record(event, old, new)
         if activated:
             self._wake()
+
+
+# The queue a hint's strategy sends a pod to (upstream's strategyToQueueLabel).
+_QUEUE_OF_STRATEGY = {IMMEDIATELY: ACTIVE, AFTER_BACKOFF: BACKOFF, SKIP: UNSCHEDULABLE}
 
 
 def _group_key(pod: Pod) -> str:

@@ -95,7 +95,8 @@ def test_incoming_and_pending_metrics() -> None:
 
 def test_entity_metrics_mirror_the_pod_metrics_while_every_entity_is_a_pod() -> None:
     """v1.37's scheduler_queued_entities and scheduler_queue_incoming_entities_total (type="pod"):
-    without GenericWorkload every queued pod is an individual pod."""
+    without GenericWorkload every queued pod is an individual pod (the counter differs for moves a
+    hint decided: next test)."""
     gc.collect()
     q = SchedulingQueue(clock=FakeClock(start=0.0), pre_enqueue=scheduling_gates_pre_enqueue)
     q.add(make_pod("e1"))
@@ -107,6 +108,55 @@ def test_entity_metrics_mirror_the_pod_metrics_while_every_entity_is_a_pod() -> 
     assert REGISTRY.get_sample_value(
         "scheduler_queue_incoming_entities_total", {**labels, "type": "pod"}
     ) == incoming("active", "UnscheduledPodAdd")
+    del q
+
+
+def test_incoming_entities_skip_moves_that_land_where_the_hint_pointed() -> None:
+    """v1.37.2's recordIncomingEntitiesMetrics (upstream's "add individual pod to active queue" case and
+    its neighbours): an entity moved by a hint counts only when it lands elsewhere than the hint
+    pointed; scheduler_queue_incoming_pods_total counts every move."""
+    gc.collect()
+    clock = FakeClock(start=0.0)
+    node_add = ClusterEvent(Resource.Node, ActionType.Add)
+    q = SchedulingQueue(clock=clock, hints={"NodeAffinity": [ClusterEventWithHint(node_add)]})
+    moves = [
+        ("active", "UnscheduledPodAdd"),
+        ("unschedulable", "ScheduleAttemptFailure"),
+        ("backoff", "NodeAdd"),
+        ("active", "NodeAdd"),
+    ]
+    pods_before = {m: incoming(*m) for m in moves}
+    entities_before = {m: entered(*m, "pod") for m in moves}
+    q.add(make_pod("a"))
+    q.add(make_pod("b"))
+    for _ in range(2):
+        qpi = q.pop_nowait()
+        assert qpi is not None
+        qpi.unschedulable_plugins = {"NodeAffinity"}
+        q.add_unschedulable_if_not_present(qpi)  # no events since: Skip -> unschedulable
+    q.move_all_to_active_or_backoff(node_add)  # Queue while both back off -> backoffQ
+    clock.advance(20)
+    q.flush_backoff_completed()
+    a = q.pop_nowait()
+    assert a is not None
+    a.unschedulable_plugins = {"NodeAffinity"}
+    q.add_unschedulable_if_not_present(a)
+    clock.advance(20)  # its backoff over
+    q.move_all_to_active_or_backoff(node_add)  # Queue, backoff over -> activeQ
+    pods = {m: incoming(*m) - pods_before[m] for m in moves}
+    entities = {m: entered(*m, "pod") - entities_before[m] for m in moves}
+    assert pods == {
+        ("active", "UnscheduledPodAdd"): 2,
+        ("unschedulable", "ScheduleAttemptFailure"): 3,
+        ("backoff", "NodeAdd"): 2,
+        ("active", "NodeAdd"): 1,
+    }
+    assert entities == {
+        ("active", "UnscheduledPodAdd"): 2,
+        ("unschedulable", "ScheduleAttemptFailure"): 0,
+        ("backoff", "NodeAdd"): 0,
+        ("active", "NodeAdd"): 1,
+    }
     del q
 
 
