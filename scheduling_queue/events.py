@@ -130,6 +130,24 @@ def _scaled_down(new: Pod, old: Pod, requests: PodRequestsFn | None) -> bool:
     return False
 
 
+def _scaled_up(new: Pod, old: Pod, requests: PodRequestsFn | None) -> bool:
+    """Upstream ``extractPodScaleUp`` (v1.37): some resource of the new requests grew or appeared.
+    Without a ``requests`` function, or with requests nobody can read (reported as a scale-down),
+    no update counts as a scale-up."""
+    if requests is None:
+        return False
+    try:
+        new_req = requests(new)
+        old_req = requests(old)
+    except ValueError:
+        return False
+    for name, new_q in new_req.items():
+        old_q = old_req.get(name)
+        if old_q is None or _milli(new_q) > _milli(old_q):
+            return True
+    return False
+
+
 def _meta(pod: Pod) -> Mapping[str, Any]:
     return pod.get("metadata") or {}
 
@@ -162,6 +180,8 @@ def pod_scheduling_properties_change(
         actions.append(ActionType.UpdatePodLabel)
     if _scaled_down(new, old, requests):
         actions.append(ActionType.UpdatePodScaleDown)
+    if _scaled_up(new, old, requests):
+        actions.append(ActionType.UpdatePodScaleUp)
     if not _spec(new).get("schedulingGates") and _spec(old).get("schedulingGates"):
         actions.append(ActionType.UpdatePodSchedulingGatesEliminated)
     if len(_spec(new).get("tolerations") or ()) != len(_spec(old).get("tolerations") or ()):

@@ -35,6 +35,9 @@ class ActionType(enum.IntFlag):
     # A change of the node's status.declaredFeatures (upstream's bit sits after UpdateNodeAnnotation;
     # only the names matter outside this process).
     UpdateNodeDeclaredFeature = 1 << 13
+    # Some resource request of the pod grew or appeared (v1.37; upstream's bit sits after
+    # UpdatePodScaleDown).
+    UpdatePodScaleUp = 1 << 14
 
     Update = (
         UpdateNodeAllocatable
@@ -45,6 +48,7 @@ class ActionType(enum.IntFlag):
         | UpdateNodeDeclaredFeature
         | UpdatePodLabel
         | UpdatePodScaleDown
+        | UpdatePodScaleUp
         | UpdatePodToleration
         | UpdatePodSchedulingGatesEliminated
         | UpdatePodGeneratedResourceClaim

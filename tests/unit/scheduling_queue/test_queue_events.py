@@ -33,6 +33,7 @@ from scheduling_queue.testing import make_pod, with_changes
         (ClusterEvent(Resource.UnscheduledPod, ActionType.UpdateOther), "UnscheduledPodUpdate"),
         (EVENT_ASSIGNED_POD_ADD, "AssignedPodAdd"),
         (ClusterEvent(Resource.AssignedPod, ActionType.UpdatePodLabel), "AssignedPodUpdatePodLabel"),
+        (ClusterEvent(Resource.AssignedPod, ActionType.UpdatePodScaleUp), "AssignedPodUpdatePodScaleUp"),
         (
             ClusterEvent(Resource.TargetPod, ActionType.UpdatePodSchedulingGatesEliminated),
             "TargetPodUpdatePodSchedulingGatesEliminated",
@@ -114,7 +115,25 @@ def test_pod_change_classification() -> None:
         pod, spec={"containers": [{"name": "c", "resources": {"requests": {"cpu": "0.25", "memory": "1Gi"}}}]}
     )
     assert actions(smaller, pod) == [ActionType.UpdatePodScaleDown]
-    assert actions(pod, smaller) == [ActionType.UpdateOther]  # growing is not a scale-down
+    # v1.37: growing is a scale-up (it was an unclassified update before).
+    assert actions(pod, smaller) == [ActionType.UpdatePodScaleUp]
+    mixed = with_changes(
+        pod, spec={"containers": [{"name": "c", "resources": {"requests": {"cpu": "0.25", "memory": "2Gi"}}}]}
+    )
+    assert actions(mixed, pod) == [ActionType.UpdatePodScaleDown, ActionType.UpdatePodScaleUp]
+    gpu = with_changes(
+        pod,
+        spec={
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi", "example.com/gpu": "1"}},
+                }
+            ]
+        },
+    )
+    assert actions(gpu, pod) == [ActionType.UpdatePodScaleUp]  # a resource requested anew
+    assert ActionType.UpdatePodScaleUp & ActionType.Update
     claims = with_changes(pod, status={"resourceClaimStatuses": [{"name": "c", "resourceClaimName": "x"}]})
     assert actions(claims, pod) == [ActionType.UpdatePodGeneratedResourceClaim]
     both = with_changes(tolerated, metadata={"labels": {"x": "1"}})
