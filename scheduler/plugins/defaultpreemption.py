@@ -189,11 +189,12 @@ class DefaultPreemption:
         # deletion helps. This registration only lets the queue re-run PreEnqueue on pod deletions.
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Delete), self.is_pod_schedulable_after_pod_deletion
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete),
+                self.is_pod_schedulable_after_assigned_pod_deletion,
             )
         ]
 
-    def is_pod_schedulable_after_pod_deletion(
+    def is_pod_schedulable_after_assigned_pod_deletion(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         return QueueingHint.Skip

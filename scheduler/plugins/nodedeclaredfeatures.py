@@ -40,7 +40,7 @@ from scheduler.framework import (
 from scheduler.framework.objects import node_status, pod_spec
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import safe_hint, uid_of
+from scheduler.plugins.helper.hints import safe_hint
 
 ERR_REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required features"
 
@@ -158,7 +158,8 @@ class NodeDeclaredFeatures:
                 self.is_schedulable_after_node_change,
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Update), self.is_schedulable_after_pod_update
+                ClusterEvent(Resource.TargetPod, ActionType.Update),
+                self.is_schedulable_after_target_pod_update,
             ),
         ]
 
@@ -171,11 +172,11 @@ class NodeDeclaredFeatures:
         return QueueingHint.Queue
 
     @safe_hint
-    def is_schedulable_after_pod_update(
+    def is_schedulable_after_target_pod_update(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        if uid_of(new_obj) != uid_of(pod):
-            return QueueingHint.Skip
+        # v1.37.2 compares the updated pod's requirements without comparing its uid with the rejected
+        # pod's (a TargetPod event is a pending pod's own update; replayed in-flight events included).
         if required_features(pod_spec(old_obj)) == required_features(pod_spec(new_obj)):
             return QueueingHint.Skip
         return QueueingHint.Queue

@@ -79,13 +79,14 @@ class NodePorts:
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Delete), self.is_schedulable_after_pod_deleted
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_deleted,
             ),
             ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add)),
         ]
 
     @safe_hint
-    def is_schedulable_after_pod_deleted(
+    def is_schedulable_after_assigned_pod_deleted(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         if old_obj is None or not is_assigned_or_nominated(old_obj):

@@ -28,7 +28,7 @@ from scheduler.framework import (
 from scheduler.framework.objects import node_spec, pod_spec
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import safe_hint, uid_of
+from scheduler.plugins.helper.hints import safe_hint
 from scheduler.plugins.helper.signature import spec_part
 from scheduler.plugins.helper.taints import (
     NO_SCHEDULE,
@@ -112,8 +112,8 @@ class NodeUnschedulable:
                 self.is_schedulable_after_node_change,
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.UpdatePodToleration),
-                self.is_schedulable_after_pod_toleration_change,
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodToleration),
+                self.is_schedulable_after_target_pod_toleration_change,
             ),
         ]
 
@@ -128,10 +128,10 @@ class NodeUnschedulable:
         return QueueingHint.Skip
 
     @safe_hint
-    def is_schedulable_after_pod_toleration_change(
+    def is_schedulable_after_target_pod_toleration_change(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        if uid_of(new_obj) != uid_of(pod):
-            return QueueingHint.Skip
+        # v1.37.2 reads the updated pod's tolerations without comparing its uid with the rejected pod's
+        # (a TargetPod event is a pending pod's own update; replayed in-flight events included).
         tolerations = parse_tolerations(pod_spec(new_obj).get("tolerations"))
         return QueueingHint.Queue if _tolerates_unschedulable(tolerations) else QueueingHint.Skip

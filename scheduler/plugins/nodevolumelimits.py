@@ -487,7 +487,8 @@ class NodeVolumeLimits:
                 ClusterEvent(Resource.CSINode, ActionType.Update), self.is_schedulable_after_csinode_updated
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Delete), self.is_schedulable_after_pod_deleted
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_deleted,
             ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.PersistentVolumeClaim, ActionType.Add),
@@ -515,7 +516,7 @@ class NodeVolumeLimits:
         return QueueingHint.Skip
 
     @safe_hint
-    def is_schedulable_after_pod_deleted(
+    def is_schedulable_after_assigned_pod_deleted(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         if old_obj is None or not spec(old_obj).get("volumes") or not is_assigned_or_nominated(old_obj):

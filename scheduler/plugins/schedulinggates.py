@@ -17,7 +17,6 @@ from scheduler.framework import (
 )
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import safe_hint, uid_of
 
 
 class SchedulingGates:
@@ -42,14 +41,13 @@ class SchedulingGates:
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.UpdatePodSchedulingGatesEliminated),
-                self.is_schedulable_after_gates_eliminated,
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodSchedulingGatesEliminated),
+                self.is_schedulable_after_update_target_pod_scheduling_gates_eliminated,
             )
         ]
 
-    @safe_hint
-    def is_schedulable_after_gates_eliminated(
+    def is_schedulable_after_update_target_pod_scheduling_gates_eliminated(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        # Only the gated pod's own update can release it.
-        return QueueingHint.Queue if uid_of(new_obj) == uid_of(pod) else QueueingHint.Skip
+        # v1.37.2: a TargetPod event is the pod's own update; no uid comparison (v1.36 had one).
+        return QueueingHint.Queue

@@ -31,7 +31,7 @@ from scheduler.framework import (
 )
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.hints import pod_info, safe_hint
 from scheduler.plugins.helper.normalize import default_normalize_score, default_normalize_score_array
 from scheduler.plugins.helper.signature import spec_part
 from scheduler.plugins.helper.taints import (
@@ -193,8 +193,8 @@ class TaintToleration:
                 self.is_schedulable_after_node_change,
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.UpdatePodToleration),
-                self.is_schedulable_after_pod_toleration_change,
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodToleration),
+                self.is_schedulable_after_target_pod_toleration_change,
             ),
         ]
 
@@ -209,8 +209,10 @@ class TaintToleration:
         is_untolerated = find_untolerated_taint(node_taints(new_obj), tolerations) is not None
         return QueueingHint.Queue if was_untolerated and not is_untolerated else QueueingHint.Skip
 
-    @safe_hint
-    def is_schedulable_after_pod_toleration_change(
+    def is_schedulable_after_target_pod_toleration_change(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        return QueueingHint.Queue if uid_of(new_obj) == uid_of(pod) else QueueingHint.Skip
+        # v1.37.2: a TargetPod event is a pending pod's own update, so the hint no longer compares uids
+        # (v1.36 skipped another pod's update). The queue replays an in-flight pod's TargetPod events to
+        # every in-flight pod that fails, as upstream, and this answers Queue for those too.
+        return QueueingHint.Queue

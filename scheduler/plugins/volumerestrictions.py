@@ -211,7 +211,8 @@ class VolumeRestrictions:
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Delete), self.is_schedulable_after_pod_deleted
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_deleted,
             ),
             ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add)),
             ClusterEventWithHint(
@@ -229,7 +230,7 @@ class VolumeRestrictions:
         return QueueingHint.Queue if name_of(new_obj) in _claim_names(pod) else QueueingHint.Skip
 
     @safe_hint
-    def is_schedulable_after_pod_deleted(
+    def is_schedulable_after_assigned_pod_deleted(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         if old_obj is None or meta(old_obj).get("namespace") != meta(pod).get("namespace"):

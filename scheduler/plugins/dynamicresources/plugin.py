@@ -250,8 +250,8 @@ class DynamicResources:
                 self.is_schedulable_after_claim_deleted,
             ),
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.UpdatePodGeneratedResourceClaim),
-                self.is_schedulable_after_pod_change,
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodGeneratedResourceClaim),
+                self.is_schedulable_after_target_pod_update,
             ),
             ClusterEventWithHint(ClusterEvent(Resource.DeviceClass, ActionType.Add | ActionType.Update)),
             ClusterEventWithHint(ClusterEvent(Resource.ResourceSlice, ActionType.Add | ActionType.Update)),
@@ -283,12 +283,11 @@ class DynamicResources:
             return QueueingHint.Queue
         return QueueingHint.Skip
 
-    def is_schedulable_after_pod_change(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
-        """``isSchedulableAfterPodChange``: the pod itself got its generated claims recorded."""
+    def is_schedulable_after_target_pod_update(self, pod: Obj, old: Any, new: Any) -> QueueingHint:
+        """``isSchedulableAfterTargetPodUpdate``: the updated pod's claims are all there now. As v1.37.2,
+        the updated pod's uid is not compared with the rejected pod's (v1.36 skipped another pod)."""
         if not isinstance(new, Mapping):
-            return QueueingHint.Skip
-        if object_meta(new).get("uid") != object_meta(pod).get("uid"):
-            return QueueingHint.Skip
+            return QueueingHint.Queue  # upstream: an unexpected object queues the pod
         try:
             pod_claims(PodInfo(new), self.claims)
         except (ClaimError, ValueError):

@@ -22,7 +22,7 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo, NodeScore, PodInfo, PreFilterResult
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.hints import is_assigned_or_nominated, pod_info, safe_hint
 from scheduler.plugins.interpodaffinity.columnar import existing_anti_tables, incoming_tables, score_tables
 from scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
@@ -383,8 +383,15 @@ class InterPodAffinity:
             # Delete: a pod whose anti-affinity (or the target's) blocked may be gone. UpdatePodLabel:
             # labels that matched may no longer match. Add: a pod the target has affinity to arrived.
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete),
-                self.is_schedulable_after_pod_change,
+                ClusterEvent(
+                    Resource.AssignedPod, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete
+                ),
+                self.is_schedulable_after_assigned_pod_change,
+            ),
+            # The rejected pod's own labels changed: some existing pod's anti-affinity may no longer apply.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodLabel),
+                self.is_schedulable_after_target_pod_update_label,
             ),
             # Queueing hints are on: no UpdateNodeTaint registration, as upstream.
             ClusterEventWithHint(
@@ -394,12 +401,9 @@ class InterPodAffinity:
         ]
 
     @safe_hint
-    def is_schedulable_after_pod_change(
+    def is_schedulable_after_assigned_pod_change(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        if old_obj is not None and new_obj is not None and uid_of(new_obj) == uid_of(pod):
-            # The target's own labels changed: some existing pod's anti-affinity may no longer apply.
-            return QueueingHint.Queue
         if (new_obj is not None and not is_assigned_or_nominated(new_obj)) or (
             old_obj is not None and not is_assigned_or_nominated(old_obj)
         ):
@@ -426,6 +430,13 @@ class InterPodAffinity:
         if matches_any(deleted.required_anti_affinity, target.namespace, pod_labels(target)):
             return QueueingHint.Queue
         return QueueingHint.Skip
+
+    def is_schedulable_after_target_pod_update_label(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # v1.37.2 answers Queue without comparing uids (v1.36's Pod hint checked that the relabelled pod
+        # was the rejected one); a replayed in-flight TargetPod event of another pod gets Queue too.
+        return QueueingHint.Queue
 
     @safe_hint
     def is_schedulable_after_node_change(

@@ -32,7 +32,7 @@ from scheduler.framework.objects_resource import device_class_spec
 from scheduler.framework.resources import pod_requests
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
-from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint, uid_of
+from scheduler.plugins.helper.hints import is_assigned_or_nominated, node_info, pod_info, safe_hint
 from scheduler.plugins.helper.signature import requests_part
 from scheduler.plugins.noderesources import columns
 from scheduler.plugins.noderesources.args import (
@@ -373,8 +373,8 @@ class NodeResourcesFit:
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, ActionType.Delete | ActionType.UpdatePodScaleDown),
-                self.is_schedulable_after_pod_event,
+                ClusterEvent(Resource.AssignedPod, ActionType.Delete),
+                self.is_schedulable_after_assigned_pod_delete,
             ),
             ClusterEventWithHint(
                 ClusterEvent(Resource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
@@ -386,17 +386,41 @@ class NodeResourcesFit:
                 ClusterEvent(Resource.DeviceClass, ActionType.Add | ActionType.Update),
                 self.is_schedulable_after_device_class_event,
             ),
+            # InPlacePodVerticalScaling (GA): a scaled-down assigned pod may free room, and the rejected
+            # pod's own scale-down may make it fit. The UpdatePodScaleUp pair upstream registers under
+            # the alpha InPlacePodVerticalScalingSchedulerPreemption is not: py-scheduler refuses it.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.AssignedPod, ActionType.UpdatePodScaleDown),
+                self.is_schedulable_after_assigned_pod_scale_down,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodScaleDown),
+                self.is_schedulable_after_target_pod_scale_down,
+            ),
         ]
 
     @safe_hint
-    def is_schedulable_after_pod_event(
+    def is_schedulable_after_assigned_pod_delete(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
-        if new_obj is None:
-            # A deleted pod frees room only if it held (or was about to take) some.
-            return QueueingHint.Queue if is_assigned_or_nominated(old_obj) else QueueingHint.Skip
-        if uid_of(new_obj) == uid_of(pod):
-            return QueueingHint.Queue
+        # A deleted pod frees room only if it held (or was about to take: a deleted nominated pod is
+        # reported as an AssignedPod delete) some.
+        return QueueingHint.Queue if is_assigned_or_nominated(old_obj) else QueueingHint.Skip
+
+    def is_schedulable_after_target_pod_scale_down(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # v1.37.2 answers Queue without comparing uids (v1.36's Pod hint checked the scaled pod was the
+        # rejected one); a replayed in-flight TargetPod event of another pod gets Queue too.
+        return QueueingHint.Queue
+
+    @safe_hint
+    def is_schedulable_after_assigned_pod_scale_down(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        if not isinstance(old_obj, Mapping) or not isinstance(new_obj, Mapping):
+            return QueueingHint.Queue  # upstream: objects that are not pods queue the pod
+        # Upstream's haveEnoughRelevantResourcesDecreased: a resource the rejected pod requests shrank.
         if not pod_spec(new_obj).get("nodeName"):
             return QueueingHint.Skip
         target = pod_info(pod).requests

@@ -3,7 +3,8 @@
 
 Feature gates as in v1.36 and v1.37: NodeInclusionPolicyInPodTopologySpread is GA (policies honoured),
 MatchLabelKeysInPodTopologySpread is on (the scheduler merges matchLabelKeys into the selector),
-SchedulerQueueingHints is GA (pods also wake on a toleration change of their own).
+SchedulerQueueingHints is GA (pods also wake on a toleration change of their own). Registrations are
+v1.37.2's: AssignedPod add/relabel/delete and the rejected pod's own (TargetPod) relabel or new toleration.
 """
 
 from __future__ import annotations
@@ -250,11 +251,18 @@ class PodTopologySpread:
     # --- Queueing hints ---------------------------------------------------------------------------
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        pod_actions = ActionType.Add | ActionType.UpdatePodLabel | ActionType.UpdatePodToleration
         return [
+            # An assigned pod added, relabelled or deleted may change a domain's count.
             ClusterEventWithHint(
-                ClusterEvent(Resource.Pod, pod_actions | ActionType.Delete),
-                self.is_schedulable_after_pod_change,
+                ClusterEvent(
+                    Resource.AssignedPod, ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete
+                ),
+                self.is_schedulable_after_assigned_pod_change,
+            ),
+            # The rejected pod's own update: a relabel, or a new toleration under NodeTaintsPolicy Honor.
+            ClusterEventWithHint(
+                ClusterEvent(Resource.TargetPod, ActionType.UpdatePodToleration | ActionType.UpdatePodLabel),
+                self.is_schedulable_after_target_pod_change,
             ),
             ClusterEventWithHint(
                 ClusterEvent(
@@ -269,7 +277,19 @@ class PodTopologySpread:
         ]
 
     @safe_hint
-    def is_schedulable_after_pod_change(
+    def is_schedulable_after_target_pod_change(
+        self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
+    ) -> QueueingHint:
+        # As v1.37.2, the updated pod's uid is not compared with the rejected pod's: the constraints are
+        # the rejected pod's, the tolerations and labels the updated pod's.
+        constraints = self.constraints(pod_info(pod), DO_NOT_SCHEDULE)
+        if _tolerations(new_obj) != _tolerations(old_obj) and any(c.honor_node_taints for c in constraints):
+            # A new toleration may let a tainted node count as a domain again.
+            return QueueingHint.Queue
+        return _label_change_hint(constraints, old_obj, new_obj)
+
+    @safe_hint
+    def is_schedulable_after_assigned_pod_change(
         self, pod: Mapping[str, Any], old_obj: Any, new_obj: Any
     ) -> QueueingHint:
         if (new_obj is not None and not _involved(new_obj, pod)) or (
@@ -278,20 +298,7 @@ class PodTopologySpread:
             return QueueingHint.Skip
         constraints = self.constraints(pod_info(pod), DO_NOT_SCHEDULE)
         if new_obj is not None and old_obj is not None:
-            if (
-                _uid(new_obj) == _uid(pod)
-                and _tolerations(new_obj) != _tolerations(old_obj)
-                and any(c.honor_node_taints for c in constraints)
-            ):
-                # A new toleration may let a tainted node count as a domain again.
-                return QueueingHint.Queue
-            old_labels, new_labels = labels_of(old_obj), labels_of(new_obj)
-            if old_labels == new_labels:
-                return QueueingHint.Skip
-            changed = any(
-                c.selector.matches(old_labels) != c.selector.matches(new_labels) for c in constraints
-            )
-            return QueueingHint.Queue if changed else QueueingHint.Skip
+            return _label_change_hint(constraints, old_obj, new_obj)
         changed_pod = new_obj if new_obj is not None else old_obj
         matches = any_selector_matches(constraints, labels_of(changed_pod))
         return QueueingHint.Queue if matches else QueueingHint.Skip
@@ -320,14 +327,21 @@ class PodTopologySpread:
         return QueueingHint.Queue if old_matching else QueueingHint.Skip
 
 
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str(object_meta(obj).get("uid") or "")
+def _label_change_hint(
+    constraints: Sequence[Any], old_obj: Mapping[str, Any], new_obj: Mapping[str, Any]
+) -> QueueingHint:
+    """``isSchedulableAfterPodLabelChange``: Queue when the update makes the pod match, or stop
+    matching, some constraint's selector."""
+    old_labels, new_labels = labels_of(old_obj), labels_of(new_obj)
+    if old_labels == new_labels:
+        return QueueingHint.Skip
+    changed = any(c.selector.matches(old_labels) != c.selector.matches(new_labels) for c in constraints)
+    return QueueingHint.Queue if changed else QueueingHint.Skip
 
 
 def _involved(incoming: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
-    """``involvedInTopologySpreading``: the pod itself, or a placed (or nominated) pod of its namespace."""
-    if _uid(incoming) == _uid(pod):
-        return True
+    """``involvedInTopologySpreading``: a placed (or nominated) pod of the pod's namespace (v1.37.2 no
+    longer counts the pod itself: its own update is a TargetPod event, judged apart)."""
     spec = pod_spec(incoming)
     status = pod_status(incoming)
     if not spec.get("nodeName") and not status.get("nominatedNodeName"):

@@ -1,5 +1,6 @@
 """Upstream's table tests for PodTopologySpread, ported case by case (names kept) from
-``pkg/scheduler/framework/plugins/podtopologyspread/{filtering,scoring,plugin}_test.go`` at v1.36.3.
+``pkg/scheduler/framework/plugins/podtopologyspread/{filtering,scoring,plugin}_test.go`` at v1.36.3; the
+pod-change hint tables are v1.37.2's (split into AssignedPod and TargetPod tables).
 
 The tables were converted mechanically from the Go source and keep its shape: ``st.MakePod()`` builders
 (tests/unit/plugins/st_wrappers.py), Go struct literals as ``GoStruct``/``dict``, the Go field names.
@@ -4348,7 +4349,9 @@ HINT_NODE_CHANGE: list[dict[str, Any]] = [
 ]
 
 # Test_isSchedulableAfterPodChange (plugin_test.go)
-HINT_POD_CHANGE: list[dict[str, Any]] = [
+# v1.37.2's Test_isSchedulableAfterAssignedPodChange (v1.36.3's Test_isSchedulableAfterPodChange minus
+# the target pod's own updates, which moved to the TargetPod table below).
+HINT_ASSIGNED_POD_CHANGE: list[dict[str, Any]] = [
     dict(
         name="add pod with labels match topologySpreadConstraints selector",
         pod=MakePod()
@@ -4559,6 +4562,10 @@ HINT_POD_CHANGE: list[dict[str, Any]] = [
         newPod=MakePod().UID("p2").Node("fake-node").Label("foo", "").Label("bar", "bar2").Obj(),
         expectedHint=QueueingHint.Skip,
     ),
+]
+
+# v1.37.2's Test_isSchedulableAfterTargetPodChange.
+HINT_TARGET_POD_CHANGE: list[dict[str, Any]] = [
     dict(
         name="the unschedulable Pod has topologySpreadConstraint with NodeTaintsPolicy:Honor and has got a new toleration",
         pod=MakePod()

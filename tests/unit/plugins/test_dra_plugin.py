@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from scheduler.framework import (
@@ -282,7 +283,21 @@ def test_hints() -> None:
     )
     assert pl.is_schedulable_after_claim_change(p, deallocated_old, other) is QueueingHint.Queue
     assert pl.is_schedulable_after_claim_change(p, c, c) is QueueingHint.Skip
-    assert pl.is_schedulable_after_pod_change(p, p, p) is QueueingHint.Queue
+    # v1.37.2's TestIsSchedulableAfterTargetPodUpdate: the updated pod's claims all exist (complete),
+    # one does not (missing-claim), an object that is not a pod (backoff-wrong-new-object)...
+    assert pl.is_schedulable_after_target_pod_update(p, p, p) is QueueingHint.Queue
+    missing = pod({"name": "c", "resourceClaimName": "absent"}).pod
+    assert pl.is_schedulable_after_target_pod_update(p, missing, missing) is QueueingHint.Skip
+    assert pl.is_schedulable_after_target_pod_update(p, None, "not-a-pod") is QueueingHint.Queue
+    # ...and, without v1.36's uid comparison, another pending pod's update (a TargetPod event replayed
+    # from the in-flight log) is judged by that pod's claims.
+    other_pod = copy.deepcopy(pod({"name": "c", "resourceClaimName": "gen"}).pod)
+    other_pod["metadata"]["uid"] = "another-pod"
+    assert pl.is_schedulable_after_target_pod_update(p, other_pod, other_pod) is QueueingHint.Queue
+    assert (Resource.TargetPod, ActionType.UpdatePodGeneratedResourceClaim) in {
+        (e.event.resource, e.event.action) for e in pl.events_to_register()
+    }
+    assert Resource.Pod not in {e.event.resource for e in pl.events_to_register()}
     # A claim deleted while allocated (its deallocation removed the last finalizer) frees its devices.
     assert pl.is_schedulable_after_claim_deleted(p, deallocated_old, None) is QueueingHint.Queue
     assert pl.is_schedulable_after_claim_deleted(p, other, None) is QueueingHint.Skip

@@ -70,12 +70,14 @@ def test_scheduling_gates() -> None:
     assert status.code is Code.UnschedulableAndUnresolvable
     assert status.reasons == ["waiting for scheduling gates: [example.com/foo example.com/bar]"]
     (registration,) = plugin.events_to_register()
-    assert registration.event.resource is Resource.Pod
+    assert registration.event.resource is Resource.TargetPod
     assert registration.event.action == ActionType.UpdatePodSchedulingGatesEliminated
     assert registration.hint is not None
+    # v1.37.2's TestIsSchedulableAfterUpdateTargetPodSchedulingGatesEliminated: always Queue, whoever
+    # was updated (v1.36 skipped another pod's update by uid).
     me = pod(uid="me")
     assert registration.hint(me, me, pod(uid="me")) is QueueingHint.Queue
-    assert registration.hint(me, pod(uid="other"), pod(uid="other")) is QueueingHint.Skip
+    assert registration.hint(me, pod(uid="other"), pod(uid="other")) is QueueingHint.Queue
 
 
 def test_node_name() -> None:

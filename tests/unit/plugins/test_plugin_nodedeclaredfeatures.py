@@ -24,7 +24,7 @@ from scheduler.plugins.nodedeclaredfeatures import (
     NodeDeclaredFeatures,
     required_features,
 )
-from scheduling_queue.types import ActionType, QueueingHint
+from scheduling_queue.types import ActionType, QueueingHint, Resource
 from tests.unit.fakes import PROFILE, build_frameworks
 from tests.unit.plugins.plugin_testlib import node, node_info, pod, run_filter
 
@@ -120,14 +120,24 @@ def test_hints() -> None:
 
     without = copy.deepcopy(target)
     del without["spec"]["containers"][0]["restartPolicyRules"]
-    assert plugin.is_schedulable_after_pod_update(target, target, without) is QueueingHint.Queue
+    assert plugin.is_schedulable_after_target_pod_update(target, target, without) is QueueingHint.Queue
     relabelled = copy.deepcopy(target)
     relabelled["metadata"]["labels"] = {"x": "y"}
-    assert plugin.is_schedulable_after_pod_update(target, target, relabelled) is QueueingHint.Skip
+    assert plugin.is_schedulable_after_target_pod_update(target, target, relabelled) is QueueingHint.Skip
     other = restart_all_pod("other")
     other_without = copy.deepcopy(other)
     del other_without["spec"]["containers"][0]["restartPolicyRules"]
-    assert plugin.is_schedulable_after_pod_update(target, other, other_without) is QueueingHint.Skip
+    # v1.37.2 compares the updated pod's requirements whoever it is (no uid check, v1.36 skipped): a
+    # TargetPod event of another pending pod replayed from the in-flight log queues when its changed.
+    assert plugin.is_schedulable_after_target_pod_update(target, other, other_without) is QueueingHint.Queue
+    assert plugin.is_schedulable_after_target_pod_update(target, other, copy.deepcopy(other)) is (
+        QueueingHint.Skip
+    )
+    registered = [(e.event.resource, e.event.action) for e in plugin.events_to_register()]
+    assert registered == [
+        (Resource.Node, ActionType.Add | ActionType.UpdateNodeDeclaredFeature),
+        (Resource.TargetPod, ActionType.Update),
+    ]
 
 
 def test_in_the_default_profile_only_declaring_nodes_fit_and_the_message_is_upstreams() -> None:

@@ -128,7 +128,7 @@ def test_pre_filter_skips_pods_without_host_ports() -> None:
 def test_events() -> None:
     registrations = NodePorts({}).events_to_register()
     assert [(r.event.resource, r.event.action) for r in registrations] == [
-        (Resource.Pod, ActionType.Delete),
+        (Resource.AssignedPod, ActionType.Delete),
         (Resource.Node, ActionType.Add),
     ]
     assert registrations[1].hint is None

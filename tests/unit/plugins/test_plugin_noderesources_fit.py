@@ -608,21 +608,35 @@ def test_args_defaults() -> None:
 # --- queueing hints -----------------------------------------------------------------------------
 
 
-def hint(plugin: NodeResourcesFit, resource: Resource, pod_dict: Any, old: Any, new: Any) -> QueueingHint:
+def hint(
+    plugin: NodeResourcesFit,
+    resource: Resource,
+    pod_dict: Any,
+    old: Any,
+    new: Any,
+    action: ActionType | None = None,
+) -> QueueingHint:
+    """Ask the hint registered for ``resource`` (and ``action``, where a resource has several)."""
     for registration in plugin.events_to_register():
-        if registration.event.resource is resource:
+        if registration.event.resource is resource and (
+            action is None or registration.event.action == action
+        ):
             assert registration.hint is not None
             return registration.hint(pod_dict, old, new)
     raise AssertionError(f"no {resource} registration")
 
 
 def test_registered_events() -> None:
-    events = {r.event.resource: r.event.action for r in NodeResourcesFit({}).events_to_register()}
-    assert events == {
-        Resource.Pod: ActionType.Delete | ActionType.UpdatePodScaleDown,
-        Resource.Node: ActionType.Add | ActionType.UpdateNodeAllocatable,
-        Resource.DeviceClass: ActionType.Add | ActionType.Update,
-    }
+    """v1.37.2's TestEventsToRegister with InPlacePodVerticalScaling (GA) and DRAExtendedResource
+    (GA, locked) on, in upstream's order; no UpdatePodScaleUp pair (its alpha gate is refused)."""
+    events = [(r.event.resource, r.event.action) for r in NodeResourcesFit({}).events_to_register()]
+    assert events == [
+        (Resource.AssignedPod, ActionType.Delete),
+        (Resource.Node, ActionType.Add | ActionType.UpdateNodeAllocatable),
+        (Resource.DeviceClass, ActionType.Add | ActionType.Update),
+        (Resource.AssignedPod, ActionType.UpdatePodScaleDown),
+        (Resource.TargetPod, ActionType.UpdatePodScaleDown),
+    ]
 
 
 def device_class(name: str, extended_resource_name: str | None = None) -> dict[str, Any]:
@@ -675,23 +689,89 @@ def test_node_hints() -> None:
     assert hint(plugin, Resource.Node, target, big, more_pods) is QueueingHint.Queue
 
 
-def test_pod_hints() -> None:
+def _assigned_delete(plugin: NodeResourcesFit, target: Any, deleted: Any) -> QueueingHint:
+    return hint(plugin, Resource.AssignedPod, target, deleted, None, ActionType.Delete)
+
+
+def _assigned_scale_down(plugin: NodeResourcesFit, target: Any, old: Any, new: Any) -> QueueingHint:
+    return hint(plugin, Resource.AssignedPod, target, old, new, ActionType.UpdatePodScaleDown)
+
+
+def _target_scale_down(plugin: NodeResourcesFit, target: Any, old: Any, new: Any) -> QueueingHint:
+    return hint(plugin, Resource.TargetPod, target, old, new, ActionType.UpdatePodScaleDown)
+
+
+def test_assigned_pod_delete_hint() -> None:
+    """v1.37.2's Test_isSchedulableAfterAssignedPodDelete (the deferred-resize cases need the refused
+    InPlacePodVerticalScalingSchedulerPreemption gate): the deleted pod had a node or a nominated one."""
     plugin = NodeResourcesFit({})
-    target = pod(requests=[{"cpu": "2"}])
-    assert hint(plugin, Resource.Pod, target, pod("x", node_name="n"), None) is QueueingHint.Queue
-    assert hint(plugin, Resource.Pod, target, pod("x", nominated_node_name="n"), None) is QueueingHint.Queue
-    assert hint(plugin, Resource.Pod, target, pod("x"), None) is QueueingHint.Skip
-    before = pod("x", requests=[{"cpu": "2", "memory": "1Gi"}], node_name="n", uid="x-uid")
-    cpu_down = pod("x", requests=[{"cpu": "1", "memory": "1Gi"}], node_name="n", uid="x-uid")
-    memory_down = pod("x", requests=[{"cpu": "2", "memory": "512Mi"}], node_name="n", uid="x-uid")
-    assert hint(plugin, Resource.Pod, target, before, cpu_down) is QueueingHint.Queue
-    # The target requests no memory: less memory elsewhere does not help it.
-    assert hint(plugin, Resource.Pod, target, before, memory_down) is QueueingHint.Skip
-    unassigned_before = pod("x", requests=[{"cpu": "2"}], uid="x-uid")
-    unassigned_after = pod("x", requests=[{"cpu": "1"}], uid="x-uid")
-    assert hint(plugin, Resource.Pod, target, unassigned_before, unassigned_after) is QueueingHint.Skip
-    # The target itself was scaled down.
-    assert hint(plugin, Resource.Pod, target, target, target) is QueueingHint.Queue
+    target = pod("pod1", requests=[{"cpu": "1"}])
+    assert _assigned_delete(plugin, pod(), "not-a-pod") is QueueingHint.Queue  # backoff-wrong-old-object
+    assert _assigned_delete(plugin, target, pod("pod2", requests=[{"cpu": "1"}], node_name="fake")) is (
+        QueueingHint.Queue
+    )
+    assert _assigned_delete(plugin, {}, {}) is QueueingHint.Skip  # skip-queue-on-unscheduled-pod-deleted
+    nominated = pod("pod2", requests=[{"cpu": "2"}], nominated_node_name="fake")
+    assert _assigned_delete(plugin, target, nominated) is QueueingHint.Queue
+
+
+def test_target_pod_scale_down_hint() -> None:
+    """v1.37.2's Test_isSchedulableAfterTargetPodScaleDown: always Queue, without comparing uids (v1.36
+    asked whether the scaled pod was the rejected one), so another pending pod's scale-down replayed
+    from the in-flight log queues too."""
+    plugin = NodeResourcesFit({})
+    container_level = pod("pod1", uid="pod1", requests=[{"cpu": "1"}])
+    pod_level = pod("pod1", uid="pod1", extra_spec={"resources": {"requests": {"cpu": "1"}}})
+    assert _target_scale_down(plugin, container_level, None, None) is QueueingHint.Queue
+    assert _target_scale_down(plugin, pod_level, None, None) is QueueingHint.Queue
+    other_before = pod("other", uid="other", requests=[{"cpu": "2"}])
+    other_after = pod("other", uid="other", requests=[{"cpu": "1"}])
+    assert _target_scale_down(plugin, container_level, other_before, other_after) is QueueingHint.Queue
+
+
+def _pod_level(name: str, requests: dict[str, str], node_name: str = "") -> dict[str, Any]:
+    return pod(name, uid=name, node_name=node_name, extra_spec={"resources": {"requests": requests}})
+
+
+def test_assigned_pod_scale_down_hint() -> None:
+    """v1.37.2's Test_isSchedulableAfterAssignedPodScaleDown (without the deferred-resize cases)."""
+    plugin = NodeResourcesFit({})
+    target = pod("pod1", uid="pod1", requests=[{"cpu": "1"}])
+    assert _assigned_scale_down(plugin, pod(), "not-a-pod", pod()) is QueueingHint.Queue
+    assert _assigned_scale_down(plugin, pod(), pod(), "not-a-pod") is QueueingHint.Queue
+    # skip-queue-on-other-unscheduled-pod
+    unassigned_before = pod("pod2", uid="uid1", requests=[{"cpu": "2"}])
+    unassigned_after = pod("pod2", uid="uid1", requests=[{"cpu": "1"}])
+    assert _assigned_scale_down(plugin, target, unassigned_before, unassigned_after) is QueueingHint.Skip
+    # skip-queue-on-other-pod-unrelated-resource-scaled-down
+    memory_before = pod("pod2", uid="pod2", requests=[{"memory": "2"}], node_name="fake")
+    memory_after = pod("pod2", uid="pod2", requests=[{"memory": "1"}], node_name="fake")
+    assert _assigned_scale_down(plugin, target, memory_before, memory_after) is QueueingHint.Skip
+    # skip-queue-on-other-pod-unrelated-pod-level-resource-scaled-down
+    pod_level_target = _pod_level("pod1", {"cpu": "1"})
+    assert (
+        _assigned_scale_down(
+            plugin,
+            pod_level_target,
+            _pod_level("pod2", {"memory": "2"}, "fake"),
+            _pod_level("pod2", {"memory": "1"}, "fake"),
+        )
+        is QueueingHint.Skip
+    )
+    # queue-on-other-pod-some-resource-scale-down
+    cpu_before = pod("pod2", uid="pod2", requests=[{"cpu": "2"}], node_name="fake")
+    cpu_after = pod("pod2", uid="pod2", requests=[{"cpu": "1"}], node_name="fake")
+    assert _assigned_scale_down(plugin, target, cpu_before, cpu_after) is QueueingHint.Queue
+    # queue-on-other-pod-some-pod-level-resource-scale-down
+    assert (
+        _assigned_scale_down(
+            plugin,
+            pod_level_target,
+            _pod_level("pod2", {"cpu": "2"}, "fake"),
+            _pod_level("pod2", {"cpu": "1"}, "fake"),
+        )
+        is QueueingHint.Queue
+    )
 
 
 def test_pod_hint_uses_actuated_resources_while_resizing() -> None:
@@ -701,7 +781,7 @@ def test_pod_hint_uses_actuated_resources_while_resizing() -> None:
     before = pod("x", requests=[{"cpu": "2"}], node_name="n", uid="x-uid", status=status)
     # The spec shrank but the kubelet still runs the container with 2 cpus: nothing freed yet.
     after = pod("x", requests=[{"cpu": "1"}], node_name="n", uid="x-uid", status=status)
-    assert hint(plugin, Resource.Pod, target, before, after) is QueueingHint.Skip
+    assert _assigned_scale_down(plugin, target, before, after) is QueueingHint.Skip
     done = pod(
         "x",
         requests=[{"cpu": "1"}],
@@ -709,7 +789,7 @@ def test_pod_hint_uses_actuated_resources_while_resizing() -> None:
         uid="x-uid",
         status={"containerStatuses": [{"name": "c0", "resources": {"requests": {"cpu": "1"}}}]},
     )
-    assert hint(plugin, Resource.Pod, target, after, done) is QueueingHint.Queue
+    assert _assigned_scale_down(plugin, target, after, done) is QueueingHint.Queue
 
 
 def test_hints_never_raise() -> None:
@@ -717,7 +797,6 @@ def test_hints_never_raise() -> None:
     broken = pod(requests=[{"cpu": "lots"}])
     assert hint(plugin, Resource.Node, broken, None, node("n")) is QueueingHint.Queue
     # An update without the old object cannot be judged: queue rather than fail.
-    assert (
-        hint(plugin, Resource.Pod, pod(), None, {"spec": {"nodeName": "n"}, "metadata": {}})
-        is QueueingHint.Queue
+    assert _assigned_scale_down(plugin, pod(), None, {"spec": {"nodeName": "n"}, "metadata": {}}) is (
+        QueueingHint.Queue
     )

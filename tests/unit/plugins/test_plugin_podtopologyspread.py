@@ -230,7 +230,8 @@ def test_upstream_score(case: dict[str, Any]) -> None:
     assert normalised.tolist() == [w["Score"] for w in case["want"]]
 
 
-# --- upstream: Test_isSchedulableAfterNodeChange, Test_isSchedulableAfterPodChange -----------------
+# --- upstream: Test_isSchedulableAfterNodeChange, Test_isSchedulableAfterAssignedPodChange, -------
+# --- Test_isSchedulableAfterTargetPodChange (v1.37.2) ------------------------------------------------
 
 
 @pytest.mark.parametrize("case", upstream.HINT_NODE_CHANGE, ids=ids(upstream.HINT_NODE_CHANGE))
@@ -240,19 +241,62 @@ def test_upstream_hint_node_change(case: dict[str, Any]) -> None:
     assert plugin.is_schedulable_after_node_change(case["pod"], old, new) is case["expectedHint"]
 
 
-@pytest.mark.parametrize("case", upstream.HINT_POD_CHANGE, ids=ids(upstream.HINT_POD_CHANGE))
-def test_upstream_hint_pod_change(case: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "case", upstream.HINT_ASSIGNED_POD_CHANGE, ids=ids(upstream.HINT_ASSIGNED_POD_CHANGE)
+)
+def test_upstream_hint_assigned_pod_change(case: dict[str, Any]) -> None:
     plugin = PodTopologySpread(LIST_ARGS, FakeHandle())
-    hint = plugin.is_schedulable_after_pod_change(case["pod"], case.get("oldPod"), case.get("newPod"))
+    hint = plugin.is_schedulable_after_assigned_pod_change(
+        case["pod"], case.get("oldPod"), case.get("newPod")
+    )
     assert hint is case["expectedHint"]
 
 
-def test_events_to_register() -> None:
-    pod_event, node_event = PodTopologySpread(LIST_ARGS, FakeHandle()).events_to_register()
-    assert pod_event.event.resource is Resource.Pod
-    assert pod_event.event.action == (
-        ActionType.Add | ActionType.UpdatePodLabel | ActionType.UpdatePodToleration | ActionType.Delete
+@pytest.mark.parametrize("case", upstream.HINT_TARGET_POD_CHANGE, ids=ids(upstream.HINT_TARGET_POD_CHANGE))
+def test_upstream_hint_target_pod_change(case: dict[str, Any]) -> None:
+    plugin = PodTopologySpread(LIST_ARGS, FakeHandle())
+    hint = plugin.is_schedulable_after_target_pod_change(case["pod"], case.get("oldPod"), case.get("newPod"))
+    assert hint is case["expectedHint"]
+
+
+def test_target_pod_hint_does_not_compare_uids() -> None:
+    """v1.37.2 judges a TargetPod event by the updated pod's tolerations and labels against the rejected
+    pod's constraints, whoever was updated: another pending pod's update, replayed from the in-flight
+    log, queues the rejected pod too (v1.36's Pod hint skipped it: an unassigned pod is not involved)."""
+    plugin = PodTopologySpread(LIST_ARGS, FakeHandle())
+    honor = (
+        MakePod()
+        .UID("p")
+        .Name("p")
+        .Label("foo", "")
+        .SpreadConstraint(1, "zone", "DoNotSchedule", upstream.fooSelector, None, None, "Honor", None)
+        .Obj()
     )
+    other_old = MakePod().UID("other").Name("other").Obj()
+    other_tolerating = (
+        MakePod().UID("other").Name("other").Toleration("node.kubernetes.io/unschedulable").Obj()
+    )
+    assert (
+        plugin.is_schedulable_after_target_pod_change(honor, other_old, other_tolerating)
+        is QueueingHint.Queue
+    )
+    other_labelled = MakePod().UID("other").Name("other").Label("foo", "").Obj()
+    assert (
+        plugin.is_schedulable_after_target_pod_change(honor, other_old, other_labelled) is QueueingHint.Queue
+    )
+    other_unrelated = MakePod().UID("other").Name("other").Label("unrelated", "").Obj()
+    assert (
+        plugin.is_schedulable_after_target_pod_change(honor, other_old, other_unrelated) is QueueingHint.Skip
+    )
+
+
+def test_events_to_register() -> None:
+    """v1.37.2's registrations (plugin.go EventsToRegister)."""
+    assigned, target, node_event = PodTopologySpread(LIST_ARGS, FakeHandle()).events_to_register()
+    assert assigned.event.resource is Resource.AssignedPod
+    assert assigned.event.action == ActionType.Add | ActionType.UpdatePodLabel | ActionType.Delete
+    assert target.event.resource is Resource.TargetPod
+    assert target.event.action == ActionType.UpdatePodToleration | ActionType.UpdatePodLabel
     assert node_event.event.resource is Resource.Node
     assert node_event.event.action == (
         ActionType.Add | ActionType.Delete | ActionType.UpdateNodeLabel | ActionType.UpdateNodeTaint

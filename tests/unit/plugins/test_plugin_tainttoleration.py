@@ -187,7 +187,8 @@ def hints(plugin: Any) -> dict[Resource, Any]:
 def test_events() -> None:
     registrations = hints(TaintToleration({}))
     assert registrations[Resource.Node].event.action == ActionType.Add | ActionType.UpdateNodeTaint
-    assert registrations[Resource.Pod].event.action == ActionType.UpdatePodToleration
+    assert registrations[Resource.TargetPod].event.action == ActionType.UpdatePodToleration
+    assert set(registrations) == {Resource.Node, Resource.TargetPod}  # v1.37.2: no Pod registration
 
 
 NODE_HINT_CASES = [
@@ -233,11 +234,18 @@ def test_node_hint_bad_object_queues() -> None:
     assert hint(tolerating(), None, "not-a-node") is QueueingHint.Queue
 
 
-def test_pod_toleration_hint() -> None:
-    target = pod(uid="me")
-    hint = hints(TaintToleration({}))[Resource.Pod].hint
-    assert hint(target, target, pod(uid="me", tolerations=[{"operator": "Exists"}])) is QueueingHint.Queue
-    assert hint(target, pod(uid="other"), pod(uid="other")) is QueueingHint.Skip
+def test_target_pod_toleration_hint() -> None:
+    """v1.37.2's Test_isSchedulableAfterTargetPodTolerationChange ("queue-on-toleration-added"), and the
+    hint's new unconditional Queue: another pending pod's toleration change (a TargetPod event replayed
+    from the in-flight log) queues too, where v1.36's Pod hint skipped it by uid."""
+    hint = hints(TaintToleration({}))[Resource.TargetPod].hint
+    target = pod(name="pod-1")
+    added = pod(name="pod-1", tolerations=[{"key": "foo", "effect": "NoSchedule"}])
+    assert hint(target, target, added) is QueueingHint.Queue
+    me = pod(uid="me")
+    assert hint(me, pod(uid="other"), pod(uid="other", tolerations=[{"operator": "Exists"}])) is (
+        QueueingHint.Queue
+    )
 
 
 def test_toleration_matching() -> None:
@@ -298,7 +306,10 @@ def test_node_unschedulable_hints() -> None:
     assert node_hint(target, cordoned, schedulable) is QueueingHint.Queue
     assert node_hint(target, schedulable, schedulable) is QueueingHint.Skip
     assert node_hint(target, schedulable, cordoned) is QueueingHint.Skip
-    pod_hint = registrations[Resource.Pod].hint
+    assert registrations[Resource.TargetPod].event.action == ActionType.UpdatePodToleration
+    assert set(registrations) == {Resource.Node, Resource.TargetPod}
+    # v1.37.2's TestIsSchedulableAfterPodTolerationChange (isSchedulableAfterTargetPodTolerationChange).
+    pod_hint = registrations[Resource.TargetPod].hint
     me = pod(uid="me")
     tolerant = pod(
         uid="me",
@@ -311,4 +322,12 @@ def test_node_unschedulable_hints() -> None:
         pod_hint(me, me, pod(uid="me", tolerations=[{"key": "other", "operator": "Exists"}]))
         is QueueingHint.Skip
     )
-    assert pod_hint(me, pod(uid="x"), pod(uid="x", tolerations=[{"operator": "Exists"}])) is QueueingHint.Skip
+    assert pod_hint(me, "not-a-pod", "not-a-pod") is QueueingHint.Queue  # upstream's error cases queue
+    # No uid comparison any more: another pending pod's update (replayed from the in-flight log) is
+    # judged by that pod's tolerations (v1.36 skipped it).
+    assert (
+        pod_hint(me, pod(uid="x"), pod(uid="x", tolerations=[{"operator": "Exists"}])) is QueueingHint.Queue
+    )
+    assert pod_hint(me, pod(uid="x"), pod(uid="x", tolerations=[{"key": "k", "operator": "Exists"}])) is (
+        QueueingHint.Skip
+    )

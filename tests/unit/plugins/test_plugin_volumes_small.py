@@ -260,10 +260,16 @@ def test_restriction_hints() -> None:
     stranger = _with_volumes(
         "s", {"name": "v", "persistentVolumeClaim": {"claimName": "other"}}, node_name="n"
     )
-    assert plugin.is_schedulable_after_pod_deleted(target, holder, None) is QueueingHint.Queue
-    assert plugin.is_schedulable_after_pod_deleted(target, stranger, None) is QueueingHint.Skip
+    assert plugin.is_schedulable_after_assigned_pod_deleted(target, holder, None) is QueueingHint.Queue
+    assert plugin.is_schedulable_after_assigned_pod_deleted(target, stranger, None) is QueueingHint.Skip
     assert plugin.is_schedulable_after_pvc_added(target, None, pvc("c")) is QueueingHint.Queue
     assert plugin.is_schedulable_after_pvc_added(target, None, pvc("d")) is QueueingHint.Skip
+    # v1.37.2's registrations: the delete hint listens to AssignedPod deletes (v1.36: any Pod delete).
+    assert [(e.event.resource, e.event.action) for e in plugin.events_to_register()] == [
+        (Resource.AssignedPod, ActionType.Delete),
+        (Resource.Node, ActionType.Add),
+        (Resource.PersistentVolumeClaim, ActionType.Add),
+    ]
 
 
 # --- NodeVolumeLimits (TestCSILimits, the cases that need no CSI translation) ---------------------
@@ -327,9 +333,9 @@ def test_csi_limits_skip_pods_without_claims_and_hints() -> None:
     assert plugin.is_schedulable_after_csinode_updated(raw, old, new) is QueueingHint.Queue
     assert plugin.is_schedulable_after_csinode_updated(raw, new, old) is QueueingHint.Skip
     holder = _with_volumes("h", {"name": "v", "persistentVolumeClaim": {"claimName": "x"}}, node_name="n")
-    assert plugin.is_schedulable_after_pod_deleted(raw, holder, None) is QueueingHint.Queue
+    assert plugin.is_schedulable_after_assigned_pod_deleted(raw, holder, None) is QueueingHint.Queue
     assert (
-        plugin.is_schedulable_after_pod_deleted(raw, _with_volumes("h", node_name="n"), None)
+        plugin.is_schedulable_after_assigned_pod_deleted(raw, _with_volumes("h", node_name="n"), None)
         is QueueingHint.Skip
     )
 
@@ -460,6 +466,14 @@ def test_verdict_follows_volume_attachments_of_the_node() -> None:
 def test_volume_attachment_deleted_hint() -> None:
     plugin, _, _ = _attachments_setup(1, ())
     registered = {(e.event.resource, e.event.action): e.hint for e in plugin.events_to_register()}
+    # v1.37.2's csi.go registrations (the pod delete is an AssignedPod delete; v1.36: any Pod delete).
+    assert list(registered) == [
+        (Resource.CSINode, ActionType.Add),
+        (Resource.CSINode, ActionType.Update),
+        (Resource.AssignedPod, ActionType.Delete),
+        (Resource.PersistentVolumeClaim, ActionType.Add),
+        (Resource.VolumeAttachment, ActionType.Delete),
+    ]
     hint = registered[(Resource.VolumeAttachment, ActionType.Delete)]
     assert hint == plugin.is_schedulable_after_volume_attachment_deleted
     ebs_va = volume_attachment("va", "n", "csi-0", EBS)
