@@ -214,7 +214,9 @@ class SchedulerApp:
 
     def _wakes_on_add(self) -> Callable[[Pod], bool] | None:
         """Pending pods whose add may complete a group (upstream sends UnscheduledPodAdd to the queue
-        for every add while GangScheduling is on; here only members' adds, the others wake nobody)."""
+        for every pending pod's add while GenericWorkload is on; here only members' adds: the in-tree
+        registrations for it are the gang plugins', whose hints say Skip for a pod of no group, but a
+        plugin registered for every event hears the others' adds upstream and not here)."""
         coscheduling = PODGROUPS in self.listers.kinds
         gang = self.features.gang_scheduling
         if not (coscheduling or gang):
