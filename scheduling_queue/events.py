@@ -110,42 +110,36 @@ def _milli(amount: Any) -> int:
     return -((-amount * 1000) // 1)  # type: ignore[no-any-return]
 
 
-def _scaled_down(new: Pod, old: Pod, requests: PodRequestsFn | None) -> bool:
-    """Upstream ``extractPodScaleDown``: some resource of the old requests shrank or went away.
+def _exceeds(larger: Mapping[str, Any], smaller: Mapping[str, Any]) -> bool:
+    """Some resource of ``larger`` is absent from ``smaller`` or more than there (in MilliValue)."""
+    for name, quantity in larger.items():
+        other = smaller.get(name)
+        if other is None or _milli(quantity) > _milli(other):
+            return True
+    return False
 
-    Without a ``requests`` function (a queue built without one) no update counts as a scale-down.
+
+def _scale_actions(new: Pod, old: Pod, requests: PodRequestsFn | None) -> list[ActionType]:
+    """Upstream ``extractPodScaleDown`` (some resource of the old requests shrank or went away) and,
+    v1.37, ``extractPodScaleUp`` (some resource of the new requests grew or appeared), over one reading
+    of each pod's requests: every bound pod's echo comes through here.
+
+    Without a ``requests`` function (a queue built without one) neither is reported. Requests nobody
+    can read count as a scale-down (it may have shrunk: better than stranding a pod), not a scale-up.
     """
     if requests is None:
-        return False
+        return []
     try:
         new_req = requests(new)
         old_req = requests(old)
     except ValueError:
-        # A request nobody can read: assume it may have shrunk rather than strand a pod.
-        return True
-    for name, old_q in old_req.items():
-        new_q = new_req.get(name)
-        if new_q is None or _milli(old_q) > _milli(new_q):
-            return True
-    return False
-
-
-def _scaled_up(new: Pod, old: Pod, requests: PodRequestsFn | None) -> bool:
-    """Upstream ``extractPodScaleUp`` (v1.37): some resource of the new requests grew or appeared.
-    Without a ``requests`` function, or with requests nobody can read (reported as a scale-down),
-    no update counts as a scale-up."""
-    if requests is None:
-        return False
-    try:
-        new_req = requests(new)
-        old_req = requests(old)
-    except ValueError:
-        return False
-    for name, new_q in new_req.items():
-        old_q = old_req.get(name)
-        if old_q is None or _milli(new_q) > _milli(old_q):
-            return True
-    return False
+        return [ActionType.UpdatePodScaleDown]
+    actions: list[ActionType] = []
+    if _exceeds(old_req, new_req):
+        actions.append(ActionType.UpdatePodScaleDown)
+    if _exceeds(new_req, old_req):
+        actions.append(ActionType.UpdatePodScaleUp)
+    return actions
 
 
 def _meta(pod: Pod) -> Mapping[str, Any]:
@@ -169,7 +163,7 @@ def pod_scheduling_properties_change(
     queue reporting a pending pod's own update, as v1.37's ``Update`` does), else ``UnscheduledPod``.
     When nothing more specific changed the result is one ``UpdateOther`` event, which only plugins
     registered for the general ``Update`` hear. ``requests`` computes a pod's requests (the scheduler's
-    PodRequests); without it no ``UpdatePodScaleDown`` is reported.
+    PodRequests); without it no ``UpdatePodScaleDown`` or ``UpdatePodScaleUp`` is reported.
     """
     if _spec(new).get("nodeName"):
         resource = Resource.AssignedPod
@@ -178,10 +172,7 @@ def pod_scheduling_properties_change(
     actions: list[ActionType] = []
     if (_meta(new).get("labels") or {}) != (_meta(old).get("labels") or {}):
         actions.append(ActionType.UpdatePodLabel)
-    if _scaled_down(new, old, requests):
-        actions.append(ActionType.UpdatePodScaleDown)
-    if _scaled_up(new, old, requests):
-        actions.append(ActionType.UpdatePodScaleUp)
+    actions += _scale_actions(new, old, requests)
     if not _spec(new).get("schedulingGates") and _spec(old).get("schedulingGates"):
         actions.append(ActionType.UpdatePodSchedulingGatesEliminated)
     if len(_spec(new).get("tolerations") or ()) != len(_spec(old).get("tolerations") or ()):
