@@ -19,9 +19,9 @@ from scheduler.framework.objects import (
     namespaced_name,
     node_spec,
     node_status,
+    nominated_node_name,
     object_meta,
     pod_spec,
-    pod_status,
     scheduler_name_of,
 )
 from scheduling_queue import EVENT_ASSIGNED_POD_DELETE, EVENT_UNSCHEDULED_POD_ADD, SchedulingQueue
@@ -37,10 +37,6 @@ Obj = Mapping[str, Any]
 
 def _assigned(pod: Obj) -> bool:
     return bool(pod_spec(pod).get("nodeName"))
-
-
-def _nominated_node(pod: Obj) -> str:
-    return str(pod_status(pod).get("nominatedNodeName") or "")
 
 
 def _lower_or_equal_priority(pod: Obj) -> Callable[[Obj], bool]:
@@ -159,7 +155,7 @@ class EventHandlers:
                 self.queue.nominator.delete_nominated_pod_if_exists(new)
             if assumed and _deletion_started(old, new):
                 self._assumed_pod_deleted(key, object_meta(new).get("uid", ""))
-            elif not assumed and (nominated := _nominated_node(old)) and nominated != _nominated_node(new):
+            elif not assumed and nominated_node_name(old) not in ("", nominated_node_name(new)):
                 # Upstream's updatePodInSchedulingQueue: the pod no longer holds room on the node it was
                 # nominated to, which pods of lower or equal priority saw as taken.
                 self.queue.move_all_to_active_or_backoff(
@@ -206,7 +202,7 @@ class EventHandlers:
             self.queue.delete(pod)
             if self._assumed_same_pod(pod):
                 self._assumed_pod_deleted(namespaced_name(pod), object_meta(pod).get("uid", ""))
-            elif _nominated_node(pod):
+            elif nominated_node_name(pod):
                 # Upstream's deletePodFromSchedulingQueue: a deleted nominated pod frees the room pods of
                 # lower or equal priority saw as taken on its node.
                 self.queue.move_all_to_active_or_backoff(

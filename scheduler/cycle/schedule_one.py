@@ -34,7 +34,13 @@ from scheduler.cycle.waiting_pods import CallLater, WaitingPod, WaitingPods
 from scheduler.extender.runner import ExtenderFilterError, Extenders
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.fit_error import FitError
-from scheduler.framework.objects import object_meta, pod_spec, pod_status, scheduler_name_of
+from scheduler.framework.objects import (
+    nominated_node_name,
+    object_meta,
+    pod_spec,
+    pod_status,
+    scheduler_name_of,
+)
 from scheduler.framework.runtime import Framework, PausedPostFilter, PluginError, node_columns_of
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo, PodSpecError
@@ -342,7 +348,7 @@ class Scheduler:
                 self._permit_tasks[id(waiting)] = task
                 # NominatedNodeNameForExpectation: a pod waiting at Permit tells others where it goes.
                 if self._nominate_expected:
-                    if _nominated_node(qpi.pod) != node_name:
+                    if nominated_node_name(qpi.pod) != node_name:
                         self.recorder.nominate_pod(qpi.pod, node_name)
                     task.nominated = True
                 self.decisions.assumed(state, node_name, waiting=True)
@@ -519,7 +525,7 @@ class Scheduler:
         NominatedNodeNameForExpectation): ``status.nominatedNodeName`` = the chosen node before
         PreBind, so the cluster autoscaler and others see where the pod is going. A failure is logged
         and binding goes on, as upstream."""
-        if _nominated_node(task.qpi.pod) == task.node_name:
+        if nominated_node_name(task.qpi.pod) == task.node_name:
             return
         try:
             self.recorder.nominate_pod(task.qpi.pod, task.node_name, inline=True)
@@ -724,7 +730,7 @@ class Scheduler:
                 # show the value yet (the recorder sends it after that write).
                 self.queue.nominator.withdraw(qpi.pod, withdrawn)
             self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
-            current = _nominated_node(qpi.pod)
+            current = nominated_node_name(qpi.pod)
             if current == nominated and not withdrawn:
                 nominated = None
         controller = fwk.profile_name if fwk is not None else "py-scheduler"
@@ -750,7 +756,3 @@ class Scheduler:
 def _conflict_settled(result: BindingResult) -> bool:
     error = result.status.error if result.status is not None else None
     return isinstance(error, BindingConflict) and error.settled
-
-
-def _nominated_node(pod: Mapping[str, Any]) -> str:
-    return str(pod_status(pod).get("nominatedNodeName") or "")

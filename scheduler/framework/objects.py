@@ -39,6 +39,7 @@ __all__ = [
     "namespaced_name",
     "node_spec",
     "node_status",
+    "nominated_node_name",
     "object_meta",
     "pod_spec",
     "pod_status",
@@ -186,6 +187,11 @@ def pod_spec(pod: Mapping[str, Any]) -> PodSpec:
 def pod_status(pod: Mapping[str, Any]) -> PodStatus:
     """A pod's ``status``, or ``{}`` when missing or null."""
     return pod.get("status") or PodStatus()
+
+
+def nominated_node_name(pod: Mapping[str, Any]) -> str:
+    """A pod's ``status.nominatedNodeName``, or ``""`` when it has none."""
+    return str(pod_status(pod).get("nominatedNodeName") or "")
 
 
 def node_spec(node: Mapping[str, Any]) -> NodeSpec:
