@@ -402,21 +402,32 @@ class SchedulingQueue:
         runs and the pod is requeued, or gated again and the next event is tried. A change no hint
         answers leaves the pod gated without running PreEnqueue (a relabelled gated pod stays gated,
         its plugins not asked)."""
-        pre_enqueue = self._pre_enqueue
         for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
             strategy = self._hints.strategy(qpi, event, old, new)
             if strategy == SKIP:
                 continue
             label = event_label(event)
-            gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
-            if gate:
-                self._add_gated(qpi, gate, label)
+            # Still in unschedulablePods upstream (Update does not take it out first): no new arrival.
+            if not self._ungate(qpi, label, strategy, reentering=False):
                 continue
-            self._gated.remove(qpi.key)
-            qpi.gating_plugin = ""
             if self._requeue(qpi, strategy, label, ungated=True) == ACTIVE:
                 self._wake()
             return
+
+    def _ungate(self, qpi: QueuedPodInfo, label: str, strategy: int, *, reentering: bool) -> bool:
+        """PreEnqueue for a gated pod a hint would move, run here once (upstream runs it as the pod
+        enters backoffQ or activeQ, and a pod that still gates stays gated wherever the hint would have
+        sent it). True when every plugin passed: the pod left the gated set and, as upstream, no plugin
+        gates it any more (a later run, after a failed attempt, starts from the first plugin); the
+        caller requeues it with ``ungated``. ``reentering``: see ``_add_gated``."""
+        pre_enqueue = self._pre_enqueue
+        gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
+        if gate:
+            self._add_gated(qpi, gate, label, reentering=reentering, strategy=strategy)
+            return False
+        self._gated.remove(qpi.key)
+        qpi.gating_plugin = ""
+        return True
 
     def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod, new: Pod) -> None:
         """An unschedulable pod changed: requeue it on the first ``UpdatePodXYZ`` event a rejector's
@@ -868,17 +879,8 @@ class SchedulingQueue:
             key = qpi.key
             ungated = False
             if self._gated_pods.get(key) is qpi:
-                # PreEnqueue runs here, once: upstream runs it as the pod enters backoffQ or activeQ,
-                # and a pod that still gates stays gated wherever the hint would have sent it.
-                pre_enqueue = self._pre_enqueue
-                gate = pre_enqueue(qpi.pod, qpi.gating_plugin) if pre_enqueue is not None else ""
-                if gate:
-                    self._add_gated(qpi, gate, label, reentering=True, strategy=strategy)
+                if not self._ungate(qpi, label, strategy, reentering=True):
                     continue
-                self._gated.remove(key)
-                # Every plugin passed: as upstream, no plugin gates it any more (a later run, after a
-                # failed attempt, starts from the first plugin).
-                qpi.gating_plugin = ""
                 ungated = True
             elif self._unschedulable_pods.get(key) is qpi:
                 self._unschedulable.remove(key)
