@@ -47,6 +47,7 @@ from scheduling_queue.types import (
     QueueingHintFn,
     QueueSortLess,
     Resource,
+    SameRequestInputsFn,
     pod_key,
     priority_sort_less,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "QueueingHint",
     "QueueingHintFn",
     "Resource",
+    "SameRequestInputsFn",
     "SchedulingQueue",
     "event_label",
     "event_matches",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduling_queue.types import ActionType, ClusterEvent, Pod, PodRequestsFn, Resource
+from scheduling_queue.types import ActionType, ClusterEvent, Pod, PodRequestsFn, Resource, SameRequestInputsFn
 
 # Labels of the special, non-resource events (upstream's framework constants, same strings).
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
@@ -119,15 +119,18 @@ def _exceeds(larger: Mapping[str, Any], smaller: Mapping[str, Any]) -> bool:
     return False
 
 
-def _scale_actions(new: Pod, old: Pod, requests: PodRequestsFn | None) -> list[ActionType]:
+def _scale_actions(
+    new: Pod, old: Pod, requests: PodRequestsFn | None, same_inputs: SameRequestInputsFn | None = None
+) -> list[ActionType]:
     """Upstream ``extractPodScaleDown`` (some resource of the old requests shrank or went away) and,
     v1.37, ``extractPodScaleUp`` (some resource of the new requests grew or appeared), over one reading
-    of each pod's requests: every bound pod's echo comes through here.
+    of each pod's requests: every bound pod's echo comes through here, so ``same_inputs`` (when given)
+    first tells the updates that cannot change requests, which are neither.
 
     Without a ``requests`` function (a queue built without one) neither is reported. Requests nobody
     can read count as a scale-down (it may have shrunk: better than stranding a pod), not a scale-up.
     """
-    if requests is None:
+    if requests is None or (same_inputs is not None and same_inputs(new, old)):
         return []
     try:
         new_req = requests(new)
@@ -155,7 +158,12 @@ def _status(pod: Pod) -> Mapping[str, Any]:
 
 
 def pod_scheduling_properties_change(
-    new: Pod, old: Pod, requests: PodRequestsFn | None = None, *, target: bool = False
+    new: Pod,
+    old: Pod,
+    requests: PodRequestsFn | None = None,
+    *,
+    target: bool = False,
+    same_request_inputs: SameRequestInputsFn | None = None,
 ) -> list[ClusterEvent]:
     """The ``UpdatePodXYZ`` events one pod update stands for (upstream's ``PodSchedulingPropertiesChange``).
 
@@ -164,6 +172,7 @@ def pod_scheduling_properties_change(
     When nothing more specific changed the result is one ``UpdateOther`` event, which only plugins
     registered for the general ``Update`` hear. ``requests`` computes a pod's requests (the scheduler's
     PodRequests); without it no ``UpdatePodScaleDown`` or ``UpdatePodScaleUp`` is reported.
+    ``same_request_inputs`` (optional) answers, without computing them, that two pods' requests are equal.
     """
     if _spec(new).get("nodeName"):
         resource = Resource.AssignedPod
@@ -172,7 +181,7 @@ def pod_scheduling_properties_change(
     actions: list[ActionType] = []
     if (_meta(new).get("labels") or {}) != (_meta(old).get("labels") or {}):
         actions.append(ActionType.UpdatePodLabel)
-    actions += _scale_actions(new, old, requests)
+    actions += _scale_actions(new, old, requests, same_request_inputs)
     if not _spec(new).get("schedulingGates") and _spec(old).get("schedulingGates"):
         actions.append(ActionType.UpdatePodSchedulingGatesEliminated)
     if len(_spec(new).get("tolerations") or ()) != len(_spec(old).get("tolerations") or ()):

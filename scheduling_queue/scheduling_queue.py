@@ -60,6 +60,7 @@ from scheduling_queue.types import (
     PreEnqueueCheck,
     QueuedPodInfo,
     QueueSortLess,
+    SameRequestInputsFn,
     pod_key,
     priority_sort_less,
 )
@@ -117,7 +118,9 @@ class SchedulingQueue:
         max_in_unschedulable: ``podMaxInUnschedulablePodsDuration`` in seconds.
         sleep: async sleep used by :meth:`run`'s periodic flushers; tests pass ``FakeClock.sleep``.
         pod_requests: a pod's requests (``scheduler.framework.resources.pod_request_amounts``), to
-            tell which pod updates are ``UpdatePodScaleDown``; without it none are.
+            tell which pod updates are ``UpdatePodScaleDown`` or ``UpdatePodScaleUp``; without it none are.
+        same_request_inputs: whether two versions of a pod read the same requests
+            (``scheduler.framework.resources.same_request_inputs``), so most updates skip computing them.
     """
 
     def __init__(
@@ -134,6 +137,7 @@ class SchedulingQueue:
         backoff_flush_interval: float = BACKOFF_FLUSH_INTERVAL,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
         pod_requests: PodRequestsFn | None = None,
+        same_request_inputs: SameRequestInputsFn | None = None,
         generic_workload: bool = False,
     ) -> None:
         self._clock = clock
@@ -145,6 +149,7 @@ class SchedulingQueue:
         self._backoff_flush_interval = backoff_flush_interval
         self._unschedulable_flush_interval = unschedulable_flush_interval
         self._pod_requests = pod_requests
+        self._same_request_inputs = same_request_inputs
         # Feature gate GenericWorkload: members of a pod group retry after backoff only (upstream's
         # determineSchedulingHintForInFlightPod: no event-based requeueing at pod group level yet).
         self._generic_workload = generic_workload
@@ -363,7 +368,7 @@ class SchedulingQueue:
         rec = self._in_flight.live(key)
         if rec is not None:
             rec.latest = new
-            for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
+            for event in self._properties_change(new, old, target=True):
                 self._in_flight.record(event, old, new)
             self.nominator.update_nominated_pod(old, new)
             return
@@ -402,7 +407,7 @@ class SchedulingQueue:
         runs and the pod is requeued, or gated again and the next event is tried. A change no hint
         answers leaves the pod gated without running PreEnqueue (a relabelled gated pod stays gated,
         its plugins not asked)."""
-        for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
+        for event in self._properties_change(new, old, target=True):
             strategy = self._hints.strategy(qpi, event, old, new)
             if strategy == SKIP:
                 continue
@@ -436,7 +441,7 @@ class SchedulingQueue:
             # Status-only (e.g. the scheduler's own PodScheduled=False patch): requeueing on it would
             # retry every failed pod right after its failure.
             return
-        for event in pod_scheduling_properties_change(new, old, self._pod_requests, target=True):
+        for event in self._properties_change(new, old, target=True):
             strategy = self._hints.strategy(qpi, event, old, new)
             if strategy != SKIP:
                 self._unschedulable.remove(qpi.key)
@@ -670,11 +675,14 @@ class SchedulingQueue:
 
     def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
         """A bound pod changed; ``event`` defaults to each ``UpdatePodXYZ`` the change stands for."""
-        events = (
-            [event] if event is not None else pod_scheduling_properties_change(new, old, self._pod_requests)
-        )
+        events = [event] if event is not None else self._properties_change(new, old)
         for ev in events:
             self.move_all_to_active_or_backoff(ev, old, new)
+
+    def _properties_change(self, new: Pod, old: Pod, *, target: bool = False) -> list[ClusterEvent]:
+        return pod_scheduling_properties_change(
+            new, old, self._pod_requests, target=target, same_request_inputs=self._same_request_inputs
+        )
 
     def assigned_pod_deleted(self, pod: Pod) -> None:
         """A bound pod went away: frees resources, ports, anti-affinity and spread constraints."""

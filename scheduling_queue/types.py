@@ -173,6 +173,9 @@ PreEnqueueCheck = Callable[[Pod, str], str]
 # A pod's requests by resource name, as exact numbers (the scheduler's PodRequests). The queue
 # cannot read quantities itself: it must not import the scheduler, which owns that one implementation.
 PodRequestsFn = Callable[[Pod], Mapping[str, Any]]
+# True when two versions of a pod have equal requests without computing them (the scheduler's
+# same_request_inputs): most updates change nothing requests read, and each update is classified.
+SameRequestInputsFn = Callable[[Pod, Pod], bool]
 
 
 class Clock(Protocol):

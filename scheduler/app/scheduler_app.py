@@ -54,7 +54,7 @@ from scheduler.framework.handle import WaitingPodHandle
 from scheduler.framework.interface import PluginFactory
 from scheduler.framework.objects import object_meta, scheduler_name_of
 from scheduler.framework.objects_scheduling import scheduling_group_name
-from scheduler.framework.resources import pod_request_amounts
+from scheduler.framework.resources import pod_request_amounts, same_request_inputs
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import PodSpecError
 from scheduler.plugins.coscheduling.plugin import is_gang_member
@@ -187,6 +187,7 @@ class SchedulerApp:
             initial_backoff=float(self.config.pod_initial_backoff_seconds),
             max_backoff=float(self.config.pod_max_backoff_seconds),
             pod_requests=pod_request_amounts,
+            same_request_inputs=same_request_inputs,
             generic_workload=self.features.generic_workload,
         )
 

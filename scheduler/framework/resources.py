@@ -242,6 +242,29 @@ def pod_level_requests(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
+# Every field pod_request_amounts reads, besides the PodResizePending condition (is_resize_infeasible).
+_REQUEST_SPEC_FIELDS = ("containers", "initContainers", "resources", "overhead")
+_REQUEST_STATUS_FIELDS = ("containerStatuses", "initContainerStatuses", "resources", "allocatedResources")
+
+
+def same_request_inputs(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when ``pod_request_amounts`` reads the same values from both pods, so their requests are
+    equal without being computed. Most pod updates change nothing it reads (a bind sets spec.nodeName,
+    the scheduler and kubelet write conditions), and the queue classifies every one of them.
+
+    Compares the fields whole (in C); a pair that differs somewhere these requests do not look (a
+    container's image, a container status's restart count) is answered False and computed instead."""
+    spec_a, spec_b = pod_spec(a), pod_spec(b)
+    for name in _REQUEST_SPEC_FIELDS:
+        if spec_a.get(name) != spec_b.get(name):
+            return False
+    status_a, status_b = pod_status(a), pod_status(b)
+    for name in _REQUEST_STATUS_FIELDS:
+        if status_a.get(name) != status_b.get(name):
+            return False
+    return is_resize_infeasible(a) == is_resize_infeasible(b)
+
+
 def pod_request_amounts(
     pod: Mapping[str, Any],
     *,

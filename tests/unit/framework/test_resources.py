@@ -5,6 +5,7 @@ scheduler's non-zero accounting (``PodInfo.CalculateResource``, ``getNonMissingC
 
 from __future__ import annotations
 
+import copy
 from fractions import Fraction
 from typing import Any
 
@@ -16,6 +17,7 @@ from scheduler.framework.resources import (
     pod_request_amounts,
     pod_requests,
     pod_requests_and_non_zero,
+    same_request_inputs,
 )
 from scheduler.framework.types import NodeInfo, PodInfo
 from scheduler.plugins.noderesources.resource_allocation import scoring_non_zero_requests
@@ -382,3 +384,108 @@ def test_exact_sums_round_once_like_quantities() -> None:
     pod = make_pod([container("a", {"memory": "0.5"}), container("b", {"memory": "0.5"})])
     assert pod_requests(pod).memory == 1
     assert pod_requests_and_non_zero(pod)[0].memory == 1
+
+
+# --- same_request_inputs: equal requests known without computing them ------------------------------
+
+_ALL_CASES = [c[1] for c in RESIZE_CASES] + [c[1] for c in POD_LEVEL_CASES]
+
+
+def test_same_request_inputs_implies_equal_requests_for_every_pair_of_cases() -> None:
+    """Over every pair of the cases above (requests equal or not), "same" is only ever said of pods
+    whose requests are equal; and every case is the same as itself and as a deep copy."""
+    said_same = 0
+    for a in _ALL_CASES:
+        assert same_request_inputs(a, copy.deepcopy(a))
+        for b in _ALL_CASES:
+            if same_request_inputs(a, b):
+                said_same += 1
+                assert pod_request_amounts(a) == pod_request_amounts(b)
+    assert said_same >= len(_ALL_CASES)
+
+
+def _bound_echo(pod: dict[str, Any]) -> dict[str, Any]:
+    """What a bind and the kubelet change that requests do not read."""
+    echo = copy.deepcopy(pod)
+    echo["spec"]["nodeName"] = "node-1"
+    echo["metadata"]["resourceVersion"] = "2"
+    echo["metadata"]["labels"] = {"app": "x"}
+    echo["status"]["phase"] = "Running"
+    echo["status"]["conditions"] = [*echo["status"]["conditions"], {"type": "PodScheduled", "status": "True"}]
+    return echo
+
+
+@pytest.mark.parametrize("pod", _ALL_CASES)
+def test_an_update_requests_do_not_read_is_the_same(pod: dict[str, Any]) -> None:
+    assert same_request_inputs(pod, _bound_echo(pod))
+    assert pod_request_amounts(pod) == pod_request_amounts(_bound_echo(pod))
+
+
+_BASE = make_pod(
+    [container("c1", {"cpu": "1"})],
+    init=[container("i1", {"cpu": "500m"})],
+    statuses=[status("c1", {"cpu": "1"}, {"cpu": "1"})],
+    init_statuses=[status("i1", {"cpu": "500m"}, {"cpu": "500m"})],
+)
+
+
+def _changed(path: str, value: Any) -> dict[str, Any]:
+    pod = copy.deepcopy(_BASE)
+    *parents, leaf = path.split(".")
+    target: Any = pod
+    for key in parents:
+        target = target[key] if not key.isdigit() else target[int(key)]
+    target[leaf] = value
+    return pod
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        _changed("spec.containers.0.resources", {"requests": {"cpu": "2"}}),
+        _changed("spec.initContainers.0.resources", {"requests": {"cpu": "3"}}),
+        _changed("spec.initContainers.0.restartPolicy", ALWAYS),
+        _changed("spec.resources", {"requests": {"cpu": "4"}}),
+        _changed("spec.overhead", {"cpu": "1"}),
+        _changed("status.containerStatuses", [status("c1", {"cpu": "2"}, {"cpu": "2"})]),
+        _changed("status.initContainerStatuses", [status("i1", {"cpu": "3"}, {"cpu": "3"})]),
+        _changed("status.allocatedResources", {"cpu": "5"}),
+        _changed("status.conditions", INFEASIBLE),
+    ],
+    ids=[
+        "container requests",
+        "init container requests",
+        "init container becomes a sidecar",
+        "pod-level requests",
+        "overhead",
+        "container statuses",
+        "init container statuses",
+        "pod allocated resources",
+        "resize turns infeasible",
+    ],
+)
+def test_a_change_requests_read_is_not_the_same(changed: dict[str, Any]) -> None:
+    assert not same_request_inputs(_BASE, changed)
+    assert not same_request_inputs(changed, _BASE)
+
+
+def test_pod_level_status_resources_are_read() -> None:
+    """status.allocatedResources with status.resources: the kubelet's pod-wide sums, which requests read
+    (InPlacePodLevelResourcesVerticalScaling)."""
+    base = make_pod([container("c1", {"cpu": "1"})], pod_status_extra={"allocatedResources": {"cpu": "1"}})
+    resized = copy.deepcopy(base)
+    resized["status"]["resources"] = {"requests": {"cpu": "3"}}
+    resized["status"]["allocatedResources"] = {"cpu": "3"}
+    assert pod_request_amounts(base) != pod_request_amounts(resized)
+    assert not same_request_inputs(base, resized)
+    only_resources = copy.deepcopy(base)
+    only_resources["status"]["resources"] = {"requests": {"cpu": "1"}}
+    assert not same_request_inputs(base, only_resources)
+
+
+def test_conditions_that_change_no_resize_verdict_are_the_same() -> None:
+    pending = [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]
+    a = _changed("status.conditions", [{"type": "Ready", "status": "False"}])
+    b = _changed("status.conditions", [{"type": "Ready", "status": "True"}, *pending])
+    assert same_request_inputs(a, b)
+    assert not same_request_inputs(a, _changed("status.conditions", INFEASIBLE))

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
-from scheduler.framework.resources import pod_request_amounts
+from scheduler.framework.resources import pod_request_amounts, same_request_inputs
 from scheduling_queue import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_FORCE_ACTIVATE,
@@ -100,7 +103,13 @@ def test_event_matching(registered: ClusterEvent, incoming: ClusterEvent, expect
 
 
 def actions(new: dict[str, object], old: dict[str, object]) -> list[ActionType]:
-    return [e.action for e in pod_scheduling_properties_change(new, old, pod_request_amounts)]
+    computed = pod_scheduling_properties_change(new, old, pod_request_amounts)
+    # The scheduler's queue first asks whether the requests' inputs changed at all: same events.
+    shortcut = pod_scheduling_properties_change(
+        new, old, pod_request_amounts, same_request_inputs=same_request_inputs
+    )
+    assert shortcut == computed
+    return [e.action for e in computed]
 
 
 def test_pod_change_classification() -> None:
@@ -163,3 +172,22 @@ def test_is_pod_updated_ignores_status_and_bookkeeping() -> None:
     assert is_pod_updated(pod, with_changes(pod, metadata={"annotations": {"a": "b"}}))
     assert is_pod_updated(pod, with_changes(pod, spec={"priority": 3}))
     assert is_pod_updated(pod, with_changes(pod, status={"resourceClaimStatuses": []}))
+
+
+def test_a_bind_echo_reads_no_requests() -> None:
+    """Every bound pod's echo is classified; with the scheduler's same_request_inputs its requests are
+    not computed (they cannot have changed), and the events are those computed without it."""
+    read: list[object] = []
+
+    def counting(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+        read.append(pod)
+        return pod_request_amounts(pod)
+
+    pod = make_pod("a", requests={"cpu": "500m", "memory": "1Gi"})
+    bound = with_changes(pod, spec={"nodeName": "node-1"}, status={"phase": "Running"})
+    events = pod_scheduling_properties_change(bound, pod, counting, same_request_inputs=same_request_inputs)
+    assert read == []
+    assert events == pod_scheduling_properties_change(bound, pod, pod_request_amounts)
+    grown = with_changes(bound, spec={"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]})
+    pod_scheduling_properties_change(grown, bound, counting, same_request_inputs=same_request_inputs)
+    assert len(read) == 2
