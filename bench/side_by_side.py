@@ -69,6 +69,11 @@ SCHEDULER_KEYS = {
 # Workloads whose pods a round-robin binder places correctly (identical pods, roomy identical nodes):
 # the trivial binder and the honest limit run on these, giving each its own two limits.
 CEILING_WORKLOADS = (workloads.BASIC, workloads.LARGE)
+# Run once per contestant: measured windows of half a minute or more (huge's of minutes), whose ratios
+# hold from run to run. Every other workload runs ``--repeat`` times per contestant, alternating, and
+# its medians are reported: a window of a few seconds swings by 20-30% between single runs, so one run
+# of each would call a verdict on the machine's noise.
+ONE_RUN_WORKLOADS = (workloads.LARGE, workloads.HUGE, workloads.EXTENDER)
 
 
 def _loadavg() -> str:
@@ -579,7 +584,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=0.0, help="per-run seconds (default: by size)")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="runs of basic per scheduler; the median is reported"
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs per scheduler of every workload but "
+        f"{', '.join(ONE_RUN_WORKLOADS)} (one run each), alternating; the medians are reported",
     )
     parser.add_argument(
         "--no-peer-controller",
@@ -608,6 +617,27 @@ def extra_pids(*processes: prereqs.ExtenderProcess | prereqs.PeerControllerProce
     """The helper processes of a run whose CPU is measured with the scheduler's, by name."""
     names = {prereqs.ExtenderProcess: "extender", prereqs.PeerControllerProcess: "controller"}
     return {names[type(p)]: p.pid for p in processes if p is not None}
+
+
+def runs_of(workload: str, repeat: int) -> int:
+    """How many times each contestant runs ``workload``: ``repeat``, or once for ONE_RUN_WORKLOADS."""
+    return 1 if workload in ONE_RUN_WORKLOADS else max(repeat, 1)
+
+
+def mode_text(names: Sequence[str], kinds: Sequence[str], repeat: int) -> str:
+    """The report's account of how many runs each figure is the median of."""
+    contestants = ", ".join(kinds)
+    repeated = [n for n in names if runs_of(n, repeat) > 1]
+    once = [n for n in names if runs_of(n, repeat) == 1]
+    if not repeated:
+        return f"one run per contestant ({contestants})"
+    which = f"every workload but {', '.join(once)} (one run each)" if once else ", ".join(repeated)
+    if once and len(repeated) < len(once):
+        which = f"{', '.join(repeated)} (the others one run each)"
+    return (
+        f"{max(repeat, 1)} runs per contestant ({contestants}) of {which}, alternating; the median run (by "
+        "throughput) is shown, and ratios are medians of each figure"
+    )
 
 
 def workload_names(requested: str | None, *, quick: bool) -> list[str]:
@@ -708,7 +738,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             descriptions[name] += f". The machine holds it: {free:.1f} GiB were available."
         run_kinds = contestants_for(name, kinds, workload.peer, args.peer_as_shipped)
-        repeat = args.repeat if name == workloads.BASIC else 1
+        repeat = runs_of(name, args.repeat)
         # Alternate the schedulers (kube, py, kube, py...) so drift in the machine's load hits both.
         for _ in range(repeat):
             for kind in run_kinds:
@@ -733,13 +763,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "and the honest limit",
         "load generator": f"this process (aiohttp, pre-serialised JSON), {args.concurrency} creates in "
         "flight while the scheduler runs; pods created as fast as the apiserver accepts them",
-        "mode": ("quick" if args.quick else "full")
-        + (
-            f"; basic run {args.repeat}x per contestant ({', '.join(kinds)}), alternating, "
-            "median (by throughput) reported"
-            if workloads.BASIC in names
-            else f"; one run per contestant ({', '.join(kinds)})"
-        ),
+        "mode": ("quick" if args.quick else "full") + "; " + mode_text(names, kinds, args.repeat),
         "wall time": f"{time.monotonic() - started:.0f}s",
         "load average (1, 5, 15 min)": f"{session_load} before the first run (before the bench's own "
         f"load), {_loadavg()} at the end; "

@@ -1,8 +1,9 @@
 """The one-line figures ``make bench`` ends with, computed from the runs of one session.
 
 Every figure compares runs of the same session on the same machine, so the machine's load lands on
-both sides: ratios are medians over repeated runs (basic runs three times), and the ceiling fraction
-divides by the trivial binder's rate on the same workload shape, measured in the same session.
+both sides: ratios are medians over repeated runs (three per contestant of every workload but the
+long ones), and the ceiling fraction divides by the trivial binder's rate on the same workload shape,
+measured in the same session.
 """
 
 from __future__ import annotations

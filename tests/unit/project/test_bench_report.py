@@ -226,6 +226,23 @@ def test_huge_is_upstreams_largest_size_and_left_out_of_quick_unless_named() -> 
     assert side_by_side.workload_names("basic, huge", quick=True) == ["basic", "huge"]
 
 
+def test_every_workload_but_the_long_ones_runs_repeat_times_and_the_report_says_so() -> None:
+    assert side_by_side.runs_of(workloads.BASIC, 3) == 3
+    assert side_by_side.runs_of(workloads.GATED, 3) == 3
+    assert side_by_side.runs_of(workloads.PREEMPTION, 3) == 3
+    assert [side_by_side.runs_of(w, 3) for w in (workloads.LARGE, workloads.HUGE, workloads.EXTENDER)] == [
+        1,
+        1,
+        1,
+    ]
+    assert side_by_side.runs_of(workloads.GATED, 0) == 1
+    names = side_by_side.workload_names(None, quick=False)
+    text = side_by_side.mode_text(names, [KUBE, PY], 3)
+    assert text.startswith("3 runs per contestant") and "every workload but large, extender, huge" in text
+    assert side_by_side.mode_text([workloads.LARGE], [KUBE, PY], 3).startswith("one run per contestant")
+    assert side_by_side.mode_text([workloads.GATED], [KUBE, PY], 1).startswith("one run per contestant")
+
+
 def test_the_ceiling_runs_only_where_round_robin_placement_is_correct() -> None:
     kinds = [KUBE, PY, CEILING]
     assert side_by_side.contestants_for(workloads.BASIC, kinds) == kinds
