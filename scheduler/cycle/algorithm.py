@@ -354,7 +354,7 @@ class SchedulingAlgorithm:
             if position is not None:
                 special.append(position)
 
-        with_nominated = self._nominated_filter(run, signature, bool(special))
+        with_nominated, many = self._nominated_filter(run, signature, bool(special))
         feasible, processed, failures = find_feasible(
             columns,
             run.start,
@@ -365,6 +365,7 @@ class SchedulingAlgorithm:
             fwk.batch_filter,
             special,
             with_nominated,
+            many,
         )
         noted: Status | None = None
         for rejected, rejection in failures:
@@ -379,23 +380,25 @@ class SchedulingAlgorithm:
 
     def _nominated_filter(
         self, run: _FilterRun, signature: Hashable | None, needed: bool
-    ) -> Callable[[NodeInfo], Status | None]:
+    ) -> tuple[Callable[[NodeInfo], Status | None], Callable[[list[NodeInfo]], list[Status | None]] | None]:
         """The verdict of a node with nominated pods to count (RunFilterPluginsWithNominatedPods), kept
-        across cycles for pods of the same signature and priority where that is exact."""
+        across cycles for pods of the same signature and priority where that is exact; and, when kept
+        verdicts are used, the same for a list of nodes in one call (the Filter loop walks past every
+        node with nominations, nearly all kept)."""
         fwk, state, pod, plugins = run.fwk, run.state, run.pod, run.plugins
 
         def with_nominated(node: NodeInfo) -> Status | None:
             return fwk.run_filters_with_nominated_pods(state, pod, node, plugins, snapshot_node=True)
 
         if not needed or state.record_plugin_metrics:
-            return with_nominated
+            return with_nominated, None
         nominator = fwk.nominator
         if nominator is None:
-            return with_nominated
+            return with_nominated, None
         verdicts = self.nominated_verdicts
         key = verdicts.key(signature if signature is not None else fwk.sign_pod(pod), pod)
         if key is None:
-            return with_nominated
+            return with_nominated, None
         verdicts.prune(list(run.nominated_nodes))
         nominated_pods_for_node = nominator.nominated_pods_for_node
 
@@ -406,7 +409,10 @@ class SchedulingAlgorithm:
                 status = verdicts.put(key, pod, node, nominated, with_nominated(node))
             return status
 
-        return kept_or_judged
+        def many(nodes: list[NodeInfo]) -> list[Status | None]:
+            return verdicts.kept_or_judged(key, pod, nodes, nominated_pods_for_node, with_nominated)
+
+        return kept_or_judged, many
 
     def _filter_node_by_node(
         self, run: _FilterRun, nodes: Sequence[NodeInfo]

@@ -65,12 +65,14 @@ def find_feasible(
     batch_of: Callable[[Any], _BatchFilter | None],
     special: Collection[int] = (),
     special_filter: Callable[[NodeInfo], Status | None] | None = None,
+    special_many: Callable[[list[NodeInfo]], list[Status | None]] | None = None,
 ) -> tuple[NodeSubset, int, list[tuple[NodeInfo, Status]]]:
     """The Filter loop of a cycle, run a window of nodes at a time.
 
     ``special``: positions whose verdict is ``special_filter(node)`` instead of the plugins' (the nodes
     with nominated pods, which take RunFilterPluginsWithNominatedPods' two passes); its statuses carry
-    their plugin already. Every other node takes the batch path.
+    their plugin already. Every other node takes the batch path. ``special_many``, if given, gives
+    ``[special_filter(node) for node in nodes]`` in one call (judged up front, all batch plugins).
 
     Visits nodes from ``start`` round the snapshot and stops at the ``num_to_find``-th feasible one,
     with the outcome of the one-node-at-a-time loop: each node's status is that of its first failing
@@ -81,9 +83,11 @@ def find_feasible(
     """
     count = len(columns)
     order = _round_robin(count, start)
-    special_positions: IntArray | None = None
+    # Per snapshot position, whether it is special: each window's hits by one lookup (np.isin sorts).
+    is_special: BoolArray | None = None
     if special and special_filter is not None:
-        special_positions = np.fromiter(special, dtype=np.int64, count=len(special))
+        is_special = np.zeros(count, dtype=np.bool_)
+        is_special[np.fromiter(special, dtype=np.int64, count=len(special))] = True
     batches = [batch_of(plugin) for plugin in plugins]
     all_batch = all(batch is not None for batch in batches)
     found_parts: list[IntArray] = []
@@ -100,13 +104,19 @@ def find_feasible(
         subset = consecutive_subset(columns, window, first)
         results, masks = _run_batches(batches, state, pod, subset)
         overrides: dict[int, Status | None] = {}
-        if special_positions is not None:
+        if is_special is not None:
             assert special_filter is not None
-            hits = np.flatnonzero(np.isin(window, special_positions)).tolist()
+            found_hits = np.flatnonzero(is_special[window])
+            hits = found_hits.tolist()
             if hits and all_batch:
                 # Judged up front, like the batch plugins: a few nodes past the stopping point cost a
                 # little work and change nothing (the filters are pure).
-                overrides = {i: special_filter(infos[window[i]]) for i in hits}
+                nodes: list[NodeInfo] = infos[window[found_hits]].tolist()
+                if special_many is not None:
+                    verdicts = special_many(nodes)
+                else:
+                    verdicts = [special_filter(node) for node in nodes]
+                overrides = dict(zip(hits, verdicts, strict=True))
             elif hits:
                 overrides = dict.fromkeys(hits)
         if all_batch:

@@ -20,7 +20,7 @@ pod of the same signature would count it). Errors are not kept.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
@@ -74,6 +74,40 @@ class NominatedVerdicts:
                 return MISSING
         return kept[4]
 
+    def kept_or_judged(
+        self,
+        key: Hashable,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        nominated_for: Callable[[str], Sequence[PodInfo]],
+        judge: Callable[[NodeInfo], Status | None],
+    ) -> list[Status | None]:
+        """Per node in order, ``get``'s kept verdict, or else ``put(judge(node))``: what a Filter loop
+        asks of every node with nominations, in one loop (three calls per node cost more than the
+        check; a cycle walks past every such node, nearly all kept)."""
+        kept_get = self._kept.get
+        me = pod.uid or pod.key
+        out: list[Status | None] = []
+        for node in nodes:
+            name = node.name
+            nominated = nominated_for(name)
+            kept = kept_get(name)
+            if (
+                kept is not None
+                and kept[0] is node
+                and kept[1] == node.generation
+                and kept[2] is nominated
+                and kept[3] is key
+            ):
+                for other in nominated:
+                    if (other.uid or other.key) == me:
+                        break
+                else:
+                    out.append(kept[4])
+                    continue
+            out.append(self.put(key, pod, node, nominated, judge(node)))
+        return out
+
     def put(
         self, key: Hashable, pod: PodInfo, node: NodeInfo, nominated: Sequence[PodInfo], status: Status | None
     ) -> Status | None:
@@ -101,5 +135,12 @@ class NominatedVerdicts:
 
 
 def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:
+    # A loop, not any() over a generator: asked per node of every dry run and Filter loop, where the
+    # generator's setup cost twice the comparisons of the one or two pods nominated there.
     me = pod.uid or pod.key
-    return any((other.uid or other.key) == me for other in nominated)
+    for other in nominated:
+        if (other.uid or other.key) == me:
+            break
+    else:
+        return False
+    return True

@@ -119,7 +119,9 @@ class PodNominator(Protocol):
         ...
 
     # Optional: ``version``, an int (>= 0) that changes with every change to the nominations, lets
-    # the framework keep what it derived from all of them (read with getattr).
+    # the framework keep what it derived from all of them (read with getattr); with it,
+    # ``changed_since(version) -> Sequence[str]``, the nodes whose nominations changed after that
+    # version, lets it read only those again (each pod nominated to one node at most).
 
 
 def _noop_point(point: str, status: str, seconds: float) -> None:
@@ -302,6 +304,9 @@ class Framework:
         # nodes_with_nominated_pods_for's last answer for a priority, while the nominations stay (the
         # nominator's version): (version, priority, nodes, pod -> the node where it alone counts).
         self._counted_nominations: tuple[int, int, frozenset[str], dict[str, str]] | None = None
+        # The same per node (the one pod counted there, None for several) and the nominator read.
+        self._counted_per_node: dict[str, str | None] = {}
+        self._counted_from: PodNominator | None = None
         # A cycle's Filter plugins (filter_plugins_for) -> the same as an AmountsTrial checks them, or
         # None when some plugin reads the pods on the node otherwise (see amounts_trial). A
         # runtime-checkable Protocol's isinstance is slow, and a dry run asks once per node.
@@ -606,23 +611,40 @@ class Framework:
                 current = set(names)
                 for name in [name for name in kept if name not in current]:
                     del kept[name]
+            # Each preemption changes one node's nominations, and every cycle of a preemptor asks anew:
+            # from a nominator that says which nodes changed since a version, only those are read
+            # again (the answer for the same priority and nominator is otherwise the last one's).
+            changed: Sequence[str] | None = None
+            changed_since = getattr(nominator, "changed_since", None)
+            if (
+                counted is not None
+                and version >= 0
+                and counted[1] == pod.priority
+                and self._counted_from is nominator
+                and changed_since is not None
+            ):
+                changed = changed_since(counted[0])
+            per_node = self._counted_per_node if changed is not None else {}
+            priority = pod.priority
             # Per node, the nominated pods of this priority or higher; the pod never counts against
             # itself, so a node where it is the only one is left out for it alone.
-            nodes: set[str] = set()
-            alone: dict[str, str] = {}
-            for name in names:
+            for name in names if changed is None else changed:
+                per_node.pop(name, None)
                 idents = [
                     other.uid or other.key
                     for other in nominator.nominated_pods_for_node(name)
-                    if other.priority >= pod.priority
+                    if other.priority >= priority
                 ]
                 if idents:
-                    nodes.add(name)
-                    if len(set(idents)) == 1:
-                        alone[idents[0]] = name
-            counted = (version, pod.priority, frozenset(nodes), alone)
+                    per_node[name] = idents[0] if len(set(idents)) == 1 else None
+            # A pod is nominated to one node at most (the Nominator's rule): which node holds it
+            # alone does not depend on the order the nodes were read in.
+            alone = {ident: name for name, ident in per_node.items() if ident is not None}
+            counted = (version, priority, frozenset(per_node), alone)
             if version >= 0:
                 self._counted_nominations = counted
+                self._counted_per_node = per_node
+                self._counted_from = nominator
         only_there = counted[3].get(pod.uid or pod.key)
         return counted[2] - {only_there} if only_there is not None else counted[2]
 

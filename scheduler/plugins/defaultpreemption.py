@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -143,6 +143,12 @@ class DefaultPreemption:
             type(self).is_preemption_allowed is DefaultPreemption.is_preemption_allowed
             and type(self).order_victims is DefaultPreemption.order_victims
         )
+        # The dry run may take kept verdicts without calling select_victims_on_node (kept_verdicts)
+        # only where that method is this one, which would return them.
+        self._kept_shortcut = (
+            self._by_priority
+            and type(self).select_victims_on_node is DefaultPreemption.select_victims_on_node
+        )
         self.evaluator = Evaluator(
             self.name,
             lambda: self.handle.snapshot,
@@ -228,6 +234,19 @@ class DefaultPreemption:
                         # Our earlier victims are still leaving: wait rather than preempt more.
                         return False, NOT_ELIGIBLE_TERMINATING_MSG
         return True, ""
+
+    def kept_verdicts(
+        self, state: CycleState, pod: PodInfo, pdbs: Sequence[PodDisruptionBudget]
+    ) -> Callable[[NodeInfo], tuple[list[PodInfo], int, Status | None] | None] | None:
+        """For a dry run of this cycle: per node, what ``select_victims_on_node`` would return from its
+        kept verdicts without judging, or None (then it must be called); None when nothing is kept
+        for this pod (the Evaluator then calls it for every node)."""
+        if not self._kept_shortcut:
+            return None
+        key = self._verdicts.key(state, pod)
+        if key is None:
+            return None
+        return self._verdicts.lookup(key, pod, pdbs)
 
     def select_victims_on_node(
         self,

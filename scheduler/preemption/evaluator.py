@@ -188,11 +188,17 @@ class Evaluator:
         statuses: dict[str, Status] = {}
         errors: list[str] = []
         count = len(potential_nodes)
+        # Kept verdicts (DefaultPreemption's), read without a state copy or a call per node: most
+        # nodes of a dry run are those earlier preemptors of the same shape judged.
+        kept_verdicts = getattr(self.interface, "kept_verdicts", None)
+        known = kept_verdicts(state, pod, pdbs) if kept_verdicts is not None else None
+        select_victims_on_node = self.interface.select_victims_on_node
         for i in range(count):
             node = potential_nodes[(offset + i) % count]
-            victims, num_violations, status = self.interface.select_victims_on_node(
-                scratch_copy(state), pod, node, pdbs
-            )
+            found = known(node) if known is not None else None
+            if found is None:
+                found = select_victims_on_node(scratch_copy(state), pod, node, pdbs)
+            victims, num_violations, status = found
             if status is None and victims:
                 candidate = Candidate(node.name, tuple(victims), num_violations)
                 (violating if num_violations else non_violating).append(candidate)

@@ -63,6 +63,10 @@ class NominatedPodInfos:
     def nominated_node_names(self) -> list[str]:
         return self._nominator.node_names()
 
+    def changed_since(self, version: int) -> list[str]:
+        """The nodes whose nominations changed after ``version`` (an earlier ``version``)."""
+        return [name for name, changed in self._node_versions.items() if changed > version]
+
 
 class NominatedPods(NominatedPodInfos):
     """The scheduling queue's nominations, which preemption also changes. Loop-side only, like the

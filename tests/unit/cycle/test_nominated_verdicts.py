@@ -65,6 +65,24 @@ def _hits(algorithm: SchedulingAlgorithm, found: list[Status | None]) -> None:
         return status
 
     verdicts.get = counted  # type: ignore[method-assign, assignment]
+    many = verdicts.kept_or_judged
+
+    def counted_many(
+        key: Any, pod: PodInfo, nodes: Sequence[NodeInfo], nominated_for: Any, judge: Any
+    ) -> list[Status | None]:
+        # The Filter loop's batch path asks for all its nodes at once: a kept verdict is one whose node
+        # was not judged.
+        judged: set[str] = set()
+
+        def judging(node: NodeInfo) -> Status | None:
+            judged.add(node.name)
+            return judge(node)  # type: ignore[no-any-return]
+
+        out = many(key, pod, nodes, nominated_for, judging)
+        found.extend(status for node, status in zip(nodes, out, strict=True) if node.name not in judged)
+        return out
+
+    verdicts.kept_or_judged = counted_many  # type: ignore[method-assign]
 
 
 def _key(status: Status | None) -> tuple[Any, ...] | None:
@@ -173,3 +191,73 @@ def test_a_pod_nominated_to_the_node_keeps_nothing_there() -> None:
         is MISSING
     )
     assert verdicts.key(None, me) is None
+
+
+def test_kept_or_judged_is_get_then_put_node_by_node() -> None:
+    """The Filter loop's one call for a window's nodes with nominations must answer, judge and keep
+    exactly as ``get`` and, where nothing is kept, ``put`` of the judged verdict, node after node: the
+    same verdicts, the same nodes judged in the same order, the same kept entries; while nodes change
+    generation, nominations change (a new tuple), the pod itself is nominated somewhere, and pods of
+    other shapes and priorities ask in between."""
+    _, snapshot, _, rng = _cluster(3, nodes=12)
+    nodes = list(snapshot.node_infos())
+    pods = [PodInfo(_renamed(_pod(rng, "p"), f"p{i}", rng.choice([0, 100]))) for i in range(5)]
+    others = [PodInfo(_renamed(_pod(rng, "o"), f"o{i}", rng.choice([0, 100]))) for i in range(4)]
+    statuses = [None, None, Status.unschedulable("Insufficient cpu").with_plugin("NodeResourcesFit")]
+    statuses.append(Status.unschedulable("node(s) had untolerated taint").with_plugin("TaintToleration"))
+    statuses.append(Status.as_error("boom").with_plugin("NodeResourcesFit"))
+    asked_total = judged_total = 0
+    for seed in range(30):
+        rng = random.Random(seed)
+        batch, single = NominatedVerdicts(), NominatedVerdicts()
+        nominations: dict[str, tuple[PodInfo, ...]] = {}
+        for node in nodes:
+            nominations[node.name] = tuple(rng.sample(others, rng.choice([1, 1, 2])))
+        for step in range(40):
+            # Mostly one pod of one shape (as a run of like preemptors), sometimes another.
+            pod = pods[0] if rng.random() < 0.7 else rng.choice(pods)
+            signature = ("shape", 1 if rng.random() < 0.8 else 2)
+            # Verdicts per (node, step): both sides judge a node alike, whenever they do.
+            verdict = {node.name: rng.choice(statuses) for node in nodes}
+            asked = rng.sample(nodes, rng.randrange(1, len(nodes)))
+            judged_batch: list[str] = []
+            judged_single: list[str] = []
+
+            def judge(node: NodeInfo, judged: list[str], verdict: dict[str, Status | None] = verdict) -> Any:
+                judged.append(node.name)
+                return verdict[node.name]
+
+            got = batch.kept_or_judged(
+                batch.key(signature, pod),
+                pod,
+                asked,
+                nominations.__getitem__,
+                lambda node, judged=judged_batch: judge(node, judged),  # type: ignore[misc]
+            )
+            key = single.key(signature, pod)
+            want: list[Status | None] = []
+            for node in asked:
+                nominated = nominations[node.name]
+                status = single.get(key, pod, node, nominated)
+                if status is MISSING:
+                    status = single.put(key, pod, node, nominated, judge(node, judged_single))
+                want.append(status)
+            assert [_key(s) for s in got] == [_key(s) for s in want], (seed, step)
+            assert judged_batch == judged_single, (seed, step)
+            asked_total += len(asked)
+            judged_total += len(judged_batch)
+            assert {n: (k[0], k[1], k[2], k[4] is None) for n, k in batch._kept.items()} == {
+                n: (k[0], k[1], k[2], k[4] is None) for n, k in single._kept.items()
+            }, (seed, step)
+            for _ in range(rng.randrange(3)):
+                target = rng.choice(nodes)
+                change = rng.random()
+                if change < 0.4:
+                    target.generation += 1
+                elif change < 0.8:
+                    nominations[target.name] = tuple(rng.sample(others, rng.choice([1, 2])))
+                else:
+                    # A pod nominated to the node: it never counts against itself there.
+                    nominations[target.name] = (rng.choice(others), rng.choice(pods))
+    # Both kinds of answer were given: kept ones and judged ones.
+    assert 0 < judged_total < asked_total * 0.8, (judged_total, asked_total)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from scheduler.cache import Snapshot
 from scheduler.framework.runtime import Framework
@@ -89,3 +90,58 @@ def test_without_a_version_every_answer_is_computed() -> None:
     nominator.by_node["n2"] = {second.uid: second}
     assert set(fwk.nodes_with_nominated_pods_for(first)) == {"n2"}
     fwk.nominator = None
+
+
+def _raw(pod: PodInfo, node_name: str) -> dict[str, object]:
+    raw = dict(pod.pod)
+    raw["status"] = {"nominatedNodeName": node_name}
+    return raw
+
+
+def test_answers_read_from_the_changed_nodes_equal_the_plain_ones() -> None:
+    """With the scheduler's nominator (``NominatedPodInfos`` over a ``Nominator``, which says which nodes
+    changed since a version), an answer after a change reads only the changed nodes again: it must still
+    be the plain one, while pods of several priorities nominate, move, leave, and ask in turn (some
+    nominated themselves, alone on their node or not)."""
+    from scheduler.cache import PodInfoCache
+    from scheduler.preemption.nominated import NominatedPodInfos
+    from scheduling_queue import Nominator
+
+    fwk = _framework()
+    read_again: list[int] = []
+    for seed in range(40):
+        rng = random.Random(seed)
+        queue_nominator = Nominator()
+        infos = NominatedPodInfos(queue_nominator, PodInfoCache())
+        changed_since = infos.changed_since
+
+        def counting(version: int, changed_since: Any = changed_since) -> list[str]:
+            changed = changed_since(version)
+            read_again.append(len(changed))
+            return changed  # type: ignore[no-any-return]
+
+        infos.changed_since = counting  # type: ignore[method-assign]
+        fwk.nominator = infos
+        pods = [_pod(f"s{seed}q{i}", rng.choice([0, 10, 10, 100])) for i in range(14)]
+        nodes = [f"n{i}" for i in range(8)]
+        for _ in range(80):
+            if rng.random() < 0.5:
+                pod = rng.choice(pods)
+                node = rng.choice([*nodes, ""])
+                if node:
+                    queue_nominator.add_nominated_pod(_raw(pod, node), node)
+                else:
+                    queue_nominator.delete_nominated_pod_if_exists(pod.pod)
+            pod = rng.choice(pods)
+            want = {
+                name
+                for name in infos.nominated_node_names()
+                if any(
+                    other.priority >= pod.priority and other.uid != pod.uid
+                    for other in infos.nominated_pods_for_node(name)
+                )
+            }
+            assert set(fwk.nodes_with_nominated_pods_for(pod)) == want, seed
+    fwk.nominator = None
+    # The incremental reading was taken, and read fewer nodes than there are.
+    assert read_again and min(read_again) < 8

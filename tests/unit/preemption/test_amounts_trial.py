@@ -247,14 +247,32 @@ def _budget(app: str) -> dict[str, Any]:
     }
 
 
-def _counting(get: Callable[..., Verdict | None], found: list[Verdict]) -> Callable[..., Verdict | None]:
-    def counted(*args: Any) -> Verdict | None:
-        verdict = get(*args)
-        if verdict is not None:
+def _observe(verdicts: Any, found: list[Verdict], *, with_budgets: bool = False) -> None:
+    """Note every kept verdict a dry run takes (``with_budgets``: only those given a dry run that reads
+    budgets): from ``get`` (select_victims_on_node's) and from ``lookup``'s reader (the Evaluator's
+    loop, which asks before calling select_victims_on_node)."""
+    get = verdicts.get
+    lookup = verdicts.lookup
+
+    def counted_get(*args: Any) -> Verdict | None:
+        verdict: Verdict | None = get(*args)
+        if verdict is not None and (args[-1] or not with_budgets):
             found.append(verdict)
         return verdict
 
-    return counted
+    def counted_lookup(key: Any, pod: PodInfo, pdbs: Sequence[object]) -> Callable[..., Verdict | None]:
+        known = lookup(key, pod, pdbs)
+
+        def counted(node: Any) -> Verdict | None:
+            verdict: Verdict | None = known(node)
+            if verdict is not None and (pdbs or not with_budgets):
+                found.append(verdict)
+            return verdict
+
+        return counted
+
+    verdicts.get = counted_get
+    verdicts.lookup = counted_lookup
 
 
 def test_kept_node_verdicts_are_used_only_while_nothing_they_read_changes() -> None:
@@ -268,7 +286,7 @@ def test_kept_node_verdicts_are_used_only_while_nothing_they_read_changes() -> N
         nominator = _KeptNominator()
         env.fwk.nominator = nominator
         verdicts = env.plugin._verdicts
-        verdicts.get = _counting(verdicts.get, skipped)  # type: ignore[method-assign]
+        _observe(verdicts, skipped)
         shapes = [{"cpu": rng.choice(["1", "2", "2500m"]), "memory": "1Gi"} for _ in range(2)]
         preemptors = [mk(f"pre{step}", rng.choice([10, 15]), rng.choice(shapes)) for step in range(12)]
         for step, preemptor in enumerate(preemptors[:10]):
@@ -326,3 +344,30 @@ def test_a_preemptor_is_signed_again_in_each_cycle() -> None:
     answers[0] = None  # a pod with required anti-affinity lands: the pod can no longer be signed
     assert verdicts.key(scratch_copy(first), pod) is key  # the same cycle: signed once per dry run
     assert verdicts.key(scratch_copy(CycleState()), pod) is None
+
+
+def test_a_subclass_that_selects_victims_itself_is_asked_for_every_node() -> None:
+    """The Evaluator takes kept verdicts without calling select_victims_on_node only from the plugin
+    whose select_victims_on_node would give them: a subclass overriding it is called for every node."""
+    from scheduler.plugins.defaultpreemption import DefaultPreemption
+
+    env, _, _ = _cluster(0)
+    env.fwk.nominator = _KeptNominator()
+    asked: list[str] = []
+
+    class Selecting(DefaultPreemption):
+        def select_victims_on_node(
+            self, state: CycleState, pod: PodInfo, node: Any, pdbs: Sequence[PodDisruptionBudget]
+        ) -> tuple[list[PodInfo], int, Status | None]:
+            asked.append(node.name)
+            return super().select_victims_on_node(state, pod, node, pdbs)
+
+    plugin = Selecting(None, env.plugin.handle)
+    nodes = env.snapshot.node_infos()
+    for step in range(3):
+        state, info = env.prefilter(mk(f"pre{step}", 10, {"cpu": "1", "memory": "1Gi"}))
+        assert env.plugin.kept_verdicts(state, info, ()) is not None
+        assert plugin.kept_verdicts(state, info, ()) is None
+        asked.clear()
+        plugin.evaluator.dry_run_preemption(state, info, nodes, (), 0, len(nodes))
+        assert asked == [n.name for n in nodes][: len(asked)] and asked

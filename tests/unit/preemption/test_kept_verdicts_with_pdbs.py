@@ -7,7 +7,7 @@ budgets are updated, added and removed between preemptors."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from informers.store import Indexer
@@ -17,7 +17,7 @@ from scheduler.framework.types import PodInfo
 from scheduler.plugins.defaultpreemption import DefaultPreemption
 from scheduler.preemption.pdb import ParsedBudgets, PodDisruptionBudget, parse_pdbs
 from tests.unit.plugins.plugin_testlib import node
-from tests.unit.preemption.test_amounts_trial import Verdict, _cluster, _counting, _KeptNominator
+from tests.unit.preemption.test_amounts_trial import Verdict, _cluster, _KeptNominator, _observe
 from tests.unit.preemption.test_dry_run_equivalence import _key, _plain_dry_run, _status_key
 from tests.unit.preemption.test_preemption import Env, mk, pdb
 
@@ -133,7 +133,7 @@ def test_a_budget_change_has_the_node_judged_again() -> None:
     lister = _lister_of(env.plugin)
     kept: list[Verdict] = []
     verdicts = env.plugin._verdicts
-    verdicts.get = _counting(verdicts.get, kept)  # type: ignore[method-assign]
+    _observe(verdicts, kept)
     step = iter(range(100))
 
     def victims() -> list[str]:
@@ -176,7 +176,7 @@ def test_kept_victims_with_budgets_match_a_fresh_dry_run() -> None:
         nominator = _KeptNominator()
         env.fwk.nominator = nominator
         verdicts = env.plugin._verdicts
-        verdicts.get = _with_budgets(verdicts.get, kept_with_budgets)  # type: ignore[method-assign]
+        _observe(verdicts, kept_with_budgets, with_budgets=True)
         shapes = [{"cpu": rng.choice(["1", "2", "2500m"]), "memory": "1Gi"} for _ in range(2)]
         preemptors = [mk(f"pre{step}", rng.choice([10, 15]), rng.choice(shapes)) for step in range(14)]
         for step, preemptor in enumerate(preemptors[:12]):
@@ -198,18 +198,6 @@ def test_kept_victims_with_budgets_match_a_fresh_dry_run() -> None:
             elif change < 0.6 and len(lister.list()) > 1:
                 lister.delete(f"b{rng.randrange(3)}", "default")
     assert any(victims for victims, _, _ in kept_with_budgets)
-
-
-def _with_budgets(get: Callable[..., Verdict | None], found: list[Verdict]) -> Callable[..., Verdict | None]:
-    """``get``, noting the kept victims it gives a dry run that reads budgets."""
-
-    def counted(*args: Any) -> Verdict | None:
-        verdict = get(*args)
-        if verdict is not None and args[-1]:
-            found.append(verdict)
-        return verdict
-
-    return counted
 
 
 def test_victims_are_not_kept_with_budgets_that_can_change() -> None:
