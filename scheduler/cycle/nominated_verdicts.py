@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, same_pod_in
 
 # What ``get`` returns when nothing is kept (None is a kept verdict: the node passes).
 MISSING = Status(Code.Error, ["no kept verdict"])
@@ -68,11 +68,7 @@ class NominatedVerdicts:
             or kept[3] is not key
         ):
             return MISSING
-        me = pod.uid or pod.key
-        for other in nominated:
-            if (other.uid or other.key) == me:
-                return MISSING
-        return kept[4]
+        return MISSING if same_pod_in(pod, nominated) else kept[4]
 
     def kept_or_judged(
         self,
@@ -86,7 +82,6 @@ class NominatedVerdicts:
         asks of every node with nominations, in one loop (three calls per node cost more than the
         check; a cycle walks past every such node, nearly all kept)."""
         kept_get = self._kept.get
-        me = pod.uid or pod.key
         out: list[Status | None] = []
         for node in nodes:
             name = node.name
@@ -98,13 +93,10 @@ class NominatedVerdicts:
                 and kept[1] == node.generation
                 and kept[2] is nominated
                 and kept[3] is key
+                and not same_pod_in(pod, nominated)
             ):
-                for other in nominated:
-                    if (other.uid or other.key) == me:
-                        break
-                else:
-                    out.append(kept[4])
-                    continue
+                out.append(kept[4])
+                continue
             out.append(self.put(key, pod, node, nominated, judge(node)))
         return out
 
@@ -113,7 +105,7 @@ class NominatedVerdicts:
     ) -> Status | None:
         """Keep ``status`` (the verdict just judged) where that is exact; returns it, or an equal
         Status already kept for another node (Filter statuses are never changed once made)."""
-        if (status is not None and status.code is Code.Error) or _nominated_here(pod, nominated):
+        if (status is not None and status.code is Code.Error) or same_pod_in(pod, nominated):
             self._kept.pop(node.name, None)
             return status
         if status is not None:
@@ -132,15 +124,3 @@ class NominatedVerdicts:
         current = set(live)
         for name in [name for name in kept if name not in current]:
             del kept[name]
-
-
-def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:
-    # A loop, not any() over a generator: asked per node of every dry run and Filter loop, where the
-    # generator's setup cost twice the comparisons of the one or two pods nominated there.
-    me = pod.uid or pod.key
-    for other in nominated:
-        if (other.uid or other.key) == me:
-            break
-    else:
-        return False
-    return True

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Sequence
 from scheduler.framework.cycle_state import CycleState, origin_of
 from scheduler.framework.handle import NodeTrial, PreemptionHandle
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import NodeInfo, PodInfo
+from scheduler.framework.types import NodeInfo, PodInfo, same_pod_in
 
 
 class CopyTrial:
@@ -115,20 +115,7 @@ class DryRunVerdicts:
         self, key: Hashable, pod: PodInfo, node: NodeInfo, pdbs: Sequence[object]
     ) -> tuple[list[PodInfo], int, Status | None] | None:
         """The kept verdict, as ``select_victims_on_node`` returns it; None: judge the node."""
-        kept = self._kept.get(node.name)
-        if kept is None or kept[0] is not node or kept[1] != node.generation or kept[3] is not key:
-            return None
-        status = kept[4]
-        if status is None and kept[7] is not pdbs:
-            return None
-        nominated = self._handle.nominated_pods_for_node(node.name)
-        if kept[2] is not nominated or (nominated and _nominated_here(pod, nominated)):
-            return None
-        if status is None:
-            # Its own list: the caller may keep or change it.
-            return list(kept[5]), kept[6], None
-        # Its own copy: the caller's diagnosis may change it.
-        return [], 0, Status(status.code, list(status.reasons), status.plugin)
+        return self.lookup(key, pod, pdbs)(node)
 
     def lookup(
         self, key: Hashable, pod: PodInfo, pdbs: Sequence[object]
@@ -138,7 +125,6 @@ class DryRunVerdicts:
         kept, and the calls around each check cost more than the check."""
         kept_get = self._kept.get
         nominated_for = self._handle.nominated_pods_for_node
-        me = pod.uid or pod.key
 
         def known(node: NodeInfo) -> tuple[list[PodInfo], int, Status | None] | None:
             name = node.name
@@ -149,13 +135,12 @@ class DryRunVerdicts:
             if status is None and kept[7] is not pdbs:
                 return None
             nominated = nominated_for(name)
-            if kept[2] is not nominated:
+            if kept[2] is not nominated or same_pod_in(pod, nominated):
                 return None
-            for other in nominated:
-                if (other.uid or other.key) == me:
-                    return None
             if status is None:
+                # Its own list: the caller may keep or change it.
                 return list(kept[5]), kept[6], None
+            # Its own copy: the caller's diagnosis may change it.
             return [], 0, Status(status.code, list(status.reasons), status.plugin)
 
         return known
@@ -193,19 +178,7 @@ class DryRunVerdicts:
         pdbs: Sequence[object],
     ) -> None:
         nominated = self._handle.nominated_pods_for_node(node.name)
-        if _nominated_here(pod, nominated):
+        if same_pod_in(pod, nominated):
             self._kept.pop(node.name, None)
             return
         self._kept[node.name] = (node, node.generation, nominated, key, status, victims, num_violating, pdbs)
-
-
-def _nominated_here(pod: PodInfo, nominated: Sequence[PodInfo]) -> bool:
-    # A loop, not any() over a generator: asked per node of every dry run and Filter loop, where the
-    # generator's setup cost twice the comparisons of the one or two pods nominated there.
-    me = pod.uid or pod.key
-    for other in nominated:
-        if (other.uid or other.key) == me:
-            break
-    else:
-        return False
-    return True
