@@ -505,7 +505,8 @@ class SchedulingAlgorithm:
         if not fwk.has_score_plugins() and not with_extenders:
             return [1] * len(nodes)
         pre = self._pre_state if not with_extenders else None
-        if pre is not None and pre.score_data is not None:
+        replayed = pre is not None and pre.score_data is not None
+        if pre is not None and replayed:
             began = time.perf_counter()
             pre.replay_pre_score(state)
             if self.batch is not None:
@@ -526,6 +527,14 @@ class SchedulingAlgorithm:
             and isinstance(nodes, NodeSubset)
             and not state.record_plugin_metrics
         ):
+            if pre is not None and replayed:
+                # The Score point as run_score_array times it.
+                began = time.perf_counter()
+                totals = self.batch.window_scores(batched, nodes, state, pod, fwk, pre)
+                if totals is not None:
+                    fwk.observe_point("Score", "Success", time.perf_counter() - began)
+                    return totals
+                # A failure or an out-of-range score: the usual path below reports it.
             raw = self.batch.raw_scores(batched, nodes, state, pod, fwk.plugins.score, fwk.batch_score)
             # The cache keeps only raw scores within 0..100 (MIN_NODE_SCORE..MAX_NODE_SCORE).
             return fwk.run_score_array(state, pod, nodes, raw, raw_in_range=True)

@@ -51,6 +51,13 @@ from scheduler.framework.interface import (
     ScorePlugin,
 )
 from scheduler.framework.masked import ok_mask
+from scheduler.framework.runtime import (
+    SCORE_BREAKDOWN_KEY,
+    Framework,
+    PluginError,
+    ScoreStep,
+    _out_of_range,
+)
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo, PodInfo
 
@@ -92,6 +99,14 @@ class BatchEntry:
     filter_list: Sequence[FilterPlugin] | None = None
     # Rows 0..count-1 twice over, read-only: the round-robin order from any start is a slice of it.
     ring: IntArray | None = None
+    # ``window_scores``: the Score plan (``Framework.score_plan``) for the skip set ``plan_skip``; per
+    # row, the weighted sum of the raw scores of the plan's plugins without NormalizeScore (_UNKNOWN:
+    # some plugin of the plan has no raw score there); per plugin with NormalizeScore, the raw score
+    # every known row holds (None: they differ).
+    plan_skip: frozenset[str] | None = None
+    plan: tuple[ScoreStep, ...] | None = None
+    total: IntArray | None = None
+    uniform: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -103,6 +118,10 @@ class PreState:
     skip_filter: frozenset[str]
     score_data: dict[str, Any] | None = None
     skip_score: frozenset[str] = frozenset()
+    # ``window_scores``: per (plugin, window length, raw score), the read-only raw window, its
+    # normalised scores and those times the weight. An array NormalizeScore reads the CycleState, the
+    # pod and the scores; the state is this object's (replayed), the pod's answers are its signature's.
+    normalized: dict[tuple[str, int, int], tuple[IntArray, IntArray, IntArray]] = field(default_factory=dict)
 
     def replay_pre_filter(self, state: CycleState) -> None:
         for key, value in self.filter_data.items():
@@ -214,6 +233,8 @@ class BatchCache:
                     entry.generations[dirty] = generations[dirty]
                     for raw in entry.raw.values():
                         raw[dirty] = _UNKNOWN
+                    if entry.total is not None:
+                        entry.total[dirty] = _UNKNOWN
         else:
             entry = None
         if entry is None:
@@ -307,8 +328,165 @@ class BatchCache:
                 if not kept:
                     # Out of range (the framework reports it) or an error: never cache it.
                     continue
+                # A plugin's raw score that was the same on every node may differ now.
+                common = entry.uniform.get(name, _ABSENT)
+                if (
+                    common is not None
+                    and common is not _ABSENT
+                    and any(value != common for value in values[missing].tolist())
+                ):
+                    entry.uniform[name] = None
             out[name] = values
         return out
+
+    def window_scores(
+        self,
+        entry: BatchEntry,
+        feasible: NodeSubset,
+        state: CycleState,
+        pod: PodInfo,
+        fwk: Framework,
+        pre: PreState,
+    ) -> IntArray | None:
+        """``Framework.run_score_array`` over the cached raw scores, for a cycle that replayed ``pre``
+        (its PreScore state): the same totals, and the same score breakdown when one is asked for,
+        without a normalisation and a weighted sum per plugin and cycle. Plugins without NormalizeScore
+        add their kept weighted sum per row; one with NormalizeScore whose raw score is the same on
+        every node (the common case: no taints, no claims) adds its normalised window kept in ``pre``.
+        None: the caller scores as usual (a raw score failed or is out of range, a normaliser needs
+        node names, or a normalised score is out of range: the usual path reports those)."""
+        skip = state.skip_score_plugins
+        plan = entry.plan
+        if entry.plan_skip is None or entry.plan_skip != skip:
+            plan = entry.plan = fwk.score_plan(skip)
+            entry.plan_skip = frozenset(skip)
+            entry.total = None
+        if plan is None:
+            return None
+        rows = feasible.positions
+        size = len(rows)
+        total = entry.total
+        if total is None:
+            total = entry.total = np.full(len(entry.first_failure), _UNKNOWN, dtype=np.int64)
+        totals = total[rows]
+        if size and totals[totals.argmin()] == _UNKNOWN:
+            # Rows changed since (or never) scored: their raw scores through ``raw_scores``, kept.
+            missing = (totals == _UNKNOWN).nonzero()[0]
+            positions = rows[missing]
+            if len(missing) <= _PER_NODE_ROWS:
+                # Usually the node or two that changed since: Python ints, no numpy call per plugin.
+                sums = _score_rows(entry, plan, positions.tolist(), feasible.columns.infos, state, pod)
+                if sums is None:
+                    return None
+                for column, row, fixed_sum in zip(missing.tolist(), positions.tolist(), sums, strict=True):
+                    total[row] = fixed_sum
+                    totals[column] = fixed_sum
+            else:
+                plugins = [step.plugin for step in plan]
+                known = self.raw_scores(
+                    entry, NodeSubset(feasible.columns, positions), state, pod, plugins, fwk.batch_score
+                )
+                if len(known) != len(plan):
+                    return None
+                fixed = np.zeros(len(missing), dtype=np.int64)
+                for step in plan:
+                    if step.normalizer is None:
+                        fixed += known[step.plugin.name] * step.weight
+                total[positions] = fixed
+                totals[missing] = fixed
+        breakdown: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] | None = state.get(
+            SCORE_BREAKDOWN_KEY
+        )
+        # Appended to ``breakdown`` only once every plugin is through: a None answer adds nothing.
+        parts: list[tuple[str, Sequence[int] | IntArray, IntArray, int]] = []
+        for plugin, weight, normalizer in plan:
+            name = plugin.name
+            if normalizer is None:
+                if breakdown is not None:
+                    values = entry.raw[name][rows]
+                    parts.append((name, values, values, weight))
+                continue
+            common = self._uniform(entry, name)
+            kept = pre.normalized.get((name, size, common)) if common is not None else None
+            if kept is None:
+                raw = entry.raw[name][rows]
+                try:
+                    normalized = fwk.normalize_array(name, state, pod, feasible, raw)
+                except PluginError:
+                    return None
+                if len(normalized) and _out_of_range(normalized):
+                    return None
+                weighted = normalized * weight
+                if common is not None:
+                    raw.flags.writeable = False
+                    normalized.flags.writeable = False
+                    weighted.flags.writeable = False
+                    pre.normalized[(name, size, common)] = (raw, normalized, weighted)
+            else:
+                raw, normalized, weighted = kept
+            totals += weighted
+            parts.append((name, raw, normalized, weight))
+        if breakdown is not None:
+            breakdown.extend(parts)
+        return totals
+
+    @staticmethod
+    def _uniform(entry: BatchEntry, name: str) -> int | None:
+        """The raw score of plugin ``name`` every row with a known one holds, or None."""
+        common = entry.uniform.get(name, _ABSENT)
+        if common is _ABSENT:
+            raw = entry.raw[name]
+            values = raw[raw != _UNKNOWN]
+            first = int(values[0]) if len(values) else None
+            common = entry.uniform[name] = (
+                first if first is not None and values.min() == values.max() else None
+            )
+        found: int | None = common
+        return found
+
+
+def _score_rows(
+    entry: BatchEntry,
+    plan: Sequence[ScoreStep],
+    rows: list[int],
+    infos: Any,
+    state: CycleState,
+    pod: PodInfo,
+) -> list[int] | None:
+    """Raw scores of every plugin of ``plan`` on a few ``rows``, kept in ``entry.raw`` (a score known
+    there already is reused), and per row the weighted sum over the plugins without NormalizeScore.
+    None, nothing kept for the row, when a score fails or is out of range (the usual path reports it).
+    Plugins with NormalizeScore lose their uniform raw score (``BatchEntry.uniform``) to a new value."""
+    count = len(entry.first_failure)
+    uniform = entry.uniform
+    sums: list[int] = []
+    for row in rows:
+        node = infos[row]
+        scores: list[tuple[IntArray, int]] = []
+        fixed_sum = 0
+        for plugin, weight, normalizer in plan:
+            name = plugin.name
+            raw = entry.raw.get(name)
+            if raw is None:
+                raw = entry.raw[name] = np.full(count, _UNKNOWN, dtype=np.int64)
+            score = int(raw[row])
+            if score == _UNKNOWN:
+                score, status = plugin.score(state, pod, node)
+                if (
+                    status is not None and status.code is not Code.Success
+                ) or not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                    return None
+                scores.append((raw, score))
+                if normalizer is not None:
+                    common = uniform.get(name, _ABSENT)
+                    if common is not None and common is not _ABSENT and common != score:
+                        uniform[name] = None
+            if normalizer is None:
+                fixed_sum += score * weight
+        for raw, score in scores:
+            raw[row] = score
+        sums.append(fixed_sum)
+    return sums
 
 
 def _judge_per_node(

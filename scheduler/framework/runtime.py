@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
 import numpy as np
 
@@ -1007,6 +1007,29 @@ class Framework:
                 breakdown.append((plugin.name, given, values_array, weight))
         return totals
 
+    def score_plan(self, skip: AbstractSet[str]) -> tuple[ScoreStep, ...] | None:
+        """The Score plugins a cycle that skips ``skip`` runs, in order, each with its weight and its
+        array normalizer (None: no NormalizeScore). None when some plugin normalises only through
+        NodeScore lists: those read node names, so the batching cache's memo of normalised windows
+        (``scheduler.cycle.batching``) does not apply."""
+        steps: list[ScoreStep] = []
+        for plugin in self.plugins.score:
+            name = plugin.name
+            if name in skip:
+                continue
+            normalizer = self._array_normalizers.get(name)
+            if normalizer is None and name in self._normalizers:
+                return None
+            steps.append(ScoreStep(plugin, self.score_weights.get(name, 1), normalizer))
+        return tuple(steps)
+
+    def normalize_array(
+        self, name: str, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], raw: IntArray
+    ) -> IntArray:
+        """Plugin ``name``'s NormalizeScore over ``raw`` (scores of ``nodes``; it may rewrite them), as
+        ``_score_array`` runs it, for a plugin of ``score_plan`` with a normalizer."""
+        return _checked_array(name, nodes, self._normalize(name, state, pod, nodes, raw))
+
     def _normalize(
         self,
         name: str,
@@ -1214,6 +1237,15 @@ def _score_node_by_node(
     if record:
         _add_seconds(state.plugin_seconds, (plugin.name, "Score", "Success"), _perf() - began)
     return per_node
+
+
+class ScoreStep(NamedTuple):
+    """One Score plugin of a cycle (``Framework.score_plan``)."""
+
+    plugin: ScorePlugin
+    weight: int
+    # Its NormalizeScore over arrays; None when it has none.
+    normalizer: BatchScoreExtensions | None
 
 
 # Distinct PreFilter skip sets whose Filter plugin lists are kept (filter_plugins_for).
