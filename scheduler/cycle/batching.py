@@ -71,6 +71,9 @@ _REBUILD_SHARE = 4
 # Up to this many rows are judged and scored through the per-node plugin methods (same answers as the
 # batch ones: tests/unit/cycle/test_batch_equivalence.py); more go through one batch call per plugin.
 _PER_NODE_ROWS = 8
+# Normalised windows kept per PreState (``window_scores``): a window shrinks as nodes fill, so each new
+# length is a new key; past this many the memo starts afresh rather than grow with the cluster.
+_NORMALIZED_KEPT = 32
 
 
 @dataclass(slots=True)
@@ -421,6 +424,8 @@ class BatchCache:
                     raw.flags.writeable = False
                     normalized.flags.writeable = False
                     weighted.flags.writeable = False
+                    if len(pre.normalized) >= _NORMALIZED_KEPT:
+                        pre.normalized.clear()
                     pre.normalized[(name, size, common)] = (raw, normalized, weighted)
             else:
                 raw, normalized, weighted = kept

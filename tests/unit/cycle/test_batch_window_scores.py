@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from scheduler.cache import SchedulerCache
+from scheduler.cycle import batching
 from scheduler.cycle.batching import BatchCache
 from tests.unit.cycle.test_opportunistic_batching import _Side
 from tests.unit.fakes import make_node, make_pod
@@ -88,3 +89,21 @@ def test_kept_normalised_windows_are_read_only_and_reused() -> None:
             assert not array.flags.writeable
         # One raw score on every node of the window.
         assert len(np.unique(raw)) == 1
+
+
+def test_the_memo_of_normalised_windows_stays_bounded_as_windows_shrink() -> None:
+    # Each pod fills a node, so every cycle's window is one node shorter: a new memo key each time.
+    _, sides = _sides()
+    side = sides[1]
+    sizes: set[int] = set()
+    for step in range(NODES - 1):
+        pod = make_pod(f"p{step}", cpu="8", memory="1Gi", uid=f"u{step}")
+        pod["metadata"]["resourceVersion"] = "1"
+        node, *_ = side.schedule(pod)
+        side.cache.add_pod(copy.deepcopy(pod | {"spec": {**pod["spec"], "nodeName": node}}))
+        pre = side.algorithm._pre_state
+        if pre is not None:
+            sizes.update(size for _, size, _ in pre.normalized)
+            assert len(pre.normalized) <= batching._NORMALIZED_KEPT
+    # The memo did see more window lengths than it may keep.
+    assert len(sizes) > batching._NORMALIZED_KEPT
