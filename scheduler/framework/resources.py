@@ -462,9 +462,51 @@ def pod_requests_and_non_zero(pod: Mapping[str, Any]) -> tuple[Resource, Resourc
         if not defaults:
             return requests, requests.copy()
         return requests, Resource.from_amounts(pod_request_amounts(pod, non_missing=defaults))
+    containers = spec.get("containers")
+    if type(containers) is list and len(containers) == 1:
+        key = _one_container_key(containers[0])
+        if key is not None:
+            known = _ONE_CONTAINER.get(key)
+            if known is None:
+                known = _containers_sum(containers)
+                if len(_ONE_CONTAINER) >= _ONE_CONTAINER_MAX:
+                    _ONE_CONTAINER.clear()
+                _ONE_CONTAINER[key] = known
+            return known
+    return _containers_sum(containers or ())
+
+
+# The usual pod's (requests, non-zero requests) by its one container's requests, as written. Pods of
+# one template differ in names and volumes, not in requests, and summing them (quantities to exact
+# amounts, amounts to a Resource, the non-zero copy) was half of building each new pod's PodInfo.
+# The two Resources are shared by every pod of those requests: PodInfo's are never written to (its
+# copies for newer versions already share them). Keys hold only strings, so equal keys are equal
+# requests (a tuple key would find 1, 1.0 and True equal). Cleared when full: a few keys are usual.
+_ONE_CONTAINER: dict[tuple[tuple[str, str], ...], tuple[Resource, Resource]] = {}
+_ONE_CONTAINER_MAX = 1024
+
+
+def _one_container_key(container: Any) -> tuple[tuple[str, str], ...] | None:
+    """The container's ``resources.requests`` as a key, or None when it is not a map of strings
+    (no requests at all, or a malformed value left to ``_containers_sum`` and its errors)."""
+    if type(container) is not dict:
+        return None
+    resources = container.get("resources")
+    requests = resources.get("requests") if type(resources) is dict else None
+    if type(requests) is not dict:
+        return None
+    key = tuple(requests.items())
+    for name, quantity in key:
+        if type(name) is not str or type(quantity) is not str:
+            return None
+    return key
+
+
+def _containers_sum(containers: Iterable[Any]) -> tuple[Resource, Resource]:
+    """``pod_requests_and_non_zero`` of a pod whose requests are the plain sum of its containers'."""
     total: Amounts = {}
     missing_cpu = missing_memory = 0
-    for container in spec.get("containers") or ():
+    for container in containers:
         requests_raw = resources_of(container).get("requests") or {}
         _add(total, parse_resource_list(requests_raw))
         if CPU not in requests_raw:

@@ -42,9 +42,12 @@ class HostPort(NamedTuple):
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     ports: list[HostPort] = []
-    containers = list(spec.get("containers") or ())
-    # Sidecars keep running, so their host ports count too.
-    containers += [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    containers = spec.get("containers") or ()
+    init_containers = spec.get("initContainers")
+    if init_containers:
+        # Sidecars keep running, so their host ports count too.
+        containers = list(containers)
+        containers += [c for c in init_containers if c.get("restartPolicy") == "Always"]
     for container in containers:
         for port in container.get("ports") or ():
             host_port = port.get("hostPort") or 0
@@ -103,14 +106,20 @@ class PodInfo:
             raise PodSpecError(f"pod {self.key}: {err}") from err
         self.memo: dict[str, Any] = {}
         # Upstream's podWithAffinity / podWithRequiredAntiAffinity: which NodeInfo lists hold the pod.
-        affinity = spec.get("affinity")
-        if not isinstance(affinity, Mapping):
-            affinity = {}
-        anti = affinity.get("podAntiAffinity")
-        self.has_pod_affinity = affinity.get("podAffinity") is not None or anti is not None
-        self.has_required_anti_affinity = bool(
-            isinstance(anti, Mapping) and anti.get("requiredDuringSchedulingIgnoredDuringExecution")
-        )
+        # Any: the API's type, but a malformed object may hold anything there.
+        affinity: Any = spec.get("affinity")
+        if affinity is None:
+            # The usual pod, decided without isinstance against the Mapping ABC (its negative check
+            # cost as much as the rest of these lines).
+            self.has_pod_affinity = self.has_required_anti_affinity = False
+        else:
+            if not isinstance(affinity, Mapping):
+                affinity = {}
+            anti = affinity.get("podAntiAffinity")
+            self.has_pod_affinity = affinity.get("podAffinity") is not None or anti is not None
+            self.has_required_anti_affinity = bool(
+                isinstance(anti, Mapping) and anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+            )
 
     def successor(self, pod: Mapping[str, Any]) -> PodInfo | None:
         """This PodInfo for ``pod``, a newer version of the same pod, if nothing parsed can differ:

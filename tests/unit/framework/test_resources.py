@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.framework.quantity import parse_quantity
+import scheduler.framework.resources as resources_module
+from scheduler.framework.quantity import QuantityError, parse_quantity
 from scheduler.framework.resources import (
     Resource,
     pod_request_amounts,
@@ -489,3 +490,58 @@ def test_conditions_that_change_no_resize_verdict_are_the_same() -> None:
     b = _changed("status.conditions", [{"type": "Ready", "status": "True"}, *pending])
     assert same_request_inputs(a, b)
     assert not same_request_inputs(a, _changed("status.conditions", INFEASIBLE))
+
+
+# The one-container memo of pod_requests_and_non_zero: the same answers as the general sums.
+ONE_CONTAINER_REQUESTS: list[dict[str, Any]] = [
+    {"cpu": "100m", "memory": "128Mi"},
+    {"memory": "128Mi", "cpu": "100m"},
+    {"cpu": "100m"},
+    {"memory": "1Gi"},
+    {},
+    {"cpu": "1", "memory": "1", "ephemeral-storage": "1Gi", "example.com/gpu": "2"},
+    {"example.com/gpu": "2", "cpu": "250m"},
+    {"cpu": "0.1"},
+]
+
+
+@pytest.mark.parametrize("requests", ONE_CONTAINER_REQUESTS)
+def test_one_container_memo_matches_the_general_sums(requests: dict[str, str]) -> None:
+    resources_module._ONE_CONTAINER.clear()
+    pod = make_pod([{"name": "c", "resources": {"requests": dict(requests)}}])
+    # The general path's answer: pod_requests reads every rule, not the fast path.
+    expected = (pod_requests(pod), pod_requests(pod, non_zero=True))
+    first = pod_requests_and_non_zero(pod)
+    assert first == expected
+    assert len(resources_module._ONE_CONTAINER) == 1
+    again = pod_requests_and_non_zero(make_pod([{"name": "d", "resources": {"requests": dict(requests)}}]))
+    assert again == expected
+    # Remembered: the second pod of those requests shares the first one's (never written) Resources.
+    assert again[0] is first[0] and again[1] is first[1]
+    assert list(again[0].scalar) == list(expected[0].scalar)
+
+
+def test_one_container_memo_keeps_numbers_and_errors_out() -> None:
+    resources_module._ONE_CONTAINER.clear()
+    # A number is a valid quantity, but 1 == 1.0 == True as tuple keys: not remembered.
+    numeric = make_pod([{"name": "c", "resources": {"requests": {"cpu": 1}}}])
+    assert pod_requests_and_non_zero(numeric)[0].milli_cpu == 1000
+    assert resources_module._ONE_CONTAINER == {}
+    # A bad quantity raises every time, the same error, and is not remembered.
+    bad = make_pod([{"name": "c", "resources": {"requests": {"cpu": "lots"}}}])
+    errors = []
+    for _ in range(2):
+        with pytest.raises(QuantityError) as err:
+            pod_requests_and_non_zero(bad)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]
+    assert resources_module._ONE_CONTAINER == {}
+
+
+def test_one_container_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    resources_module._ONE_CONTAINER.clear()
+    monkeypatch.setattr(resources_module, "_ONE_CONTAINER_MAX", 2)
+    for milli in (1, 2, 3):
+        pod = make_pod([{"name": "c", "resources": {"requests": {"cpu": f"{milli}m"}}}])
+        assert pod_requests_and_non_zero(pod)[0].milli_cpu == milli
+    assert len(resources_module._ONE_CONTAINER) == 1
