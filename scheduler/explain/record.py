@@ -185,7 +185,29 @@ class Trace(AttemptRecord):
     __slots__ = ("best", "breakdown", "diagnosis", "feasible_nodes", "load_notes", "ties", "totals")
 
     def __init__(self, pod: str, uid: str, profile: str, attempt: int, time: float) -> None:
-        AttemptRecord.__init__(self, pod, uid, profile, attempt, time)
+        # Every AttemptRecord field at its default, assigned here rather than through the dataclass's
+        # __init__ (its sixteen defaulted parameters cost twice these stores; one Trace per attempt).
+        # tests/unit/explain/test_record.py checks that this stays the dataclass's defaults.
+        self.pod = pod
+        self.uid = uid
+        self.profile = profile
+        self.attempt = attempt
+        self.time = time
+        self.outcome = SCHEDULING
+        self.node = ""
+        self.message = ""
+        self.nodes_total = 0
+        self.nodes_evaluated = 0
+        self.feasible = 0
+        self.pre_filter = ""
+        self.filters = {}
+        self.score_table = None
+        self.post_filter = ""
+        self.nominated_node = ""
+        self.nearest_misses = []
+        self.misses_probed = 0
+        self.node_notes = []
+        self.measured_load = {}
         self.diagnosis: Diagnosis | None = None
         self.feasible_nodes: Sequence[NodeInfo] = ()
         self.totals: Sequence[int] | IntArray | None = None
@@ -226,7 +248,17 @@ class Trace(AttemptRecord):
             if diagnosis.node_to_status:
                 self.filters = filter_verdicts(diagnosis.node_to_status)
             self.post_filter = diagnosis.post_filter_msg
-        self.score_table = top_scores(self, chosen)
+        totals, ties, best, feasible_nodes = self.totals, self.ties, self.best, self.feasible_nodes
+        if (
+            ties is not None
+            and best >= 0
+            and len(ties) >= TOP_K == 3
+            and type(totals) is np.ndarray
+            and type(feasible_nodes) is NodeSubset
+        ):
+            self.score_table = _top_of_ties(totals, best, ties, self.breakdown, feasible_nodes, chosen)
+        else:
+            self.score_table = top_scores(self, chosen)
         if self.load_notes:
             table = self.score_table
             shown = table.nodes if table else (chosen,)
@@ -323,6 +355,52 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
         raws,
         norms,
     )
+
+
+def _top_of_ties(
+    totals: IntArray,
+    best: int,
+    ties: IntArray,
+    breakdown: Sequence[tuple[str, Sequence[int] | IntArray, IntArray, int]],
+    feasible: NodeSubset,
+    chosen: str,
+) -> ScoreTable:
+    """``top_scores`` when at least three rows share the best total (every attempt on identical
+    nodes): the table is ``best`` and the first two other tied rows, all with the same total. The
+    general path's steps in one frame, each value read once: this runs for nearly every pod."""
+    first, second, third = ties.item(0), ties.item(1), ties.item(2)
+    # The two lowest tied rows other than ``best`` (ties are ascending).
+    if best == first:
+        j, k = second, third
+    elif best == second:
+        j, k = first, third
+    else:
+        j, k = first, second
+    i = best
+    total = totals.item(i)
+    plugins: list[tuple[str, int]] = []
+    raws: list[list[int]] = []
+    norms: list[list[int]] = []
+    for name, raw, norm, weight in breakdown:
+        plugins.append((name, weight))
+        item = norm.item
+        values = [item(i), item(j), item(k)]
+        norms.append(values)
+        if raw is norm:
+            raws.append(values)
+        elif isinstance(raw, np.ndarray):
+            item = raw.item
+            raws.append([item(i), item(j), item(k)])
+        else:
+            raws.append([int(raw[i]), int(raw[j]), int(raw[k])])
+    info_at = feasible.columns.infos.item
+    position_at = feasible.positions.item
+    names = (
+        chosen or info_at(position_at(i)).name,
+        info_at(position_at(j)).name,
+        info_at(position_at(k)).name,
+    )
+    return ScoreTable(tuple(plugins), names, [total, total, total], 0, raws, norms)
 
 
 def _names(feasible: Sequence[NodeInfo], picked: list[int], chosen: str) -> tuple[str, ...]:

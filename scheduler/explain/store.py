@@ -56,7 +56,11 @@ class DecisionStore:
             if pending:
                 self._put(self._pending, key, history, self._pending_limit)
             else:
-                self._put(self._recent, key, history, self._recent_limit)
+                # ``_put`` spelt out for the common case (a scheduled pod, once per pod).
+                recent = self._recent
+                recent[key] = history
+                if len(recent) > self._recent_limit:
+                    recent.popitem(last=False)
 
     @staticmethod
     def _put(
@@ -69,6 +73,12 @@ class DecisionStore:
     def finish(self, record: AttemptRecord, outcome: str, message: str = "") -> None:
         """A filed record's binding finished: set its outcome (and message, if any) under the lock, and
         re-file its pod if this is still the pod's latest attempt."""
+        if not message and outcome not in _PENDING_OUTCOMES and record.outcome not in _PENDING_OUTCOMES:
+            # A binding that succeeded (every pod, nearly): the pod's history is where a record that is
+            # not pending files it, and stays there. Nothing moves, and one attribute store is atomic
+            # for a reader (who sees the outcome before or after it, as the lock would let it).
+            record.outcome = outcome
+            return
         key = record.pod
         with self._lock:
             record.outcome = outcome

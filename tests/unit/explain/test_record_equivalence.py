@@ -10,6 +10,7 @@ cycles have moved on, bindings have finished) each filed record must show exactl
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -152,3 +153,41 @@ def test_reference_rows_put_the_chosen_row_first_then_totals_ties_to_the_lower_r
     rows = _expected_scores(totals, 3, [("P", totals, totals, 1)], [f"n{i}" for i in range(6)], "n3")
     assert [(r["node"], r["chosen"]) for r in rows] == [("n3", True), ("n1", False), ("n2", False)]
     assert [r["total"] for r in rows] == [9, 9, 9]
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_randomized_clusters_record_the_reference_tables(
+    make_env: MakeEnv, expected: dict[int, list[dict[str, Any]]], seed: int
+) -> None:
+    """Random clusters (groups of identical nodes, so ties and the tied-rows shortcut; odd sizes,
+    labels, a taint) and random pods (runs of identical ones for batching hits, selectors down to one
+    feasible node, pods that fit nowhere): every filed record shows the reference table."""
+    rng = random.Random(seed)
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    nodes: list[dict[str, Any]] = []
+    for group in range(rng.randint(1, 3)):
+        cpu = rng.choice(["4", "8", "16"])
+        size = rng.randint(1, 8)
+        nodes += [make_node(f"g{group}-{i}", cpu=cpu, labels={"group": str(group)}) for i in range(size)]
+    nodes += [make_node(f"odd-{i}", cpu=rng.choice(["1", "2", "32"])) for i in range(rng.randint(0, 3))]
+    if rng.random() < 0.5:
+        nodes.append(make_node("tainted", cpu="64", taints=[taint]))
+    env = make_env(nodes)
+    keys: list[str] = []
+    for number in range(rng.randint(15, 30)):
+        shape = rng.random()
+        selector: dict[str, str] | None = None
+        if shape < 0.6:
+            run, cpu = rng.randint(1, 5), rng.choice(["100m", "500m", "1"])
+        elif shape < 0.8:
+            run, cpu, selector = 1, "100m", {"group": str(rng.randint(0, 3))}
+        else:
+            run, cpu = 1, rng.choice(["3", "20", "128"])
+        for i in range(run):
+            env.queue.add(make_pod(f"p{number}-{i}", cpu=cpu, node_selector=selector))
+            keys.append(f"default/p{number}-{i}")
+            await env.schedule_next()
+    scheduled = sum(1 for record in _filed(env, keys) if record.outcome != UNSCHEDULABLE)
+    await env.wait_bindings(scheduled)
+    for key, record in zip(keys, _filed(env, keys), strict=True):
+        assert record.to_json()["scores"] == expected[id(record)], key
