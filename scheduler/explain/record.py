@@ -120,7 +120,8 @@ class Miss:
 
 @dataclass(slots=True)
 class AttemptRecord:
-    """One attempt, condensed. Mutated only through the DecisionStore (under its lock)."""
+    """One attempt, condensed. Mutated only through the DecisionStore (under its lock, but for the
+    single outcome store of ``DecisionStore.finish``'s bound pod)."""
 
     pod: str
     uid: str

@@ -3,7 +3,8 @@
 Two LRU maps keyed by ``namespace/name``: pods whose latest attempt left them pending, and pods recently
 scheduled (or failed for other reasons). Keeping them apart means a burst of successful scheduling
 cannot evict the record of a pod that is still pending, which is the one users ask about. Each pod
-keeps its last few attempts. One lock guards everything; the loop holds it for microseconds.
+keeps its last few attempts. One lock guards everything; the loop holds it for microseconds. (A bound
+pod's ``finish`` only sets the record's outcome, one attribute store, and skips it.)
 """
 
 from __future__ import annotations
@@ -56,11 +57,7 @@ class DecisionStore:
             if pending:
                 self._put(self._pending, key, history, self._pending_limit)
             else:
-                # ``_put`` spelt out for the common case (a scheduled pod, once per pod).
-                recent = self._recent
-                recent[key] = history
-                if len(recent) > self._recent_limit:
-                    recent.popitem(last=False)
+                self._put(self._recent, key, history, self._recent_limit)
 
     @staticmethod
     def _put(
