@@ -66,7 +66,8 @@ def _copier_for(kind: type) -> Callable[[Any], Any]:
         + "\n    except AttributeError:\n        return copy_some(value)\n    return other\n"
     )
     namespace: dict[str, Any] = {"new": new, "kind": kind, "copy_some": copy_some}
-    exec(source, namespace)  # noqa: S102 - the names are the class's own slot identifiers
+    # The names are the class's own slot identifiers (checked above), nothing from outside.
+    exec(source, namespace)
     copier: Callable[[Any], Any] = namespace["copy_slots"]
     return copier
 

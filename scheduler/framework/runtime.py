@@ -282,7 +282,8 @@ class Framework:
         # per spec too: (position of its first step in the kept parts, or -1; plugin).
         self._spec_signers = tuple(p for p in self.signers or () if sign_reads_spec_only(p))
         self._other_signers = tuple(p for p in self.signers or () if not sign_reads_spec_only(p))
-        self._split_signers = tuple(p for p in self._other_signers if sign_splits_spec(p))
+        # Typed Any: sign_spec and sign_with are promised by sign_splits_spec, not by SignPlugin.
+        self._split_signers: tuple[Any, ...] = tuple(p for p in self._other_signers if sign_splits_spec(p))
         self._other_steps: tuple[tuple[int, Any], ...] = tuple(
             (
                 len(self._spec_signers) + self._split_signers.index(p) if p in self._split_signers else -1,

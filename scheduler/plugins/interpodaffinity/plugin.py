@@ -121,9 +121,9 @@ class InterPodAffinity:
             nodes = snapshot.node_infos()
             if self._nodes_with("pods_with_required_anti_affinity", nodes):
                 return None
-            if not self.ignore_preferred_terms_of_existing_pods and self._nodes_with("pods_with_affinity", nodes):
-                return None
-            return ()
+            if self.ignore_preferred_terms_of_existing_pods:
+                return ()
+            return None if self._nodes_with("pods_with_affinity", nodes) else ()
         if with_anti() or (not self.ignore_preferred_terms_of_existing_pods and with_any()):
             return None
         return ()

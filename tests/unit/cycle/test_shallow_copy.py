@@ -97,6 +97,7 @@ def test_fit_request_is_shared() -> None:
 
 class _KeywordSlot:
     __slots__ = ("class", "plain")
+    plain: list[int]
 
 
 def test_slots_that_are_keywords_and_partly_assigned_slots() -> None:

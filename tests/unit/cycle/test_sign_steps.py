@@ -27,6 +27,13 @@ from scheduler.plugins.podtopologyspread.defaults import (
 from tests.unit.fakes import PROFILE, build_frameworks, make_node
 
 _IMAGES = ["img-a:1", "img-b:1", "img-c"]
+_ANTI = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "b"}}}
+        ]
+    }
+}
 
 
 def _node(rng: random.Random, i: int) -> dict[str, Any]:
@@ -57,13 +64,7 @@ def _pod(rng: random.Random, name: str, node_name: str = "") -> dict[str, Any]:
             }
         ]
     if rng.random() < 0.1:
-        spec["affinity"] = {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "b"}}}
-                ]
-            }
-        }
+        spec["affinity"] = _ANTI
     return {
         "metadata": {
             "name": name,
@@ -118,13 +119,7 @@ def test_signatures_are_equal_exactly_when_the_signers_answers_are() -> None:
             )
         if step == 8:
             anti = _pod(rng, "anti", node_name="n1")
-            anti["spec"]["affinity"] = {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "b"}}}
-                    ]
-                }
-            }
+            anti["spec"]["affinity"] = _ANTI
             cache.add_pod(anti)
         if step == 10:
             cache.remove_pod(anti)
@@ -162,7 +157,8 @@ def test_image_locality_sign_is_its_two_steps() -> None:
         info = PodInfo(_pod(rng, f"p{k}"))
         assert plugin.sign(info) == plugin.sign_with(info, plugin.sign_spec(info))
         images = plugin.sign_spec(info)
-        assert images == tuple(f"{c['image']}:latest" if ":" not in c["image"] else c["image"] for c in info.spec["containers"])
+        written = [c["image"] for c in info.spec["containers"]]
+        assert images == tuple(image if ":" in image else image + ":latest" for image in written)
 
 
 class _Unversioned:
