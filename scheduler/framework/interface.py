@@ -107,6 +107,15 @@ def sign_reads_spec_only(plugin: object) -> bool:
     return getattr(plugin, "sign_reads_spec_only", False) is True
 
 
+def sign_splits_spec(plugin: object) -> bool:
+    """Whether a signing plugin promises (class attribute ``sign_splits_spec = True``) that its part
+    is computed in two steps: ``sign_spec(pod)``, reading nothing but the spec (as
+    ``sign_reads_spec_only``), and ``sign_with(pod, spec_part)``, the rest; ``sign(pod)`` equals
+    ``sign_with(pod, sign_spec(pod))`` (None from either: the pod cannot batch). The framework keeps
+    the first step per spec, as it keeps the parts of the plugins that read the spec only."""
+    return getattr(plugin, "sign_splits_spec", False) is True
+
+
 def pre_state_from_signature(plugin: object) -> bool:
     """Whether a signing plugin promises (class attribute ``pre_state_from_signature = True``) that,
     for any pod it signs, its PreFilter and PreScore return and write to the CycleState only what the

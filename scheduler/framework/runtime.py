@@ -56,6 +56,7 @@ from scheduler.framework.interface import (
     filter_ignores_pods_on_node,
     pre_state_from_signature,
     sign_reads_spec_only,
+    sign_splits_spec,
 )
 from scheduler.framework.masked import ok_mask
 from scheduler.framework.podgroup import (
@@ -276,9 +277,20 @@ class Framework:
         self.pre_state_replayable: bool = self.signers is not None and all(
             pre_state_from_signature(p) for p in (*plugins.pre_filter, *plugins.pre_score)
         )
-        # Signers that read only the spec, whose parts are kept per spec (sign_pod), and the rest.
+        # Signers that read only the spec, whose parts are kept per spec (sign_pod), and the rest; of
+        # the rest, those whose first step reads only the spec (``sign_splits_spec``), which is kept
+        # per spec too: (position of its first step in the kept parts, or -1; plugin).
         self._spec_signers = tuple(p for p in self.signers or () if sign_reads_spec_only(p))
         self._other_signers = tuple(p for p in self.signers or () if not sign_reads_spec_only(p))
+        # Typed Any: sign_spec and sign_with are promised by sign_splits_spec, not by SignPlugin.
+        self._split_signers: tuple[Any, ...] = tuple(p for p in self._other_signers if sign_splits_spec(p))
+        self._other_steps: tuple[tuple[int, Any], ...] = tuple(
+            (
+                len(self._spec_signers) + self._split_signers.index(p) if p in self._split_signers else -1,
+                p,
+            )
+            for p in self._other_signers
+        )
         # (a copy of a spec, the spec signers' parts for it), most recent last: identical pods share a
         # spec, so their parts are one dict comparison away.
         self._spec_parts: list[tuple[Mapping[str, Any], tuple[Hashable, ...]]] = []
@@ -403,16 +415,17 @@ class Framework:
         if spec_parts is None:
             return None
         parts: list[Hashable] = [pod.scheduler_name, spec_parts]
-        for plugin in self._other_signers:
-            part = plugin.sign(pod)
+        for position, plugin in self._other_steps:
+            part = plugin.sign(pod) if position < 0 else plugin.sign_with(pod, spec_parts[position])
             if part is None:
                 return None
             parts.append(part)
         return tuple(parts)
 
     def _parts_of_spec(self, pod: PodInfo) -> tuple[Hashable, ...] | None:
-        """The parts of the signers that read only the spec: kept for the last few specs seen, unless
-        the pod's status reports resources (its requests then read the status too)."""
+        """The parts of the signers that read only the spec, then the first steps of the split
+        signers: kept for the last few specs seen, unless the pod's status reports resources (its
+        requests then read the status too)."""
         spec = pod.spec
         known = self._spec_parts
         reusable = not has_status_resources(pod.pod)
@@ -423,6 +436,11 @@ class Framework:
         parts: list[Hashable] = []
         for plugin in self._spec_signers:
             part = plugin.sign(pod)
+            if part is None:
+                return None
+            parts.append(part)
+        for plugin in self._split_signers:
+            part = plugin.sign_spec(pod)
             if part is None:
                 return None
             parts.append(part)

@@ -81,13 +81,23 @@ class ImageLocality:
     # PreScore's state is the image counts and sizes the signature carries.
     pre_state_from_signature = True
 
+    # sign is sign_with(sign_spec): the pod's images are read from the spec alone, so the framework
+    # keeps them per spec and pods of one template skip pod_images.
+    sign_splits_spec = True
+
     def sign(self, pod: PodInfo) -> Hashable | None:
         """The images with how many nodes hold each and their cluster-wide size: both scale every
         node's score."""
+        return self.sign_with(pod, self.sign_spec(pod))
+
+    def sign_spec(self, pod: PodInfo) -> tuple[str, ...]:
+        return tuple(pod_images(pod).images)
+
+    def sign_with(self, pod: PodInfo, images: Hashable) -> Hashable | None:
+        assert isinstance(images, tuple)
         snapshot = self._handle.snapshot
-        images = pod_images(pod).images
         return (
-            tuple(images),
+            images,
             snapshot.num_nodes(),
             tuple((snapshot.image_num_nodes(image), snapshot.image_size(image)) for image in images),
         )

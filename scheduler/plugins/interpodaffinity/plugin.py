@@ -112,10 +112,19 @@ class InterPodAffinity:
         required anti-affinity, and no existing pod with any affinity unless those are ignored)."""
         if pod.has_pod_affinity or self._handle is None:
             return None
-        nodes = self._all_nodes(())
-        if self._nodes_with("pods_with_required_anti_affinity", nodes):
-            return None
-        if not self.ignore_preferred_terms_of_existing_pods and self._nodes_with("pods_with_affinity", nodes):
+        snapshot = self._handle.snapshot
+        # The cache's snapshot keeps both lists (the usual case): asked directly, without the
+        # fallback's scan of every node.
+        with_anti = getattr(snapshot, "have_pods_with_required_anti_affinity_list", None)
+        with_any = getattr(snapshot, "have_pods_with_affinity_list", None)
+        if with_anti is None or with_any is None:
+            nodes = snapshot.node_infos()
+            if self._nodes_with("pods_with_required_anti_affinity", nodes):
+                return None
+            if self.ignore_preferred_terms_of_existing_pods:
+                return ()
+            return None if self._nodes_with("pods_with_affinity", nodes) else ()
+        if with_anti() or (not self.ignore_preferred_terms_of_existing_pods and with_any()):
             return None
         return ()
 

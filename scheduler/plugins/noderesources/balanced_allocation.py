@@ -20,6 +20,7 @@ from scheduler.framework import (
     Status,
     as_subset,
 )
+from scheduler.framework.resources import CPU, MEMORY
 from scheduler.plugins import names
 from scheduler.plugins.helper.args import ArgsReader
 from scheduler.plugins.helper.gomath import go_div, go_div_array
@@ -119,10 +120,27 @@ def _idle_balance_column(scorer: ResourceAllocationScorer) -> NodeColumn:
         def idle_balance(info: NodeInfo) -> int:
             return balanced_resource_score(*scorer.node_vectors(info))
 
+        def idle_balance_cpu_memory(info: NodeInfo) -> int:
+            used, alloc = info.requested, info.allocatable
+            cpu_capacity, memory_capacity = alloc.milli_cpu, alloc.memory
+            if not (cpu_capacity and memory_capacity):
+                # Fewer than two fractions: no spread.
+                return MAX_NODE_SCORE
+            cpu = used.milli_cpu / cpu_capacity
+            memory = used.memory / memory_capacity
+            cpu = 1.0 if cpu > 1.0 else cpu
+            memory = 1.0 if memory > 1.0 else memory
+            return int((1 - abs((cpu - memory) / 2)) * MAX_NODE_SCORE)
+
+        # The default resources (cpu, memory, plain requests): balanced_resource_score of the two spelt
+        # out, the same float operations in the same order, without node_vectors' lists. It runs for
+        # every node a snapshot update changes (each placed pod); the lists cost twice the arithmetic.
+        default_pair = names_key == (CPU, MEMORY) and scorer.use_requested
+        compute = idle_balance_cpu_memory if default_pair else idle_balance
         column = _IDLE_COLUMNS[names_key] = NodeColumn(
             "noderesources/balanced-allocation.idle/" + ",".join(names_key),
             np.int64,
-            idle_balance,
+            compute,
             reads_pods=True,
         )
     return column

@@ -94,6 +94,8 @@ class FitRequest:
     """What the pod asks of a node, ready for the per-node check (``preFilterState``)."""
 
     __slots__ = ("empty", "ephemeral_storage", "memory", "milli_cpu", "scalars")
+    # Built once per PreFilter and only read after: a batching replay shares it (shallow_copy).
+    replay_shared = True
 
     def __init__(
         self,

@@ -143,9 +143,39 @@ class DefaultConstraints:
         self._raw = raw_constraints
         self._listers = listers
         self._versions: tuple[int | None, ...] = ()
-        self._memo: dict[Any, tuple[SpreadConstraint, ...]] = {}
+        # (action, *pod key) -> constraints; (actions, *pod key) -> whether any of them has one.
+        self._memo: dict[Any, Any] = {}
 
     def for_pod(self, pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
+        if not self._current():
+            return default_constraints(pod, self._raw, action, self._listers)
+        key = (action, *self._pod_key(pod))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = default_constraints(pod, self._raw, action, self._listers)
+        return found
+
+    def any_for_pod(self, pod: PodInfo, actions: tuple[str, ...]) -> bool:
+        """Whether ``for_pod`` gives any constraint for one of ``actions``: what signing a pod asks,
+        per pod, with one read of the listers' versions and one key for all the actions."""
+        if not self._current():
+            return any(default_constraints(pod, self._raw, action, self._listers) for action in actions)
+        pod_key = self._pod_key(pod)
+        key = (actions, *pod_key)
+        found = self._memo.get(key)
+        if found is None:
+            # Each action's answer is kept under its own key too, as for_pod keeps it.
+            answers = [self._memo.get((action, *pod_key)) for action in actions]
+            for index, action in enumerate(actions):
+                if answers[index] is None:
+                    answers[index] = self._memo[(action, *pod_key)] = default_constraints(
+                        pod, self._raw, action, self._listers
+                    )
+            found = self._memo[key] = any(answers)
+        return bool(found)
+
+    def _current(self) -> bool:
+        """Brings the memo up to date with the listers; False when one keeps no version (no memo)."""
         listers = self._listers
         versions = (
             lister_version(listers.services),
@@ -154,14 +184,15 @@ class DefaultConstraints:
             lister_version(listers.stateful_sets),
         )
         if None in versions:
-            return default_constraints(pod, self._raw, action, listers)
+            return False
         if versions != self._versions or len(self._memo) >= self.MAX_ENTRIES:
             self._versions = versions
             self._memo = {}
+        return True
+
+    @staticmethod
+    def _pod_key(pod: PodInfo) -> tuple[Any, ...]:
+        """What of the pod the answer reads: namespace, labels and controller."""
         owner = _controller_of(pod.pod)
         owner_key = None if owner is None else (owner.get("apiVersion"), owner.get("kind"), owner.get("name"))
-        key = (action, pod.namespace, frozenset(labels_of(pod.pod).items()), owner_key)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = default_constraints(pod, self._raw, action, listers)
-        return found
+        return (pod.namespace, frozenset(labels_of(pod.pod).items()), owner_key)

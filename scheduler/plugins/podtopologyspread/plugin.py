@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 PRE_FILTER_STATE_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
 PRE_SCORE_STATE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+# The two actions a signed pod must have no constraint for, in the order sign asks.
+_BOTH_ACTIONS = (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
 
 
 class PodTopologySpread:
@@ -85,7 +87,12 @@ class PodTopologySpread:
     def sign(self, pod: PodInfo) -> Hashable | None:
         """Spreading depends on where matching pods run: sign only pods without any constraint, own
         or defaulted (both Filter and Score skip those)."""
-        if self.constraints(pod, DO_NOT_SCHEDULE) or self.constraints(pod, SCHEDULE_ANYWAY):
+        if has_own_constraints(pod):
+            if own_constraints(pod, DO_NOT_SCHEDULE) or own_constraints(pod, SCHEDULE_ANYWAY):
+                return None
+            return ()
+        # As self.constraints for both actions, asking the defaults once.
+        if self._defaults is not None and self._defaults.any_for_pod(pod, _BOTH_ACTIONS):
             return None
         return ()
 

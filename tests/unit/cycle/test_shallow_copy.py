@@ -87,11 +87,34 @@ def test_plugin_states_copy_as_copy_copy_does() -> None:
         _same_shallow_copy(original)
 
 
-def test_fit_request_copies_as_copy_copy_does() -> None:
+def test_fit_request_is_shared() -> None:
+    """FitRequest declares replay_shared: never assigned after PreFilter builds it."""
     original = FitRequest.__new__(FitRequest)
     for name in _plain_slots(FitRequest) or ():
         object.__setattr__(original, name, [name])
+    assert shallow_copy(original) is original
+
+
+class _KeywordSlot:
+    __slots__ = ("class", "plain")
+    plain: list[int]
+
+
+def test_slots_that_are_keywords_and_partly_assigned_slots() -> None:
+    """The generated copier takes plain identifiers; a keyword slot goes through the loop."""
+    original = _KeywordSlot()
+    setattr(original, "class", [1])
+    original.plain = [2]
     _same_shallow_copy(original)
+    partial = _KeywordSlot()
+    partial.plain = [3]
+    _same_shallow_copy(partial)
+    assert not hasattr(shallow_copy(partial), "class")
+    # A state whose first slot is unset (the generated copy stops there) falls back to the loop.
+    later = _Unassigned.__new__(_Unassigned)
+    later.unset_one = [4]  # type: ignore[attr-defined]
+    _same_shallow_copy(later)
+    assert not hasattr(shallow_copy(later), "set_one")
 
 
 def test_private_slots_and_unassigned_slots() -> None:
