@@ -13,4 +13,4 @@ signatures, and the documented behaviour of each extension point:
 surface and fails when it changes without a new version and a changelog entry.
 """
 
-PLUGIN_API_VERSION = "1.7.0"
+PLUGIN_API_VERSION = "1.8.0"
