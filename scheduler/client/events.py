@@ -633,6 +633,8 @@ class EventRecorder:
         the patch's own timeout is shorter, so it has failed or landed by then).
         """
         gates = self.cancel_condition_patches(uid)
+        if not gates:
+            return True
         deadline = time.monotonic() + timeout
         return all(gate.idle.wait(max(0.0, deadline - time.monotonic())) for gate in gates)
 
@@ -662,6 +664,12 @@ class EventRecorder:
         """Cancel pod ``uid``'s condition patches not yet sent (or waiting for a retry): the pod is
         bound, and a PodScheduled=False landing now would contradict it. Returns every gate, those on
         the wire included (``before_bind`` waits for them). Never blocks: callable from the loop."""
+        # Nearly every pod bound never had a condition patch. Both maps gain entries on the loop only
+        # (pod_condition_unschedulable, nominate_pod), so a lookup without the lock that finds neither
+        # is what the locked pops below would find, and it spares every binding the lock (shared
+        # with every binding thread's Event) and TTLCache.pop: ~6 us per pod on the loop.
+        if uid not in self._gates and uid not in self._conditions_sent:
+            return []
         with self._lock:
             gates = self._gates.pop(uid, [])
             # A cancelled patch never lands: a later failure of this pod must send its own.

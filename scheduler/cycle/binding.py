@@ -18,16 +18,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from scheduler.client.api import POD_PENDING, BindingConflict
+from scheduler.cycle.binding_threads import Workers
 from scheduler.framework.api_error import ApiError
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import PodInfo
-from scheduler.util.threads import prestart_workers
 from scheduling_queue.types import QueuedPodInfo
 
 log = logging.getLogger(__name__)
@@ -130,7 +129,8 @@ class BindingPool:
         self._may_bind = may_bind
         # Orders the pod's PodScheduled=False patch of an earlier attempt before this Binding.
         self._before_bind = before_bind
-        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="binding")
+        # Not a ThreadPoolExecutor: nothing reads a binding's Future (see ``binding_threads``).
+        self._executor: Workers[BindingTask] = Workers(self._run, max_workers, "binding")
         self._in_flight = 0
         # The tasks submitted and not yet delivered, by pod uid (on the loop only).
         self._binding: dict[str, BindingTask] = {}
@@ -172,7 +172,7 @@ class BindingPool:
         """Start every binding thread now (off the loop; it blocks): a released gang's binds, submitted
         together from the loop, then find idle threads instead of the loop waiting for each new one
         to start. At most BINDING_WORKERS: a larger pool (a large ``parallelism``) grows on demand."""
-        return prestart_workers(self._executor, min(self.max_workers, BINDING_WORKERS))
+        return self._executor.prestart(BINDING_WORKERS)
 
     def submit(self, task: BindingTask) -> None:
         """Called on the loop. The result comes back through ``on_done`` on the loop."""
@@ -182,7 +182,7 @@ class BindingPool:
             if self._after_patches(task.pod.uid, deferred.landed):
                 deferred = None
         if deferred is None:
-            self._executor.submit(self._run, task)  # raises after shutdown, before the bookkeeping
+            self._executor.submit(task)  # raises after shutdown, before the bookkeeping
         else:
             deferred.timer = self._loop.call_later(self._patch_wait_limit, deferred.start)
         self._in_flight += 1
@@ -193,7 +193,7 @@ class BindingPool:
         """On the loop: a deferred task's thread. After shutdown it is dropped, as a task still queued
         in the executor is cancelled then."""
         if not self._closed:
-            self._executor.submit(self._run, task)
+            self._executor.submit(task)
 
     def report(self, result: BindingResult) -> None:
         """On the loop: an outcome decided without a binding thread (a rejection at Permit) reaches
@@ -306,4 +306,4 @@ class BindingPool:
 
     def shutdown(self) -> None:
         self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._executor.shutdown()

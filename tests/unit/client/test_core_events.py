@@ -298,6 +298,29 @@ def test_a_condition_patch_cancelled_by_the_bind_does_not_hold_back_the_next() -
     assert len(flaky.written) == 1
 
 
+def test_a_bind_after_a_landed_condition_patch_lets_the_next_failure_patch_again(env: Env) -> None:
+    # The patch has landed (its gate is gone), only the memo of what was sent is left: the bind must
+    # still clear it (the fast path for pods without patches must not skip this one).
+    pod = versioned(make_pod("p"), "5")
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    wait_until(lambda: len(env.rest.status_patches()) == 1)
+    wait_until(lambda: not env.recorder._gates)
+    assert env.recorder.after_patches(pod["metadata"]["uid"], lambda: None) is True
+    env.recorder.pod_condition_unschedulable(pod, reason="Unschedulable", message="m")
+    env.settle()
+    assert env.recorder.conditions_skipped == 0
+    assert len(env.rest.status_patches()) == 2
+
+
+def test_a_bind_of_a_pod_without_condition_patches_never_waits(env: Env) -> None:
+    uid = make_pod("p")["metadata"]["uid"]
+    called: list[str] = []
+    assert env.recorder.after_patches(uid, lambda: called.append("x")) is True
+    assert env.recorder.before_bind(uid, timeout=0.0) is True
+    assert env.recorder.cancel_condition_patches(uid) == []
+    assert called == []
+
+
 def test_condition_patch_can_carry_the_nominated_node(env: Env) -> None:
     current = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
     env.recorder.pod_condition_unschedulable(
