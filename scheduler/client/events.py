@@ -668,7 +668,13 @@ class EventRecorder:
         # (pod_condition_unschedulable, nominate_pod), so a lookup without the lock that finds neither
         # is what the locked pops below would find, and it spares every binding the lock (shared
         # with every binding thread's Event) and TTLCache.pop: ~6 us per pod on the loop.
-        if uid not in self._gates and uid not in self._conditions_sent:
+        try:
+            absent = uid not in self._gates and uid not in self._conditions_sent
+        except TypeError:
+            # TTLCache.__setitem__ links a key before it sets its expiry: an insert in progress (none
+            # is made for a pod that is binding today) is left to the locked path.
+            absent = False
+        if absent:
             return []
         with self._lock:
             gates = self._gates.pop(uid, [])

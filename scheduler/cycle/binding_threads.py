@@ -44,6 +44,7 @@ class Workers(Generic[T]):
         self._submitted = 0
         self._finished = 0
         self._lock = threading.Lock()
+        self._start_lock = threading.Lock()
         self._closed = False
 
     @property
@@ -56,7 +57,15 @@ class Workers(Generic[T]):
             raise RuntimeError("cannot schedule new tasks after shutdown")
         self._submitted += 1
         if len(self._threads) < self.max_workers and self._submitted - self._finished > len(self._threads):
-            self._start_one()
+            try:
+                self._start_one()
+            except RuntimeError:
+                # No thread could start (the process is out of them): a started worker takes the task
+                # later; with none at all, nothing would, so the caller hears it (task not queued).
+                if not self._threads:
+                    self._submitted -= 1
+                    raise
+                log.warning("%s: no new thread could start; the task waits for a busy one", self._name_prefix)
         self._tasks.put(task)
 
     def prestart(self, count: int) -> bool:
@@ -69,11 +78,16 @@ class Workers(Generic[T]):
         return not self._closed
 
     def _start_one(self) -> None:
-        thread = threading.Thread(
-            target=self._work, name=f"{self._name_prefix}_{len(self._threads)}", daemon=True
-        )
-        thread.start()
-        self._threads.append(thread)
+        # Under the lock: ``prestart`` (a helper thread) and ``submit`` (the loop) may both start one,
+        # and ``shutdown`` (which takes the lock to close) must count every thread started to wake it.
+        with self._start_lock:
+            if self._closed or len(self._threads) >= self.max_workers:
+                return
+            thread = threading.Thread(
+                target=self._work, name=f"{self._name_prefix}_{len(self._threads)}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
 
     def _work(self) -> None:
         tasks, run = self._tasks, self._run
@@ -93,11 +107,13 @@ class Workers(Generic[T]):
 
     def shutdown(self) -> None:
         """Tasks not yet taken are dropped; every worker exits after its current task. Does not wait."""
-        self._closed = True
+        with self._start_lock:
+            self._closed = True
+            started = len(self._threads)
         try:
             while True:
                 self._tasks.get_nowait()
         except Empty:
             pass
-        for _ in self._threads:
+        for _ in range(started):
             self._tasks.put(None)

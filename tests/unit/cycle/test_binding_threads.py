@@ -129,3 +129,73 @@ def test_a_crashing_item_is_logged_and_the_worker_goes_on(caplog: pytest.LogCapt
 def test_max_workers_must_be_positive() -> None:
     with pytest.raises(ValueError):
         Workers(lambda item: None, 0, "none")
+
+
+def test_shutdown_during_prestart_leaves_no_thread_waiting_forever() -> None:
+    for _ in range(30):
+        workers: Workers[int] = Workers(lambda item: None, 16, "race")
+        starter = threading.Thread(target=workers.prestart, args=(16,))
+        starter.start()
+        workers.shutdown()
+        starter.join(3.0)
+        for thread in list(workers._threads):
+            thread.join(3.0)
+            assert not thread.is_alive()
+
+
+def test_prestart_racing_submits_keeps_the_limit_and_distinct_names() -> None:
+    for _ in range(20):
+        release = threading.Event()
+        workers: Workers[threading.Event] = Workers(lambda event: event.wait(3.0), 4, "limit")
+        starter = threading.Thread(target=workers.prestart, args=(4,))
+        starter.start()
+        for _ in range(6):
+            workers.submit(release)
+        starter.join(3.0)
+        names = [t.name for t in workers._threads]
+        assert len(names) <= 4
+        assert len(set(names)) == len(names)
+        release.set()
+        workers.shutdown()
+
+
+def test_a_thread_that_cannot_start_leaves_the_task_to_a_started_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[int] = []
+    gate = threading.Event()
+
+    def run(item: int) -> None:
+        gate.wait(3.0)
+        seen.append(item)
+
+    workers: Workers[int] = Workers(run, 4, "full")
+    workers.submit(0)  # one worker, busy until the gate opens
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    workers.submit(1)  # no new thread: queued for the busy one
+    monkeypatch.undo()
+    gate.set()
+    _wait(lambda: seen == [0, 1])
+    workers.shutdown()
+
+
+def test_with_no_thread_at_all_submit_raises_and_queues_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    workers: Workers[int] = Workers(seen.append, 2, "none")
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        workers.submit(1)
+    monkeypatch.undo()
+    workers.submit(2)
+    _wait(lambda: seen == [2])
+    time.sleep(0.05)
+    assert seen == [2]
+    workers.shutdown()
