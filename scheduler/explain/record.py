@@ -313,30 +313,18 @@ def top_scores(trace: Trace, chosen: str) -> ScoreTable | None:
     best = trace.best
     picked = _top_rows(totals, best, trace.ties)
     feasible = trace.feasible_nodes
-    plugins: list[tuple[str, int]] = []
-    raws: list[list[int]] = []
-    norms: list[list[int]] = []
     if len(picked) == 3:
-        # The usual case, spelt out: three ``.item`` calls cost less than a comprehension's frame.
         i, j, k = picked
         if isinstance(totals, np.ndarray):
             item = totals.item
             total_row = [item(i), item(j), item(k)]
         else:
             total_row = [int(totals[i]), int(totals[j]), int(totals[k])]
-        for name, raw, norm, weight in trace.breakdown:
-            plugins.append((name, weight))
-            item = norm.item
-            values = [item(i), item(j), item(k)]
-            norms.append(values)
-            if raw is norm:
-                raws.append(values)
-            elif isinstance(raw, np.ndarray):
-                item = raw.item
-                raws.append([item(i), item(j), item(k)])
-            else:
-                raws.append([int(raw[i]), int(raw[j]), int(raw[k])])
+        plugins, raws, norms = _three_rows(trace.breakdown, i, j, k)
     else:
+        plugins = []
+        raws = []
+        norms = []
         total_row = [_at(totals, i) for i in picked]
         for name, raw, norm, weight in trace.breakdown:
             plugins.append((name, weight))
@@ -379,6 +367,22 @@ def _top_of_ties(
         j, k = first, second
     i = best
     total = totals.item(i)
+    plugins, raws, norms = _three_rows(breakdown, i, j, k)
+    info_at = feasible.columns.infos.item
+    position_at = feasible.positions.item
+    names = (
+        chosen or info_at(position_at(i)).name,
+        info_at(position_at(j)).name,
+        info_at(position_at(k)).name,
+    )
+    return ScoreTable(tuple(plugins), names, [total, total, total], 0, raws, norms)
+
+
+def _three_rows(
+    breakdown: Sequence[tuple[str, Sequence[int] | IntArray, IntArray, int]], i: int, j: int, k: int
+) -> tuple[list[tuple[str, int]], list[list[int]], list[list[int]]]:
+    """Each plugin's (name, weight), raw and normalised scores of rows ``i``, ``j``, ``k``: the usual
+    table (three rows), spelt out, as three ``.item`` calls cost less than a comprehension's frame."""
     plugins: list[tuple[str, int]] = []
     raws: list[list[int]] = []
     norms: list[list[int]] = []
@@ -394,14 +398,7 @@ def _top_of_ties(
             raws.append([item(i), item(j), item(k)])
         else:
             raws.append([int(raw[i]), int(raw[j]), int(raw[k])])
-    info_at = feasible.columns.infos.item
-    position_at = feasible.positions.item
-    names = (
-        chosen or info_at(position_at(i)).name,
-        info_at(position_at(j)).name,
-        info_at(position_at(k)).name,
-    )
-    return ScoreTable(tuple(plugins), names, [total, total, total], 0, raws, norms)
+    return plugins, raws, norms
 
 
 def _names(feasible: Sequence[NodeInfo], picked: list[int], chosen: str) -> tuple[str, ...]:
