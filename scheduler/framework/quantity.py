@@ -37,7 +37,8 @@ def _ceil(value: Fraction) -> int:
     return -((-value.numerator) // value.denominator)
 
 
-@lru_cache(maxsize=4096)
+# typed: True == 1 == 1.0 as cache keys, and a boolean must be refused even after the number was read.
+@lru_cache(maxsize=4096, typed=True)
 def parse_quantity(text: str | int | float) -> Fraction:
     """The exact value of a quantity. Raises QuantityError naming the bad input."""
     if isinstance(text, bool):

@@ -545,3 +545,13 @@ def test_one_container_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         pod = make_pod([{"name": "c", "resources": {"requests": {"cpu": f"{milli}m"}}}])
         assert pod_requests_and_non_zero(pod)[0].milli_cpu == milli
     assert len(resources_module._ONE_CONTAINER) == 1
+
+
+def test_a_boolean_quantity_is_refused_even_after_the_equal_number_was_read() -> None:
+    # True == 1.0 and hash(True) == hash(1.0): an untyped cache would answer True with 1.0's value.
+    assert parse_quantity(1.0) == Fraction(1)
+    with pytest.raises(QuantityError):
+        parse_quantity(True)
+    assert parse_quantity(0.0) == Fraction(0)
+    with pytest.raises(QuantityError):
+        parse_quantity(False)
