@@ -149,11 +149,7 @@ class DefaultConstraints:
     def for_pod(self, pod: PodInfo, action: str) -> tuple[SpreadConstraint, ...]:
         if not self._current():
             return default_constraints(pod, self._raw, action, self._listers)
-        key = (action, *self._pod_key(pod))
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = default_constraints(pod, self._raw, action, self._listers)
-        return found
+        return self._kept(pod, action, self._pod_key(pod))
 
     def any_for_pod(self, pod: PodInfo, actions: tuple[str, ...]) -> bool:
         """Whether ``for_pod`` gives any constraint for one of ``actions``: what signing a pod asks,
@@ -165,14 +161,16 @@ class DefaultConstraints:
         found = self._memo.get(key)
         if found is None:
             # Each action's answer is kept under its own key too, as for_pod keeps it.
-            answers = [self._memo.get((action, *pod_key)) for action in actions]
-            for index, action in enumerate(actions):
-                if answers[index] is None:
-                    answers[index] = self._memo[(action, *pod_key)] = default_constraints(
-                        pod, self._raw, action, self._listers
-                    )
-            found = self._memo[key] = any(answers)
+            found = self._memo[key] = any([self._kept(pod, action, pod_key) for action in actions])
         return bool(found)
+
+    def _kept(self, pod: PodInfo, action: str, pod_key: tuple[Any, ...]) -> tuple[SpreadConstraint, ...]:
+        """``action``'s constraints for ``pod`` (``pod_key``: its ``_pod_key``), kept in the memo."""
+        key = (action, *pod_key)
+        found: tuple[SpreadConstraint, ...] | None = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = default_constraints(pod, self._raw, action, self._listers)
+        return found
 
     def _current(self) -> bool:
         """Brings the memo up to date with the listers; False when one keeps no version (no memo)."""
