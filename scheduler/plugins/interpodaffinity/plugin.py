@@ -112,19 +112,9 @@ class InterPodAffinity:
         required anti-affinity, and no existing pod with any affinity unless those are ignored)."""
         if pod.has_pod_affinity or self._handle is None:
             return None
-        snapshot = self._handle.snapshot
-        # The cache's snapshot keeps both lists (the usual case): asked directly, without the
-        # fallback's scan of every node.
-        with_anti = getattr(snapshot, "have_pods_with_required_anti_affinity_list", None)
-        with_any = getattr(snapshot, "have_pods_with_affinity_list", None)
-        if with_anti is None or with_any is None:
-            nodes = snapshot.node_infos()
-            if self._nodes_with("pods_with_required_anti_affinity", nodes):
-                return None
-            if self.ignore_preferred_terms_of_existing_pods:
-                return ()
-            return None if self._nodes_with("pods_with_affinity", nodes) else ()
-        if with_anti() or (not self.ignore_preferred_terms_of_existing_pods and with_any()):
+        if self._nodes_with("pods_with_required_anti_affinity"):
+            return None
+        if not self.ignore_preferred_terms_of_existing_pods and self._nodes_with("pods_with_affinity"):
             return None
         return ()
 
@@ -187,13 +177,15 @@ class InterPodAffinity:
 
     # --- snapshot ---------------------------------------------------------------------------------
 
-    def _nodes_with(self, attribute: str, nodes: Sequence[NodeInfo]) -> Sequence[NodeInfo]:
+    def _nodes_with(self, attribute: str, nodes: Sequence[NodeInfo] | None = None) -> Sequence[NodeInfo]:
         """The snapshot's list of nodes hosting such pods; a snapshot without one (a test's, say) is
-        scanned instead."""
+        scanned instead: ``nodes``, or (None) the snapshot's, read only then."""
         snapshot = self._handle.snapshot if self._handle is not None else None
         method: Callable[[], Sequence[NodeInfo]] | None = getattr(snapshot, f"have_{attribute}_list", None)
         if method is not None:
             return method()
+        if nodes is None:
+            nodes = self._all_nodes(())
         return [node for node in nodes if getattr(node, attribute)]
 
     def _columns_for(self, nodes: Sequence[NodeInfo]) -> ColumnStore | None:
