@@ -43,7 +43,11 @@ victims, and the next preemptor would evict others in their place.
 from __future__ import annotations
 
 import asyncio
+import functools
+import heapq
+import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -153,6 +157,10 @@ class PreemptionExecutor:
         self._waiting_pods = waiting_pods
         self._clock = clock
         self._pool = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="preemption")
+        # The asynchronous runs' writes, oldest run first (see _submit): (run started, order, write).
+        self._writes: list[tuple[float, int, Callable[[], None]]] = []
+        self._writes_lock = threading.Lock()
+        self._write_order = itertools.count()
         self._runs: dict[str, _Run] = {}
         # Finished runs whose last deletion the informer has not shown yet.
         self._settling: dict[str, _Run] = {}
@@ -194,7 +202,7 @@ class PreemptionExecutor:
         lower_pods = [p.pod for p in lower if pod_status(p.pod).get("nominatedNodeName")]
         if lower_pods:
             run.pending = 1
-            self._pool.submit(self._clear_nominations, loop, key, run, lower_pods)
+            self._submit(run, functools.partial(self._clear_nominations, loop, key, run, lower_pods))
         else:
             self._preempt_all_but_last(loop, key, run)
         return None
@@ -311,7 +319,7 @@ class PreemptionExecutor:
         runs, settling = self._runs, self._settling
         if not runs and not settling:
             return False
-        key = _ident_of(pod)
+        key = uid_of(pod) or namespaced_name(pod)  # the run's key, as _ident makes it from a PodInfo
         run = runs.get(key)
         if run is not None:
             return not run.last_victim or self._victim_remains(run.last_victim, run.last_uid)
@@ -383,7 +391,7 @@ class PreemptionExecutor:
             return
         run.pending = len(others)
         for victim in others:
-            self._pool.submit(self._write_victim, loop, key, run, victim)
+            self._submit(run, functools.partial(self._write_victim, loop, key, run, victim))
 
     def _preempt_last(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run) -> None:
         """Phase three: the last victim, once the others are gone (upstream's order). From now on the
@@ -395,7 +403,7 @@ class PreemptionExecutor:
         run.last_victim = last.key
         run.last_uid = last.uid
         run.pending = 1
-        self._pool.submit(self._write_victim, loop, key, run, last)
+        self._submit(run, functools.partial(self._write_victim, loop, key, run, last))
 
     def _nominations_cleared(self, loop: asyncio.AbstractEventLoop, key: str, run: _Run, ok: bool) -> None:
         # As upstream, a failed clear marks the run failed but the victims are still evicted.
@@ -460,6 +468,23 @@ class PreemptionExecutor:
             loop.call_later(SETTLE_POLL, self._activate_when_settled, key, run, deadline)
             return
         self._settle_expired(key, run)
+
+    def _submit(self, run: _Run, write: Callable[[], None]) -> None:
+        """Queue one of an asynchronous run's writes; the writers take the oldest run's first.
+
+        In a burst of preemptions the writes queue up, and every preemptor is held (its PreEnqueue
+        re-run on every victim's deletion) until its run ends. In submission order a run's last victim,
+        written only after the others, would queue behind the first writes of every run started
+        meanwhile; oldest first, runs end about in the order they started, each held for less time.
+        Each pool task runs exactly one write: the oldest waiting when it starts."""
+        with self._writes_lock:
+            heapq.heappush(self._writes, (run.started, next(self._write_order), write))
+        self._pool.submit(self._write_oldest)
+
+    def _write_oldest(self) -> None:
+        with self._writes_lock:
+            _, _, write = heapq.heappop(self._writes)
+        write()
 
     # --- writer threads -----------------------------------------------------------------------
     def _clear_nominations(
@@ -552,7 +577,3 @@ def _has_condition(pod: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 def _ident(pod: PodInfo) -> str:
     return pod.uid or pod.key
-
-
-def _ident_of(pod: Mapping[str, Any]) -> str:
-    return uid_of(pod) or namespaced_name(pod)
