@@ -3,6 +3,7 @@ after its other victims were written, does not wait behind the first writes of r
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from scheduler.framework.types import PodInfo
@@ -44,7 +45,7 @@ def test_writes_waiting_for_a_writer_go_oldest_run_first() -> None:
         arrivals = [("late", 3.0), ("early", 1.0), ("middle", 2.0), ("early", 1.0), ("late", 3.0)]
         for i, (name, started) in enumerate(arrivals):
             run = _run(name, started)
-            executor._submit(run, lambda label=f"{name}-{i}": write(label))
+            executor._submit(run, functools.partial(write, f"{name}-{i}"))
         release.set()
         assert done.wait(10)
         # Oldest run first; one run's writes in the order they were queued.
