@@ -6,7 +6,8 @@ there, lower-priority pods nominated to the node lose their nomination, and the 
 "running preemption" so DefaultPreemption's PreEnqueue holds it back. The API writes run in a pool of
 writer threads, in upstream's order: first the cleared nominations; then every victim but the last, in
 parallel (upstream's ``Parallelizer().Until``), each one a ``DisruptionTarget`` condition patch (reason
-``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Each write's
+``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Writes waiting
+for a writer go oldest preemption first (``_submit``). Each write's
 result comes back to the loop with ``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping),
 and the loop starts the next phase: no thread waits for another, so preemptions never queue behind each
 other's round trips. The preemptor is not polled: it waits in the queue and is woken by the victims'
