@@ -353,7 +353,7 @@ class Framework:
         plugins = self._pre_enqueue_orders.get(gating_plugin)
         if plugins is None:
             plugins = self._pre_enqueue_order(gating_plugin)
-        record = self._rng.randrange(100) < self._sample_percent  # should_sample_plugin_metrics
+        record = self.should_sample_plugin_metrics()
         result: Status | None = None
         for plugin in plugins:
             began = _perf() if record else 0.0

@@ -6,12 +6,12 @@ there, lower-priority pods nominated to the node lose their nomination, and the 
 "running preemption" so DefaultPreemption's PreEnqueue holds it back. The API writes run in a pool of
 writer threads, in upstream's order: first the cleared nominations; then every victim but the last, in
 parallel (upstream's ``Parallelizer().Until``), each one a ``DisruptionTarget`` condition patch (reason
-``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Writes waiting
-for a writer go oldest preemption first (``_submit``). Each write's
+``PreemptionByScheduler``) and a delete; then, once they all succeeded, the last victim. Each write's
 result comes back to the loop with ``call_soon_threadsafe`` (the ``Preempted`` Event, the bookkeeping),
-and the loop starts the next phase: no thread waits for another, so preemptions never queue behind each
-other's round trips. The preemptor is not polled: it waits in the queue and is woken by the victims'
-deletion events (its Filter rejectors' queueing hints).
+and the loop starts the next phase: no thread waits for another phase to end. Writes waiting for a
+writer go oldest preemption first (``_submit``), so a run's last victim does not queue behind the first
+writes of runs started after it. The preemptor is not polled: it waits in the queue and is woken by
+the victims' deletion events (its Filter rejectors' queueing hints).
 
 As upstream, the preemptor counts as running preemption until its last victim is deleted or has a
 deletionTimestamp; on a failed API call it is activated at once so a new attempt can decide again. Two
